@@ -1,0 +1,71 @@
+#include "oneflow_lite/core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ofl {
+
+namespace {
+constexpr size_t kAlignment = 64;
+
+std::shared_ptr<void> AllocateAligned(int64_t bytes) {
+  size_t rounded = ((static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment) * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  CHECK(p != nullptr) << "out of host memory allocating " << bytes << " bytes";
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+template <typename T>
+void FillTyped(void* data, int64_t n, double value) {
+  T* p = static_cast<T*>(data);
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value);
+}
+}  // namespace
+
+Tensor::Tensor(Shape shape, DataType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+  for (int64_t d : shape_.dims()) CHECK_GE(d, 0) << "negative extent in " << shape_;
+  owner_ = AllocateAligned(nbytes());
+  data_ = owner_.get();
+}
+
+Tensor::Tensor(Shape shape, DataType dtype, std::shared_ptr<void> owner, void* data)
+    : shape_(std::move(shape)), dtype_(dtype), owner_(std::move(owner)), data_(data) {}
+
+Tensor Tensor::Zeros(Shape shape, DataType dtype) {
+  Tensor t(std::move(shape), dtype);
+  std::memset(t.raw(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  Tensor t(shape_, dtype_);
+  if (nbytes() > 0) std::memcpy(t.raw(), data_, nbytes());
+  return t;
+}
+
+void Tensor::CopyFrom(const Tensor& other) {
+  CHECK(shape_ == other.shape_ && dtype_ == other.dtype_)
+      << "CopyFrom " << other.shape_ << " " << DataTypeName(other.dtype_) << " into " << shape_
+      << " " << DataTypeName(dtype_);
+  if (nbytes() > 0) std::memcpy(data_, other.data_, nbytes());
+}
+
+void Tensor::Fill(double value) {
+  switch (dtype_) {
+    case DataType::kFloat32: FillTyped<float>(data_, numel(), value); break;
+    case DataType::kFloat64: FillTyped<double>(data_, numel(), value); break;
+    case DataType::kInt32: FillTyped<int32_t>(data_, numel(), value); break;
+    case DataType::kInt64: FillTyped<int64_t>(data_, numel(), value); break;
+    default:
+      CHECK(value == 0.0) << "Fill of " << DataTypeName(dtype_) << " supports only zero";
+      std::memset(data_, 0, nbytes());
+  }
+}
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  CHECK_EQ(shape.NumElements(), numel()) << "Reshaped " << shape_ << " to " << shape;
+  return Tensor(std::move(shape), dtype_, owner_, data_);
+}
+
+}  // namespace ofl

@@ -1,0 +1,58 @@
+// Tensor: a host buffer with a shape and a dtype; the unit kernels read and
+// write. Copies share the buffer (like numpy views of one array); Clone()
+// copies the bytes. The buffer is 64-byte aligned and freed with the last
+// owner. A Tensor is not synchronised: concurrent writers need outside order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "oneflow_lite/core/data_type.h"
+#include "oneflow_lite/core/shape.h"
+
+namespace ofl {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates an uninitialised buffer.
+  Tensor(Shape shape, DataType dtype);
+  // Wraps memory owned elsewhere; `owner` keeps it alive.
+  Tensor(Shape shape, DataType dtype, std::shared_ptr<void> owner, void* data);
+
+  static Tensor Zeros(Shape shape, DataType dtype);
+
+  const Shape& shape() const { return shape_; }
+  DataType dtype() const { return dtype_; }
+  int64_t numel() const { return shape_.NumElements(); }
+  int64_t nbytes() const { return numel() * SizeOf(dtype_); }
+  bool defined() const { return data_ != nullptr || numel() == 0; }
+
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+  template <typename T>
+  T* data() {
+    CHECK(DataTypeOf<T>::value == dtype_) << "Tensor holds " << DataTypeName(dtype_);
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const {
+    CHECK(DataTypeOf<T>::value == dtype_) << "Tensor holds " << DataTypeName(dtype_);
+    return static_cast<const T*>(data_);
+  }
+
+  Tensor Clone() const;
+  void CopyFrom(const Tensor& other);  // same shape and dtype (CHECKed)
+  void Fill(double value);
+  // Same buffer, another shape with the same element count (CHECKed).
+  Tensor Reshaped(Shape shape) const;
+
+ private:
+  Shape shape_;
+  DataType dtype_ = DataType::kFloat32;
+  std::shared_ptr<void> owner_;
+  void* data_ = nullptr;
+};
+
+}  // namespace ofl

@@ -1,0 +1,124 @@
+// ones_like, zeros_like and add_n: the small ops autodiff itself emits
+// (the loss seed and the sum of gradients that reach one tensor).
+#include <cstring>
+
+#include "ops/grad.h"
+#include "ops/kernel.h"
+#include "ops/op_registry.h"
+#include "ops/parallel.h"
+#include "ops/sbp_rules.h"
+
+namespace ofl {
+
+namespace {
+
+Maybe<std::vector<TensorDesc>> SameAsInput(const OpContext& ctx) {
+  return std::vector<TensorDesc>{ctx.input(0)};
+}
+
+Maybe<std::vector<TensorDesc>> InferAddN(const OpContext& ctx) {
+  const TensorDesc& first = ctx.input(0);
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    const TensorDesc& d = ctx.input(i);
+    OFL_ENSURE(d.shape == first.shape, ctx.where(), ": inputs[", i, "].shape=", d.shape,
+               " != inputs[0].shape=", first.shape);
+    OFL_ENSURE(d.dtype == first.dtype, ctx.where(), ": inputs[", i, "].dtype=",
+               DataTypeName(d.dtype), " != inputs[0].dtype=", DataTypeName(first.dtype));
+  }
+  OFL_ENSURE(IsComputeFloat(first.dtype), ctx.where(), ": dtype ", DataTypeName(first.dtype),
+             " is not float32 or float64");
+  return std::vector<TensorDesc>{first};
+}
+
+OpCost AddNCost(const OpContext& ctx, const std::vector<TensorDesc>& outs) {
+  return {static_cast<double>(outs[0].shape.NumElements()) * (ctx.num_inputs() - 1),
+          outs[0].nbytes()};
+}
+
+OpCost FillCost(const OpContext&, const std::vector<TensorDesc>& outs) {
+  return {0.0, outs[0].nbytes()};
+}
+
+// The value does not depend on the input's values: no gradient flows back.
+Status NoGradient(GradContext&) { return Status::OK(); }
+
+Status AddNGrad(GradContext& g) {
+  for (int i = 0; i < g.num_inputs(); ++i) {
+    if (g.NeedsInputGrad(i)) g.SetInputGrad(i, g.OutputGrad(0));
+  }
+  return Status::OK();
+}
+
+SbpFn AddNSbp() {
+  return [](const OpContext& ctx) {
+    int n = ctx.num_inputs();
+    std::vector<SbpSignature> sigs;
+    for (int64_t a = 0; a < ctx.input(0).shape.ndim(); ++a) {
+      sigs.push_back({std::vector<Sbp>(n, Sbp::Split(a)), {Sbp::Split(a)}});
+    }
+    sigs.push_back({std::vector<Sbp>(n, Sbp::Broadcast()), {Sbp::Broadcast()}});
+    sigs.push_back({std::vector<Sbp>(n, Sbp::PartialSum()), {Sbp::PartialSum()}});
+    return sigs;
+  };
+}
+
+// The constant's value does not depend on the layout: any split or B works.
+SbpFn FillSbp() {
+  return [](const OpContext& ctx) {
+    std::vector<SbpSignature> sigs;
+    for (int64_t a = 0; a < ctx.input(0).shape.ndim(); ++a) {
+      sigs.push_back({{Sbp::Split(a)}, {Sbp::Split(a)}});
+    }
+    sigs.push_back({{Sbp::Broadcast()}, {Sbp::Broadcast()}});
+    return sigs;
+  };
+}
+
+void AddNKernel(KernelContext& k) {
+  Tensor& out = k.out(0);
+  OFL_DISPATCH_FLOAT(out.dtype(), T, {
+    T* y = out.data<T>();
+    std::vector<const T*> xs;
+    for (Tensor* t : k.inputs) xs.push_back(t->data<T>());
+    ParallelFor(out.numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T s = xs[0][i];
+        for (size_t j = 1; j < xs.size(); ++j) s += xs[j][i];
+        y[i] = s;
+      }
+    });
+  });
+}
+
+OFL_REGISTER_OP("add_n")
+    .InputList("inputs")
+    .Output("out")
+    .InferShape(InferAddN)
+    .Sbp(AddNSbp())
+    .Cost(AddNCost)
+    .Grad(AddNGrad)
+    .Doc("Sum of one or more tensors of one shape and dtype.");
+OFL_REGISTER_KERNEL("add_n", DeviceType::kCPU, AddNKernel);
+
+OFL_REGISTER_OP("ones_like")
+    .Input("like")
+    .Output("out")
+    .InferShape(SameAsInput)
+    .Sbp(FillSbp())
+    .Cost(FillCost)
+    .Grad(NoGradient)
+    .Doc("A tensor of ones with the shape and dtype of `like`.");
+OFL_REGISTER_KERNEL("ones_like", DeviceType::kCPU, [](KernelContext& k) { k.out(0).Fill(1.0); });
+
+OFL_REGISTER_OP("zeros_like")
+    .Input("like")
+    .Output("out")
+    .InferShape(SameAsInput)
+    .Sbp(FillSbp())
+    .Cost(FillCost)
+    .Grad(NoGradient)
+    .Doc("A tensor of zeros with the shape and dtype of `like`.");
+OFL_REGISTER_KERNEL("zeros_like", DeviceType::kCPU, [](KernelContext& k) { k.out(0).Fill(0.0); });
+
+}  // namespace
+}  // namespace ofl

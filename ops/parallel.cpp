@@ -1,0 +1,38 @@
+#include "ops/parallel.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+
+#include <thread>
+
+namespace ofl {
+
+void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
+  if (n <= 0) return;
+  if (n <= grain) {
+    fn(0, n);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) { fn(r.begin(), r.end()); });
+}
+
+struct KernelThreads::Control {
+  explicit Control(int n) : tbb(tbb::global_control::max_allowed_parallelism, n) {}
+  tbb::global_control tbb;
+};
+
+KernelThreads::KernelThreads(int num_threads) {
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  num_threads_ = num_threads > 0 ? num_threads : std::max(1, cores);
+  control_ = new Control(num_threads_);
+  openblas_set_num_threads(num_threads_);
+  omp_set_num_threads(num_threads_);
+}
+
+KernelThreads::~KernelThreads() { delete control_; }
+
+}  // namespace ofl

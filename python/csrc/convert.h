@@ -1,0 +1,28 @@
+// Conversions between Python/numpy values and oneflow_lite's: ndarray <->
+// Tensor (copies), dict <-> AttrMap, and Status -> Python exception (the one
+// place where a Status becomes an exception). Called with the GIL held.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "oneflow_lite/core/attr.h"
+#include "oneflow_lite/core/tensor.h"
+
+namespace ofl::python {
+
+namespace py = pybind11;
+
+Tensor TensorFromArray(const py::array& array, const std::string& what);
+py::array ArrayFromTensor(const Tensor& tensor);
+AttrMap AttrsFromDict(const py::dict& attrs, const std::string& what);
+// Throws ValueError / KeyError / NotImplementedError / RuntimeError.
+void ThrowIfError(const Status& status);
+
+template <typename T>
+T Unwrap(Maybe<T> maybe) {
+  ThrowIfError(maybe.status());
+  return std::move(maybe).value();
+}
+
+}  // namespace ofl::python

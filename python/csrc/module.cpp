@@ -1,0 +1,194 @@
+// oneflow_lite._C: the pybind11 binding over api/. It exposes Program (a
+// logical graph under construction), Session (a compiled, runnable graph)
+// and the one-op tools the op test table uses. numpy arrays are copied in
+// and out; every error becomes a Python exception naming the culprit.
+#include <pybind11/stl.h>
+
+#include "convert.h"
+#include "oneflow_lite/api/op_tools.h"
+#include "oneflow_lite/api/session.h"
+
+namespace ofl::python {
+namespace {
+
+std::vector<Tensor> TensorsFromList(const std::vector<py::object>& arrays, const std::string& what) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    if (arrays[i].is_none()) {
+      out.emplace_back();
+    } else {
+      out.push_back(TensorFromArray(arrays[i].cast<py::array>(),
+                                    what + " argument " + std::to_string(i)));
+    }
+  }
+  return out;
+}
+
+py::list ArraysOrNone(const std::vector<Tensor>& tensors) {
+  py::list out;
+  for (const Tensor& t : tensors) {
+    if (t.defined()) {
+      out.append(ArrayFromTensor(t));
+    } else {
+      out.append(py::none());
+    }
+  }
+  return out;
+}
+
+std::vector<TensorDesc> DescsFromList(const std::vector<std::pair<std::vector<int64_t>, std::string>>& in) {
+  std::vector<TensorDesc> out;
+  for (const auto& [dims, dtype] : in) out.push_back({Shape(dims), Unwrap(ParseDataType(dtype))});
+  return out;
+}
+
+OptimizerConf OptimizerFromArgs(const std::string& kind, const py::dict& hyper) {
+  OptimizerConf c;
+  c.kind = kind;
+  for (auto item : hyper) {
+    std::string k = py::str(item.first);
+    double v = item.second.cast<double>();
+    if (k == "lr") c.lr = v;
+    else if (k == "momentum") c.momentum = v;
+    else if (k == "weight_decay") c.weight_decay = v;
+    else if (k == "beta1") c.beta1 = v;
+    else if (k == "beta2") c.beta2 = v;
+    else if (k == "eps") c.eps = v;
+    else throw py::value_error("optimizer " + kind + ": unknown hyper-parameter '" + k + "'");
+  }
+  return c;
+}
+
+py::dict OpSchema(const std::string& op_type) {
+  const OpDef* def = Unwrap(OpRegistry::Find(op_type));
+  py::dict d;
+  d["name"] = def->type();
+  d["inputs"] = def->input_names();
+  d["variadic"] = def->variadic_input();
+  d["outputs"] = def->output_names();
+  py::dict attrs;
+  for (const auto& [name, value] : def->attr_defaults()) {
+    attrs[py::str(name)] = def->attr_required().at(name) ? py::object(py::none()) : py::object(py::str(AttrToString(value)));
+  }
+  d["attrs"] = attrs;
+  d["doc"] = def->doc();
+  d["has_grad"] = def->has_grad();
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
+
+  py::class_<Program>(m, "Program")
+      .def(py::init<>())
+      .def("add_input",
+           [](Program& p, const std::string& name, const std::vector<int64_t>& shape,
+              const std::string& dtype) {
+             ThrowIfError(p.graph().AddInput(name, {Shape(shape), Unwrap(ParseDataType(dtype))}));
+           },
+           py::arg("name"), py::arg("shape"), py::arg("dtype") = "float32")
+      .def("add_variable",
+           [](Program& p, const std::string& name, const py::array& init, bool trainable) {
+             ThrowIfError(p.graph().AddVariable(name, TensorFromArray(init, "variable '" + name + "'"),
+                                                trainable));
+           },
+           py::arg("name"), py::arg("init"), py::arg("trainable") = true)
+      .def("add_op",
+           [](Program& p, const std::string& type, const std::vector<std::string>& inputs,
+              const py::dict& attrs, const std::string& name) {
+             return Unwrap(p.graph().AddOp(type, inputs, AttrsFromDict(attrs, type), name));
+           },
+           py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict(),
+           py::arg("name") = "")
+      .def("minimize",
+           [](Program& p, const std::string& loss, const std::string& optimizer,
+              const py::dict& hyper) {
+             ThrowIfError(p.Minimize(loss, OptimizerFromArgs(optimizer, hyper)));
+           },
+           py::arg("loss"), py::arg("optimizer") = "sgd", py::arg("hyper") = py::dict())
+      .def("gradients", &Program::gradients)
+      .def("shape", [](const Program& p, const std::string& name) {
+        return Unwrap(p.graph().Desc(name)).shape.dims();
+      })
+      .def("dtype", [](const Program& p, const std::string& name) {
+        return std::string(DataTypeName(Unwrap(p.graph().Desc(name)).dtype));
+      })
+      .def("variables", [](const Program& p) { return p.graph().variable_names(); })
+      .def("num_ops", [](const Program& p) { return p.graph().ops().size(); })
+      .def("job_bytes", [](const Program& p) { return py::bytes(p.graph().ToJob().SerializeAsString()); })
+      .def("__str__", [](const Program& p) { return p.graph().ToString(); });
+
+  py::class_<Session>(m, "Session")
+      .def(py::init([](const Program& p, int num_threads) {
+             SessionOptions options;
+             options.num_threads = num_threads;
+             return Unwrap(Session::Create(p.graph(), options));
+           }),
+           py::arg("program"), py::arg("num_threads") = 0)
+      .def("run",
+           [](Session& s, const py::dict& feeds, const std::vector<std::string>& fetches) {
+             std::map<std::string, Tensor> in;
+             for (auto item : feeds) {
+               std::string name = py::str(item.first);
+               in[name] = TensorFromArray(item.second.cast<py::array>(), "input '" + name + "'");
+             }
+             std::vector<Tensor> out;
+             {
+               py::gil_scoped_release release;
+               ThrowIfError(s.Run(in, fetches, &out));
+             }
+             return ArraysOrNone(out);
+           },
+           py::arg("feeds"), py::arg("fetches"))
+      .def("get_variable",
+           [](const Session& s, const std::string& name) {
+             return ArrayFromTensor(Unwrap(s.GetVariable(name)));
+           })
+      .def("set_variable", [](Session& s, const std::string& name, const py::array& value) {
+        ThrowIfError(s.SetVariable(name, TensorFromArray(value, "variable '" + name + "'")));
+      })
+      .def("plan_bytes", [](const Session& s) { return py::bytes(s.plan().SerializeAsString()); });
+
+  m.def("list_ops", &OpRegistry::ListOps);
+  m.def("op_schema", &OpSchema, py::arg("op_type"));
+  m.def(
+      "run_op",
+      [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs) {
+        return ArraysOrNone(Unwrap(RunOp(op_type, TensorsFromList(inputs, op_type),
+                                         AttrsFromDict(attrs, op_type))));
+      },
+      py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict());
+  m.def(
+      "op_grad",
+      [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs,
+         const std::vector<py::object>& output_grads) {
+        return ArraysOrNone(Unwrap(RunOpGrad(op_type, TensorsFromList(inputs, op_type),
+                                             AttrsFromDict(attrs, op_type),
+                                             TensorsFromList(output_grads, op_type))));
+      },
+      py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_grads"));
+  m.def(
+      "op_info",
+      [](const std::string& op_type,
+         const std::vector<std::pair<std::vector<int64_t>, std::string>>& inputs,
+         const py::dict& attrs) {
+        OpInfo info = Unwrap(InspectOp(op_type, DescsFromList(inputs), AttrsFromDict(attrs, op_type)));
+        py::dict d;
+        py::list outs;
+        for (const TensorDesc& o : info.outputs) {
+          outs.append(py::make_tuple(o.shape.dims(), DataTypeName(o.dtype)));
+        }
+        d["outputs"] = outs;
+        d["flops"] = info.cost.flops;
+        d["memory_bytes"] = info.cost.memory_bytes;
+        py::list sigs;
+        for (const SbpSignature& s : info.signatures) sigs.append(s.ToString());
+        d["sbp_signatures"] = sigs;
+        return d;
+      },
+      py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict());
+}
+
+}  // namespace ofl::python
