@@ -1,0 +1,7 @@
+"""pytest setup: the package imports from python/ (the build puts _C there)."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, HERE)
