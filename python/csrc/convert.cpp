@@ -1,5 +1,7 @@
 #include "convert.h"
 
+#include <pybind11/stl.h>
+
 #include <cstring>
 
 namespace ofl::python {
