@@ -1,0 +1,258 @@
+"""Rows for the neural-network ops of ops/nn/ and their backward ops.
+
+References are numpy, computed in float64 and cast to the input dtype; every
+backward is written out here independently of the C++ code.
+"""
+import math
+
+import numpy as np
+
+from op_table import ErrorCase, OpCase
+
+F32, F64, I32, I64 = "float32", "float64", "int32", "int64"
+NOT_DIFFERENTIATED = "backward op: autodiff does not differentiate it a second time"
+
+# ---------------------------------------------------------------- helpers
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _away_from_zero(x, margin=0.1):
+    return np.where(x >= 0, x + margin, x - margin)
+
+
+def _cast(values, dtype):
+    return [np.asarray(v).astype(dtype) for v in values]
+
+
+def _f64(x):
+    return np.asarray(x, np.float64)
+
+
+def _arity(op, n_given, n_expected, dtype=F32):
+    return ErrorCase([([2, 3], dtype)] * n_given, {},
+                     [op, f"expects {n_expected} inputs, got {n_given}"])
+
+
+# ---------------------------------------------------------------- activations
+def _gelu(x):
+    x = _f64(x)
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def _gelu_dx(x, dy):
+    x = _f64(x)
+    cdf = 0.5 * (1 + _erf(x / math.sqrt(2)))
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return dy * (cdf + x * pdf)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-_f64(x)))
+
+
+# name: (forward, backward-from-(x, y, dy), the grad op's first input "x" or "y",
+#        flops per element of the forward and of the grad op)
+_ACTIVATIONS = {
+    "relu": (lambda x: np.maximum(_f64(x), 0), lambda x, y, dy: dy * (y > 0), "y", 1, 1),
+    "gelu": (_gelu, lambda x, y, dy: _gelu_dx(x, dy), "x", 4, 10),
+    "tanh": (lambda x: np.tanh(_f64(x)), lambda x, y, dy: dy * (1 - y * y), "y", 1, 3),
+    "sigmoid": (_sigmoid, lambda x, y, dy: dy * y * (1 - y), "y", 3, 3),
+}
+
+
+def _activation_rows(name):
+    fwd, bwd, value, flops, grad_flops = _ACTIVATIONS[name]
+
+    def x_of(rng, shape):
+        return _away_from_zero(rng.standard_normal(shape))  # relu's kink stays 0.1 away
+
+    def grad_inputs(rng, dt, shape=(3, 4)):
+        x = x_of(rng, shape)
+        return _cast([x if value == "x" else fwd(x), rng.standard_normal(shape)], dt)
+
+    def grad_ref(xs):  # xs[0] is x for gelu, y otherwise; each backward reads only its own
+        v, dy = _f64(xs[0]), _f64(xs[1])
+        return bwd(v, v, dy).astype(xs[0].dtype)
+
+    def forward_row(shape, suffix=""):
+        return OpCase(
+            id=name + suffix, op=name,
+            make_inputs=lambda rng, dt: [x_of(rng, shape).astype(dt)],
+            forward=lambda xs, a: [fwd(xs[0]).astype(xs[0].dtype)],
+            backward=lambda xs, a, dys: [
+                bwd(_f64(xs[0]), fwd(xs[0]), _f64(dys[0])).astype(xs[0].dtype)],
+            cost_inputs=[([3, 4], F32)],
+            flops=flops * 12,          # flops per element x 3*4 elements
+            memory_bytes=12 * 4,       # y: 12 float32
+            errors=[ErrorCase([([3], I64)], {}, [name, "x.dtype=int64 is not float32 or float64"]),
+                    _arity(name, 2, 1)],
+        )
+
+    grad_op = name + "_grad"
+    return [
+        forward_row((3, 4)),
+        forward_row((200, 200), "_large"),   # 40000 elements: several ParallelFor chunks
+        OpCase(
+            id=grad_op, op=grad_op,
+            make_inputs=grad_inputs,
+            forward=lambda xs, a: [grad_ref(xs)],
+            no_grad_reason=NOT_DIFFERENTIATED,
+            cost_inputs=[([3, 4], F64)] * 2,
+            flops=grad_flops * 12,     # flops per element x 12 elements
+            memory_bytes=12 * 8,       # dx: 12 float64
+            errors=[
+                ErrorCase([([3, 4], F32), ([4, 3], F32)], {},
+                          [grad_op, "dy.shape=(4, 3) != " + value + ".shape=(3, 4)"]),
+                ErrorCase([([3, 4], F32), ([3, 4], F64)], {},
+                          [grad_op, "dy.dtype=float64 != " + value + ".dtype=float32"]),
+                _arity(grad_op, 1, 2),
+            ],
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- softmax
+def _log_softmax(x, axis):
+    x = _f64(x)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def _softmax(x, axis):
+    return np.exp(_log_softmax(x, axis))
+
+
+def _softmax_dx(y, dy, axis):
+    return y * (dy - (dy * y).sum(axis=axis, keepdims=True))
+
+
+def _log_softmax_dx(y, dy, axis):
+    return dy - np.exp(y) * dy.sum(axis=axis, keepdims=True)
+
+
+_SOFTMAX = {"softmax": (_softmax, _softmax_dx), "log_softmax": (_log_softmax, _log_softmax_dx)}
+
+
+def _softmax_rows(name, shape, axis, suffix):
+    fwd, bwd = _SOFTMAX[name]
+    grad_op = name + "_grad"
+    attrs = {"axis": axis}
+    n = int(np.prod(shape))
+    errors = [
+        ErrorCase([([2, 3], F32)], {"axis": 2},
+                  [name, "axis=2 is out of range for x.shape=(2, 3)"]),
+        ErrorCase([([2, 3], F32)], {"axis": -3}, [name, "axis=-3"]),
+        ErrorCase([([2, 3], I32)], {}, [name, "x.dtype=int32 is not float32 or float64"]),
+        _arity(name, 2, 1),
+    ]
+    grad_errors = [
+        ErrorCase([([2, 3], F32), ([3, 2], F32)], {},
+                  [grad_op, "dy.shape=(3, 2) != y.shape=(2, 3)"]),
+        ErrorCase([([2, 3], F64), ([2, 3], F32)], {},
+                  [grad_op, "dy.dtype=float32 != y.dtype=float64"]),
+        ErrorCase([([2, 3], F32)] * 2, {"axis": 5},
+                  [grad_op, "axis=5 is out of range for y.shape"]),
+        _arity(grad_op, 3, 2),
+    ]
+
+    def grad_inputs(rng, dt):
+        return _cast([fwd(rng.standard_normal(shape), axis), rng.standard_normal(shape)], dt)
+
+    return [
+        OpCase(
+            id=f"{name}_{suffix}", op=name, attrs=attrs,
+            make_inputs=lambda rng, dt: [rng.standard_normal(shape).astype(dt)],
+            forward=lambda xs, a: [fwd(xs[0], a["axis"]).astype(xs[0].dtype)],
+            backward=lambda xs, a, dys: [
+                bwd(fwd(xs[0], a["axis"]), _f64(dys[0]), a["axis"]).astype(xs[0].dtype)],
+            cost_inputs=[(list(shape), F32)],
+            flops=5 * n,               # 5 flops per element (see softmax.cpp)
+            memory_bytes=4 * n,        # y: n float32
+            errors=errors,
+        ),
+        OpCase(
+            id=f"{grad_op}_{suffix}", op=grad_op, attrs=attrs,
+            make_inputs=grad_inputs,
+            forward=lambda xs, a: [
+                bwd(_f64(xs[0]), _f64(xs[1]), a["axis"]).astype(xs[0].dtype)],
+            no_grad_reason=NOT_DIFFERENTIATED,
+            cost_inputs=[(list(shape), F64)] * 2,
+            flops=4 * n,               # 4 flops per element
+            memory_bytes=8 * n,        # dx: n float64
+            errors=grad_errors,
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- cross entropy
+def _xent(logits, labels):
+    lp = _log_softmax(logits, -1)
+    return -np.take_along_axis(lp, labels[..., None].astype(np.int64), axis=-1)[..., 0]
+
+
+def _xent_dlogits(logits, labels, dy):
+    onehot = np.eye(logits.shape[-1])[labels]
+    return _f64(dy)[..., None] * (_softmax(logits, -1) - onehot)
+
+
+def _xent_rows(batch, classes, label_dtype, suffix):
+    def make(rng, dt):
+        return [rng.standard_normal(batch + (classes,)).astype(dt),
+                rng.integers(0, classes, size=batch).astype(label_dtype)]
+
+    def make_grad(rng, dt):
+        return make(rng, dt) + [rng.standard_normal(batch).astype(dt)]
+
+    op, grad_op = "sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad"
+    rows = int(np.prod(batch))
+    return [
+        OpCase(
+            id=f"xent_{suffix}", op=op, make_inputs=make,
+            forward=lambda xs, a: [_xent(xs[0], xs[1]).astype(xs[0].dtype)],
+            backward=lambda xs, a, dys: [
+                _xent_dlogits(xs[0], xs[1], dys[0]).astype(xs[0].dtype), None],
+            cost_inputs=[(list(batch) + [classes], F32), (list(batch), label_dtype)],
+            flops=4 * rows * classes,  # 4 flops per logits element
+            memory_bytes=4 * rows,     # loss: one float32 per example
+            errors=[
+                ErrorCase([([4, 5], F32), ([3], I64)], {},
+                          [op, "labels.shape=(3) != logits.shape[:-1]=(4)"]),
+                ErrorCase([([4, 5], F32), ([4], F32)], {},
+                          [op, "labels.dtype=float32 is not int32 or int64"]),
+                ErrorCase([([4, 5], I64), ([4], I64)], {},
+                          [op, "logits.dtype=int64 is not float32 or float64"]),
+                ErrorCase([([], F32), ([], I64)], {}, [op, "logits.shape=()", "class axis"]),
+                _arity(op, 1, 2),
+            ],
+        ),
+        OpCase(
+            id=f"xent_grad_{suffix}", op=grad_op, make_inputs=make_grad,
+            forward=lambda xs, a: [_xent_dlogits(xs[0], xs[1], xs[2]).astype(xs[0].dtype)],
+            no_grad_reason=NOT_DIFFERENTIATED,
+            cost_inputs=[(list(batch) + [classes], F32), (list(batch), label_dtype),
+                         (list(batch), F32)],
+            flops=7 * rows * classes,  # 7 flops per logits element
+            memory_bytes=4 * rows * classes,  # dlogits: float32 like logits
+            errors=[
+                ErrorCase([([4, 5], F32), ([4], I32), ([3], F32)], {},
+                          [grad_op, "dy.shape=(3) != loss.shape=(4)"]),
+                ErrorCase([([4, 5], F32), ([4], I32), ([4], F64)], {},
+                          [grad_op, "dy.dtype=float64 != loss.dtype=float32"]),
+                _arity(grad_op, 2, 3),
+            ],
+        ),
+    ]
+
+
+CASES = (
+    [row for name in _ACTIVATIONS for row in _activation_rows(name)]
+    + _softmax_rows("softmax", (3, 5), -1, "last")
+    + _softmax_rows("softmax", (4, 3, 2), 1, "middle")
+    + _softmax_rows("softmax", (300, 130), 0, "large")     # 3 blocks of inner positions
+    + _softmax_rows("log_softmax", (3, 5), -1, "last")
+    + _softmax_rows("log_softmax", (2, 3, 4), 0, "first")
+    + _softmax_rows("log_softmax", (400, 90), 1, "large")  # 400 rows in parallel
+    + _xent_rows((4,), 5, I64, "i64")
+    + _xent_rows((2, 3), 4, I32, "i32")
+    + _xent_rows((300,), 120, I64, "large")
+)
