@@ -244,6 +244,163 @@ def _xent_rows(batch, classes, label_dtype, suffix):
     ]
 
 
+# ---------------------------------------------------------------- layer norm
+def _layer_norm(x, gamma, beta, begin, eps):
+    x = _f64(x)
+    axes = tuple(range(begin, x.ndim))
+    mean = x.mean(axis=axes)
+    var = ((x - mean.reshape(mean.shape + (1,) * len(axes))) ** 2).mean(axis=axes)  # biased
+    inv_std = 1 / np.sqrt(var + eps)
+    expand = (1,) * len(axes)
+    xhat = (x - mean.reshape(mean.shape + expand)) * inv_std.reshape(inv_std.shape + expand)
+    return [xhat * _f64(gamma) + _f64(beta), mean, inv_std]
+
+
+def _layer_norm_grads(x, gamma, mean, inv_std, dy, begin):
+    """dx, dgamma, dbeta of y = xhat * gamma + beta, written from the chain rule."""
+    x, gamma, dy = _f64(x), _f64(gamma), _f64(dy)
+    axes = tuple(range(begin, x.ndim))
+    expand = (1,) * len(axes)
+    m, s = _f64(mean).reshape(mean.shape + expand), _f64(inv_std).reshape(inv_std.shape + expand)
+    xhat = (x - m) * s
+    g = dy * gamma
+    n = int(np.prod(x.shape[begin:]))
+    dx = s / n * (n * g - g.sum(axis=axes, keepdims=True)
+                  - xhat * (g * xhat).sum(axis=axes, keepdims=True))
+    lead = tuple(range(begin))
+    return [dx, (dy * xhat).sum(axis=lead), dy.sum(axis=lead)]
+
+
+def _layer_norm_rows(shape, begin, suffix):
+    attrs = {"begin_norm_axis": begin, "epsilon": 1e-5}
+    b = begin % len(shape)
+    pshape, sshape = shape[b:], shape[:b]
+
+    def make(rng, dt):
+        return _cast([rng.standard_normal(shape) * 2 + 0.5, 1 + 0.3 * rng.standard_normal(pshape),
+                      0.3 * rng.standard_normal(pshape)], dt)
+
+    def make_grad(rng, dt):
+        x, gamma, _ = make(rng, dt)
+        _, mean, inv_std = _layer_norm(x, gamma, 0, b, 1e-5)
+        return _cast([x, gamma, mean, inv_std, rng.standard_normal(shape)], dt)
+
+    n, rows = int(np.prod(shape)), int(np.prod(sshape))
+    ok = ([2, 3, 4], F32)
+    return [
+        OpCase(
+            id=f"layer_norm_{suffix}", op="layer_norm", attrs=attrs, make_inputs=make,
+            forward=lambda xs, a: _cast(_layer_norm(*xs, b, a["epsilon"]), xs[0].dtype),
+            backward=lambda xs, a, dys: _cast(_layer_norm_grads(
+                xs[0], xs[1], *_layer_norm(*xs, b, a["epsilon"])[1:], dys[0], b), xs[0].dtype),
+            grad_outputs=[0],
+            cost_inputs=[(list(shape), F32), (list(pshape), F32), (list(pshape), F32)],
+            flops=7 * n,                      # 7 flops per element of x
+            memory_bytes=4 * (n + 2 * rows),  # y, then mean and inv_std: one float32 per row
+            errors=[
+                ErrorCase([ok, ([4], F32), ([4], F32)], {"begin_norm_axis": 1},
+                          ["layer_norm", "gamma.shape=(4) != x.shape[begin_norm_axis:]=(3, 4)"]),
+                ErrorCase([ok, ([4], F32), ([3], F32)], {},
+                          ["layer_norm", "beta.shape=(3) != x.shape[begin_norm_axis:]=(4)"]),
+                ErrorCase([ok, ([4], F64), ([4], F32)], {},
+                          ["layer_norm", "gamma.dtype=float64 != x.dtype=float32"]),
+                ErrorCase([ok, ([4], F32), ([4], F32)], {"begin_norm_axis": 3},
+                          ["layer_norm",
+                           "begin_norm_axis=3 is out of range for x.shape=(2, 3, 4)"]),
+                ErrorCase([ok, ([4], F32), ([4], F32)], {"epsilon": -1.0},
+                          ["layer_norm", "epsilon=-1 must be > 0"]),
+                ErrorCase([([2, 0], F32), ([0], F32), ([0], F32)], {},
+                          ["layer_norm", "x.shape[begin_norm_axis:]=(0) has no elements"]),
+                _arity("layer_norm", 2, 3),
+            ],
+        ),
+        OpCase(
+            id=f"layer_norm_grad_{suffix}", op="layer_norm_grad", attrs={"begin_norm_axis": begin},
+            make_inputs=make_grad,
+            forward=lambda xs, a: _cast(_layer_norm_grads(*xs, b), xs[0].dtype),
+            no_grad_reason=NOT_DIFFERENTIATED,
+            cost_inputs=[(list(shape), F64), (list(pshape), F64), (list(sshape), F64),
+                         (list(sshape), F64), (list(shape), F64)],
+            flops=13 * n,                     # 13 flops per element of x
+            memory_bytes=8 * (n + 2 * int(np.prod(pshape))),  # dx, dgamma, dbeta in float64
+            errors=[
+                ErrorCase([ok, ([4], F32), ([3], F32), ([2, 3], F32), ok], {},
+                          ["layer_norm_grad",
+                           "mean.shape=(3) != x.shape[:begin_norm_axis]=(2, 3)"]),
+                ErrorCase([ok, ([4], F32), ([2, 3], F32), ([2, 3], F64), ok], {},
+                          ["layer_norm_grad", "inv_std.dtype=float64 != x.dtype=float32"]),
+                ErrorCase([ok, ([4], F32), ([2, 3], F32), ([2, 3], F32), ([2, 4], F32)], {},
+                          ["layer_norm_grad", "dy.shape=(2, 4) != x.shape=(2, 3, 4)"]),
+                _arity("layer_norm_grad", 3, 5),
+            ],
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- embedding
+def _scatter_add(ids, dy, vocab):
+    out = np.zeros((vocab, dy.shape[-1]), np.float64)
+    np.add.at(out, ids.reshape(-1).astype(np.int64), _f64(dy).reshape(-1, dy.shape[-1]))
+    return out
+
+
+def _embedding_rows(vocab, dim, ids_shape, id_dtype, suffix):
+    def make(rng, dt):
+        ids = rng.integers(0, vocab, size=ids_shape).astype(id_dtype)
+        ids.reshape(-1)[:2] = 1                # at least one repeated id
+        return [rng.standard_normal((vocab, dim)).astype(dt), ids]
+
+    def make_grad(rng, dt):
+        w, ids = make(rng, dt)
+        return [ids, rng.standard_normal(ids_shape + (dim,)).astype(dt)]
+
+    n = int(np.prod(ids_shape))
+    grad_attrs = {"num_embeddings": vocab}
+    return [
+        OpCase(
+            id=f"embedding_{suffix}", op="embedding", make_inputs=make,
+            forward=lambda xs, a: [xs[0][xs[1]]],
+            backward=lambda xs, a, dys: [
+                _scatter_add(xs[1], dys[0], vocab).astype(xs[0].dtype), None],
+            cost_inputs=[([vocab, dim], F32), (list(ids_shape), id_dtype)],
+            flops=0,                   # a gather
+            memory_bytes=4 * n * dim,  # out: n rows of dim float32
+            errors=[
+                ErrorCase([([6], F32), ([2], I64)], {},
+                          ["embedding", "weight.shape=(6) must be 2-D"]),
+                ErrorCase([([6, 3], F32), ([2], F32)], {},
+                          ["embedding", "ids.dtype=float32 is not int32 or int64"]),
+                ErrorCase([([6, 3], I64), ([2], I64)], {},
+                          ["embedding", "weight.dtype=int64 is not float32 or float64"]),
+                _arity("embedding", 1, 2),
+            ],
+        ),
+        OpCase(
+            id=f"embedding_grad_{suffix}", op="embedding_grad", attrs=grad_attrs,
+            make_inputs=make_grad,
+            forward=lambda xs, a: [_scatter_add(xs[0], xs[1], vocab).astype(xs[1].dtype)],
+            backward=lambda xs, a, dys: [None, _f64(dys[0])[xs[0]].astype(xs[1].dtype)],
+            cost_inputs=[(list(ids_shape), id_dtype), (list(ids_shape) + [dim], F32)],
+            flops=n * dim,               # one add per element of dy
+            memory_bytes=4 * vocab * dim,  # dweight float32
+            errors=[
+                ErrorCase([([2], I64), ([2, 3], F32)], {},
+                          ["embedding_grad", "attribute 'num_embeddings' is required"]),
+                ErrorCase([([2], I64), ([3, 3], F32)], {"num_embeddings": 6},
+                          ["embedding_grad",
+                           "dy.shape=(3, 3) != ids.shape + [embedding_dim]=(2, 3)"]),
+                ErrorCase([([2], I64), ([3], F32)], {"num_embeddings": 6},
+                          ["embedding_grad", "dy.shape=(3) must be ids.shape + [embedding_dim]"]),
+                ErrorCase([([2], I64), ([2, 3], F32)], {"num_embeddings": 0},
+                          ["embedding_grad", "num_embeddings=0 must be > 0"]),
+                ErrorCase([([2], F32), ([2, 3], F32)], {"num_embeddings": 6},
+                          ["embedding_grad", "ids.dtype=float32 is not int32 or int64"]),
+                _arity("embedding_grad", 1, 2),
+            ],
+        ),
+    ]
+
+
 CASES = (
     [row for name in _ACTIVATIONS for row in _activation_rows(name)]
     + _softmax_rows("softmax", (3, 5), -1, "last")
@@ -255,4 +412,10 @@ CASES = (
     + _xent_rows((4,), 5, I64, "i64")
     + _xent_rows((2, 3), 4, I32, "i32")
     + _xent_rows((300,), 120, I64, "large")
+    + _layer_norm_rows((3, 4), -1, "last")
+    + _layer_norm_rows((2, 3, 4), 1, "two_axes")
+    + _layer_norm_rows((128, 300), 1, "large")
+    + _embedding_rows(6, 3, (2, 4), I64, "i64")
+    + _embedding_rows(5, 2, (5,), I32, "i32")
+    + _embedding_rows(50, 40, (2000,), I64, "large")
 )
