@@ -1,7 +1,11 @@
-"""Rows for the neural-network ops of ops/nn/ and their backward ops.
+"""Rows for the neural-network ops of ops/nn/: activations, softmax, sparse
+softmax cross entropy, layer norm, dropout, embedding, and their backward ops.
 
 References are numpy, computed in float64 and cast to the input dtype; every
-backward is written out here independently of the C++ code.
+backward is written out here independently of the C++ code. Dropout's mask
+comes from ``philox4x32`` below, a numpy Philox4x32-10 written from the
+Random123 paper (Salmon et al., SC'11); test_random.py checks it against
+the Random123 known-answer vectors.
 """
 import math
 
@@ -11,6 +15,41 @@ from op_table import ErrorCase, OpCase
 
 F32, F64, I32, I64 = "float32", "float64", "int32", "int64"
 NOT_DIFFERENTIATED = "backward op: autodiff does not differentiate it a second time"
+
+# ---------------------------------------------------------------- Philox4x32-10
+_MASK32 = np.uint64(0xFFFFFFFF)
+_MUL = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))    # round multipliers
+_WEYL = (np.uint64(0x9E3779B9), np.uint64(0xBB67AE85))   # key schedule increments
+
+
+def philox4x32(counter, key):
+    """Philox4x32-10 on counters [..., 4] under keys [..., 2] (uint32 words)."""
+    c = [np.asarray(counter, np.uint64)[..., i] for i in range(4)]
+    k = [np.asarray(key, np.uint64)[..., i] for i in range(2)]
+    for _ in range(10):
+        p0, p1 = _MUL[0] * c[0], _MUL[1] * c[2]            # 64-bit products, no overflow
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k[0], p1 & _MASK32,
+             (p0 >> np.uint64(32)) ^ c[3] ^ k[1], p0 & _MASK32]
+        k = [(k[0] + _WEYL[0]) & _MASK32, (k[1] + _WEYL[1]) & _MASK32]
+    return np.stack(c, axis=-1).astype(np.uint32)
+
+
+def uniform_float(seed: int, stream: int, index) -> np.ndarray:
+    """Uniform [0, 1): counter (index lo, index hi, stream lo, stream hi),
+    key (seed lo, seed hi); the top 24 bits of word 0 times 2^-24."""
+    index = np.asarray(index, np.uint64)
+    words = [index & _MASK32, index >> np.uint64(32)]
+    words += [np.full_like(index, (stream >> s) & 0xFFFFFFFF) for s in (0, 32)]
+    seed &= (1 << 64) - 1
+    key = np.array([seed & 0xFFFFFFFF, seed >> 32], np.uint64)
+    bits = philox4x32(np.stack(words, axis=-1), key)[..., 0]
+    return (bits >> np.uint32(8)).astype(np.float64) * 2.0 ** -24
+
+
+def dropout_mask(shape, dtype, rate: float, seed: int, iteration: int = 0) -> np.ndarray:
+    u = uniform_float(seed, iteration, np.arange(int(np.prod(shape))).reshape(shape))
+    return np.where(u >= rate, 1.0 / (1.0 - rate), 0.0).astype(dtype)
+
 
 # ---------------------------------------------------------------- helpers
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -337,6 +376,36 @@ def _layer_norm_rows(shape, begin, suffix):
     ]
 
 
+# ---------------------------------------------------------------- dropout
+def _dropout_rows(shape, rate, seed, suffix):
+    attrs = {"rate": rate, "seed": seed}
+    n = int(np.prod(shape))
+
+    def forward(xs, a):
+        mask = dropout_mask(xs[0].shape, xs[0].dtype, a["rate"], a["seed"])
+        return [xs[0] * mask, mask]
+
+    def backward(xs, a, dys):
+        return [dys[0] * dropout_mask(xs[0].shape, xs[0].dtype, a["rate"], a["seed"])]
+
+    return [OpCase(
+        id=f"dropout_{suffix}", op="dropout", attrs=attrs,
+        make_inputs=lambda rng, dt: [rng.standard_normal(shape).astype(dt)],
+        forward=forward, backward=backward,
+        grad_outputs=[0],              # mask depends on no input
+        cost_inputs=[(list(shape), F32)],
+        flops=2 * n,                   # compare and multiply per element
+        memory_bytes=2 * 4 * n,        # y and mask, float32
+        errors=[
+            ErrorCase([([2, 3], F32)], {"rate": 1.0}, ["dropout", "rate=1 must be in [0, 1)"]),
+            ErrorCase([([2, 3], F32)], {"rate": -0.5}, ["dropout", "rate=-0.5 must be in [0, 1)"]),
+            ErrorCase([([2, 3], I32)], {}, ["dropout", "x.dtype=int32 is not float32 or float64"]),
+            ErrorCase([([2, 3], F32)], {"seed": 1.5}, ["dropout", "attribute 'seed' must be"]),
+            _arity("dropout", 2, 1),
+        ],
+    )]
+
+
 # ---------------------------------------------------------------- embedding
 def _scatter_add(ids, dy, vocab):
     out = np.zeros((vocab, dy.shape[-1]), np.float64)
@@ -415,6 +484,9 @@ CASES = (
     + _layer_norm_rows((3, 4), -1, "last")
     + _layer_norm_rows((2, 3, 4), 1, "two_axes")
     + _layer_norm_rows((128, 300), 1, "large")
+    + _dropout_rows((4, 5), 0.3, 7, "small")
+    + _dropout_rows((3,), 0.0, 1, "rate0")
+    + _dropout_rows((200, 200), 0.5, 123456789012, "large")
     + _embedding_rows(6, 3, (2, 4), I64, "i64")
     + _embedding_rows(5, 2, (5,), I32, "i32")
     + _embedding_rows(50, 40, (2000,), I64, "large")
