@@ -1,0 +1,223 @@
+// The register handshake of runtime/actor.h.
+#include "runtime/actor.h"
+
+#include "runtime/actor_thread.h"
+#include "runtime/run_context.h"
+
+namespace ofl {
+
+void SlotQueue::Reset(int32_t capacity, bool full) {
+  ring_.resize(capacity);
+  head_ = 0;
+  size_ = full ? capacity : 0;
+  for (int32_t i = 0; i < capacity; ++i) ring_[i] = i;
+}
+
+void SlotQueue::Pop() {
+  DCHECK_GT(size_, 0);
+  head_ = head_ + 1 == static_cast<int32_t>(ring_.size()) ? 0 : head_ + 1;
+  --size_;
+}
+
+void SlotQueue::Push(int32_t slot) {
+  CHECK_LT(size_, static_cast<int32_t>(ring_.size())) << "more slots returned than exist";
+  int32_t tail = head_ + size_;
+  if (tail >= static_cast<int32_t>(ring_.size())) tail -= static_cast<int32_t>(ring_.size());
+  ring_[tail] = slot;
+  ++size_;
+}
+
+Actor::Actor(const proto::TaskProto& task, std::string name)
+    : task_(task), name_(std::move(name)) {}
+
+int Actor::FindInput(const RuntimeRegister* reg) const {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i].reg == reg) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Actor::FindOutput(const RuntimeRegister* reg) const {
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (outputs_[i].reg == reg) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Actor::AddInput(RuntimeRegister* reg, bool data_arg) {
+  int index = FindInput(reg);
+  if (index < 0) {
+    index = static_cast<int>(inputs_.size());
+    inputs_.emplace_back();
+    inputs_.back().reg = reg;
+    current_inputs_.push_back(nullptr);
+  }
+  if (data_arg) data_inputs_.push_back(index);
+}
+
+void Actor::AddOutput(RuntimeRegister* reg) {
+  CHECK_LT(FindOutput(reg), 0) << name_ << " writes register '" << reg->desc->name() << "' twice";
+  outputs_.emplace_back();
+  outputs_.back().reg = reg;
+  current_outputs_.push_back(nullptr);
+  if (!reg->control) data_outputs_.push_back(static_cast<int>(outputs_.size()) - 1);
+}
+
+void Actor::Connect(Actor* producer, RuntimeRegister* reg, Actor* consumer) {
+  const int output = producer->FindOutput(reg);
+  const int input = consumer->FindInput(reg);
+  CHECK(output >= 0 && input >= 0) << "connect " << producer->name_ << " -> " << consumer->name_;
+  producer->outputs_[output].consumers.push_back({consumer, input});
+  consumer->inputs_[input].producer = producer;
+  consumer->inputs_[input].producer_output = output;
+}
+
+void Actor::AddFetch(bool from_input, int arg, std::vector<Tensor>* into) {
+  CHECK_LT(arg, from_input ? num_data_inputs() : num_data_outputs());
+  fetches_.push_back({from_input, arg, into});
+}
+
+void Actor::BeginRun(RunContext* run) {
+  run_ = run;
+  num_iterations_ = run->num_iterations;
+  first_iteration_ = run->first_iteration;
+  acts_ = 0;
+  outputs_busy_ = 0;
+  for (Input& in : inputs_) {
+    CHECK(in.producer != nullptr) << name_ << ": register '" << in.reg->desc->name()
+                                  << "' has no producer";
+    in.ready.Reset(static_cast<int32_t>(in.reg->slots.size()), false);
+  }
+  for (Output& out : outputs_) {
+    const int32_t slots = static_cast<int32_t>(out.reg->slots.size());
+    out.free.Reset(slots, true);
+    out.pending.assign(slots, 0);
+  }
+}
+
+void Actor::Handle(const Message& message) {
+  switch (message.kind) {
+    case Message::kReady: inputs_[message.index].ready.Push(message.slot); break;
+    case Message::kFree: {
+      Output& out = outputs_[message.index];
+      if (--out.pending[message.slot] == 0) {
+        out.free.Push(message.slot);
+        --outputs_busy_;
+      }
+      break;
+    }
+    case Message::kWake: break;
+  }
+  ActUntilFail();
+}
+
+bool Actor::ReadyToAct() const {
+  if (acts_ == num_iterations_) return false;
+  for (const Input& in : inputs_) {
+    if (in.ready.empty()) return false;
+  }
+  for (const Output& out : outputs_) {
+    if (out.free.empty()) return false;
+  }
+  return MayAct();
+}
+
+void Actor::Send(Actor* dst, Message::Kind kind, int32_t index, int32_t slot) {
+  const Message message{dst, kind, index, slot};
+  if (dst->thread_ == thread_) {
+    thread_->PushLocal(message);
+  } else {
+    dst->thread_->Post(message);
+  }
+}
+
+void Actor::ActUntilFail() {
+  while (ReadyToAct()) {
+    if (run_->stopped.load(std::memory_order_relaxed)) return;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      current_inputs_[i] = &inputs_[i].reg->slots[inputs_[i].ready.front()];
+    }
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      current_outputs_[i] = &outputs_[i].reg->slots[outputs_[i].free.front()];
+    }
+    const int64_t step = acts_;
+    const int64_t start_ns = run_->record_acts ? run_->NowNs() : 0;
+    Status status = Act(step);
+    if (run_->record_acts) {
+      thread_->RecordAct({task_.id(), task_.rank(), task_.stream(), first_iteration_ + step,
+                          start_ns, run_->NowNs()});
+    }
+    if (!status.ok()) {
+      run_->Fail(std::move(status));
+      return;
+    }
+    for (const Fetch& f : fetches_) {
+      const Tensor* t = f.from_input ? data_input(f.arg) : data_output(f.arg);
+      (*f.into)[step] = t->Clone();
+    }
+    ++acts_;
+    for (Output& out : outputs_) {
+      const int32_t slot = out.free.front();
+      out.free.Pop();
+      if (out.consumers.empty()) {
+        out.free.Push(slot);
+        continue;
+      }
+      out.pending[slot] = static_cast<int32_t>(out.consumers.size());
+      ++outputs_busy_;
+      for (const Consumer& c : out.consumers) Send(c.actor, Message::kReady, c.input, slot);
+    }
+    for (Input& in : inputs_) {
+      const int32_t slot = in.ready.front();
+      in.ready.Pop();
+      Send(in.producer, Message::kFree, in.producer_output, slot);
+    }
+    AfterAct();
+  }
+}
+
+std::string Actor::DescribeWait() const {
+  if (acts_ < num_iterations_) {
+    for (const Input& in : inputs_) {
+      if (in.ready.empty()) {
+        bool data = false;
+        for (int i : data_inputs_) data |= inputs_[i].reg == in.reg;
+        return StrCat(data ? "input" : "ctrl input", " register '", in.reg->desc->name(), "'");
+      }
+    }
+    for (const Output& out : outputs_) {
+      if (out.free.empty()) {
+        return StrCat("a free slot of output register '", out.reg->desc->name(), "'");
+      }
+    }
+    if (!MayAct()) return DescribeGate();
+  }
+  for (const Output& out : outputs_) {
+    if (out.free.size() < static_cast<int32_t>(out.reg->slots.size())) {
+      return StrCat("its consumers to free output register '", out.reg->desc->name(), "'");
+    }
+  }
+  return "nothing";
+}
+
+bool Actor::WaitsOnOtherThread() const {
+  if (acts_ == num_iterations_) return false;
+  for (const Input& in : inputs_) {
+    if (in.ready.empty()) return in.producer->thread_ != thread_;
+  }
+  for (const Output& out : outputs_) {
+    if (!out.free.empty()) continue;
+    for (const Consumer& c : out.consumers) {
+      if (c.actor->thread_ != thread_) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+Status Actor::Named(StatusCode code, const std::string& message) const {
+  return Status(code, StrCat("rank ", task_.rank(), ": task ", task_.id(), " (", name_, "): ",
+                             message));
+}
+
+}  // namespace ofl

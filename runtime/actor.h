@@ -1,0 +1,184 @@
+// Actor: one task of a Plan, driven by messages (DESIGN.md section 7). An
+// actor acts when every register it reads (data inputs and ctrl_inputs) has
+// a ready slot and every register it writes has a free slot; after acting it
+// tells each consumer "ready" and each producer "free". There is no central
+// scheduler: an actor's state changes only when its owning ActorThread hands
+// it a message, so all of its state belongs to that one thread.
+//
+// The register handshake (OneFlow's, `ActUntilFail`), for a register R with
+// two slots written by P and read by C1 and C2:
+//
+//     P (producer, owns R's slots)     C1 (consumer)            C2 (consumer)
+//     | free: {0,1}                    |                        |
+//     |-- act, writes slot 0           |                        |
+//     |-- Ready(R,0) ----------------->|                        |
+//     |-- Ready(R,0) ------------------------------------------>|
+//     |-- act, writes slot 1 (iteration i+1 while C1, C2 still read slot 0)
+//     |-- Ready(R,1) ----------------->|-- act, reads slot 0    |
+//     |<------------------ Free(R,0) --|                        |-- act, reads slot 0
+//     |<---------------------------------------------- Free(R,0)|
+//     | slot 0 free again once every consumer has freed it: P may act again
+//
+// A slot is free when all consumers have returned it; a consumer reads slots
+// in the order they became ready, so iterations stay in order. A register
+// with no consumer is free again as soon as its producer acted. Control
+// registers (named only in ctrl_inputs) carry no data: the same handshake
+// orders tasks without handing their buffer to any kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/status.h"
+#include "oneflow_lite/core/tensor.h"
+
+namespace ofl {
+
+class Actor;
+class ActorThread;
+struct RunContext;
+
+// A register as the runtime holds it: num_slots buffers on one rank,
+// allocated once by that rank's DeviceAllocator and owned by the Runtime.
+struct RuntimeRegister {
+  const proto::RegisterDesc* desc = nullptr;
+  std::vector<Tensor> slots;
+  bool control = false;  // named only in ctrl_inputs: never handed to a kernel
+};
+
+struct Message {
+  enum Kind : int32_t { kReady, kFree, kWake };
+  Actor* dst = nullptr;  // nullptr: only wakes the thread (stop)
+  Kind kind = kWake;
+  int32_t index = 0;  // kReady: dst's input index; kFree: dst's output index
+  int32_t slot = 0;
+};
+
+// A FIFO of slot indices with room for every slot of one register.
+class SlotQueue {
+ public:
+  void Reset(int32_t capacity, bool full);
+  bool empty() const { return size_ == 0; }
+  int32_t size() const { return size_; }
+  int32_t front() const { return ring_[head_]; }
+  void Pop();
+  void Push(int32_t slot);
+
+ private:
+  std::vector<int32_t> ring_;
+  int32_t head_ = 0;
+  int32_t size_ = 0;
+};
+
+class Actor {
+ public:
+  // `name` describes the task in errors and traces: "matmul 'fc1'".
+  Actor(const proto::TaskProto& task, std::string name);
+  virtual ~Actor() = default;
+  Actor(const Actor&) = delete;
+  Actor& operator=(const Actor&) = delete;
+
+  // Wiring, before any run. Registers are added in the task's argument
+  // order; `data_arg` false for a ctrl input. A register read twice is one
+  // input (one slot per act) that feeds both arguments. Control registers
+  // among the outputs are written by no kernel.
+  void AddInput(RuntimeRegister* reg, bool data_arg);
+  void AddOutput(RuntimeRegister* reg);
+  // After both ends were added: `producer` sends Ready for `reg` to
+  // `consumer`, which sends Free back.
+  static void Connect(Actor* producer, RuntimeRegister* reg, Actor* consumer);
+  // Clone data input (from_input) or data output `arg` after each act into
+  // (*into)[step]; cleared after every run.
+  void AddFetch(bool from_input, int arg, std::vector<Tensor>* into);
+  void ClearFetches() { fetches_.clear(); }
+  void set_thread(ActorThread* thread) { thread_ = thread; }
+  // Checks arity and looks up what the kind needs (kernels, hooks).
+  virtual Status Prepare() { return Status::OK(); }
+
+  // Per run, on the caller's thread before the actor threads start.
+  void BeginRun(RunContext* run);
+  // On the owning thread: one message, then act while possible.
+  void Handle(const Message& message);
+  // Acts while every input has a ready slot and every output a free one.
+  void ActUntilFail();
+  // Acted num_iterations times and every output slot came back.
+  bool done() const { return acts_ == num_iterations_ && outputs_busy_ == 0; }
+  // What the actor waits for now: "input register 'x'", ...
+  std::string DescribeWait() const;
+  // True when that wait is on a register another thread produces or frees.
+  bool WaitsOnOtherThread() const;
+
+  const proto::TaskProto& task() const { return task_; }
+  const std::string& name() const { return name_; }
+  ActorThread* thread() const { return thread_; }
+  int64_t acts() const { return acts_; }
+
+ protected:
+  // Runs one act of this kind, step `step` of the run (iteration
+  // first_iteration() + step), on the slots chosen for it.
+  virtual Status Act(int64_t step) = 0;
+  // Extra condition before acting (the boxing turn of the thread); what it
+  // waits for when it holds the actor back.
+  virtual bool MayAct() const { return true; }
+  virtual std::string DescribeGate() const { return "its turn"; }
+  virtual void AfterAct() {}
+  // "rank 1: task 4 (relu 'r'): " + message, keeping the code.
+  Status Named(StatusCode code, const std::string& message) const;
+
+  int num_data_inputs() const { return static_cast<int>(data_inputs_.size()); }
+  int num_data_outputs() const { return static_cast<int>(data_outputs_.size()); }
+  // The tensors of this act: data argument i (inputs in argument order).
+  Tensor* data_input(int i) { return current_inputs_[data_inputs_[i]]; }
+  Tensor* data_output(int i) { return current_outputs_[data_outputs_[i]]; }
+  RunContext* run() const { return run_; }
+  int64_t first_iteration() const { return first_iteration_; }
+
+  const proto::TaskProto& task_;
+  std::vector<Tensor*> current_inputs_;   // per input: the slot of this act
+  std::vector<Tensor*> current_outputs_;  // per output: the slot of this act
+
+ private:
+  struct Input {
+    RuntimeRegister* reg = nullptr;
+    Actor* producer = nullptr;
+    int32_t producer_output = 0;
+    SlotQueue ready;
+  };
+  struct Consumer {
+    Actor* actor = nullptr;
+    int32_t input = 0;  // the consumer's input index
+  };
+  struct Output {
+    RuntimeRegister* reg = nullptr;
+    std::vector<Consumer> consumers;
+    std::vector<int32_t> pending;  // per slot: consumers yet to free it
+    SlotQueue free;
+  };
+
+  bool ReadyToAct() const;
+  void Send(Actor* dst, Message::Kind kind, int32_t index, int32_t slot);
+  int FindInput(const RuntimeRegister* reg) const;
+  int FindOutput(const RuntimeRegister* reg) const;
+
+  std::string name_;
+  ActorThread* thread_ = nullptr;
+  RunContext* run_ = nullptr;
+  std::vector<Input> inputs_;
+  std::vector<Output> outputs_;
+  std::vector<int> data_inputs_;   // argument order -> index in inputs_
+  std::vector<int> data_outputs_;  // argument order -> index in outputs_
+  struct Fetch {
+    bool from_input = false;
+    int arg = 0;
+    std::vector<Tensor>* into = nullptr;
+  };
+  std::vector<Fetch> fetches_;
+  int64_t num_iterations_ = 0;
+  int64_t first_iteration_ = 0;
+  int64_t acts_ = 0;
+  int64_t outputs_busy_ = 0;  // slots handed to consumers, not yet all freed
+};
+
+}  // namespace ofl

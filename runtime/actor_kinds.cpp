@@ -1,0 +1,206 @@
+// COMPUTE, SOURCE, VARIABLE, SINK and BOXING actors (runtime/actor_kinds.h).
+#include "runtime/actor_kinds.h"
+
+#include <cctype>
+#include <exception>
+
+#include "ops/kernel.h"
+#include "ops/op_registry.h"
+#include "runtime/actor_thread.h"
+
+namespace ofl {
+
+namespace {
+
+Shape ShapeOf(const proto::ShapeProto& proto) {
+  return Shape(std::vector<int64_t>(proto.dims().begin(), proto.dims().end()));
+}
+
+class ComputeActor : public Actor {
+ public:
+  ComputeActor(const proto::TaskProto& task, const RankEnv& env)
+      : Actor(task, TaskDisplayName(task)), arena_(env.arena) {}
+
+  Status Prepare() override {
+    const proto::OpConf& conf = task_.op_conf();
+    OFL_ASSIGN_OR_RETURN(kernel_, KernelRegistry::Find(conf.op_type(), DeviceType::kCPU));
+    Maybe<const OpDef*> def = OpRegistry::Find(conf.op_type());
+    if (def.ok()) {
+      for (const auto& [k, v] : def.value()->attr_defaults()) attrs_.Set(k, v);
+      const int want_in = static_cast<int>(def.value()->input_names().size());
+      const int want_out = static_cast<int>(def.value()->output_names().size());
+      const bool in_ok = def.value()->variadic_input() ? num_data_inputs() >= 1
+                                                       : num_data_inputs() == want_in;
+      if (!in_ok || num_data_outputs() != want_out) {
+        return Named(StatusCode::kInvalidArgument,
+                     StrCat("has ", num_data_inputs(), " data inputs and ", num_data_outputs(),
+                            " data outputs, the op takes ", want_in, " and ", want_out));
+      }
+    }
+    for (const auto& [k, v] : conf.attrs()) attrs_.Set(k, AttrFromProto(v));
+    ctx_.op_type = conf.op_type();
+    ctx_.op_name = conf.name();
+    ctx_.attrs = &attrs_;
+    ctx_.inputs.assign(num_data_inputs(), nullptr);
+    ctx_.outputs.assign(num_data_outputs(), nullptr);
+    if (task_.has_logical_shape()) {
+      ctx_.logical_shape = ShapeOf(task_.logical_shape());
+      ctx_.logical_offset.assign(task_.logical_offset().begin(), task_.logical_offset().end());
+      if (static_cast<int64_t>(ctx_.logical_offset.size()) != ctx_.logical_shape.ndim()) {
+        return Named(StatusCode::kInvalidArgument,
+                     StrCat("logical_offset has ", ctx_.logical_offset.size(),
+                            " entries for a logical shape of rank ", ctx_.logical_shape.ndim()));
+      }
+      logical_known_ = true;
+    }
+    return Status::OK();
+  }
+
+ protected:
+  Status Act(int64_t step) override {
+    for (int i = 0; i < num_data_inputs(); ++i) ctx_.inputs[i] = data_input(i);
+    for (int i = 0; i < num_data_outputs(); ++i) ctx_.outputs[i] = data_output(i);
+    if (!logical_known_ && !ctx_.outputs.empty()) {  // single device: output 0, offset 0
+      ctx_.logical_shape = ctx_.outputs[0]->shape();
+      ctx_.logical_offset.assign(ctx_.logical_shape.ndim(), 0);
+      logical_known_ = true;
+    }
+    ctx_.iteration = first_iteration() + step;
+    std::string error;
+    arena_->execute([&] {
+      try {
+        (*kernel_)(ctx_);
+      } catch (const std::exception& e) {
+        error = e.what();
+      } catch (...) {
+        error = "unknown exception";
+      }
+    });
+    if (!error.empty()) return Named(StatusCode::kInternal, "kernel failed: " + error);
+    return Status::OK();
+  }
+
+ private:
+  tbb::task_arena* arena_;
+  const KernelFn* kernel_ = nullptr;
+  AttrMap attrs_;
+  KernelContext ctx_;
+  bool logical_known_ = false;
+};
+
+class SourceActor : public Actor {
+ public:
+  explicit SourceActor(const proto::TaskProto& task) : Actor(task, TaskDisplayName(task)) {}
+  Status Prepare() override {
+    if (num_data_inputs() != 0 || num_data_outputs() != 1) {
+      return Named(StatusCode::kInvalidArgument, "a source has no input and one output");
+    }
+    return Status::OK();
+  }
+  void set_feeds(std::vector<const Tensor*> feeds) { feeds_ = std::move(feeds); }
+
+ protected:
+  Status Act(int64_t step) override {
+    CHECK(!feeds_.empty()) << name() << " was not fed";
+    data_output(0)->CopyFrom(*feeds_[feeds_.size() == 1 ? 0 : step]);
+    return Status::OK();
+  }
+
+ private:
+  std::vector<const Tensor*> feeds_;
+};
+
+class VariableActor : public Actor {
+ public:
+  explicit VariableActor(const proto::TaskProto& task) : Actor(task, TaskDisplayName(task)) {}
+  Status Prepare() override {
+    if (num_data_inputs() != 0 || num_data_outputs() != 1) {
+      return Named(StatusCode::kInvalidArgument, "a variable has no input and one output");
+    }
+    return Status::OK();
+  }
+
+ protected:
+  Status Act(int64_t) override { return Status::OK(); }
+};
+
+class SinkActor : public Actor {
+ public:
+  explicit SinkActor(const proto::TaskProto& task) : Actor(task, TaskDisplayName(task)) {}
+  Status Prepare() override {
+    if (num_data_inputs() != 1 || num_data_outputs() != 0) {
+      return Named(StatusCode::kInvalidArgument, "a sink has one input and no output");
+    }
+    return Status::OK();
+  }
+
+ protected:
+  Status Act(int64_t) override { return Status::OK(); }
+};
+
+class BoxingActor : public Actor {
+ public:
+  BoxingActor(const proto::TaskProto& task, const RankEnv& env)
+      : Actor(task, TaskDisplayName(task)), boxing_(env.boxing) {}
+  Status Prepare() override {
+    if (boxing_ == nullptr || !*boxing_) {
+      return Named(StatusCode::kInvalidArgument, "the runtime has no boxing function");
+    }
+    if (num_data_inputs() > 1 || num_data_outputs() > 1) {
+      return Named(StatusCode::kInvalidArgument, "a boxing step has at most one input and output");
+    }
+    return Status::OK();
+  }
+
+ protected:
+  bool MayAct() const override { return thread()->IsBoxingTurn(this); }
+  std::string DescribeGate() const override { return "its boxing turn (plan order)"; }
+  void AfterAct() override { thread()->AdvanceBoxingTurn(); }
+  Status Act(int64_t) override {
+    Tensor none;
+    const Tensor& in = num_data_inputs() > 0 ? *data_input(0) : none;
+    Tensor* out = num_data_outputs() > 0 ? data_output(0) : &none;
+    Status status = (*boxing_)(task_, in, out);
+    if (!status.ok()) return Named(status.code(), status.message());
+    return Status::OK();
+  }
+
+ private:
+  const BoxingFn* boxing_;
+};
+
+}  // namespace
+
+std::string TaskDisplayName(const proto::TaskProto& task) {
+  const std::string quoted = "'" + task.op_conf().name() + "'";
+  switch (task.kind()) {
+    case proto::TaskProto::COMPUTE: return task.op_conf().op_type() + " " + quoted;
+    case proto::TaskProto::SOURCE: return "source " + quoted;
+    case proto::TaskProto::VARIABLE: return "variable " + quoted;
+    case proto::TaskProto::SINK: return "sink " + quoted;
+    case proto::TaskProto::BOXING: {
+      std::string kind = proto::BoxingConf::Kind_Name(task.boxing_conf().kind());
+      for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return "boxing " + kind + " " + quoted;
+    }
+    default: return "task " + quoted;
+  }
+}
+
+std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& env) {
+  switch (task.kind()) {
+    case proto::TaskProto::COMPUTE: return std::make_unique<ComputeActor>(task, env);
+    case proto::TaskProto::SOURCE: return std::make_unique<SourceActor>(task);
+    case proto::TaskProto::VARIABLE: return std::make_unique<VariableActor>(task);
+    case proto::TaskProto::SINK: return std::make_unique<SinkActor>(task);
+    case proto::TaskProto::BOXING: return std::make_unique<BoxingActor>(task, env);
+    default: return nullptr;
+  }
+}
+
+void SetSourceFeeds(Actor* source, std::vector<const Tensor*> feeds) {
+  CHECK_EQ(source->task().kind(), proto::TaskProto::SOURCE);
+  static_cast<SourceActor*>(source)->set_feeds(std::move(feeds));
+}
+
+}  // namespace ofl

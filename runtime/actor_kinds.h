@@ -1,0 +1,51 @@
+// The five kinds of actor, one per TaskProto kind, and the factory the
+// Runtime builds them with. What each act does:
+//   COMPUTE   runs the op's CPU kernel (KernelRegistry) inside its rank's
+//             task_arena; attrs from op_conf with the op's defaults filled
+//             in, the iteration, and the logical shape/offset of output 0
+//             (TaskProto fields, or the physical shape at offset 0). A kernel
+//             that throws fails the run with an error naming the task.
+//   SOURCE    copies this iteration's fed tensor into its output slot.
+//   VARIABLE  nothing: its persistent one-slot register keeps its value; the
+//             act only hands it to the readers of the next iteration.
+//   SINK      nothing of its own; a fetch clones its input.
+//   BOXING    calls the BoxingFn hook (runtime/boxing.h's RunBoxingStep
+//             fits behind it); acts in the thread's boxing turn.
+// Actors are created and wired by one thread; each acts on its own thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tbb/task_arena.h>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "runtime/actor.h"
+
+namespace ofl {
+
+// Runs one BOXING task on its rank: reads `input` (an empty tensor when the
+// task has no data input) and writes `output` (an empty tensor when it has
+// none). Called from the task's actor thread; calls of different ranks run
+// at the same time. Errors fail the run.
+using BoxingFn =
+    std::function<Status(const proto::TaskProto& task, const Tensor& input, Tensor* output)>;
+
+// What the actors of one rank share.
+struct RankEnv {
+  tbb::task_arena* arena = nullptr;  // the rank's kernel threads
+  const BoxingFn* boxing = nullptr;  // may point to an empty function
+};
+
+// "matmul 'fc1'", "source 'x'", "boxing all_reduce 'y'": the task in errors.
+std::string TaskDisplayName(const proto::TaskProto& task);
+
+std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& env);
+
+// SOURCE actors take their tensors from here for the length of one run:
+// feeds[step], or feeds[0] for every step when there is one.
+void SetSourceFeeds(Actor* source, std::vector<const Tensor*> feeds);
+
+}  // namespace ofl

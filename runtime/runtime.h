@@ -1,0 +1,127 @@
+// Runtime: executes a Plan on actors (DESIGN.md section 7): one actor per
+// task, one ActorThread per (rank, stream), registers of num_slots buffers
+// allocated once per rank by that rank's DeviceAllocator. Run(N) drives N
+// iterations through the register handshake (runtime/actor.h) with no
+// central scheduler and returns when every actor acted N times and every
+// slot came back (end-of-stream draining), or on the first error.
+//
+//   RuntimeOptions options;
+//   options.timeout = std::chrono::seconds(5);
+//   auto rt = Runtime::Create(plan, options).value();
+//   rt->SetVariable("w", /*rank=*/0, w);
+//   RunResult r = rt->Run(3, {{{"x", 0}, x}}, {"loss"}).value();
+//   r.fetched[2].at({"loss", 0});  // iteration 2's loss on rank 0
+//
+// Kernel threads: C = options.num_threads (0: the machine's cores) are
+// shared among the N ranks: rank r gets max(1, C / N) threads, plus one for
+// r < C % N when C >= N (so the shares add up to C; with C < N every rank
+// gets 1). Each rank's kernels run in a oneTBB task_arena of that size (of
+// max(share, k) when k > share streams of the rank run kernels: each such
+// stream has a master slot of its own, so none waits for another), and each
+// actor thread sets OpenMP (oneDNN) to its rank's share. OpenBLAS has
+// one process-wide pool: during a run with N > 1 it is set to the smallest
+// share and restored afterwards. ThreadSanitizer builds use one thread per
+// rank (those pools are not instrumented).
+//
+// Waits: every actor thread fails the run when no message reached it for
+// options.timeout: "rank 2: task 17 (matmul 'fc1') waited 5000 ms for input
+// register 'fc1/out_0'"; collectives time out on their communicator's own
+// timeout. A failing kernel (it throws) or boxing step stops every thread
+// and Run returns its Status. A kernel that never returns cannot be stopped.
+//
+// Thread safety: one call at a time (Run, SetVariable, GetVariable); the
+// Runtime's own threads are internal.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/tensor.h"
+#include "runtime/actor_kinds.h"
+#include "runtime/run_context.h"
+
+namespace ofl {
+
+struct RuntimeOptions {
+  // Longest wait for a message (an input, a free slot) before the run fails.
+  std::chrono::milliseconds timeout{60000};
+  // Non-empty: every Run writes a Chrome trace (chrome://tracing, Perfetto)
+  // here: one pid per rank, one tid per stream, one "X" event per act.
+  std::string trace_path;
+  // Fill RunResult::acts (implied by trace_path).
+  bool record_acts = false;
+  // Kernel threads for all ranks together; 0 = every core.
+  int num_threads = 0;
+  // How long an idle actor thread polls its mailbox before it sleeps.
+  int spin_us = 0;
+  // Runs BOXING tasks; required when the plan has any.
+  BoxingFn boxing;
+};
+
+// A tensor of one rank: a fed input, a fetched value, a variable.
+struct TensorKey {
+  std::string name;
+  int64_t rank = 0;
+  bool operator<(const TensorKey& o) const {
+    return rank != o.rank ? rank < o.rank : name < o.name;
+  }
+  bool operator==(const TensorKey& o) const { return rank == o.rank && name == o.name; }
+};
+using TensorMap = std::map<TensorKey, Tensor>;
+
+struct RunResult {
+  // fetched[i][{name, rank}]: iteration i's value on every rank that has it.
+  std::vector<TensorMap> fetched;
+  std::vector<int64_t> peak_bytes;  // per rank: every register slot's bytes
+  std::vector<int64_t> act_counts;  // per task (task ids are plan positions), in this run
+  std::vector<ActRecord> acts;      // when recorded: every act, by start time
+};
+
+class Runtime {
+ public:
+  // Validates the plan (register producers, task arity, kernels, boxing
+  // hook), allocates every register and starts the actor threads.
+  static Maybe<std::unique_ptr<Runtime>> Create(const proto::Plan& plan,
+                                                RuntimeOptions options = {});
+  ~Runtime();
+
+  // Runs `num_iterations` iterations. `feeds`: one map per iteration, or one
+  // map reused for every iteration (or none when the plan has no SOURCE);
+  // every SOURCE task (name = op_conf.name, rank) must be fed a tensor of its
+  // register's shape and dtype. `fetches` name SINK tasks (their op_conf
+  // name or their input register's name) or non-persistent registers; each
+  // is fetched on every rank that has it.
+  Maybe<RunResult> Run(int64_t num_iterations, const std::vector<TensorMap>& feeds,
+                       const std::vector<std::string>& fetches);
+
+  Status SetVariable(const std::string& name, int64_t rank, const Tensor& value);
+  Maybe<Tensor> GetVariable(const std::string& name, int64_t rank) const;  // a copy
+  std::vector<TensorKey> VariableKeys() const;
+
+  int64_t num_ranks() const { return plan_.num_ranks(); }
+  int64_t iteration() const { return iteration_; }  // iterations run so far
+  int kernel_threads(int64_t rank) const { return shares_.at(rank); }
+  std::vector<int64_t> peak_bytes() const;
+  std::vector<int64_t> live_bytes() const;
+
+ private:
+  struct Impl;
+  Runtime();
+  Status Build(RuntimeOptions options);
+  Status PrepareFeeds(int64_t num_iterations, const std::vector<TensorMap>& feeds);
+  Status PrepareFetches(const std::vector<std::string>& fetches, int64_t num_iterations);
+
+  proto::Plan plan_;
+  std::vector<int> shares_;
+  int64_t iteration_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Rank `rank`'s share of `cores` kernel threads among `num_ranks` ranks.
+int KernelShare(int cores, int64_t num_ranks, int64_t rank);
+
+}  // namespace ofl

@@ -1,0 +1,40 @@
+// Runtime::Impl: what a Runtime owns besides its Plan: per rank an allocator
+// and a task_arena, every register's slots, the actors, the actor threads
+// and the per-run fetch buffers. Internal to runtime.cpp and runtime_run.cpp;
+// used by one caller thread at a time (the actor threads touch the registers
+// and actors only during a run).
+#pragma once
+
+#include <tbb/task_arena.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "runtime/actor.h"
+#include "runtime/actor_kinds.h"
+#include "runtime/actor_thread.h"
+#include "runtime/allocator.h"
+#include "runtime/runtime.h"
+
+namespace ofl {
+
+struct Runtime::Impl {
+  RuntimeOptions options;
+  std::vector<std::unique_ptr<DeviceAllocator>> allocators;  // per rank
+  std::vector<std::unique_ptr<tbb::task_arena>> arenas;      // per rank
+  std::vector<RankEnv> envs;                                 // per rank
+  std::vector<RuntimeRegister> registers;                    // by register id
+  std::vector<int64_t> producer;                             // by register id: task, or -1
+  std::vector<std::unique_ptr<Actor>> actors;                // by task id
+  std::vector<std::unique_ptr<ActorThread>> threads;         // by (rank, stream)
+  std::map<TensorKey, int64_t> sources;                      // -> task id
+  std::map<TensorKey, int64_t> variables;                    // -> register id
+  std::vector<std::string> task_names;                       // by task id
+
+  // One run's fetches: keys[k] is filled from buffers[k][step].
+  std::vector<TensorKey> fetch_keys;
+  std::vector<std::vector<Tensor>> fetch_buffers;
+};
+
+}  // namespace ofl

@@ -1,0 +1,168 @@
+// Runtime::Run: checks feeds and fetches, hands the actor threads one run,
+// waits for them, and gathers fetched values, act records and the trace.
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "runtime/runtime.h"
+#include "runtime/runtime_impl.h"
+#include "runtime/trace.h"
+
+namespace ofl {
+
+namespace {
+
+// OpenBLAS's pool is process-wide: bounded to the smallest rank share while
+// a multi-rank run is active, restored afterwards.
+class BlasThreadsScope {
+ public:
+  BlasThreadsScope(int64_t num_ranks, const std::vector<int>& shares) {
+    if (num_ranks <= 1) return;
+    previous_ = openblas_get_num_threads();
+    openblas_set_num_threads(*std::min_element(shares.begin(), shares.end()));
+  }
+  ~BlasThreadsScope() {
+    if (previous_ > 0) openblas_set_num_threads(previous_);
+  }
+
+ private:
+  int previous_ = 0;
+};
+
+}  // namespace
+
+Status Runtime::PrepareFeeds(int64_t num_iterations, const std::vector<TensorMap>& feeds) {
+  Impl& m = *impl_;
+  const int64_t n = static_cast<int64_t>(feeds.size());
+  OFL_ENSURE(n == 1 || n == num_iterations || (n == 0 && m.sources.empty()), "run: ", n,
+             " feed maps for ", num_iterations, " iterations (give one per iteration, or one "
+             "for all)");
+  for (int64_t i = 0; i < n; ++i) {
+    for (const auto& [key, t] : feeds[i]) {
+      OFL_ENSURE(m.sources.count(key) > 0, "run: '", key.name, "' on rank ", key.rank,
+                 " is not an input of the plan");
+    }
+  }
+  for (const auto& [key, task] : m.sources) {
+    const Tensor& reg = m.registers[plan_.tasks(task).outputs(0)].slots[0];
+    std::vector<const Tensor*> per_step;
+    for (int64_t i = 0; i < n; ++i) {
+      auto it = feeds[i].find(key);
+      OFL_ENSURE(it != feeds[i].end(), "run: input '", key.name, "' on rank ", key.rank,
+                 " was not fed", n > 1 ? StrCat(" for iteration ", i) : std::string());
+      const Tensor& t = it->second;
+      OFL_ENSURE(t.shape() == reg.shape() && t.dtype() == reg.dtype(), "run: input '", key.name,
+                 "' on rank ", key.rank, " expects shape ", reg.shape(), " ",
+                 DataTypeName(reg.dtype()), ", got ", t.shape(), " ", DataTypeName(t.dtype()));
+      per_step.push_back(&t);
+    }
+    SetSourceFeeds(m.actors[task].get(), std::move(per_step));
+  }
+  return Status::OK();
+}
+
+Status Runtime::PrepareFetches(const std::vector<std::string>& fetches, int64_t num_iterations) {
+  Impl& m = *impl_;
+  // Where each fetch comes from, per rank: a task, its input or output, the argument.
+  struct Source {
+    int64_t task = -1;
+    bool from_input = false;
+    int arg = 0;
+  };
+  std::vector<std::pair<TensorKey, Source>> wanted;
+  for (const std::string& f : fetches) {
+    std::map<int64_t, Source> found;
+    for (const auto& t : plan_.tasks()) {
+      if (t.kind() != proto::TaskProto::SINK) continue;
+      if (t.op_conf().name() == f || plan_.registers(t.inputs(0)).name() == f) {
+        found[t.rank()] = {t.id(), true, 0};
+      }
+    }
+    bool persistent = false;
+    if (found.empty()) {  // a register: on each rank, the last one of that name in plan order
+      for (const auto& r : plan_.registers()) {
+        if (r.name() != f || m.registers[r.id()].control || m.producer[r.id()] < 0) continue;
+        if (r.persistent()) {
+          persistent = true;
+          continue;
+        }
+        const proto::TaskProto& t = plan_.tasks(m.producer[r.id()]);
+        int arg = 0;
+        for (int64_t id : t.outputs()) {
+          if (id == r.id()) break;
+          arg += m.registers[id].control ? 0 : 1;
+        }
+        Source& s = found[r.rank()];
+        if (s.task <= t.id()) s = {t.id(), false, arg};
+      }
+    }
+    OFL_ENSURE(!found.empty(), "run: cannot fetch ",
+               persistent ? "variable '" + f + "' (read it with GetVariable)"
+                          : "unknown tensor '" + f + "'");
+    for (const auto& [rank, s] : found) wanted.push_back({TensorKey{f, rank}, s});
+  }
+  m.fetch_keys.clear();
+  m.fetch_buffers.assign(wanted.size(), std::vector<Tensor>(num_iterations));
+  for (size_t k = 0; k < wanted.size(); ++k) {
+    const auto& [key, s] = wanted[k];
+    m.fetch_keys.push_back(key);
+    m.actors[s.task]->AddFetch(s.from_input, s.arg, &m.fetch_buffers[k]);
+  }
+  return Status::OK();
+}
+
+Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMap>& feeds,
+                              const std::vector<std::string>& fetches) {
+  Impl& m = *impl_;
+  OFL_ENSURE(num_iterations >= 0, "run: num_iterations is ", num_iterations);
+  for (auto& actor : m.actors) actor->ClearFetches();
+  OFL_RETURN_IF_ERROR(PrepareFeeds(num_iterations, feeds));
+  OFL_RETURN_IF_ERROR(PrepareFetches(fetches, num_iterations));
+
+  RunContext run;
+  run.num_iterations = num_iterations;
+  run.first_iteration = iteration_;
+  run.timeout = m.options.timeout;
+  run.record_acts = m.options.record_acts || !m.options.trace_path.empty();
+  for (auto& t : m.threads) run.threads.push_back(t.get());
+  run.SetRunning(static_cast<int64_t>(m.threads.size()));
+  for (auto& actor : m.actors) actor->BeginRun(&run);
+  for (auto& t : m.threads) t->ResetForRun();
+  {
+    BlasThreadsScope blas(plan_.num_ranks(), shares_);
+    run.start = std::chrono::steady_clock::now();
+    for (auto& t : m.threads) t->BeginRun(&run);
+    run.WaitAllFinished();
+  }
+  iteration_ += num_iterations;
+
+  RunResult result;
+  for (auto& t : m.threads) {
+    std::vector<ActRecord> records = t->TakeRecords();
+    result.acts.insert(result.acts.end(), records.begin(), records.end());
+  }
+  std::sort(result.acts.begin(), result.acts.end(),
+            [](const ActRecord& a, const ActRecord& b) { return a.start_ns < b.start_ns; });
+  for (auto& actor : m.actors) {
+    result.act_counts.push_back(actor->acts());
+    actor->ClearFetches();
+    if (actor->task().kind() == proto::TaskProto::SOURCE) SetSourceFeeds(actor.get(), {});
+  }
+  result.peak_bytes = peak_bytes();
+  Status trace = Status::OK();
+  if (!m.options.trace_path.empty()) {
+    trace = WriteChromeTrace(m.options.trace_path, result.acts, m.task_names);
+  }
+  OFL_RETURN_IF_ERROR(run.error());
+  OFL_RETURN_IF_ERROR(trace);
+  result.fetched.resize(num_iterations);
+  for (size_t k = 0; k < m.fetch_keys.size(); ++k) {
+    for (int64_t i = 0; i < num_iterations; ++i) {
+      result.fetched[i][m.fetch_keys[k]] = std::move(m.fetch_buffers[k][i]);
+    }
+  }
+  m.fetch_buffers.clear();
+  return result;
+}
+
+}  // namespace ofl
