@@ -160,7 +160,12 @@ class BoxingActor : public Actor {
     Tensor none;
     const Tensor& in = num_data_inputs() > 0 ? *data_input(0) : none;
     Tensor* out = num_data_outputs() > 0 ? data_output(0) : &none;
-    Status status = (*boxing_)(task_, in, out);
+    Status status;
+    try {
+      status = (*boxing_)(task_, in, out);
+    } catch (const std::exception& e) {
+      status = Status(StatusCode::kInternal, StrCat("boxing step threw: ", e.what()));
+    }
     if (!status.ok()) return Named(status.code(), status.message());
     return Status::OK();
   }

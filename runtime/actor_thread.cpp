@@ -11,10 +11,12 @@ void RunContext::Fail(Status status) {
   CHECK(!status.ok());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (error_.ok()) error_ = std::move(status);
+    if (!error_.ok()) return;  // the first error wins; the rest follow from it
+    error_ = status;
   }
   stopped.store(true);
   for (ActorThread* t : threads) t->Wake();
+  if (on_failure != nullptr && *on_failure) (*on_failure)(status);
 }
 
 void RunContext::ThreadFinished() {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct RunContext {
   bool record_acts = false;
   std::chrono::steady_clock::time_point start;
   std::vector<ActorThread*> threads;  // to wake them on failure
+  const std::function<void(const Status&)>* on_failure = nullptr;  // may be empty
   std::atomic<bool> stopped{false};
 
   int64_t NowNs() const {

@@ -27,13 +27,16 @@
 // options.timeout: "rank 2: task 17 (matmul 'fc1') waited 5000 ms for input
 // register 'fc1/out_0'"; collectives time out on their communicator's own
 // timeout. A failing kernel (it throws) or boxing step stops every thread
-// and Run returns its Status. A kernel that never returns cannot be stopped.
+// and Run returns its Status; a thread blocked in a collective returns when
+// the communicator gives up (its timeout, or an abort from on_failure). A
+// kernel that never returns cannot be stopped.
 //
 // Thread safety: one call at a time (Run, SetVariable, GetVariable); the
 // Runtime's own threads are internal.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +63,10 @@ struct RuntimeOptions {
   int spin_us = 0;
   // Runs BOXING tasks; required when the plan has any.
   BoxingFn boxing;
+  // Called once when a run fails, on the thread that failed it, with the
+  // error: e.g. to abort the communicators, so that ranks blocked in a
+  // collective return now rather than at the collective's timeout.
+  std::function<void(const Status&)> on_failure;
 };
 
 // A tensor of one rank: a fed input, a fetched value, a variable.

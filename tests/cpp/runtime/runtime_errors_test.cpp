@@ -5,6 +5,8 @@
 // failed run. Every run has a runtime timeout and ctest's.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -90,6 +92,9 @@ TEST(RuntimeErrorsTest, ThrowingKernelStopsTheRunAndTheRuntimeRunsAgain) {
   EXPECT_FLOAT_EQ(again.value().fetched[2].at({"b", 0}).data<float>()[1], 2.0f);
 }
 
+// Rank 1's boxing step fails; rank 0's is blocked in its "collective" until
+// on_failure aborts it (as a communicator abort would), long before the
+// collective's own 20 s timeout.
 TEST(RuntimeErrorsTest, FailingBoxingStepStopsEveryRank) {
   PlanMaker p(2);
   for (int64_t r = 0; r < 2; ++r) {
@@ -100,20 +105,35 @@ TEST(RuntimeErrorsTest, FailingBoxingStepStopsEveryRank) {
     box->mutable_boxing_conf()->set_kind(proto::BoxingConf::ALL_REDUCE);
     p.Sink("y", r, 0, y);
   }
+  std::mutex mu;
+  std::condition_variable cv;
+  int failures = 0;
   RuntimeOptions options;
   options.timeout = milliseconds(20000);
-  options.boxing = [](const TaskProto& task, const Tensor& in, Tensor* out) -> Status {
+  options.boxing = [&](const TaskProto& task, const Tensor& in, Tensor* out) -> Status {
     if (task.rank() == 1) return Status(StatusCode::kInternal, "peer went away");
-    out->CopyFrom(in);
-    return Status::OK();
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, milliseconds(20000), [&] { return failures > 0; })) {
+      return Status(StatusCode::kTimeout, "collective timed out");
+    }
+    return Status(StatusCode::kInternal, "aborted");
+  };
+  options.on_failure = [&](const Status& error) {
+    EXPECT_EQ(error.message(), "rank 1: task 4 (boxing all_reduce 'y'): peer went away");
+    std::lock_guard<std::mutex> lock(mu);
+    ++failures;
+    cv.notify_all();
   };
   auto rt = Runtime::Create(p.plan(), options).value();
   TensorMap feed = {{{"x", 0}, MakeTensor({2}, [](int64_t i) { return i; })},
                     {{"x", 1}, MakeTensor({2}, [](int64_t i) { return i; })}};
+  const auto start = std::chrono::steady_clock::now();
   auto result = rt->Run(4, {feed}, {"y"});
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().message(), "rank 1: task 4 (boxing all_reduce 'y'): peer went away");
   EXPECT_EQ(result.status().code(), StatusCode::kInternal);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(failures, 1);
 }
 
 TEST(RuntimeErrorsTest, RejectsBadFeedsFetchesAndPlans) {
