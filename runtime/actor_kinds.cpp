@@ -43,6 +43,7 @@ class ComputeActor : public Actor {
     ctx_.attrs = &attrs_;
     ctx_.inputs.assign(num_data_inputs(), nullptr);
     ctx_.outputs.assign(num_data_outputs(), nullptr);
+    output_buffers_.assign(num_data_outputs(), nullptr);
     if (task_.has_logical_shape()) {
       ctx_.logical_shape = ShapeOf(task_.logical_shape());
       ctx_.logical_offset.assign(task_.logical_offset().begin(), task_.logical_offset().end());
@@ -59,7 +60,10 @@ class ComputeActor : public Actor {
  protected:
   Status Act(int64_t step) override {
     for (int i = 0; i < num_data_inputs(); ++i) ctx_.inputs[i] = data_input(i);
-    for (int i = 0; i < num_data_outputs(); ++i) ctx_.outputs[i] = data_output(i);
+    for (int i = 0; i < num_data_outputs(); ++i) {
+      ctx_.outputs[i] = data_output(i);
+      output_buffers_[i] = ctx_.outputs[i]->raw();
+    }
     if (!logical_known_ && !ctx_.outputs.empty()) {  // single device: output 0, offset 0
       ctx_.logical_shape = ctx_.outputs[0]->shape();
       ctx_.logical_offset.assign(ctx_.logical_shape.ndim(), 0);
@@ -77,6 +81,10 @@ class ComputeActor : public Actor {
       }
     });
     if (!error.empty()) return Named(StatusCode::kInternal, "kernel failed: " + error);
+    for (int i = 0; i < num_data_outputs(); ++i) {
+      CHECK(ctx_.outputs[i]->raw() == output_buffers_[i])
+          << name() << " replaced its output " << i << " instead of writing into it";
+    }
     return Status::OK();
   }
 
@@ -85,6 +93,7 @@ class ComputeActor : public Actor {
   const KernelFn* kernel_ = nullptr;
   AttrMap attrs_;
   KernelContext ctx_;
+  std::vector<const void*> output_buffers_;  // the slots' buffers: kernels write into them
   bool logical_known_ = false;
 };
 

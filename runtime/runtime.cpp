@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "runtime/plan_check.h"
 #include "runtime/runtime_impl.h"
 
 namespace ofl {
@@ -23,41 +24,6 @@ constexpr bool kThreadSanitizer = false;
 #else
 constexpr bool kThreadSanitizer = false;
 #endif
-
-Status CheckRegisters(const proto::Plan& plan) {
-  for (int i = 0; i < plan.registers_size(); ++i) {
-    const proto::RegisterDesc& r = plan.registers(i);
-    OFL_ENSURE(r.id() == i, "plan: register '", r.name(), "' has id ", r.id(), " at position ",
-               i, " (ids must be dense)");
-    OFL_ENSURE(r.rank() >= 0 && r.rank() < plan.num_ranks(), "plan: register '", r.name(),
-               "' is on rank ", r.rank(), " of a plan with ", plan.num_ranks(), " ranks");
-    OFL_ENSURE(r.num_slots() >= 1, "plan: register '", r.name(), "' has ", r.num_slots(),
-               " slots");
-    OFL_ENSURE(!r.persistent() || r.num_slots() == 1, "plan: persistent register '", r.name(),
-               "' has ", r.num_slots(), " slots, not 1");
-  }
-  return Status::OK();
-}
-
-Status CheckTask(const proto::Plan& plan, int i) {
-  const proto::TaskProto& t = plan.tasks(i);
-  const std::string name = TaskDisplayName(t);
-  OFL_ENSURE(t.id() == i, "plan: task ", t.id(), " (", name, ") is at position ", i,
-             " (ids must be dense)");
-  OFL_ENSURE(t.rank() >= 0 && t.rank() < plan.num_ranks(), "plan: task ", i, " (", name,
-             ") is on rank ", t.rank(), " of a plan with ", plan.num_ranks(), " ranks");
-  OFL_ENSURE(t.stream() >= 0, "plan: task ", i, " (", name, ") has stream ", t.stream());
-  auto check_ids = [&](const auto& ids) -> Status {
-    for (int64_t id : ids) {
-      OFL_ENSURE(id >= 0 && id < plan.registers_size(), "plan: task ", i, " (", name,
-                 ") names register ", id, " of ", plan.registers_size());
-    }
-    return Status::OK();
-  };
-  OFL_RETURN_IF_ERROR(check_ids(t.inputs()));
-  OFL_RETURN_IF_ERROR(check_ids(t.outputs()));
-  return check_ids(t.ctrl_inputs());
-}
 
 Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, DeviceAllocator* allocator) {
   std::vector<int64_t> dims(r.desc().shape().dims().begin(), r.desc().shape().dims().end());
@@ -93,8 +59,7 @@ Status Runtime::Build(RuntimeOptions options) {
   const int64_t ranks = plan.num_ranks();
   OFL_ENSURE(ranks >= 1, "plan: num_ranks is ", ranks);
   OFL_ENSURE(m.options.timeout.count() > 0, "runtime: timeout must be positive");
-  OFL_RETURN_IF_ERROR(CheckRegisters(plan));
-  for (int i = 0; i < plan.tasks_size(); ++i) OFL_RETURN_IF_ERROR(CheckTask(plan, i));
+  OFL_RETURN_IF_ERROR(CheckPlanShape(plan));
 
   // Kernel threads and allocators, per rank.
   int cores = m.options.num_threads > 0 ? m.options.num_threads
@@ -158,6 +123,7 @@ Status Runtime::Build(RuntimeOptions options) {
       Actor::Connect(m.actors[m.producer[id]].get(), &m.registers[id], m.actors[t.id()].get());
     }
   }
+  OFL_RETURN_IF_ERROR(CheckInPlaceOrder(plan, m.producer));
   for (const auto& t : plan.tasks()) {
     OFL_RETURN_IF_ERROR(m.actors[t.id()]->Prepare());
     const TensorKey key{t.op_conf().name(), t.rank()};

@@ -26,7 +26,9 @@
 // Waits: every actor thread fails the run when no message reached it for
 // options.timeout: "rank 2: task 17 (matmul 'fc1') waited 5000 ms for input
 // register 'fc1/out_0'"; collectives time out on their communicator's own
-// timeout. A failing kernel (it throws) or boxing step stops every thread
+// timeout (keep it below options.timeout, so that a stuck collective is
+// reported by its own error rather than by the ranks waiting behind it).
+// options.timeout must exceed the longest single act. A failing kernel (it throws) or boxing step stops every thread
 // and Run returns its Status; a thread blocked in a collective returns when
 // the communicator gives up (its timeout, or an abort from on_failure). A
 // kernel that never returns cannot be stopped.
@@ -96,7 +98,8 @@ class Runtime {
                                                 RuntimeOptions options = {});
   ~Runtime();
 
-  // Runs `num_iterations` iterations. `feeds`: one map per iteration, or one
+  // Runs `num_iterations` iterations (iteration() advances by that many even
+  // when the run fails; variables may then hold a partial update). `feeds`: one map per iteration, or one
   // map reused for every iteration (or none when the plan has no SOURCE);
   // every SOURCE task (name = op_conf.name, rank) must be fed a tensor of its
   // register's shape and dtype. `fetches` name SINK tasks (their op_conf

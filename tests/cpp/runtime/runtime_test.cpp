@@ -128,6 +128,18 @@ TEST_P(MlpTest, EqualsSequentialExecutorOverIterations) {
   for (int64_t count : second.value().act_counts) EXPECT_EQ(count, 2);
 }
 
+// Without the ctrl edge, nothing orders the da matmul (a reader of w2) before
+// w2's in-place update: the Runtime refuses the plan rather than race.
+TEST(RuntimeTest, RefusesAnInPlaceUpdateNotOrderedAgainstAReader) {
+  proto::Plan plan = MlpPlan(1, false);
+  ASSERT_EQ(plan.tasks(17).op_conf().name(), "sgd_w2");
+  plan.mutable_tasks(17)->clear_ctrl_inputs();
+  EXPECT_EQ(Runtime::Create(plan).status().message(),
+            "plan: task 13 (matmul 'da') reads register 'w2' that task 17 (sgd_update 'sgd_w2') "
+            "updates in place, and no data or ctrl edge orders the two (add a ctrl edge from the "
+            "reader to the update)");
+}
+
 INSTANTIATE_TEST_SUITE_P(SlotsAndStreams, MlpTest,
                          ::testing::Combine(::testing::Values(1, 2), ::testing::Bool()));
 

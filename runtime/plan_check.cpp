@@ -1,0 +1,118 @@
+// Plan checks of runtime/plan_check.h.
+#include "runtime/plan_check.h"
+
+#include <set>
+
+#include "ops/op_registry.h"
+#include "runtime/actor_kinds.h"
+
+namespace ofl {
+
+namespace {
+
+Status CheckRegisters(const proto::Plan& plan) {
+  for (int i = 0; i < plan.registers_size(); ++i) {
+    const proto::RegisterDesc& r = plan.registers(i);
+    OFL_ENSURE(r.id() == i, "plan: register '", r.name(), "' has id ", r.id(), " at position ",
+               i, " (ids must be dense)");
+    OFL_ENSURE(r.rank() >= 0 && r.rank() < plan.num_ranks(), "plan: register '", r.name(),
+               "' is on rank ", r.rank(), " of a plan with ", plan.num_ranks(), " ranks");
+    OFL_ENSURE(r.num_slots() >= 1, "plan: register '", r.name(), "' has ", r.num_slots(),
+               " slots");
+    OFL_ENSURE(!r.persistent() || r.num_slots() == 1, "plan: persistent register '", r.name(),
+               "' has ", r.num_slots(), " slots, not 1");
+  }
+  return Status::OK();
+}
+
+Status CheckTask(const proto::Plan& plan, int i) {
+  const proto::TaskProto& t = plan.tasks(i);
+  const std::string name = TaskDisplayName(t);
+  OFL_ENSURE(t.id() == i, "plan: task ", t.id(), " (", name, ") is at position ", i,
+             " (ids must be dense)");
+  OFL_ENSURE(t.rank() >= 0 && t.rank() < plan.num_ranks(), "plan: task ", i, " (", name,
+             ") is on rank ", t.rank(), " of a plan with ", plan.num_ranks(), " ranks");
+  OFL_ENSURE(t.stream() >= 0, "plan: task ", i, " (", name, ") has stream ", t.stream());
+  auto check_ids = [&](const auto& ids) -> Status {
+    for (int64_t id : ids) {
+      OFL_ENSURE(id >= 0 && id < plan.registers_size(), "plan: task ", i, " (", name,
+                 ") names register ", id, " of ", plan.registers_size());
+    }
+    return Status::OK();
+  };
+  OFL_RETURN_IF_ERROR(check_ids(t.inputs()));
+  OFL_RETURN_IF_ERROR(check_ids(t.outputs()));
+  return check_ids(t.ctrl_inputs());
+}
+
+// Every register a task reads, data and ctrl, once.
+std::vector<int64_t> ReadRegisters(const proto::TaskProto& t) {
+  std::set<int64_t> read(t.inputs().begin(), t.inputs().end());
+  read.insert(t.ctrl_inputs().begin(), t.ctrl_inputs().end());
+  return {read.begin(), read.end()};
+}
+
+// Tasks reachable from `from` (itself excluded) through `next`.
+template <typename Next>
+std::vector<bool> Reach(int64_t from, size_t num_tasks, const Next& next) {
+  std::vector<bool> seen(num_tasks, false);
+  std::vector<int64_t> stack = {from};
+  while (!stack.empty()) {
+    const int64_t t = stack.back();
+    stack.pop_back();
+    next(t, [&](int64_t u) {
+      if (u >= 0 && !seen[u]) {
+        seen[u] = true;
+        stack.push_back(u);
+      }
+    });
+  }
+  return seen;
+}
+
+}  // namespace
+
+Status CheckPlanShape(const proto::Plan& plan) {
+  OFL_RETURN_IF_ERROR(CheckRegisters(plan));
+  for (int i = 0; i < plan.tasks_size(); ++i) OFL_RETURN_IF_ERROR(CheckTask(plan, i));
+  return Status::OK();
+}
+
+Status CheckInPlaceOrder(const proto::Plan& plan, const std::vector<int64_t>& producer) {
+  const size_t n = plan.tasks_size();
+  std::vector<std::vector<int64_t>> readers(plan.registers_size());
+  for (const auto& t : plan.tasks()) {
+    for (int64_t id : ReadRegisters(t)) readers[id].push_back(t.id());
+  }
+  auto backward = [&](int64_t t, const auto& visit) {
+    for (int64_t id : ReadRegisters(plan.tasks(t))) visit(producer[id]);
+  };
+  auto forward = [&](int64_t t, const auto& visit) {
+    for (int64_t id : plan.tasks(t).outputs()) {
+      for (int64_t r : readers[id]) visit(r);
+    }
+  };
+  for (const auto& w : plan.tasks()) {
+    if (w.kind() != proto::TaskProto::COMPUTE) continue;
+    Maybe<const OpDef*> def = OpRegistry::Find(w.op_conf().op_type());
+    if (!def.ok()) continue;
+    std::vector<bool> before, after;
+    for (int i = 0; i < w.inputs_size(); ++i) {
+      if (!def.value()->is_mutable_input(i)) continue;
+      for (int64_t r : readers[w.inputs(i)]) {
+        if (r == w.id()) continue;
+        if (before.empty()) {
+          before = Reach(w.id(), n, backward);
+          after = Reach(w.id(), n, forward);
+        }
+        OFL_ENSURE(before[r] || after[r], "plan: task ", r, " (", TaskDisplayName(plan.tasks(r)),
+                   ") reads register '", plan.registers(w.inputs(i)).name(), "' that task ",
+                   w.id(), " (", TaskDisplayName(w), ") updates in place, and no data or ctrl "
+                   "edge orders the two (add a ctrl edge from the reader to the update)");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace ofl

@@ -1,0 +1,27 @@
+// Checks of a Plan before the Runtime builds actors for it: ids, ranks and
+// slots (CheckPlanShape), and that every in-place update is ordered against
+// the other readers of the register it writes (CheckInPlaceOrder). The
+// lowering is meant to add those ctrl edges; without one the actors would
+// let a reader see a half-updated variable, so the plan is refused instead.
+// Pure functions of the plan; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/status.h"
+
+namespace ofl {
+
+// Dense register and task ids, ranks in range, num_slots >= 1 (1 when
+// persistent), register ids in range.
+Status CheckPlanShape(const proto::Plan& plan);
+
+// For every COMPUTE task that writes one of its inputs in place (an OpDef
+// mutable input), every other task reading that register must be an
+// ancestor or a descendant of it through data and ctrl edges of one
+// iteration. `producer[register id]` is the task writing it.
+Status CheckInPlaceOrder(const proto::Plan& plan, const std::vector<int64_t>& producer);
+
+}  // namespace ofl
