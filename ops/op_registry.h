@@ -80,7 +80,9 @@ class OpDef {
   OpDef& Output(const std::string& name);
   // An optional attribute and its default; the default's type is the attr's type.
   OpDef& Attr(const std::string& name, AttrValue default_value);
+  OpDef& Attr(const std::string& name, bool value) { return Attr(name, AttrValue(value)); }
   OpDef& Attr(const std::string& name, int value) { return Attr(name, AttrValue(int64_t{value})); }
+  OpDef& Attr(const std::string& name, double value) { return Attr(name, AttrValue(value)); }
   OpDef& Attr(const std::string& name, const char* value) {
     return Attr(name, AttrValue(std::string(value)));
   }

@@ -1,0 +1,73 @@
+// CPU kernels of sgd_update and adam_update (ops/optim/optimizer_updates.cpp):
+// one pass over the parameter, parallel in chunks.
+#include <cmath>
+
+#include "ops/kernel.h"
+#include "ops/parallel.h"
+
+namespace ofl {
+
+namespace {
+
+void SgdKernel(KernelContext& k) {
+  const double lr = k.attr().Get<double>("lr");
+  const double momentum = k.attr().Get<double>("momentum");
+  const double wd = k.attr().Get<double>("weight_decay");
+  Tensor& param = k.mutable_in(0);
+  OFL_DISPATCH_FLOAT(param.dtype(), T, {
+    T* p = param.data<T>();
+    const T* g = k.in(1).data<T>();
+    T* buf = k.mutable_in(2).data<T>();
+    ParallelFor(param.numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T d = g[i] + static_cast<T>(wd) * p[i];
+        if (momentum != 0) {
+          buf[i] = static_cast<T>(momentum) * buf[i] + d;
+          d = buf[i];
+        }
+        p[i] -= static_cast<T>(lr) * d;
+      }
+    });
+  });
+}
+
+void AdamKernel(KernelContext& k) {
+  const double lr = k.attr().Get<double>("lr");
+  const double b1 = k.attr().Get<double>("beta1");
+  const double b2 = k.attr().Get<double>("beta2");
+  const double eps = k.attr().Get<double>("eps");
+  const double wd = k.attr().Get<double>("weight_decay");
+  const bool decoupled = k.attr().Get<bool>("decoupled_weight_decay");
+  int64_t& step = k.mutable_in(4).data<int64_t>()[0];
+  ++step;
+  const double correction1 = 1.0 - std::pow(b1, static_cast<double>(step));
+  const double correction2 = 1.0 - std::pow(b2, static_cast<double>(step));
+  Tensor& param = k.mutable_in(0);
+  OFL_DISPATCH_FLOAT(param.dtype(), T, {
+    T* p = param.data<T>();
+    const T* g = k.in(1).data<T>();
+    T* m = k.mutable_in(2).data<T>();
+    T* v = k.mutable_in(3).data<T>();
+    const T decay = static_cast<T>(decoupled ? 1.0 - lr * wd : 1.0);
+    const T coupled = static_cast<T>(decoupled ? 0.0 : wd);
+    const T c1 = static_cast<T>(correction1), c2 = static_cast<T>(correction2);
+    ParallelFor(param.numel(), [&](int64_t bgn, int64_t end) {
+      for (int64_t i = bgn; i < end; ++i) {
+        T grad = g[i] + coupled * p[i];
+        p[i] *= decay;
+        m[i] = static_cast<T>(b1) * m[i] + static_cast<T>(1 - b1) * grad;
+        v[i] = static_cast<T>(b2) * v[i] + static_cast<T>(1 - b2) * grad * grad;
+        T m_hat = m[i] / c1;
+        T v_hat = v[i] / c2;
+        p[i] -= static_cast<T>(lr) * m_hat / (std::sqrt(v_hat) + static_cast<T>(eps));
+      }
+    });
+  });
+}
+
+}  // namespace
+
+OFL_REGISTER_KERNEL("sgd_update", DeviceType::kCPU, SgdKernel);
+OFL_REGISTER_KERNEL("adam_update", DeviceType::kCPU, AdamKernel);
+
+}  // namespace ofl

@@ -1,0 +1,115 @@
+// OpGraph validation, Job round trip, autodiff fan-out and the optimizer
+// pass, on the ops the graph module itself relies on (add_n, sgd_update).
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include "graph/autodiff.h"
+#include "graph/lowering.h"
+#include "graph/op_graph.h"
+#include "graph/optimizer_pass.h"
+#include "runtime/sequential_executor.h"
+
+namespace ofl {
+namespace {
+
+Tensor Filled(Shape s, double v) {
+  Tensor t(std::move(s), DataType::kFloat32);
+  t.Fill(v);
+  return t;
+}
+
+TEST(OpGraphTest, RejectsBadOpsAndChangesNothing) {
+  OpGraph g;
+  ASSERT_TRUE(g.AddInput("x", {{2, 3}, DataType::kFloat32}).ok());
+  auto unknown_input = g.AddOp("add_n", {"x", "nope"}, {});
+  ASSERT_FALSE(unknown_input.ok());
+  EXPECT_EQ(unknown_input.status().message(),
+            "add_n: input inputs[1] names an unknown tensor 'nope'");
+  auto unknown_op = g.AddOp("no_such_op", {"x"}, {});
+  ASSERT_FALSE(unknown_op.ok());
+  EXPECT_EQ(unknown_op.status().message(), "unknown op 'no_such_op'");
+  auto bad_attr = g.AddOp("add_n", {"x"}, {{"alpha", 1.0}}, "sum");
+  ASSERT_FALSE(bad_attr.ok());
+  EXPECT_EQ(bad_attr.status().message(), "add_n 'sum': unknown attribute 'alpha'");
+  EXPECT_TRUE(g.ops().empty());
+  EXPECT_FALSE(g.AddInput("x", {{1}, DataType::kFloat32}).ok());  // duplicate name
+  ASSERT_TRUE(g.AddOp("add_n", {"x", "x"}, {}, "sum").ok());
+  auto dup = g.AddOp("add_n", {"x"}, {}, "sum");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.status().message(), "add_n 'sum': op name 'sum' is already used");
+  EXPECT_EQ(g.ops().size(), 1u);
+}
+
+TEST(OpGraphTest, MutableInputMustBeAVariable) {
+  OpGraph g;
+  ASSERT_TRUE(g.AddInput("p", {{3}, DataType::kFloat32}).ok());
+  ASSERT_TRUE(g.AddVariable("buf", Filled({3}, 0), false).ok());
+  auto r = g.AddOp("sgd_update", {"p", "p", "buf"}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "sgd_update: input param is written in place and must be a variable, got 'p'");
+}
+
+TEST(OpGraphTest, JobRoundTrips) {
+  OpGraph g;
+  ASSERT_TRUE(g.AddInput("x", {{2, 3}, DataType::kFloat32}).ok());
+  ASSERT_TRUE(g.AddVariable("w", Filled({2, 3}, 1), true).ok());
+  ASSERT_TRUE(g.AddOp("add_n", {"x", "w"}, {}, "sum").ok());
+  OpGraph back = OpGraph::FromJob(g.ToJob()).value();
+  EXPECT_EQ(back.ToString(), g.ToString());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(back.ToJob(), g.ToJob()));
+}
+
+TEST(AutodiffTest, AccumulatesFanOutAndSkipsNonTrainable) {
+  // z = add_n(w, w, c) with w trainable and c a constant: dz/dw = 2 * seed.
+  OpGraph g;
+  ASSERT_TRUE(g.AddVariable("w", Filled({4}, 1), true).ok());
+  ASSERT_TRUE(g.AddVariable("c", Filled({4}, 1), false).ok());
+  ASSERT_TRUE(g.AddInput("seed", {{4}, DataType::kFloat32}).ok());
+  std::string z = g.AddOp("add_n", {"w", "w", "c"}, {}).value()[0];
+  auto grads = AppendBackward(&g, {{z, "seed"}}).value();
+  ASSERT_EQ(grads.size(), 1u);
+  ASSERT_EQ(grads.count("w"), 1u);
+
+  auto ex = SequentialExecutor::Create(LowerSingleDevice(g).value()).value();
+  ASSERT_TRUE(ex->SetVariable("w", Filled({4}, 1)).ok());
+  Tensor seed({4}, DataType::kFloat32);
+  for (int i = 0; i < 4; ++i) seed.data<float>()[i] = static_cast<float>(i) - 1.5f;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(ex->Run({{"seed", seed}}, {grads["w"]}, &out).ok());
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[0].data<float>()[i], 2.0f * (i - 1.5f));
+}
+
+TEST(AutodiffTest, LossMustBeAScalar) {
+  OpGraph g;
+  ASSERT_TRUE(g.AddVariable("w", Filled({4}, 1), true).ok());
+  Status s = g.SetLoss("w");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "loss 'w' must be a floating scalar, got shape (4) float32");
+}
+
+TEST(OptimizerPassTest, SgdStepsTheParameter) {
+  // loss = add_n(w) with w of one element: grad 1; SGD lr 0.5: w 3 -> 2.5 -> 2.
+  OpGraph g;
+  ASSERT_TRUE(g.AddVariable("w", Filled({1}, 3), true).ok());
+  std::string loss = g.AddOp("add_n", {"w"}, {}).value()[0];
+  ASSERT_TRUE(g.SetLoss(loss).ok());
+  auto grads = AppendBackwardOfLoss(&g).value();
+  OptimizerConf conf;
+  conf.lr = 0.5;
+  ASSERT_TRUE(AppendOptimizer(&g, conf, grads).ok());
+  EXPECT_TRUE(g.IsVariable("w/momentum"));
+  auto ex = SequentialExecutor::Create(LowerSingleDevice(g).value()).value();
+  ASSERT_TRUE(ex->SetVariable("w", Filled({1}, 3)).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(ex->Run({}, {}, &out).ok());
+  ASSERT_TRUE(ex->Run({}, {}, &out).ok());
+  EXPECT_FLOAT_EQ(ex->GetVariable("w").value().data<float>()[0], 2.0f);
+  conf.kind = "lamb";
+  Status bad = AppendOptimizer(&g, conf, grads);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.message(), "optimizer: unknown kind 'lamb' (expected sgd, adam or adamw)");
+}
+
+}  // namespace
+}  // namespace ofl
