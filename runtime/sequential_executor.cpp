@@ -3,10 +3,10 @@
 namespace ofl {
 
 namespace {
-Maybe<Tensor> AllocateRegister(const proto::RegisterDesc& r) {
+Maybe<Tensor> AllocateRegister(const proto::RegisterDesc& r, DeviceAllocator* allocator) {
   std::vector<int64_t> dims(r.desc().shape().dims().begin(), r.desc().shape().dims().end());
   OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r.desc().dtype()));
-  return Tensor::Zeros(Shape(dims), dtype);
+  return allocator->AllocateZeros(Shape(dims), dtype);
 }
 }  // namespace
 
@@ -15,7 +15,7 @@ Maybe<std::unique_ptr<SequentialExecutor>> SequentialExecutor::Create(const prot
   ex->plan_ = plan;
   for (const auto& r : plan.registers()) {
     CHECK_EQ(r.id(), static_cast<int64_t>(ex->registers_.size())) << "register ids not dense";
-    OFL_ASSIGN_OR_RETURN(Tensor t, AllocateRegister(r));
+    OFL_ASSIGN_OR_RETURN(Tensor t, AllocateRegister(r, &ex->allocator_));
     ex->registers_.push_back(t);
     ex->by_name_[r.name()] = r.id();
   }

@@ -14,6 +14,7 @@
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/tensor.h"
 #include "ops/kernel.h"
+#include "runtime/allocator.h"
 
 namespace ofl {
 
@@ -30,6 +31,9 @@ class SequentialExecutor {
   Maybe<Tensor> GetVariable(const std::string& name) const;  // a copy
   std::vector<std::string> VariableNames() const;
   int64_t iteration() const { return iteration_; }
+  // Bytes of every register buffer of the device: live now, and the peak.
+  int64_t live_bytes() const { return allocator_.live_bytes(); }
+  int64_t peak_bytes() const { return allocator_.peak_bytes(); }
 
  private:
   struct Step {
@@ -40,6 +44,7 @@ class SequentialExecutor {
   SequentialExecutor() = default;
 
   proto::Plan plan_;
+  DeviceAllocator allocator_;
   std::vector<Tensor> registers_;             // by register id
   std::map<std::string, int64_t> by_name_;    // tensor name -> register id
   std::map<std::string, int64_t> sources_;    // fed input -> register id

@@ -62,9 +62,11 @@ proto::AttrValue AttrToProto(const AttrValue& value) {
   } else if (auto* s = std::get_if<std::string>(&value)) {
     p.set_s(*s);
   } else if (auto* l = std::get_if<std::vector<int64_t>>(&value)) {
-    for (int64_t x : *l) p.mutable_ints()->add_values(x);
+    auto* ints = p.mutable_ints();  // sets the oneof case even for an empty list
+    for (int64_t x : *l) ints->add_values(x);
   } else {
-    for (double x : std::get<std::vector<double>>(value)) p.mutable_floats()->add_values(x);
+    auto* floats = p.mutable_floats();
+    for (double x : std::get<std::vector<double>>(value)) floats->add_values(x);
   }
   return p;
 }

@@ -1,5 +1,7 @@
 #include "convert.h"
 
+#include <pybind11/stl.h>
+
 #include <cstring>
 
 namespace ofl::python {
@@ -83,7 +85,7 @@ AttrMap AttrsFromDict(const py::dict& attrs, const std::string& what) {
       }
     } else {
       throw py::type_error(what + ": attribute '" + key + "' has unsupported type " +
-                           std::string(py::str(v.get_type())));
+                           std::string(py::str(py::type::handle_of(v))));
     }
   }
   return out;

@@ -50,6 +50,9 @@ TEST(SequentialExecutorTest, RunsAndValidatesFeeds) {
   ASSERT_TRUE(ex->Run({{"x", x}}, {"sum/out_0"}, &out).ok());
   EXPECT_FLOAT_EQ(out[0].data<float>()[1], 11.5f);
   EXPECT_EQ(ex->iteration(), 1);
+  // Three registers of two floats each, allocated once: 3 * 8 bytes.
+  EXPECT_EQ(ex->peak_bytes(), 24);
+  EXPECT_EQ(ex->live_bytes(), 24);
 
   Status missing = ex->Run({}, {}, &out);
   EXPECT_EQ(missing.message(), "run: input 'x' was not fed");

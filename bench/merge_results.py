@@ -1,0 +1,110 @@
+"""Merges the C++ and Python parts of `bench/run.sh ops` into one JSON file.
+
+The output has the headline fields first (matmul_gflops, reference_gflops,
+onednn_gflops, openblas_gflops, the GPT step times, threads), then the
+machine it ran on (uname, CPU model, cores, load average before and after:
+the dev machine is shared, and a loaded machine gives lower figures), the
+commit, how to rerun it, and each part's full output under its own key. A
+part that failed or printed no JSON leaves its fields null and its error in
+"errors".
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+HOW_TO_RERUN = ("bench/run.sh ops  (sets up and builds first; OFL_BENCH_THREADS=2 by default). "
+                "Parts alone: build/bench/ops_matmul --threads 2 --reps 20; "
+                "PYTHONPATH=python .venv/bin/python bench/ops_gpt.py --threads 2")
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def load_part(path: str, rc: int, name: str, errors: dict) -> dict:
+    try:
+        with open(path) as f:
+            part = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        errors[name] = f"exit {rc}; no JSON output ({e})"
+        return {}
+    if rc != 0:
+        errors[name] = f"exit {rc}: " + str(part.get("matmul_error") or part.get("error") or "")
+    return part
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--threads", type=int, required=True)
+    p.add_argument("--load-before", required=True)
+    p.add_argument("--cpp", required=True)
+    p.add_argument("--cpp-rc", type=int, required=True)
+    p.add_argument("--python", required=True)
+    p.add_argument("--python-rc", type=int, required=True)
+    a = p.parse_args()
+
+    errors: dict = {}
+    cpp = load_part(a.cpp, a.cpp_rc, "ops_matmul", errors)
+    py = load_part(a.python, a.python_rc, "ops_gpt", errors)
+    uname = platform.uname()
+    result = {
+        "what": "bench/run.sh ops: GFLOP/s of one 1024^3 float32 matmul run through "
+                "ofl::Session (one-op graph, variable inputs, no fetches) vs oneDNN and OpenBLAS "
+                "called directly (reference = the faster), median of >= 10 calls after warm-up; "
+                "and ms per GPT training step vs numpy and PyTorch (bench/ops_gpt.py)",
+        # A product that failed its check is no figure (details under ops_matmul).
+        "matmul_gflops": None if cpp.get("matmul_error") else cpp.get("matmul_gflops"),
+        "reference_gflops": cpp.get("reference_gflops"),
+        "onednn_gflops": cpp.get("onednn_gflops"),
+        "openblas_gflops": cpp.get("openblas_gflops"),
+        "gpt_step_ms": py.get("gpt_step_ms"),
+        "numpy_gpt_step_ms": py.get("numpy_gpt_step_ms"),
+        "torch_gpt_step_ms": py.get("torch_gpt_step_ms"),
+        "threads": a.threads,
+        "machine": {
+            "uname": f"{uname.system} {uname.release} {uname.machine}",
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "loadavg_before": a.load_before,
+            "loadavg_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        },
+        "commit": git_commit(),
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "how_to_rerun": HOW_TO_RERUN,
+        "errors": errors,
+        "ops_matmul": cpp,
+        "ops_gpt": py,
+    }
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+// Communicator: the collectives one rank of a group takes part in
+// (DESIGN.md section 7). Implementations: in-process shared memory for
+// virtual CPU devices (runtime/inprocess_communicator.h); Gloo and NCCL
+// later, behind this same interface. Every rank of a group must call the
+// same collectives in the same order (fixed at compile time). A call blocks
+// until its peers arrive or the timeout passes, then returns an error that
+// names the rank and the collective. One Communicator object serves one
+// rank and is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "oneflow_lite/core/data_type.h"
+#include "oneflow_lite/core/status.h"
+
+namespace ofl {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int64_t rank() const = 0;  // position in the group, 0..size-1
+  virtual int64_t size() const = 0;
+
+  // Sums `count` elements of every rank's `buffer` into every rank's `buffer`.
+  virtual Status AllReduce(void* buffer, int64_t count, DataType dtype,
+                           const std::string& tag) = 0;
+  // Sums every rank's `input` (count elements) and leaves on rank r its
+  // balanced part r (slicing.h BalancedPart over `count`) in `output`.
+  virtual Status ReduceScatter(const void* input, void* output, int64_t count, DataType dtype,
+                               const std::string& tag) = 0;
+  // Concatenates every rank's `input` (counts[r] elements) into `output`.
+  virtual Status AllGather(const void* input, void* output, const int64_t* counts,
+                           DataType dtype, const std::string& tag) = 0;
+  // Rank r sends send_counts[q] elements (consecutive in `input`, in rank
+  // order) to rank q and receives recv_counts[q] from q into `output`.
+  virtual Status AllToAll(const void* input, const int64_t* send_counts, void* output,
+                          const int64_t* recv_counts, DataType dtype,
+                          const std::string& tag) = 0;
+  // Copies `root`'s buffer into every rank's buffer.
+  virtual Status Broadcast(void* buffer, int64_t count, DataType dtype, int64_t root,
+                           const std::string& tag) = 0;
+  // Point to point; a Send is matched by the peer's Recv with the same tag.
+  virtual Status Send(const void* buffer, int64_t count, DataType dtype, int64_t peer,
+                      const std::string& tag) = 0;
+  virtual Status Recv(void* buffer, int64_t count, DataType dtype, int64_t peer,
+                      const std::string& tag) = 0;
+
+  // Bytes that left this rank's buffers into another rank's, counted by the
+  // communicator itself (not taken from any plan).
+  virtual int64_t bytes_sent() const = 0;
+};
+
+}  // namespace ofl

@@ -1,0 +1,51 @@
+// SliceRanges: python slice semantics per axis (negative start/stop count
+// from the end, both are clamped to [0, dim], step >= 1) for the slice and
+// slice_grad ops and their kernels. The attrs are validated by the op's
+// inference; kernels call this with their local shape, so an axis the slice
+// does not touch (start 0, stop >= dim, step 1) may be split. Pure functions.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_lite/core/attr.h"
+#include "oneflow_lite/core/shape.h"
+
+namespace ofl {
+
+struct AxisRange {
+  int64_t start = 0;
+  int64_t step = 1;
+  int64_t size = 0;  // number of elements taken
+  bool full(int64_t dim) const { return start == 0 && step == 1 && size == dim; }
+};
+
+inline int64_t ClampIndex(int64_t index, int64_t dim) {
+  if (index < 0) index += dim;
+  return std::clamp<int64_t>(index, 0, dim);
+}
+
+// One range per axis of `shape` from the attrs start, stop, step (empty step = all 1).
+inline std::vector<AxisRange> SliceRanges(const Shape& shape, const AttrMap& attrs) {
+  const auto& start = attrs.Get<std::vector<int64_t>>("start");
+  const auto& stop = attrs.Get<std::vector<int64_t>>("stop");
+  const auto& step = attrs.Get<std::vector<int64_t>>("step");
+  std::vector<AxisRange> ranges(shape.ndim());
+  for (int64_t a = 0; a < shape.ndim(); ++a) {
+    AxisRange& r = ranges[a];
+    r.step = step.empty() ? 1 : step[a];
+    r.start = ClampIndex(start[a], shape[a]);
+    const int64_t end = ClampIndex(stop[a], shape[a]);
+    r.size = end > r.start ? (end - r.start + r.step - 1) / r.step : 0;
+  }
+  return ranges;
+}
+
+inline Shape SlicedShape(const std::vector<AxisRange>& ranges) {
+  std::vector<int64_t> dims;
+  for (const AxisRange& r : ranges) dims.push_back(r.size);
+  return Shape(dims);
+}
+
+}  // namespace ofl

@@ -1,0 +1,23 @@
+// StridedCopy: copies an N-d block of elements between two strided layouts,
+// by bytes, so one routine serves every dtype. transpose, slice, slice_grad
+// and concat are each one call of it. Pure function of its arguments;
+// thread-safe (it runs in parallel chunks on ParallelFor).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_lite/core/shape.h"
+
+namespace ofl {
+
+// Strides (in elements) of a contiguous row-major tensor of `shape`.
+std::vector<int64_t> ContiguousStrides(const Shape& shape);
+
+// For every index i of `extent`: dst[sum i*dst_strides] = src[sum i*src_strides],
+// each element `element_size` bytes; strides are in elements.
+void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const void* src,
+                 const std::vector<int64_t>& src_strides, void* dst,
+                 const std::vector<int64_t>& dst_strides);
+
+}  // namespace ofl

@@ -1,0 +1,164 @@
+// CPU kernels of max_pool2d, avg_pool2d, max_pool2d_grad and avg_pool2d_grad
+// for float32 and float64: plain loops over each window, run in parallel over
+// the N * C planes (ParallelFor). Why not oneDNN pooling for float32: it has
+// no float64, and its max-pool backward needs the workspace of its own
+// forward, which a graph that runs the backward as a separate op does not
+// keep; one loop for both dtypes is simpler and is the reference for later
+// devices. Pooling is memory-bound, so the loops are not the bottleneck.
+// Each plane writes only its own output plane: no races. Shapes come from the
+// local tensors, so any N or C shard runs the same code. Stateless.
+#include <algorithm>
+
+#include "ops/conv/conv_geometry.h"
+#include "ops/kernel.h"
+#include "ops/parallel.h"
+
+namespace ofl {
+
+namespace {
+
+// The rows [h_begin, h_end) and columns [w_begin, w_end) of x that the window
+// of output (oh, ow) covers, with the padding cut away.
+struct Window {
+  int64_t h_begin, h_end, w_begin, w_end;
+  Window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
+    const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
+    h_begin = std::max<int64_t>(h0, 0);
+    h_end = std::min(h0 + g.kernel_h, g.height);
+    w_begin = std::max<int64_t>(w0, 0);
+    w_end = std::min(w0 + g.kernel_w, g.width);
+  }
+};
+
+// Runs fn(plane) for every plane, in parallel chunks of about kParallelGrain
+// window reads.
+template <typename Fn>
+void ForEachPlane(const Pool2dGeometry& g, Fn fn) {
+  const int64_t per_plane = std::max<int64_t>(1, g.out_h * g.out_w * g.window());
+  ParallelFor(
+      g.planes,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) fn(p);
+      },
+      std::max<int64_t>(1, kParallelGrain / per_plane));
+}
+
+// Index in the plane of the first maximum of the window (row-major order).
+// The padding ties with nothing: it never wins. padding <= kernel / 2 keeps
+// at least one real element in every window.
+template <typename T>
+int64_t ArgMax(const T* x, const Pool2dGeometry& g, const Window& w) {
+  int64_t best = w.h_begin * g.width + w.w_begin;
+  for (int64_t h = w.h_begin; h < w.h_end; ++h) {
+    for (int64_t c = w.w_begin; c < w.w_end; ++c) {
+      if (x[h * g.width + c] > x[best]) best = h * g.width + c;
+    }
+  }
+  return best;
+}
+
+template <typename T>
+void MaxPool(const T* x, const Pool2dGeometry& g, T* y) {
+  ForEachPlane(g, [&](int64_t p) {
+    const T* xp = x + p * g.height * g.width;
+    T* yp = y + p * g.out_h * g.out_w;
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        *yp++ = xp[ArgMax(xp, g, Window(g, oh, ow))];
+      }
+    }
+  });
+}
+
+// y is not read: the first position where x equals y is the first maximum,
+// which ArgMax finds from x alone.
+template <typename T>
+void MaxPoolBackward(const T* x, const T* dy, const Pool2dGeometry& g, T* dx) {
+  ForEachPlane(g, [&](int64_t p) {
+    const T* xp = x + p * g.height * g.width;
+    const T* dyp = dy + p * g.out_h * g.out_w;
+    T* dxp = dx + p * g.height * g.width;
+    std::fill(dxp, dxp + g.height * g.width, T(0));
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        dxp[ArgMax(xp, g, Window(g, oh, ow))] += *dyp++;
+      }
+    }
+  });
+}
+
+// count_include_pad: every window divides by kh * kw (no window reaches past
+// the padding because padding <= kernel / 2 and the output size is floored).
+template <typename T>
+void AvgPool(const T* x, const Pool2dGeometry& g, T* y) {
+  const T scale = T(1) / static_cast<T>(g.window());
+  ForEachPlane(g, [&](int64_t p) {
+    const T* xp = x + p * g.height * g.width;
+    T* yp = y + p * g.out_h * g.out_w;
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        Window w(g, oh, ow);
+        T sum = 0;
+        for (int64_t h = w.h_begin; h < w.h_end; ++h) {
+          for (int64_t c = w.w_begin; c < w.w_end; ++c) sum += xp[h * g.width + c];
+        }
+        *yp++ = sum * scale;
+      }
+    }
+  });
+}
+
+template <typename T>
+void AvgPoolBackward(const T* dy, const Pool2dGeometry& g, T* dx) {
+  const T scale = T(1) / static_cast<T>(g.window());
+  ForEachPlane(g, [&](int64_t p) {
+    const T* dyp = dy + p * g.out_h * g.out_w;
+    T* dxp = dx + p * g.height * g.width;
+    std::fill(dxp, dxp + g.height * g.width, T(0));
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        Window w(g, oh, ow);
+        const T v = *dyp++ * scale;
+        for (int64_t h = w.h_begin; h < w.h_end; ++h) {
+          for (int64_t c = w.w_begin; c < w.w_end; ++c) dxp[h * g.width + c] += v;
+        }
+      }
+    }
+  });
+}
+
+Pool2dGeometry Geometry(const KernelContext& k) {
+  Pool2dGeometry g = Pool2dGeometry::Make(k.in(0).shape(), k.attr());
+  CHECK(k.in(0).numel() == 0 || (g.out_h >= 1 && g.out_w >= 1)) << k.op_name;
+  return g;
+}
+
+void MaxPoolKernel(KernelContext& k) {
+  Pool2dGeometry g = Geometry(k);
+  OFL_DISPATCH_FLOAT(k.out(0).dtype(), T, MaxPool(k.in(0).data<T>(), g, k.out(0).data<T>()));
+}
+
+void AvgPoolKernel(KernelContext& k) {
+  Pool2dGeometry g = Geometry(k);
+  OFL_DISPATCH_FLOAT(k.out(0).dtype(), T, AvgPool(k.in(0).data<T>(), g, k.out(0).data<T>()));
+}
+
+void MaxPoolGradKernel(KernelContext& k) {
+  Pool2dGeometry g = Geometry(k);
+  OFL_DISPATCH_FLOAT(k.out(0).dtype(), T,
+                     MaxPoolBackward(k.in(0).data<T>(), k.in(2).data<T>(), g, k.out(0).data<T>()));
+}
+
+void AvgPoolGradKernel(KernelContext& k) {
+  Pool2dGeometry g = Geometry(k);
+  OFL_DISPATCH_FLOAT(k.out(0).dtype(), T,
+                     AvgPoolBackward(k.in(1).data<T>(), g, k.out(0).data<T>()));
+}
+
+OFL_REGISTER_KERNEL("max_pool2d", DeviceType::kCPU, MaxPoolKernel);
+OFL_REGISTER_KERNEL("avg_pool2d", DeviceType::kCPU, AvgPoolKernel);
+OFL_REGISTER_KERNEL("max_pool2d_grad", DeviceType::kCPU, MaxPoolGradKernel);
+OFL_REGISTER_KERNEL("avg_pool2d_grad", DeviceType::kCPU, AvgPoolGradKernel);
+
+}  // namespace
+}  // namespace ofl

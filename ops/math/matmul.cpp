@@ -1,0 +1,145 @@
+// matmul and batch_matmul: registration, shape inference, SBP, cost and
+// gradient. Kernels are in matmul_cpu.cpp.
+//
+//   matmul(a, b):       op(a) (m, k) x op(b) (k, n) -> (m, n), a and b 2-D
+//   batch_matmul(a, b): the same on the last two axes; a and b have equal
+//                       batch axes (no broadcasting), ndim >= 3
+// op(x) is x, or x transposed when transpose_a / transpose_b is set.
+#include "ops/grad.h"
+#include "ops/kernel.h"
+#include "ops/op_registry.h"
+#include "ops/sbp_rules.h"
+
+namespace ofl {
+
+namespace {
+
+const char* Flag(bool v) { return v ? "true" : "false"; }
+
+// Shape inference for both ops. `batched` selects batch_matmul's rules and
+// its negative axis names (a.shape[-1]); matmul names axes 0 and 1.
+Maybe<std::vector<TensorDesc>> InferMatmulLike(const OpContext& ctx, bool batched) {
+  const TensorDesc& a = ctx.input(0);
+  const TensorDesc& b = ctx.input(1);
+  const bool ta = ctx.attrs.Get<bool>("transpose_a");
+  const bool tb = ctx.attrs.Get<bool>("transpose_b");
+  OFL_ENSURE(a.dtype == b.dtype, ctx.where(), ": a.dtype=", DataTypeName(a.dtype),
+             " != b.dtype=", DataTypeName(b.dtype));
+  OFL_ENSURE(IsComputeFloat(a.dtype), ctx.where(), ": dtype ", DataTypeName(a.dtype),
+             " is not float32 or float64");
+  if (batched) {
+    OFL_ENSURE(a.shape.ndim() >= 3, ctx.where(), ": a must have at least 3 dims, got a.shape=",
+               a.shape);
+    OFL_ENSURE(b.shape.ndim() >= 3, ctx.where(), ": b must have at least 3 dims, got b.shape=",
+               b.shape);
+    std::vector<int64_t> batch_a(a.shape.dims().begin(), a.shape.dims().end() - 2);
+    std::vector<int64_t> batch_b(b.shape.dims().begin(), b.shape.dims().end() - 2);
+    OFL_ENSURE(batch_a == batch_b, ctx.where(), ": batch dims a.shape[:-2]=", Shape(batch_a),
+               " != b.shape[:-2]=", Shape(batch_b), " (a.shape=", a.shape, ", b.shape=", b.shape,
+               ")");
+  } else {
+    OFL_ENSURE(a.shape.ndim() == 2, ctx.where(), ": a must be 2-D, got a.shape=", a.shape);
+    OFL_ENSURE(b.shape.ndim() == 2, ctx.where(), ": b must be 2-D, got b.shape=", b.shape);
+  }
+  const int64_t ra = a.shape.ndim() - 2;  // index of the row axis of a
+  const int64_t rb = b.shape.ndim() - 2;
+  const int64_t a_k_axis = ta ? ra : ra + 1;
+  const int64_t b_k_axis = tb ? rb + 1 : rb;
+  auto axis_name = [&](int64_t axis, int64_t ndim) {
+    return std::to_string(batched ? axis - ndim : axis);
+  };
+  OFL_ENSURE(a.shape[a_k_axis] == b.shape[b_k_axis], ctx.where(), ": a.shape[",
+             axis_name(a_k_axis, a.shape.ndim()), "]=", a.shape[a_k_axis], " != b.shape[",
+             axis_name(b_k_axis, b.shape.ndim()), "]=", b.shape[b_k_axis], " (transpose_a=",
+             Flag(ta), ", transpose_b=", Flag(tb), ")");
+  std::vector<int64_t> out(a.shape.dims().begin(), a.shape.dims().end() - 2);
+  out.push_back(ta ? a.shape[ra + 1] : a.shape[ra]);
+  out.push_back(tb ? b.shape[rb] : b.shape[rb + 1]);
+  return std::vector<TensorDesc>{{Shape(out), a.dtype}};
+}
+
+// "mk,kn->mn" with the flags applied, batch axes as extra letters up front.
+std::string MatmulSpec(const OpContext& ctx, int64_t num_batch) {
+  static const std::string kBatchLetters = "abcdefghijlopqrstuvwxyz";  // no k, m, n
+  CHECK_LE(num_batch, static_cast<int64_t>(kBatchLetters.size()));
+  std::string batch = kBatchLetters.substr(0, num_batch);
+  std::string a = batch + (ctx.attrs.Get<bool>("transpose_a") ? "km" : "mk");
+  std::string b = batch + (ctx.attrs.Get<bool>("transpose_b") ? "nk" : "kn");
+  return a + "," + b + "->" + batch + "mn";
+}
+
+// Splits on m, n or a batch axis stay local; a split on k gives P; the op is
+// linear in each input (P in one input with B in the other gives P).
+std::vector<SbpSignature> MatmulSbp(const OpContext& ctx) {
+  int64_t num_batch = ctx.input(0).shape.ndim() - 2;
+  if (num_batch > 23) return {{{Sbp::Broadcast(), Sbp::Broadcast()}, {Sbp::Broadcast()}}};
+  return EinsumSignatures(MatmulSpec(ctx, num_batch));
+}
+
+// 2*m*n*k per batch element: one multiply and one add per term.
+OpCost MatmulCost(const OpContext& ctx, const std::vector<TensorDesc>& outs) {
+  const Shape& a = ctx.input(0).shape;
+  int64_t k = ctx.attrs.Get<bool>("transpose_a") ? a[a.ndim() - 2] : a[a.ndim() - 1];
+  return {2.0 * static_cast<double>(outs[0].shape.NumElements()) * static_cast<double>(k),
+          outs[0].nbytes()};
+}
+
+AttrMap Flags(bool ta, bool tb) { return AttrMap{{"transpose_a", ta}, {"transpose_b", tb}}; }
+
+// With A = op(a), B = op(b), y = A B: dA = dy B^T and dB = A^T dy. Each is
+// one more product of the stored a, b and dy with suitable flags:
+//   da = ta ? B dy^T : dy B^T,   db = tb ? dy^T A : A^T dy.
+Status MatmulLikeGrad(GradContext& g, const std::string& op) {
+  const bool ta = g.attrs().Get<bool>("transpose_a");
+  const bool tb = g.attrs().Get<bool>("transpose_b");
+  const std::string dy = g.OutputGrad(0);
+  const std::string& a = g.Input(0);
+  const std::string& b = g.Input(1);
+  if (g.NeedsInputGrad(0)) {
+    std::string da;
+    if (!ta) {
+      OFL_ASSIGN_OR_RETURN(da, g.Emit1(op, {dy, b}, Flags(false, !tb)));
+    } else {
+      OFL_ASSIGN_OR_RETURN(da, g.Emit1(op, {b, dy}, Flags(tb, true)));
+    }
+    g.SetInputGrad(0, da);
+  }
+  if (g.NeedsInputGrad(1)) {
+    std::string db;
+    if (!tb) {
+      OFL_ASSIGN_OR_RETURN(db, g.Emit1(op, {a, dy}, Flags(!ta, false)));
+    } else {
+      OFL_ASSIGN_OR_RETURN(db, g.Emit1(op, {dy, a}, Flags(true, ta)));
+    }
+    g.SetInputGrad(1, db);
+  }
+  return Status::OK();
+}
+
+// AttrValue(false), not a bare false: that would pick OpDef::Attr(name, int).
+OFL_REGISTER_OP("matmul")
+    .Input("a")
+    .Input("b")
+    .Output("out")
+    .Attr("transpose_a", AttrValue(false))
+    .Attr("transpose_b", AttrValue(false))
+    .InferShape([](const OpContext& ctx) { return InferMatmulLike(ctx, false); })
+    .Sbp(MatmulSbp)
+    .Cost(MatmulCost)
+    .Grad([](GradContext& g) { return MatmulLikeGrad(g, "matmul"); })
+    .Doc("Matrix product of 2-D a and b, either transposed first by its flag.");
+
+OFL_REGISTER_OP("batch_matmul")
+    .Input("a")
+    .Input("b")
+    .Output("out")
+    .Attr("transpose_a", AttrValue(false))
+    .Attr("transpose_b", AttrValue(false))
+    .InferShape([](const OpContext& ctx) { return InferMatmulLike(ctx, true); })
+    .Sbp(MatmulSbp)
+    .Cost(MatmulCost)
+    .Grad([](GradContext& g) { return MatmulLikeGrad(g, "batch_matmul"); })
+    .Doc("Matrix product over the last two axes; a and b have identical batch axes.");
+
+}  // namespace
+}  // namespace ofl

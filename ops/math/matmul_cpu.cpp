@@ -1,0 +1,176 @@
+// CPU kernels of matmul and batch_matmul. float32 runs oneDNN's matmul
+// primitive straight on the tensors' buffers (transposes are expressed as
+// strides, so nothing is copied); float64 runs OpenBLAS dgemm, once per
+// batch element.
+//
+// oneDNN primitives are costly to create, so they are cached per
+// (batch, m, n, k, transpose_a, transpose_b) in a mutex-guarded map that only
+// grows (a model has few distinct shapes; it is cleared if it ever passes
+// kMaxCachedPrimitives). One engine serves the process; each calling thread
+// has its own stream. The primitives use a user-provided scratchpad (one
+// per calling thread), which is what makes one cached primitive safe to
+// execute from several threads at once: in oneDNN's default scratchpad mode
+// a primitive must run on the thread that created it.
+#include <cblas.h>
+
+#include <cstdlib>
+#include <dnnl.hpp>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+#include "ops/kernel.h"
+
+namespace ofl {
+
+namespace {
+
+constexpr size_t kMaxCachedPrimitives = 1024;
+
+// The sizes of one product: `batch` matrices (0 for plain 2-D matmul) of
+// op(a) (m, k) times op(b) (k, n).
+struct GemmSizes {
+  int64_t batch = 0;
+  int64_t m = 0, n = 0, k = 0;
+  bool ta = false, tb = false;
+  auto Key() const { return std::make_tuple(batch, m, n, k, ta, tb); }
+};
+
+GemmSizes SizesOf(const KernelContext& kc, bool batched) {
+  const Shape& a = kc.in(0).shape();
+  const Shape& b = kc.in(1).shape();
+  GemmSizes s;
+  s.ta = kc.attr().Get<bool>("transpose_a");
+  s.tb = kc.attr().Get<bool>("transpose_b");
+  const int64_t ra = a.ndim() - 2, rb = b.ndim() - 2;
+  s.batch = batched ? a.Count(0, ra) : 0;
+  s.m = s.ta ? a[ra + 1] : a[ra];
+  s.k = s.ta ? a[ra] : a[ra + 1];
+  s.n = s.tb ? b[rb] : b[rb + 1];
+  CHECK_EQ(s.k, s.tb ? b[rb + 1] : b[rb]) << kc.op_type << ": contraction sizes differ";
+  return s;
+}
+
+// ---- float32: oneDNN ----------------------------------------------------
+
+struct CachedMatmul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+  dnnl::memory::desc a_md, b_md, c_md;
+  size_t scratchpad_bytes = 0;
+};
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::memory::desc MatrixDesc(int64_t batch, int64_t rows, int64_t cols, bool transposed) {
+  // The logical (rows, cols) matrix; stored as (cols, rows) when transposed.
+  using dims = dnnl::memory::dims;
+  dims shape = {rows, cols};
+  dims strides = transposed ? dims{1, rows} : dims{cols, 1};
+  if (batch > 0) {
+    shape.insert(shape.begin(), batch);
+    strides.insert(strides.begin(), rows * cols);
+  }
+  return dnnl::memory::desc(shape, dnnl::memory::data_type::f32, strides);
+}
+
+std::shared_ptr<const CachedMatmul> CreateMatmul(const GemmSizes& s) {
+  auto c = std::make_shared<CachedMatmul>();
+  c->a_md = MatrixDesc(s.batch, s.m, s.k, s.ta);
+  c->b_md = MatrixDesc(s.batch, s.k, s.n, s.tb);
+  c->c_md = MatrixDesc(s.batch, s.m, s.n, false);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::matmul::desc desc(c->a_md, c->b_md, c->c_md);
+  c->pd = dnnl::matmul::primitive_desc(desc, attr, Engine());
+  c->primitive = dnnl::matmul(c->pd);
+  c->scratchpad_bytes = c->pd.scratchpad_desc().get_size();
+  return c;
+}
+
+std::shared_ptr<const CachedMatmul> GetMatmul(const GemmSizes& s) {
+  static std::mutex mu;
+  static std::map<decltype(s.Key()), std::shared_ptr<const CachedMatmul>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(s.Key());
+    if (it != cache.end()) return it->second;
+  }
+  // Created outside the lock: two threads may both build one; the first wins.
+  std::shared_ptr<const CachedMatmul> created = CreateMatmul(s);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() >= kMaxCachedPrimitives) cache.clear();
+  return cache.emplace(s.Key(), created).first->second;
+}
+
+// A per-thread scratchpad buffer that only grows.
+void* Scratchpad(size_t bytes) {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<void, Free> buffer;
+  thread_local size_t capacity = 0;
+  if (bytes > capacity) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    buffer.reset(std::aligned_alloc(64, rounded));
+    CHECK(buffer) << "out of memory for a " << rounded << "-byte oneDNN scratchpad";
+    capacity = rounded;
+  }
+  return buffer.get();
+}
+
+void Gemm(const GemmSizes& s, const float* a, const float* b, float* c) {
+  std::shared_ptr<const CachedMatmul> mm = GetMatmul(s);
+  thread_local dnnl::stream stream(Engine());
+  dnnl::memory a_mem(mm->a_md, Engine(), const_cast<float*>(a));
+  dnnl::memory b_mem(mm->b_md, Engine(), const_cast<float*>(b));
+  dnnl::memory c_mem(mm->c_md, Engine(), c);
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+  if (mm->scratchpad_bytes > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm->pd.scratchpad_desc(), Engine(),
+                                                   Scratchpad(mm->scratchpad_bytes)));
+  }
+  mm->primitive.execute(stream, args);
+  stream.wait();
+}
+
+// ---- float64: OpenBLAS ---------------------------------------------------
+
+void Gemm(const GemmSizes& s, const double* a, const double* b, double* c) {
+  const int64_t count = s.batch > 0 ? s.batch : 1;
+  const int64_t lda = s.ta ? s.m : s.k;
+  const int64_t ldb = s.tb ? s.k : s.n;
+  for (int64_t i = 0; i < count; ++i) {
+    cblas_dgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(s.m), static_cast<blasint>(s.n), static_cast<blasint>(s.k),
+                1.0, a + i * s.m * s.k, static_cast<blasint>(std::max<int64_t>(1, lda)),
+                b + i * s.k * s.n, static_cast<blasint>(std::max<int64_t>(1, ldb)), 0.0,
+                c + i * s.m * s.n, static_cast<blasint>(std::max<int64_t>(1, s.n)));
+  }
+}
+
+void MatmulKernel(KernelContext& kc, bool batched) {
+  GemmSizes s = SizesOf(kc, batched);
+  Tensor& out = kc.out(0);
+  if (out.numel() == 0) return;
+  if (s.k == 0) {  // an empty sum
+    out.Fill(0.0);
+    return;
+  }
+  OFL_DISPATCH_FLOAT(out.dtype(), T,
+                     Gemm(s, kc.in(0).data<T>(), kc.in(1).data<T>(), out.data<T>()));
+}
+
+OFL_REGISTER_KERNEL("matmul", DeviceType::kCPU,
+                    [](KernelContext& kc) { MatmulKernel(kc, /*batched=*/false); });
+OFL_REGISTER_KERNEL("batch_matmul", DeviceType::kCPU,
+                    [](KernelContext& kc) { MatmulKernel(kc, /*batched=*/true); });
+
+}  // namespace
+}  // namespace ofl

@@ -1,0 +1,129 @@
+# shellcheck shell=bash
+# scripts/lib/setup.sh: the one setup step shared by scripts/run.sh,
+# scripts/test.sh and bench/run.sh. Source it, then call `ofl_setup`.
+#
+# ofl_setup makes sure, in order, and skips whatever is already done:
+#   1. apt packages (ENVIRONMENT.md's list + a stock Debian's venv needs):
+#      dpkg-query first; apt-get update + install only if one is missing.
+#   2. the project venv .venv (python3 -m venv) with requirements.txt
+#      installed; pip runs only when requirements.txt changed (a stamp with
+#      its sha256 lives inside .venv).
+#   3. CMake configured once into build/ (Release, Ninja, the venv's python
+#      and pybind11), then an incremental ninja build. ctest and pytest use
+#      that one build (the extension lands in python/oneflow_lite/).
+# Every step prints its time on stderr. Knobs (environment):
+#   OFL_JOBS=2              ninja's -j (the dev machine has 2 cores)
+#   OFL_PYTHON=python3      the interpreter that creates the venv
+#   OFL_SKIP_APT=1          skip step 1 (no root and no sudo, or not Debian)
+#   OFL_CMAKE_ARGS="..."    extra arguments for the first configure only
+# Paths: OFL_ROOT (the repository), OFL_VENV, OFL_BUILD_DIR, OFL_PY.
+
+OFL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OFL_VENV="${OFL_VENV:-$OFL_ROOT/.venv}"
+OFL_BUILD_DIR="${OFL_BUILD_DIR:-$OFL_ROOT/build}"
+OFL_PY="$OFL_VENV/bin/python"
+OFL_JOBS="${OFL_JOBS:-2}"
+OFL_REQUIREMENTS="$OFL_ROOT/requirements.txt"
+
+# ENVIRONMENT.md's install line, plus python3 + python3-venv (Debian's
+# python3 has no ensurepip without it) and ca-certificates for pip's TLS.
+OFL_APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libgoogle-glog-dev libgflags-dev libtbb-dev libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
+  ocl-icd-opencl-dev libgloo-dev
+  python3 python3-dev python3-venv ca-certificates
+)
+
+ofl_log() { printf '[setup] %s\n' "$*" >&2; }
+
+# ofl_time LABEL CMD...: runs CMD and logs how long it took.
+ofl_time() {
+  local label=$1 start=$EPOCHREALTIME
+  shift
+  "$@"
+  local rc=$?
+  ofl_log "$(printf '%-9s %6.2f s' "$label" "$(ofl_sub "$EPOCHREALTIME" "$start")")"
+  return $rc
+}
+ofl_sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
+
+ofl_ensure_apt() {
+  if [[ "${OFL_SKIP_APT:-0}" == 1 ]]; then return 0; fi
+  if ! command -v dpkg-query >/dev/null; then
+    ofl_log "apt: no dpkg-query (not Debian?); install the packages of README.md yourself"
+    return 0
+  fi
+  local installed missing=() pkg
+  # Unknown packages make dpkg-query fail and print nothing for them: both
+  # count as missing.
+  installed=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${OFL_APT_PACKAGES[@]}" \
+    2>/dev/null || true)
+  for pkg in "${OFL_APT_PACKAGES[@]}"; do
+    grep -q "^$pkg ii" <<<"$installed" || missing+=("$pkg")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  ofl_log "apt: installing ${missing[*]}"
+  local sudo=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null || {
+      ofl_log "apt: missing ${missing[*]}; not root and no sudo: install them, or set OFL_SKIP_APT=1"
+      return 1
+    }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update -q || return 1
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+ofl_ensure_venv() {
+  # A venv whose base interpreter went away is rebuilt, not patched.
+  if [[ -x "$OFL_PY" ]] && ! "$OFL_PY" -c '' 2>/dev/null; then
+    ofl_log "venv: $OFL_VENV is broken; recreating it"
+    rm -rf "$OFL_VENV"
+  fi
+  if [[ ! -x "$OFL_PY" ]]; then
+    local base="${OFL_PYTHON:-python3}"
+    ofl_log "venv: creating $OFL_VENV with $(command -v "$base") ($("$base" --version 2>&1))"
+    "$base" -m venv "$OFL_VENV" || return 1
+  fi
+  local stamp="$OFL_VENV/.ofl-requirements.sha256" want
+  want=$(sha256sum "$OFL_REQUIREMENTS" | cut -d' ' -f1)
+  if [[ -f "$stamp" && "$(<"$stamp")" == "$want" ]]; then return 0; fi
+  ofl_log "venv: pip install -r requirements.txt"
+  "$OFL_PY" -m pip install -q --disable-pip-version-check -r "$OFL_REQUIREMENTS" || return 1
+  echo "$want" >"$stamp"
+}
+
+ofl_ensure_configured() {
+  local cache="$OFL_BUILD_DIR/CMakeCache.txt"
+  if [[ -f "$OFL_BUILD_DIR/build.ninja" ]] &&
+    grep -qxF -e "Python3_EXECUTABLE:UNINITIALIZED=$OFL_PY" \
+      -e "Python3_EXECUTABLE:FILEPATH=$OFL_PY" "$cache" 2>/dev/null; then
+    return 0
+  fi
+  if [[ -f "$cache" ]] && ! grep -qxF "CMAKE_GENERATOR:INTERNAL=Ninja" "$cache"; then
+    ofl_log "configure: $OFL_BUILD_DIR was configured with another generator; remove it"
+    return 1
+  fi
+  local pybind11_dir
+  pybind11_dir=$("$OFL_PY" -m pybind11 --cmakedir) || return 1
+  # OFL_CMAKE_ARGS is split on spaces on purpose (several -D flags).
+  # shellcheck disable=SC2086
+  cmake -S "$OFL_ROOT" -B "$OFL_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPython3_EXECUTABLE="$OFL_PY" -Dpybind11_DIR="$pybind11_dir" ${OFL_CMAKE_ARGS:-} >&2
+}
+
+ofl_build() {
+  ninja -C "$OFL_BUILD_DIR" -j "$OFL_JOBS" >&2
+}
+
+ofl_setup() {
+  local start=$EPOCHREALTIME
+  ofl_time apt ofl_ensure_apt || return 1
+  ofl_time venv ofl_ensure_venv || return 1
+  ofl_time configure ofl_ensure_configured || return 1
+  ofl_time build ofl_build || return 1
+  ofl_log "$(printf '%-9s %6.2f s' total "$(ofl_sub "$EPOCHREALTIME" "$start")")"
+}
