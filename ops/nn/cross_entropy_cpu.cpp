@@ -1,0 +1,87 @@
+// CPU kernels of sparse_softmax_cross_entropy and its backward op
+// (cross_entropy.cpp registers the ops). Logits are rows of C classes;
+// ParallelFor runs over the rows. A label outside [0, C) is a CHECK.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/kernel.h"
+#include "ops/parallel.h"
+
+namespace ofl {
+
+namespace {
+
+template <typename T>
+T LogSumExp(const T* row, int64_t classes) {
+  T max = -std::numeric_limits<T>::infinity();
+  for (int64_t c = 0; c < classes; ++c) max = std::max(max, row[c]);
+  T sum = 0;
+  for (int64_t c = 0; c < classes; ++c) sum += std::exp(row[c] - max);
+  return max + std::log(sum);
+}
+
+template <typename L>
+int64_t CheckedLabel(const KernelContext& k, const L* labels, int64_t r, int64_t classes) {
+  const int64_t label = static_cast<int64_t>(labels[r]);
+  CHECK(label >= 0 && label < classes) << k.op_name << ": labels[" << r << "]=" << label
+                                       << " is out of range [0, " << classes << ")";
+  return label;
+}
+
+int64_t NumClasses(const Tensor& logits) { return logits.shape()[logits.shape().ndim() - 1]; }
+
+template <typename T, typename L>
+void Forward(KernelContext& k) {
+  const int64_t classes = NumClasses(k.in(0));
+  const int64_t rows = k.in(0).numel() / classes;
+  const T* logits = k.in(0).data<T>();
+  const L* labels = k.in(1).data<L>();
+  T* loss = k.out(0).data<T>();
+  ParallelFor(
+      rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const T* row = logits + r * classes;
+          loss[r] = LogSumExp(row, classes) - row[CheckedLabel(k, labels, r, classes)];
+        }
+      },
+      std::max<int64_t>(1, kParallelGrain / classes));
+}
+
+template <typename T, typename L>
+void Backward(KernelContext& k) {
+  const int64_t classes = NumClasses(k.in(0));
+  const int64_t rows = k.in(0).numel() / classes;
+  const T* logits = k.in(0).data<T>();
+  const L* labels = k.in(1).data<L>();
+  const T* dy = k.in(2).data<T>();
+  T* dlogits = k.out(0).data<T>();
+  ParallelFor(
+      rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const T* row = logits + r * classes;
+          T* out = dlogits + r * classes;
+          const T lse = LogSumExp(row, classes);
+          for (int64_t c = 0; c < classes; ++c) out[c] = std::exp(row[c] - lse) * dy[r];
+          out[CheckedLabel(k, labels, r, classes)] -= dy[r];
+        }
+      },
+      std::max<int64_t>(1, kParallelGrain / classes));
+}
+
+void CrossEntropyKernel(KernelContext& k) {
+  OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, OFL_DISPATCH_INDEX(k.in(1).dtype(), L, Forward<T, L>(k)));
+}
+
+void CrossEntropyGradKernel(KernelContext& k) {
+  OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, OFL_DISPATCH_INDEX(k.in(1).dtype(), L, Backward<T, L>(k)));
+}
+
+}  // namespace
+
+OFL_REGISTER_KERNEL("sparse_softmax_cross_entropy", DeviceType::kCPU, CrossEntropyKernel);
+OFL_REGISTER_KERNEL("sparse_softmax_cross_entropy_grad", DeviceType::kCPU, CrossEntropyGradKernel);
+
+}  // namespace ofl

@@ -1,0 +1,84 @@
+// CPU kernels of embedding and embedding_grad (embedding.cpp registers the
+// ops). embedding gathers rows, ParallelFor over ids. embedding_grad
+// scatter-adds dy's rows into a zeroed dweight; ParallelFor runs over
+// column ranges of D, so each dweight element has one writer whatever the
+// ids repeat (no atomics, deterministic order). An id outside [0, V) is a CHECK.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/kernel.h"
+#include "ops/parallel.h"
+
+namespace ofl {
+
+namespace {
+
+template <typename I>
+void CheckIds(const KernelContext& k, const I* ids, int64_t n, int64_t num_embeddings) {
+  ParallelFor(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      CHECK(ids[i] >= 0 && ids[i] < num_embeddings)
+          << k.op_name << ": ids[" << i << "]=" << static_cast<int64_t>(ids[i])
+          << " is out of range [0, " << num_embeddings << ")";
+    }
+  });
+}
+
+template <typename T, typename I>
+void Gather(KernelContext& k) {
+  const Tensor& weight = k.in(0);
+  const int64_t vocab = weight.shape()[0];
+  const int64_t dim = weight.shape()[1];
+  const int64_t n = k.in(1).numel();
+  const I* ids = k.in(1).data<I>();
+  CheckIds(k, ids, n, vocab);
+  const T* w = weight.data<T>();
+  T* out = k.out(0).data<T>();
+  ParallelFor(
+      n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          std::memcpy(out + i * dim, w + static_cast<int64_t>(ids[i]) * dim, dim * sizeof(T));
+        }
+      },
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, dim)));
+}
+
+template <typename T, typename I>
+void ScatterAdd(KernelContext& k) {
+  const int64_t n = k.in(0).numel();
+  const I* ids = k.in(0).data<I>();
+  const T* dy = k.in(1).data<T>();
+  Tensor& dweight_t = k.out(0);
+  const int64_t vocab = dweight_t.shape()[0];
+  const int64_t dim = dweight_t.shape()[1];
+  CheckIds(k, ids, n, vocab);
+  dweight_t.Fill(0.0);
+  T* dweight = dweight_t.data<T>();
+  ParallelFor(
+      dim,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = 0; i < n; ++i) {
+          T* row = dweight + static_cast<int64_t>(ids[i]) * dim;
+          const T* src = dy + i * dim;
+          for (int64_t c = begin; c < end; ++c) row[c] += src[c];
+        }
+      },
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n)));
+}
+
+void EmbeddingKernel(KernelContext& k) {
+  OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, OFL_DISPATCH_INDEX(k.in(1).dtype(), I, Gather<T, I>(k)));
+}
+
+void EmbeddingGradKernel(KernelContext& k) {
+  OFL_DISPATCH_FLOAT(k.in(1).dtype(), T,
+                     OFL_DISPATCH_INDEX(k.in(0).dtype(), I, ScatterAdd<T, I>(k)));
+}
+
+}  // namespace
+
+OFL_REGISTER_KERNEL("embedding", DeviceType::kCPU, EmbeddingKernel);
+OFL_REGISTER_KERNEL("embedding_grad", DeviceType::kCPU, EmbeddingGradKernel);
+
+}  // namespace ofl
