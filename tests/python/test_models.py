@@ -6,8 +6,18 @@ For each model (small, float32, dropout 0) and each optimizer (SGD with
 momentum and weight decay, AdamW): 10 steps from the same initial weights on
 the same batches; the losses must agree closely and the final parameters
 loosely (float32 against the float64 reference).
+
+One slice is compared differently: the key third of GPT's qkv bias. Adding
+a vector to every key adds the same number to every score of a query's row,
+which softmax ignores, so its gradient is zero in exact arithmetic (the
+reference gets ~1e-17, see test_reference.py) and float32 rounding noise
+(~1e-11) remains. Adam divides m by sqrt(v) + eps and turns that noise into
+steps of ~1e-6 each, a trajectory of noise that no reference can match. It
+is only checked to stay near its start, and it cannot change the loss.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -45,6 +55,16 @@ def _batches(reference, config, batch_size, seed):
     return out
 
 
+def _loss_invariant(name, config, param):
+    """Mask of the entries the loss does not depend on (see the module
+    docstring), or None."""
+    if name != "gpt" or not param.endswith(".attn.qkv.bias"):
+        return None
+    mask = np.zeros(3 * config.n_embd, bool)
+    mask[config.n_embd:2 * config.n_embd] = True
+    return mask
+
+
 def _train_session(model, config, params, batch_size, batches, optimizer, hyper):
     builder = GraphBuilder()
     names = model.build(builder, config, params, batch_size, train=True)
@@ -75,7 +95,12 @@ def test_training_matches_numpy_reference(name, optimizer):
     np.testing.assert_allclose(losses, expect_losses, rtol=1e-4, atol=1e-6)
     for param in params:
         assert final[param].dtype == np.float32, param
-        np.testing.assert_allclose(final[param], expect_final[param], rtol=1e-3, atol=1e-5,
+        got, want = final[param], expect_final[param]
+        invariant = _loss_invariant(name, config, param)
+        if invariant is not None:
+            np.testing.assert_allclose(got[invariant], params[param][invariant], atol=1e-4)
+            got, want = got[~invariant], want[~invariant]
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-5,
                                    err_msg=f"{name}/{optimizer}: parameter {param}")
         # Every parameter must really have moved, so the check above has teeth.
         moved = np.abs(expect_final[param] - start64[param]).max()
@@ -118,14 +143,19 @@ def test_gpt_dropout_ops_get_distinct_seeds():
     params = gpt.init_params(config, seed=0)
     builder = GraphBuilder()
     names = gpt.build(builder, config, params, batch_size=2, train=True)
-    text = str(builder.program)
+    ops = [line for line in str(builder.program).splitlines() if "= dropout(" in line]
     # embedding + per block (attention probabilities, two residual branches)
-    assert text.count("dropout") >= 1 + 3 * config.n_layer
+    assert len(ops) == 1 + 3 * config.n_layer
+    seeds = [int(re.search(r"seed=(\d+)", line).group(1)) for line in ops]
+    assert len(set(seeds)) == len(seeds), ops
+    assert all("rate=0.1" in line for line in ops), ops
     eval_builder = GraphBuilder()
     gpt.build(eval_builder, config, params, batch_size=2, train=False)
     assert "dropout" not in str(eval_builder.program)
+
     builder.minimize(names["loss"], "sgd", lr=0.1)
     session = builder.session(num_threads=THREADS)
-    ids = np.zeros((2, 4), np.int64)
-    (loss,) = session.run({names["data"]: ids, names["labels"]: ids}, [names["loss"]])
-    assert np.isfinite(loss)
+    ids = np.arange(8, dtype=np.int64).reshape(2, 4)
+    loss = [float(session.run({names["data"]: ids, names["labels"]: ids}, [names["loss"]])[0])
+            for _ in range(3)]
+    assert np.all(np.isfinite(loss))

@@ -73,6 +73,19 @@ def test_gpt_embedding_gradients_cover_every_used_row():
     assert unused and np.all(grads["wte"][unused] == 0)
 
 
+def test_gpt_key_bias_gradient_vanishes():
+    # Softmax ignores a shift shared by a whole row of scores, and a key bias
+    # shifts each query's row by q . b_k: the loss does not depend on it.
+    rng = np.random.default_rng(6)
+    params = numpy_gpt.random_params(GPT, rng)
+    _, grads = numpy_gpt.loss_and_grads(params, GPT, numpy_gpt.random_batch(GPT, 2, rng))
+    d = GPT.n_embd
+    for i in range(GPT.n_layer):
+        bias = grads[f"h{i}.attn.qkv.bias"]
+        assert np.abs(bias[d:2 * d]).max() < 1e-12
+        assert np.abs(bias[:d]).max() > 1e-4 and np.abs(bias[2 * d:]).max() > 1e-4
+
+
 def test_gpt_is_causal():
     rng = np.random.default_rng(5)
     params = numpy_gpt.random_params(GPT, rng)
