@@ -28,7 +28,15 @@ from oneflow_lite.models import gpt, mlp, vgg
 
 Batch = Tuple[np.ndarray, np.ndarray]
 
-DEFAULT_LR = {"sgd": 0.1, "adam": 3e-3, "adamw": 3e-3}
+DEFAULT_BATCH = {"gpt": 8, "mlp": 64, "vgg": 16, "vgg16": 16}
+
+
+def default_lr(model: str, optimizer: str) -> float:
+    """sgd: 0.1 (vgg16: 0.01); adam/adamw: 3e-3 for gpt, 1e-2 for mlp and vgg,
+    1e-4 for vgg16 (13 convs without normalisation blow up at larger rates)."""
+    if optimizer == "sgd":
+        return 0.01 if model == "vgg16" else 0.1
+    return {"gpt": 3e-3, "vgg16": 1e-4}.get(model, 1e-2)
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -47,10 +55,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--classes", type=int, default=10, help="mlp/vgg: number of classes")
     p.add_argument("--features", type=int, default=32, help="mlp: input features")
     p.add_argument("--image-size", type=int, default=16, help="vgg/vgg16: image side")
-    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--batch", type=int, default=None,
+                   help="batch size (default: 8 for gpt, 64 for mlp, 16 for vgg/vgg16)")
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="adamw")
     p.add_argument("--lr", type=float, default=None,
-                   help="learning rate (default: 0.1 for sgd, 3e-3 for adam/adamw)")
+                   help="learning rate (default: 0.1 for sgd; for adam/adamw 3e-3 for gpt, "
+                        "1e-2 for mlp and vgg; smaller for vgg16)")
     p.add_argument("--momentum", type=float, default=0.9, help="sgd momentum")
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--dropout", type=float, default=0.0)
@@ -60,12 +70,14 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.data is not None and args.model != "gpt":
         p.error(f"--data is for --model gpt (character-level), got --model {args.model}")
+    if args.batch is None:
+        args.batch = DEFAULT_BATCH[args.model]
     for name in ("steps", "layers", "hidden", "heads", "seq", "vocab", "classes", "features",
                  "image_size", "batch"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     if args.lr is None:
-        args.lr = DEFAULT_LR[args.optimizer]
+        args.lr = default_lr(args.model, args.optimizer)
     return args
 
 
@@ -192,7 +204,7 @@ def _progress(steps: int):
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=steps, unit="step", dynamic_ncols=True)
+    return tqdm(total=steps, unit="step", dynamic_ncols=True, file=sys.stdout)
 
 
 def _hyper(args: argparse.Namespace) -> Dict[str, float]:
