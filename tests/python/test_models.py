@@ -108,6 +108,29 @@ def test_training_matches_numpy_reference(name, optimizer):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+def test_float64_training_matches_numpy_reference_to_rounding(name):
+    # The same in float64: no float32 noise left, so agreement to ~1e-15.
+    model, config, reference, batch_size = CASES[name]
+    params = model.init_params(config, seed=0, dtype=np.float64)
+    batches = [(d.astype(np.float64) if d.dtype.kind == "f" else d, labels)
+               for d, labels in _batches(reference, config, batch_size, seed=1)]
+    hyper = OPTIMIZERS["adamw"]
+    builder = GraphBuilder()
+    names = model.build(builder, config, params, batch_size, train=True)
+    builder.minimize(names["loss"], "adamw", **hyper)
+    session = builder.session(num_threads=THREADS)
+    losses = [float(session.run({names["data"]: d, names["labels"]: y}, [names["loss"]])[0])
+              for d, y in batches]
+    expect_losses, expect_final = numpy_optim.train(
+        reference.loss_and_grads, params, config, batches,
+        numpy_optim.make_optimizer("adamw", **hyper))
+    np.testing.assert_allclose(losses, expect_losses, rtol=1e-12)
+    for param in params:
+        np.testing.assert_allclose(session.get_variable(param), expect_final[param], rtol=1e-9,
+                                   atol=1e-11, err_msg=f"{name}: parameter {param}")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_init_params_match_reference_names_and_are_deterministic(name):
     model, config, reference, _ = CASES[name]
     params = model.init_params(config, seed=3)

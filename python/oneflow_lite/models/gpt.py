@@ -30,7 +30,7 @@ from typing import Dict
 import numpy as np
 
 from oneflow_lite.models.common import (DropoutSeeds, as_dtype, declare_variables, dropout,
-                                        dtype_name, linear, mean_cross_entropy)
+                                        linear, mean_cross_entropy)
 
 MASK_VALUE = -1e9
 CAUSAL_MASK = "causal_mask"
