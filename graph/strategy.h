@@ -16,6 +16,7 @@
 
 #include "graph/op_graph.h"
 #include "oneflow_lite/core/placement.h"
+#include "oneflow_lite/core/slicing.h"
 #include "ops/nd_sbp.h"
 
 namespace ofl {
