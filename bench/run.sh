@@ -41,7 +41,8 @@ run_ops() {
       "merge exit $merge_rc); see $results/ops.json" >&2
     return 1
   fi
-  echo "bench: wrote $results/ops.json" >&2
+  "$OFL_PY" bench/plot_ops.py || return 1
+  echo "bench: wrote $results/ops.json and $results/ops.png" >&2
 }
 
 case $suite in
