@@ -1,0 +1,37 @@
+// PlanBuilder: appends registers and tasks to a proto::Plan with dense ids.
+// Lowering (graph/lowering*.cpp) and the boxing planner's task emission
+// (graph/boxing*.cpp) both build through it. Not synchronised.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "ops/op_registry.h"
+
+namespace ofl {
+
+class PlanBuilder {
+ public:
+  explicit PlanBuilder(int64_t num_ranks) { plan_.set_num_ranks(num_ranks); }
+
+  // A register of `num_slots` buffers of `desc` on `rank`; returns its id.
+  int64_t AddRegister(const std::string& name, int64_t rank, const TensorDesc& desc,
+                      int64_t num_slots = 1, bool persistent = false);
+  // A data-less register for ctrl edges; returns its id.
+  int64_t AddCtrlRegister(const std::string& name, int64_t rank);
+  proto::TaskProto* AddTask(proto::TaskProto::Kind kind, int64_t rank, int64_t stream,
+                            const std::vector<int64_t>& inputs,
+                            const std::vector<int64_t>& outputs);
+  // A fresh id for a collective instance (BoxingConf::group_id).
+  int64_t NewGroupId() { return next_group_id_++; }
+
+  const proto::Plan& plan() const { return plan_; }
+  proto::Plan Release() { return std::move(plan_); }
+
+ private:
+  proto::Plan plan_;
+  int64_t next_group_id_ = 0;
+};
+
+}  // namespace ofl
