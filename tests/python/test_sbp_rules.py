@@ -20,6 +20,9 @@ deterministic sample of those on [3, 2] and [2, 1, 3]:
    hold the same value, P sums; the result must match _C.run_op on the full
    inputs (rtol 1e-9, atol 1e-12).
 
+The 1-D signatures run once more in float32 on 3 ranks (rtol 1e-4, atol
+1e-5), for the kernels with a float32 path of their own.
+
 A P on an integer input or output (labels, ids, counters) is reported as a
 wrong signature: integer addends are not a meaningful layout for an index.
 """
@@ -87,14 +90,17 @@ CASES = CASES + EXTRA_CASES
 BY_ID = {c.id: c for c in CASES}
 assert len(BY_ID) == len(CASES), "duplicate row ids"
 
-RTOL, ATOL = 1e-9, 1e-12
+# (rtol, atol) per dtype. float64 is the check; float32 runs the 1-D
+# signatures once more on 3 ranks for the kernels with their own float32 path
+# (oneDNN pooling, BLAS), where P addends cost a few float32 roundings.
+TOLERANCES = {np.float64: (1e-9, 1e-12), np.float32: (1e-4, 1e-5)}
 GROUP_SIZES = (2, 3)
 # N-D hierarchies and how many of a row's signatures each checks (None: all).
 # [2, 2] gets every 2-D signature; [3, 2] nests uneven splits (5 rows: 2, 2, 1
 # then 1, 1, 1, 1, 1, 0); [2, 1, 3] has an axis of one rank.
 ND_HIERARCHIES = (((2, 2), None), ((3, 2), 20), ((2, 1, 3), 12))
 
-CHECKED = {}  # hierarchy -> (row, signature) cases run, for the summary line
+CHECKED = {}  # "on [2, 2]" -> (row, signature) cases run, for the summary line
 
 
 # ---------------------------------------------------------------- signatures
@@ -154,7 +160,8 @@ def distribute(x: np.ndarray, nd_sbp: tuple, hierarchy, rng) -> dict:
             elif sbp[0] == "B":
                 pieces = [value] * size
             else:
-                addends = [rng.standard_normal(value.shape) for _ in range(size - 1)]
+                addends = [rng.standard_normal(value.shape).astype(x.dtype)
+                           for _ in range(size - 1)]
                 pieces = addends + [value - sum(addends)]
             for i, piece in enumerate(pieces):
                 nxt[prefix + (i,)] = np.array(piece, dtype=x.dtype, order="C")
@@ -176,7 +183,8 @@ def local_place(shape, nd_sbp: tuple, hierarchy, coords) -> tuple:
     return shape, offset
 
 
-def assemble(parts: dict, nd_sbp: tuple, hierarchy, what: str) -> np.ndarray:
+def assemble(parts: dict, nd_sbp: tuple, hierarchy, what: str, rtol: float,
+             atol: float) -> np.ndarray:
     """The logical tensor from every rank's part, inner hierarchy axis first."""
     for axis in reversed(range(len(hierarchy))):
         sbp = nd_sbp[axis]
@@ -191,7 +199,7 @@ def assemble(parts: dict, nd_sbp: tuple, hierarchy, what: str) -> np.ndarray:
             elif sbp[0] == "B":
                 for k, v in enumerate(values[1:], start=1):
                     np.testing.assert_allclose(
-                        v, values[0], rtol=RTOL, atol=ATOL,
+                        v, values[0], rtol=rtol, atol=atol,
                         err_msg=f"{what}: B on hierarchy axis {axis}, rank {prefix + (k,)} "
                                 f"differs from rank {prefix + (0,)}")
                 nxt[prefix] = values[0]
@@ -206,9 +214,10 @@ def assemble(parts: dict, nd_sbp: tuple, hierarchy, what: str) -> np.ndarray:
 class RowContext:
     """What every signature of one row shares: inputs, references, metadata."""
 
-    def __init__(self, case: OpCase):
+    def __init__(self, case: OpCase, dtype=np.float64):
         self.case = case
-        self.inputs = case.make_inputs(np.random.default_rng(0), np.float64)
+        self.tolerance = TOLERANCES[dtype]
+        self.inputs = case.make_inputs(np.random.default_rng(0), dtype)
         self.descs = [(list(x.shape), str(x.dtype)) for x in self.inputs]
         info = _C.op_info(case.op, self.descs, case.attrs)
         self.out_descs = [(list(s), d) for s, d in info["outputs"]]
@@ -261,18 +270,24 @@ class RowContext:
             what = f"{where}, result {k}"
             parts = {coords: r[k] for coords, r in results.items()}
             try:
-                got = assemble(parts, sbp, hierarchy, what)
+                got = assemble(parts, sbp, hierarchy, what, *self.tolerance)
                 assert got.shape == expected.shape, \
                     f"{what}: shape {got.shape} != {expected.shape}"
-                np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL, err_msg=what)
+                rtol, atol = self.tolerance
+                np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=what)
             except AssertionError as e:
-                problems.append(str(e).strip().splitlines()[0] + _first_mismatch(e))
+                problems.append(_summary_of(e))
         return problems
 
 
-def _first_mismatch(error: AssertionError) -> str:
-    lines = [l for l in str(error).splitlines() if "Max absolute" in l or "Mismatched" in l]
-    return (" (" + "; ".join(l.strip() for l in lines) + ")") if lines else ""
+def _summary_of(error: AssertionError) -> str:
+    """numpy's message without the arrays: what failed, where, how far off."""
+    lines = []
+    for line in str(error).strip().splitlines():
+        if line.lstrip().startswith(("x:", "y:")):
+            break
+        lines.append(line.strip())
+    return "; ".join(l for l in lines if l)
 
 
 def sample(signatures: list, n: int, k: int, limit) -> list:
@@ -295,10 +310,14 @@ def sample(signatures: list, n: int, k: int, limit) -> list:
     return [signatures[i] for i in sorted(chosen)]
 
 
+def _count(label: str, n: int = 1):
+    CHECKED[label] = CHECKED.get(label, 0) + n
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _summary(request):
     yield
-    counts = ", ".join(f"{n} on {list(h)}" for h, n in CHECKED.items())
+    counts = ", ".join(f"{n} {label}" for label, n in CHECKED.items())
     line = f"\nSBP-rule check: (row, signature) cases checked: {counts}"
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if capture is None:
@@ -322,8 +341,16 @@ def test_every_signature_reassembles_to_the_full_op(case_id):
     for hierarchy, signatures in hierarchies:
         for signature in signatures:
             problems += row.check(signature, hierarchy)
-            CHECKED[hierarchy] = CHECKED.get(hierarchy, 0) + 1
+            _count(f"on {list(hierarchy)}")
     assert not problems, "wrong SBP signatures:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("case_id", [c.id for c in CASES])
+def test_float32_kernels_reassemble_on_three_ranks(case_id):
+    row = RowContext(BY_ID[case_id], np.float32)
+    problems = [p for signature in row.one_d for p in row.check(signature, (3,))]
+    _count("in float32 on [3]", len(row.one_d))
+    assert not problems, "wrong SBP signatures in float32:\n" + "\n".join(problems)
 
 
 # ---------------------------------------------------------------- the tools themselves
