@@ -73,6 +73,11 @@ py::dict OpSchema(const std::string& op_type) {
   d["attrs"] = attrs;
   d["doc"] = def->doc();
   d["has_grad"] = def->has_grad();
+  py::list mutable_inputs;  // indices of the inputs the kernel writes in place
+  for (int i = 0; i < static_cast<int>(def->input_names().size()); ++i) {
+    if (def->is_mutable_input(i)) mutable_inputs.append(i);
+  }
+  d["mutable_inputs"] = mutable_inputs;
   return d;
 }
 
