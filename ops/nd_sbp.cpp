@@ -6,12 +6,6 @@ namespace ofl {
 
 namespace {
 
-std::string Trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 std::string Join(const std::vector<NdSbp>& list) {
   std::string s;
@@ -22,7 +16,7 @@ std::string Join(const std::vector<NdSbp>& list) {
 // "(S(0), B), (B, S(1))" -> its NdSbps; "" -> none. `text` is quoted in errors.
 Maybe<std::vector<NdSbp>> ParseList(const std::string& side, const std::string& text) {
   std::vector<NdSbp> out;
-  const std::string body = Trim(side);
+  const std::string body = TrimSpace(side);
   if (body.empty()) return out;
   int depth = 0;
   size_t start = 0;
