@@ -1,11 +1,8 @@
 #include "ops/nd_sbp.h"
 
-#include <cctype>
-
 namespace ofl {
 
 namespace {
-
 
 std::string Join(const std::vector<NdSbp>& list) {
   std::string s;
