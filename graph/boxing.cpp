@@ -73,8 +73,7 @@ int64_t AxisStepBytes(Conf::Kind kind, const TensorSlice& before, const TensorSl
       elements = ProductExcept(before.shape, e) * (before.shape[e] - after.shape[e]);
       break;
     }
-    default:
-      break;  // local steps move nothing
+    default: break;  // local steps move nothing
   }
   return elements * element_size;
 }
@@ -121,8 +120,8 @@ std::pair<int64_t, int64_t> MaxAndTotal(const std::map<int64_t, int64_t>& bytes)
 // first order in lexicographic order) in which every step is sound; none
 // when no order is.
 std::optional<std::vector<BoxingStep>> PlanAxisByAxis(const TensorDesc& logical,
-                                                      const Placement& placement,
-                                                      const NdSbp& from, const NdSbp& to) {
+                                                      const Placement& placement, const NdSbp& from,
+                                                      const NdSbp& to) {
   std::vector<int64_t> changed;
   for (int64_t a = 0; a < from.size(); ++a) {
     if (from[a] != to[a]) changed.push_back(a);
@@ -311,9 +310,8 @@ int64_t BoxingPlan::TotalBytesSent() const { return MaxAndTotal(bytes_sent).seco
 std::string BoxingPlan::ToString() const {
   std::ostringstream out;
   out << "boxing " << logical.shape << " " << DataTypeName(logical.dtype) << " from " << from
-      << " on " << from_placement.ToString() << " to " << to << " on "
-      << to_placement.ToString() << ": " << steps.size() << " step(s), bytes sent "
-      << BytesToString(bytes_sent) << "\n";
+      << " on " << from_placement.ToString() << " to " << to << " on " << to_placement.ToString()
+      << ": " << steps.size() << " step(s), bytes sent " << BytesToString(bytes_sent) << "\n";
   for (size_t i = 0; i < steps.size(); ++i) out << "  " << i << ". " << steps[i].ToString() << "\n";
   return out.str();
 }
@@ -346,7 +344,8 @@ Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_pl
       } else {
         NdSbp cur = from;
         ReducePartialAxes(logical, from_placement, &to, &cur, &plan.steps);
-        if (cur != to) plan.steps.push_back(SendRecvStep(logical, from_placement, cur, to_placement, to));
+        if (cur != to)
+          plan.steps.push_back(SendRecvStep(logical, from_placement, cur, to_placement, to));
       }
     }
   } else {

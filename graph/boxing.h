@@ -66,7 +66,7 @@ struct BoxingPlan {
   // Every rank of both placements -> bytes it sends over all steps.
   std::map<int64_t, int64_t> bytes_sent;
 
-  int64_t MaxBytesSent() const;    // the busiest rank: what the cost model charges
+  int64_t MaxBytesSent() const;  // the busiest rank: what the cost model charges
   int64_t TotalBytesSent() const;
   std::string ToString() const;
 };

@@ -69,8 +69,8 @@ std::vector<int64_t> EmitAxisStep(const BoxingStep& step, size_t step_index,
     TensorSlice after = SliceOf(logical.shape, hierarchy, step.to, coords);
     next[i] = builder->AddRegister(RegisterName(name, step_index), rank,
                                    TensorDesc{after.shape, logical.dtype}, num_slots);
-    proto::TaskProto* task = builder->AddTask(proto::TaskProto::BOXING, rank, kBoxingStream,
-                                              {current[i]}, {next[i]});
+    proto::TaskProto* task =
+        builder->AddTask(proto::TaskProto::BOXING, rank, kBoxingStream, {current[i]}, {next[i]});
     Conf* conf = task->mutable_boxing_conf();
     FillCommon(step, logical.shape, conf);
     std::vector<int64_t> member = coords;
@@ -93,7 +93,8 @@ std::vector<int64_t> EmitAxisStep(const BoxingStep& step, size_t step_index,
   return next;
 }
 
-void AddTransfer(int64_t peer, const BoxTransfer& t, google::protobuf::RepeatedPtrField<proto::Transfer>* out) {
+void AddTransfer(int64_t peer, const BoxTransfer& t,
+                 google::protobuf::RepeatedPtrField<proto::Transfer>* out) {
   proto::Transfer* p = out->Add();
   p->set_peer(peer);
   for (int64_t v : t.offset) p->add_offset(v);
@@ -144,8 +145,8 @@ std::vector<int64_t> EmitSendRecv(const BoxingStep& step, size_t step_index,
 }  // namespace
 
 std::vector<int64_t> EmitBoxing(const BoxingPlan& plan, const std::string& name,
-                                const std::vector<int64_t>& input_registers,
-                                PlanBuilder* builder, int64_t num_slots) {
+                                const std::vector<int64_t>& input_registers, PlanBuilder* builder,
+                                int64_t num_slots) {
   CHECK_EQ(static_cast<int64_t>(input_registers.size()), plan.from_placement.size())
       << "boxing of '" << name << "': one input register per source rank";
   for (size_t i = 0; i < input_registers.size(); ++i) {

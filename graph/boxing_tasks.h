@@ -22,7 +22,7 @@ constexpr int64_t kBoxingStream = 1;  // compute runs on stream 0
 // to_placement.ranks()[i] (the inputs themselves when the plan has no steps).
 // New registers are named "<name>/boxing<step>" and have `num_slots` slots.
 std::vector<int64_t> EmitBoxing(const BoxingPlan& plan, const std::string& name,
-                                const std::vector<int64_t>& input_registers,
-                                PlanBuilder* builder, int64_t num_slots = 1);
+                                const std::vector<int64_t>& input_registers, PlanBuilder* builder,
+                                int64_t num_slots = 1);
 
 }  // namespace ofl

@@ -111,8 +111,7 @@ std::string Tag(const Conf& conf) {
 // not the communicator's balanced parts of the flat buffer (uneven along d
 // with inner extent > 1), each rank pulls its part of every addend with an
 // all-to-all and sums them: the same bytes, T - |own part| per rank.
-Status RunReduceScatter(const Conf& conf, const Tensor& input, Tensor* output,
-                        Communicator* comm) {
+Status RunReduceScatter(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm) {
   const Shape& g = input.shape();
   const int64_t d = conf.split_axis(), p = comm->size(), me = comm->rank(), n = g.NumElements();
   if (n == 0) return Status::OK();
@@ -129,15 +128,17 @@ Status RunReduceScatter(const Conf& conf, const Tensor& input, Tensor* output,
     offset += counts[r];
   }
   CHECK_EQ(counts[me], output->numel());
-  if (flat_parts) return comm->ReduceScatter(packed.raw(), output->raw(), n, input.dtype(), Tag(conf));
+  if (flat_parts)
+    return comm->ReduceScatter(packed.raw(), output->raw(), n, input.dtype(), Tag(conf));
   std::vector<int64_t> recv_counts(p, counts[me]);
   Tensor pulled(Shape({p * counts[me]}), input.dtype());
-  OFL_RETURN_IF_ERROR(comm->AllToAll(packed.raw(), counts.data(), pulled.raw(),
-                                     recv_counts.data(), input.dtype(), Tag(conf)));
+  OFL_RETURN_IF_ERROR(comm->AllToAll(packed.raw(), counts.data(), pulled.raw(), recv_counts.data(),
+                                     input.dtype(), Tag(conf)));
   std::memset(output->raw(), 0, output->nbytes());
   const int64_t es = SizeOf(input.dtype());
   for (int64_t q = 0; q < p; ++q) {
-    OFL_RETURN_IF_ERROR(Accumulate(output->raw(), static_cast<char*>(pulled.raw()) + q * counts[me] * es,
+    OFL_RETURN_IF_ERROR(Accumulate(output->raw(),
+                                   static_cast<char*>(pulled.raw()) + q * counts[me] * es,
                                    counts[me], input.dtype()));
   }
   return Status::OK();
@@ -162,8 +163,8 @@ Status RunAllGather(const Conf& conf, const Tensor& input, Tensor* output, Commu
   for (int64_t r = 0, offset = 0; r < p; ++r) {
     Range part = BalancedPart(g[d], p, r);
     Shape box = WithExtent(g, d, part.size);
-    CopyBox(View(gathered, offset, box), Zeros(g.ndim()), output, AxisStart(g.ndim(), d, part.begin),
-            box);
+    CopyBox(View(gathered, offset, box), Zeros(g.ndim()), output,
+            AxisStart(g.ndim(), d, part.begin), box);
     offset += counts[r];
   }
   return Status::OK();
@@ -189,8 +190,8 @@ Status RunAllToAll(const Conf& conf, const Tensor& input, Tensor* output, Commun
   for (int64_t q = 0; q < p; ++q) {
     recv_counts[q] = WithExtent(out, d, BalancedPart(out[d], p, q).size).NumElements();
   }
-  OFL_RETURN_IF_ERROR(comm->AllToAll(send.raw(), send_counts.data(), recv.raw(),
-                                     recv_counts.data(), input.dtype(), Tag(conf)));
+  OFL_RETURN_IF_ERROR(comm->AllToAll(send.raw(), send_counts.data(), recv.raw(), recv_counts.data(),
+                                     input.dtype(), Tag(conf)));
   for (int64_t q = 0, offset = 0; q < p; ++q) {
     Range part = BalancedPart(out[d], p, q);
     Shape box = WithExtent(out, d, part.size);
@@ -243,10 +244,12 @@ Status RunSendRecv(const proto::TaskProto& task, const Tensor& input, Tensor* ou
     const Shape box = TransferShape(*t);
     if (is_send) {
       Tensor packed = Pack(input, Minus(offset, in_offset), box);
-      OFL_RETURN_IF_ERROR(comm->Send(packed.raw(), packed.numel(), dtype, position(receiver), Tag(conf)));
+      OFL_RETURN_IF_ERROR(
+          comm->Send(packed.raw(), packed.numel(), dtype, position(receiver), Tag(conf)));
     } else {
       Tensor received(box, dtype);
-      OFL_RETURN_IF_ERROR(comm->Recv(received.raw(), received.numel(), dtype, position(sender), Tag(conf)));
+      OFL_RETURN_IF_ERROR(
+          comm->Recv(received.raw(), received.numel(), dtype, position(sender), Tag(conf)));
       CopyBox(received, Zeros(box.ndim()), output, Minus(offset, out_offset), box);
     }
   }
@@ -262,6 +265,8 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
   if (conf.group_id() >= 0) {
     CHECK(comm != nullptr) << "boxing task " << task.id() << " needs a communicator";
     CHECK_EQ(comm->size(), conf.group_size()) << "boxing task " << task.id();
+    CHECK_EQ(conf.group(comm->rank()), task.rank())
+        << "boxing task " << task.id() << " got another rank's communicator";
   }
   if (conf.kind() == Conf::SEND_RECV) return RunSendRecv(task, input, output, comm);
   CHECK(output != nullptr && input.defined()) << "boxing task " << task.id();
@@ -269,9 +274,7 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
   const Offsets in_offset = FromRepeated(conf.in_offset());
   const Offsets out_offset = FromRepeated(conf.out_offset());
   switch (conf.kind()) {
-    case Conf::IDENTITY:
-      output->CopyFrom(input);
-      return Status::OK();
+    case Conf::IDENTITY: output->CopyFrom(input); return Status::OK();
     case Conf::LOCAL_SLICE:  // keep this rank's part of the replica
       CopyBox(input, Minus(out_offset, in_offset), output, Zeros(output->shape().ndim()),
               output->shape());
@@ -295,8 +298,7 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
     case Conf::REDUCE_SCATTER: return RunReduceScatter(conf, input, output, comm);
     case Conf::ALL_GATHER: return RunAllGather(conf, input, output, comm);
     case Conf::ALL_TO_ALL: return RunAllToAll(conf, input, output, comm);
-    default:
-      return Unimplemented("boxing task ", task.id(), ": unknown kind ", conf.kind());
+    default: return Unimplemented("boxing task ", task.id(), ": unknown kind ", conf.kind());
   }
 }
 

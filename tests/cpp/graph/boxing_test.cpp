@@ -3,11 +3,12 @@
 // 5 rows over 4 are 2, 1, 1, 1; 3 columns over 4 are 1, 1, 1, 0), the
 // nested-split fallback, cross-placement plans, errors, and the BOXING tasks
 // EmitBoxing writes. Byte counts follow runtime/inprocess_communicator.cpp.
+#include "graph/boxing.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "graph/boxing.h"
 #include "graph/boxing_tasks.h"
 
 namespace ofl {

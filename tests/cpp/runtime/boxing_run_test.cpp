@@ -97,7 +97,8 @@ void Set(Tensor* t, int64_t i, double v) {
 // coordinates hold random addends that sum to the value; B replicas agree.
 std::vector<Tensor> SourceSlices(const std::vector<double>& logical, const TensorDesc& desc,
                                  const Placement& p, const NdSbp& sbp, std::mt19937_64* rng) {
-  std::map<std::vector<int64_t>, std::vector<double>> addends;  // keyed by the rank's coords, B zeroed
+  std::map<std::vector<int64_t>, std::vector<double>>
+      addends;  // keyed by the rank's coords, B zeroed
   std::vector<int64_t> partial_axes;
   for (int64_t a = 0; a < sbp.size(); ++a) {
     if (sbp[a].is_partial_sum()) partial_axes.push_back(a);
@@ -197,8 +198,8 @@ std::string RunCase(const TensorDesc& desc, const Placement& fp, const NdSbp& fr
         Tensor none;
         const Tensor& in = task.inputs_size() > 0 ? registers[task.inputs(0)] : none;
         Tensor* out = task.outputs_size() > 0 ? &registers[task.outputs(0)] : nullptr;
-        Status s = RunBoxingStep(task, in, out,
-                                 groups.value().For(task.boxing_conf().group_id(), rank));
+        Status s =
+            RunBoxingStep(task, in, out, groups.value().For(task.boxing_conf().group_id(), rank));
         if (!s.ok()) {
           errors[rank] = s.message();
           return;
@@ -221,7 +222,8 @@ std::string RunCase(const TensorDesc& desc, const Placement& fp, const NdSbp& fr
     }
     Block block = BlockOf(desc.shape, tp.hierarchy(), to, coords);
     const Tensor& out = registers[outputs[i]];
-    if (out.shape().dims() != block.shape) return StrCat(what, ": rank ", i, " shape ", out.shape());
+    if (out.shape().dims() != block.shape)
+      return StrCat(what, ": rank ", i, " shape ", out.shape());
     const Tensor& rep_out = registers[outputs[IndexOf(tp, rep)]];
     for (int64_t e = 0; e < out.numel(); ++e) {
       if (Get(out, e) != Get(rep_out, e)) return StrCat(what, ": replica ", i, " differs at ", e);
@@ -237,8 +239,8 @@ std::string RunCase(const TensorDesc& desc, const Placement& fp, const NdSbp& fr
   std::map<int64_t, int64_t> counted = groups.value().BytesSentByRank();
   for (const auto& [rank, bytes] : plan.value().bytes_sent) {
     if (counted[rank] != bytes) {
-      return StrCat(what, ": rank ", rank, " sent ", counted[rank], " bytes, the plan says ",
-                    bytes, "\n", plan.value().ToString());
+      return StrCat(what, ": rank ", rank, " sent ", counted[rank], " bytes, the plan says ", bytes,
+                    "\n", plan.value().ToString());
     }
   }
   for (const auto& [rank, bytes] : counted) {
