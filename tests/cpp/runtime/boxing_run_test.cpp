@@ -161,7 +161,8 @@ int64_t IndexOf(const Placement& p, const std::vector<int64_t>& coords) {
 
 // Plans, emits, runs and checks one conversion; returns a failure message.
 std::string RunCase(const TensorDesc& desc, const Placement& fp, const NdSbp& from,
-                    const Placement& tp, const NdSbp& to, std::mt19937_64* rng) {
+                    const Placement& tp, const NdSbp& to, std::mt19937_64* rng,
+                    std::map<std::string, int64_t>* kinds) {
   const std::string what = StrCat(desc.shape, " ", DataTypeName(desc.dtype), " ", from, " on ",
                                   fp.ToString(), " -> ", to, " on ", tp.ToString());
   std::vector<double> logical(desc.shape.NumElements());
@@ -171,6 +172,7 @@ std::string RunCase(const TensorDesc& desc, const Placement& fp, const NdSbp& fr
 
   auto plan = PlanBoxing(desc, fp, from, tp, to, "x");
   if (!plan.ok()) return what + ": " + plan.status().message();
+  for (const auto& step : plan.value().steps) ++(*kinds)[BoxingKindName(step.kind)];
   int64_t num_ranks = 0;
   for (int64_t r : fp.ranks()) num_ranks = std::max(num_ranks, r + 1);
   for (int64_t r : tp.ranks()) num_ranks = std::max(num_ranks, r + 1);
@@ -271,6 +273,7 @@ void RunPairs(const Placement& fp, const std::vector<NdSbp>& froms, const Placem
   const std::vector<DataType> dtypes = {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
                                         DataType::kInt64};
   int64_t runs = 0;
+  std::map<std::string, int64_t> kinds;
   for (const NdSbp& from : froms) {
     for (const NdSbp& to : AllLayouts(tp.hierarchy().ndim())) {
       std::uniform_int_distribution<int64_t> dim2(0, 7), dim3(0, 5);
@@ -279,12 +282,14 @@ void RunPairs(const Placement& fp, const std::vector<NdSbp>& froms, const Placem
       if (!HasSplit(from) && !HasSplit(to)) shapes.push_back(Shape());
       for (const Shape& shape : shapes) {
         const TensorDesc desc{shape, dtypes[runs++ % dtypes.size()]};
-        std::string failure = RunCase(desc, fp, from, tp, to, &rng);
+        std::string failure = RunCase(desc, fp, from, tp, to, &rng, &kinds);
         if (!failure.empty()) ADD_FAILURE() << "seed " << seed << ": " << failure;
       }
     }
   }
-  std::cout << runs << " conversions checked" << std::endl;
+  std::cout << runs << " conversions checked; steps:";
+  for (const auto& [kind, n] : kinds) std::cout << " " << kind << " " << n;
+  std::cout << std::endl;
 }
 
 TEST(BoxingRunTest, EveryPairOnFourRanks) {
