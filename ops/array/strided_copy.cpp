@@ -108,7 +108,7 @@ void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const
 
 void CopyBox(const Tensor& src, const std::vector<int64_t>& src_start, Tensor* dst,
              const std::vector<int64_t>& dst_start, const Shape& box) {
-  CHECK_EQ(src.dtype(), dst->dtype());
+  CHECK(src.dtype() == dst->dtype()) << "CopyBox: dtypes differ";
   const int64_t nd = box.ndim();
   CHECK(src.shape().ndim() == nd && dst->shape().ndim() == nd &&
         static_cast<int64_t>(src_start.size()) == nd && static_cast<int64_t>(dst_start.size()) == nd)
