@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "oneflow_lite/core/slicing.h"
+#include "ops/array/strided_copy.h"
 
 namespace ofl {
 
@@ -35,43 +36,6 @@ Offsets FromRepeated(const google::protobuf::RepeatedField<int64_t>& values) {
 Shape WithExtent(Shape shape, int64_t axis, int64_t extent) {
   shape[axis] = extent;
   return shape;
-}
-
-// Copies the box `box` starting at `src_start` in `src` to `dst_start` in
-// `dst`, one innermost row at a time; any dtype (bytes).
-void CopyBox(const Tensor& src, const Offsets& src_start, Tensor* dst, const Offsets& dst_start,
-             const Shape& box) {
-  CHECK(src.dtype() == dst->dtype());
-  const int64_t nd = box.ndim(), es = SizeOf(src.dtype());
-  CHECK(src.shape().ndim() == nd && dst->shape().ndim() == nd);
-  if (box.NumElements() == 0) return;
-  for (int64_t d = 0; d < nd; ++d) {
-    CHECK(src_start[d] >= 0 && src_start[d] + box[d] <= src.shape()[d]) << "box outside source";
-    CHECK(dst_start[d] >= 0 && dst_start[d] + box[d] <= dst->shape()[d]) << "box outside target";
-  }
-  const char* from = static_cast<const char*>(src.raw());
-  char* to = static_cast<char*>(dst->raw());
-  if (nd == 0) {
-    std::memcpy(to, from, es);
-    return;
-  }
-  Offsets src_stride(nd, 1), dst_stride(nd, 1);
-  for (int64_t d = nd - 2; d >= 0; --d) {
-    src_stride[d] = src_stride[d + 1] * src.shape()[d + 1];
-    dst_stride[d] = dst_stride[d + 1] * dst->shape()[d + 1];
-  }
-  Offsets index(nd, 0);  // over the outer nd - 1 axes
-  while (true) {
-    int64_t s = 0, t = 0;
-    for (int64_t d = 0; d < nd; ++d) {
-      s += (src_start[d] + index[d]) * src_stride[d];
-      t += (dst_start[d] + index[d]) * dst_stride[d];
-    }
-    std::memcpy(to + t * es, from + s * es, box[nd - 1] * es);
-    int64_t d = nd - 2;
-    while (d >= 0 && ++index[d] == box[d]) index[d--] = 0;
-    if (d < 0) break;
-  }
 }
 
 // A contiguous copy of one box of `src`.
