@@ -5,11 +5,12 @@
 // Tensor when the rank only receives) and writes `*output` (its slice after;
 // null when the rank only sends). Collectives pack the parts along the split
 // tensor axis into contiguous buffers and unpack them after (CopyBox of
-// ops/array/strided_copy.h), so any axis works. SEND_RECV cannot deadlock on the synchronous
-// in-process Send: every rank does its sends and receives in increasing (sender, receiver) order of
-// global ranks (receives from lower ranks, then its sends by receiver, then
-// receives from higher ranks), so the smallest pending pair always has both
-// of its ranks waiting on it. Local copies need no communicator.
+// ops/array/strided_copy.h), so any axis works. SEND_RECV cannot deadlock on
+// the synchronous in-process Send: every rank does its sends and receives in
+// increasing (sender, receiver) order of global ranks (receives from lower
+// ranks, then its sends by receiver, then receives from higher ranks), so
+// the smallest pending pair always has both of its ranks waiting on it.
+// Local copies need no communicator.
 //
 // BoxingGroups owns one InProcessGroup per group_id of a Plan's BOXING tasks
 // and hands each rank its Communicator. It is built before the rank threads
