@@ -44,13 +44,12 @@ class DistributedSession {
 
   const proto::Plan& plan() const { return plan_; }
   const Strategy& strategy() const { return strategy_; }
+  const OpGraph& graph() const { return graph_; }
   std::map<int64_t, int64_t> BytesSentByRank() const { return groups_->BytesSentByRank(); }
   std::vector<int64_t> PeakBytes() const { return runtime_->peak_bytes(); }
 
  private:
   DistributedSession() = default;
-  // Per global rank: the register descriptions of one logical tensor.
-  std::vector<const proto::RegisterDesc*> RegistersOf(const std::string& name) const;
   Maybe<Tensor> Assemble(const std::string& name, const std::map<int64_t, Tensor>& parts) const;
   Maybe<std::map<int64_t, Tensor>> Slice(const std::string& name, const Tensor& logical) const;
 
