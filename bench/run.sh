@@ -4,7 +4,9 @@
 #   ops   bench/ops_matmul.cpp (one matmul: ofl::Session vs oneDNN vs
 #         OpenBLAS) + bench/ops_gpt.py (one GPT training step), merged by
 #         bench/merge_results.py into bench/results/ops.json.
-# Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part.
+# Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part;
+# OFL_BENCH_TORCH_PYTHON, an interpreter that imports torch, for the PyTorch
+# peer (default: the project venv's, which has no torch: the field is null).
 # Exit status: non-zero when any part failed; the results file is still
 # written, with the failing part's error in it.
 set -euo pipefail
@@ -25,7 +27,9 @@ run_ops() {
   echo "bench: ops_matmul (threads=$threads)" >&2
   "$OFL_BUILD_DIR/bench/ops_matmul" --threads "$threads" --reps 20 >"$cpp_json" || cpp_rc=$?
   echo "bench: ops_gpt.py (threads=$threads)" >&2
-  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/ops_gpt.py --threads "$threads" >"$py_json" ||
+  OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
+    PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/ops_gpt.py --threads "$threads" \
+    --torch-python "${OFL_BENCH_TORCH_PYTHON:-$OFL_PY}" >"$py_json" ||
     py_rc=$?
 
   "$OFL_PY" bench/merge_results.py --out "$results/ops.json" --threads "$threads" \
@@ -37,7 +41,8 @@ run_ops() {
       "merge exit $merge_rc); see $results/ops.json" >&2
     return 1
   fi
-  echo "bench: wrote $results/ops.json" >&2
+  "$OFL_PY" bench/plot_ops.py || return 1
+  echo "bench: wrote $results/ops.json and $results/ops.png" >&2
 }
 
 case $suite in

@@ -134,12 +134,18 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     const std::string flag = argv[i];
     const long value = std::strtol(argv[i + 1], nullptr, 10);
     if (value <= 0 && flag != "--spin-us") return false;
-    if (flag == "--tasks") o->tasks = value;
-    else if (flag == "--iterations") o->iterations = value;
-    else if (flag == "--hop-iterations") o->hop_iterations = value;
-    else if (flag == "--reps") o->reps = static_cast<int>(value);
-    else if (flag == "--spin-us") o->spin_us = static_cast<int>(value);
-    else return false;
+    if (flag == "--tasks")
+      o->tasks = value;
+    else if (flag == "--iterations")
+      o->iterations = value;
+    else if (flag == "--hop-iterations")
+      o->hop_iterations = value;
+    else if (flag == "--reps")
+      o->reps = static_cast<int>(value);
+    else if (flag == "--spin-us")
+      o->spin_us = static_cast<int>(value);
+    else
+      return false;
   }
   return argc % 2 == 1;
 }
@@ -161,10 +167,10 @@ int main(int argc, char** argv) {
   const Figure hop_spin = Measure(ping_pong, o.spin_us, o.hop_iterations, 2, o.reps);
 
   std::printf("{\n  \"benchmark\": \"runtime_actor\",\n");
-  std::printf("  \"actor_us_per_act\": %.4f,\n  \"actor_us_per_act_min\": %.4f,\n",
-              act.median_us, act.min_us);
-  std::printf("  \"actor_us_per_hop\": %.3f,\n  \"actor_us_per_hop_min\": %.3f,\n",
-              hop.median_us, hop.min_us);
+  std::printf("  \"actor_us_per_act\": %.4f,\n  \"actor_us_per_act_min\": %.4f,\n", act.median_us,
+              act.min_us);
+  std::printf("  \"actor_us_per_hop\": %.3f,\n  \"actor_us_per_hop_min\": %.3f,\n", hop.median_us,
+              hop.min_us);
   std::printf("  \"actor_us_per_hop_spin\": %.3f,\n  \"actor_us_per_hop_spin_min\": %.3f,\n",
               hop_spin.median_us, hop_spin.min_us);
   std::printf("  \"tasks\": %ld,\n  \"iterations\": %ld,\n  \"hop_iterations\": %ld,\n",

@@ -26,6 +26,8 @@ class PlanBuilder {
   // A fresh id for a collective instance (BoxingConf::group_id).
   int64_t NewGroupId() { return next_group_id_++; }
 
+  proto::RegisterDesc* mutable_register(int64_t id) { return plan_.mutable_registers(id); }
+  proto::TaskProto* mutable_task(int64_t id) { return plan_.mutable_tasks(id); }
   const proto::Plan& plan() const { return plan_; }
   proto::Plan Release() { return std::move(plan_); }
 

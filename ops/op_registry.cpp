@@ -72,7 +72,7 @@ bool OpDef::is_mutable_input(int i) const {
   return i >= 0 && i < static_cast<int>(input_mutable_.size()) && input_mutable_[i];
 }
 
-Maybe<std::vector<TensorDesc>> OpDef::Infer(OpContext* ctx) const {
+Status OpDef::CompleteAttrs(OpContext* ctx) const {
   const std::string where = ctx->where();
   if (variadic_input_) {
     OFL_ENSURE(ctx->num_inputs() >= 1, where, ": expects at least one input, got 0");
@@ -103,6 +103,11 @@ Maybe<std::vector<TensorDesc>> OpDef::Infer(OpContext* ctx) const {
     complete.Set(name, value);
   }
   ctx->attrs = complete;
+  return Status::OK();
+}
+
+Maybe<std::vector<TensorDesc>> OpDef::Infer(OpContext* ctx) const {
+  OFL_RETURN_IF_ERROR(CompleteAttrs(ctx));
   CHECK(infer_) << type_ << " has no InferShape";
   return infer_(*ctx);
 }

@@ -105,8 +105,10 @@ class OpDef {
   bool has_grad() const { return static_cast<bool>(grad_); }
 
   // Validates arity, attribute names and types (ints are promoted to
-  // floats), fills defaults into ctx->attrs, then runs shape inference.
-  // Errors name the op and the offending value.
+  // floats) and fills defaults into ctx->attrs. Errors name the op and the
+  // offending value.
+  Status CompleteAttrs(OpContext* ctx) const;
+  // CompleteAttrs, then shape inference.
   Maybe<std::vector<TensorDesc>> Infer(OpContext* ctx) const;
   std::vector<SbpSignature> SbpSignatures(const OpContext& ctx) const;
   OpCost EstimateCost(const OpContext& ctx, const std::vector<TensorDesc>& outputs) const;

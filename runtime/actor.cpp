@@ -97,7 +97,9 @@ void Actor::BeginRun(RunContext* run) {
 
 void Actor::Handle(const Message& message) {
   switch (message.kind) {
-    case Message::kReady: inputs_[message.index].ready.Push(message.slot); break;
+    case Message::kReady:
+      inputs_[message.index].ready.Push(message.slot);
+      break;
     case Message::kFree: {
       Output& out = outputs_[message.index];
       if (--out.pending[message.slot] == 0) {
@@ -106,7 +108,8 @@ void Actor::Handle(const Message& message) {
       }
       break;
     }
-    case Message::kWake: break;
+    case Message::kWake:
+      break;
   }
   ActUntilFail();
 }
@@ -216,8 +219,8 @@ bool Actor::WaitsOnOtherThread() const {
 }
 
 Status Actor::Named(StatusCode code, const std::string& message) const {
-  return Status(code, StrCat("rank ", task_.rank(), ": task ", task_.id(), " (", name_, "): ",
-                             message));
+  return Status(code,
+                StrCat("rank ", task_.rank(), ": task ", task_.id(), " (", name_, "): ", message));
 }
 
 }  // namespace ofl

@@ -22,8 +22,8 @@
 // A slot is free when all consumers have returned it; a consumer reads slots
 // in the order they became ready, so iterations stay in order. A register
 // with no consumer is free again as soon as its producer acted. Control
-// registers (named only in ctrl_inputs) carry no data: the same handshake
-// orders tasks without handing their buffer to any kernel.
+// registers (a task's ctrl_outputs, other tasks' ctrl_inputs) carry no data:
+// the same handshake orders tasks without handing a buffer to any kernel.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +45,7 @@ struct RunContext;
 struct RuntimeRegister {
   const proto::RegisterDesc* desc = nullptr;
   std::vector<Tensor> slots;
-  bool control = false;  // named only in ctrl_inputs: never handed to a kernel
+  bool control = false;  // in some task's ctrl_outputs: never handed to a kernel
 };
 
 struct Message {
@@ -83,7 +83,7 @@ class Actor {
   // Wiring, before any run. Registers are added in the task's argument
   // order; `data_arg` false for a ctrl input. A register read twice is one
   // input (one slot per act) that feeds both arguments. Control registers
-  // among the outputs are written by no kernel.
+  // (ctrl_outputs) are written by no kernel.
   void AddInput(RuntimeRegister* reg, bool data_arg);
   void AddOutput(RuntimeRegister* reg);
   // After both ends were added: `producer` sends Ready for `reg` to
@@ -132,6 +132,9 @@ class Actor {
   // The tensors of this act: data argument i (inputs in argument order).
   Tensor* data_input(int i) { return current_inputs_[data_inputs_[i]]; }
   Tensor* data_output(int i) { return current_outputs_[data_outputs_[i]]; }
+  const RuntimeRegister* data_output_register(int i) const {
+    return outputs_[data_outputs_[i]].reg;
+  }
   RunContext* run() const { return run_; }
   int64_t first_iteration() const { return first_iteration_; }
 

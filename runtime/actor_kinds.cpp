@@ -29,8 +29,8 @@ class ComputeActor : public Actor {
       for (const auto& [k, v] : def.value()->attr_defaults()) attrs_.Set(k, v);
       const int want_in = static_cast<int>(def.value()->input_names().size());
       const int want_out = static_cast<int>(def.value()->output_names().size());
-      const bool in_ok = def.value()->variadic_input() ? num_data_inputs() >= 1
-                                                       : num_data_inputs() == want_in;
+      const bool in_ok =
+          def.value()->variadic_input() ? num_data_inputs() >= 1 : num_data_inputs() == want_in;
       if (!in_ok || num_data_outputs() != want_out) {
         return Named(StatusCode::kInvalidArgument,
                      StrCat("has ", num_data_inputs(), " data inputs and ", num_data_outputs(),
@@ -44,15 +44,18 @@ class ComputeActor : public Actor {
     ctx_.inputs.assign(num_data_inputs(), nullptr);
     ctx_.outputs.assign(num_data_outputs(), nullptr);
     output_buffers_.assign(num_data_outputs(), nullptr);
-    if (task_.has_logical_shape()) {
-      ctx_.logical_shape = ShapeOf(task_.logical_shape());
-      ctx_.logical_offset.assign(task_.logical_offset().begin(), task_.logical_offset().end());
+    if (num_data_outputs() > 0) {  // output 0's logical shape and offset, if the plan has them
+      const proto::RegisterDesc& out = *data_output_register(0)->desc;
+      ctx_.logical_shape =
+          ShapeOf(out.has_logical_shape() ? out.logical_shape() : out.desc().shape());
+      ctx_.logical_offset.assign(out.logical_offset().begin(), out.logical_offset().end());
+      if (!out.has_logical_shape()) ctx_.logical_offset.assign(ctx_.logical_shape.ndim(), 0);
       if (static_cast<int64_t>(ctx_.logical_offset.size()) != ctx_.logical_shape.ndim()) {
         return Named(StatusCode::kInvalidArgument,
-                     StrCat("logical_offset has ", ctx_.logical_offset.size(),
-                            " entries for a logical shape of rank ", ctx_.logical_shape.ndim()));
+                     StrCat("register '", out.name(), "' has ", ctx_.logical_offset.size(),
+                            " logical_offset entries for a logical shape of rank ",
+                            ctx_.logical_shape.ndim()));
       }
-      logical_known_ = true;
     }
     return Status::OK();
   }
@@ -63,11 +66,6 @@ class ComputeActor : public Actor {
     for (int i = 0; i < num_data_outputs(); ++i) {
       ctx_.outputs[i] = data_output(i);
       output_buffers_[i] = ctx_.outputs[i]->raw();
-    }
-    if (!logical_known_ && !ctx_.outputs.empty()) {  // single device: output 0, offset 0
-      ctx_.logical_shape = ctx_.outputs[0]->shape();
-      ctx_.logical_offset.assign(ctx_.logical_shape.ndim(), 0);
-      logical_known_ = true;
     }
     ctx_.iteration = first_iteration() + step;
     std::string error;
@@ -94,7 +92,6 @@ class ComputeActor : public Actor {
   AttrMap attrs_;
   KernelContext ctx_;
   std::vector<const void*> output_buffers_;  // the slots' buffers: kernels write into them
-  bool logical_known_ = false;
 };
 
 class SourceActor : public Actor {
@@ -166,9 +163,9 @@ class BoxingActor : public Actor {
   std::string DescribeGate() const override { return "its boxing turn (plan order)"; }
   void AfterAct() override { thread()->AdvanceBoxingTurn(); }
   Status Act(int64_t) override {
-    Tensor none;
+    const Tensor none;
     const Tensor& in = num_data_inputs() > 0 ? *data_input(0) : none;
-    Tensor* out = num_data_outputs() > 0 ? data_output(0) : &none;
+    Tensor* out = num_data_outputs() > 0 ? data_output(0) : nullptr;
     Status status;
     try {
       status = (*boxing_)(task_, in, out);
@@ -188,27 +185,38 @@ class BoxingActor : public Actor {
 std::string TaskDisplayName(const proto::TaskProto& task) {
   const std::string quoted = "'" + task.op_conf().name() + "'";
   switch (task.kind()) {
-    case proto::TaskProto::COMPUTE: return task.op_conf().op_type() + " " + quoted;
-    case proto::TaskProto::SOURCE: return "source " + quoted;
-    case proto::TaskProto::VARIABLE: return "variable " + quoted;
-    case proto::TaskProto::SINK: return "sink " + quoted;
+    case proto::TaskProto::COMPUTE:
+      return task.op_conf().op_type() + " " + quoted;
+    case proto::TaskProto::SOURCE:
+      return "source " + quoted;
+    case proto::TaskProto::VARIABLE:
+      return "variable " + quoted;
+    case proto::TaskProto::SINK:
+      return "sink " + quoted;
     case proto::TaskProto::BOXING: {
       std::string kind = proto::BoxingConf::Kind_Name(task.boxing_conf().kind());
       for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       return "boxing " + kind + " " + quoted;
     }
-    default: return "task " + quoted;
+    default:
+      return "task " + quoted;
   }
 }
 
 std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& env) {
   switch (task.kind()) {
-    case proto::TaskProto::COMPUTE: return std::make_unique<ComputeActor>(task, env);
-    case proto::TaskProto::SOURCE: return std::make_unique<SourceActor>(task);
-    case proto::TaskProto::VARIABLE: return std::make_unique<VariableActor>(task);
-    case proto::TaskProto::SINK: return std::make_unique<SinkActor>(task);
-    case proto::TaskProto::BOXING: return std::make_unique<BoxingActor>(task, env);
-    default: return nullptr;
+    case proto::TaskProto::COMPUTE:
+      return std::make_unique<ComputeActor>(task, env);
+    case proto::TaskProto::SOURCE:
+      return std::make_unique<SourceActor>(task);
+    case proto::TaskProto::VARIABLE:
+      return std::make_unique<VariableActor>(task);
+    case proto::TaskProto::SINK:
+      return std::make_unique<SinkActor>(task);
+    case proto::TaskProto::BOXING:
+      return std::make_unique<BoxingActor>(task, env);
+    default:
+      return nullptr;
   }
 }
 

@@ -3,8 +3,8 @@
 //   COMPUTE   runs the op's CPU kernel (KernelRegistry) inside its rank's
 //             task_arena; attrs from op_conf with the op's defaults filled
 //             in, the iteration, and the logical shape/offset of output 0
-//             (TaskProto fields, or the physical shape at offset 0). A kernel
-//             that throws fails the run with an error naming the task.
+//             (its RegisterDesc's, or the physical shape at offset 0). A
+//             kernel that throws fails the run with an error naming the task.
 //   SOURCE    copies this iteration's fed tensor into its output slot.
 //   VARIABLE  nothing: its persistent one-slot register keeps its value; the
 //             act only hands it to the readers of the next iteration.
@@ -14,12 +14,12 @@
 // Actors are created and wired by one thread; each acts on its own thread.
 #pragma once
 
+#include <tbb/task_arena.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <tbb/task_arena.h>
 
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "runtime/actor.h"
@@ -27,9 +27,9 @@
 namespace ofl {
 
 // Runs one BOXING task on its rank: reads `input` (an empty tensor when the
-// task has no data input) and writes `output` (an empty tensor when it has
-// none). Called from the task's actor thread; calls of different ranks run
-// at the same time. Errors fail the run.
+// task has no data input) and writes `*output` (null when it has none), as
+// runtime/boxing.h's RunBoxingStep does. Called from the task's actor
+// thread; calls of different ranks run at the same time. Errors fail the run.
 using BoxingFn =
     std::function<Status(const proto::TaskProto& task, const Tensor& input, Tensor* output)>;
 

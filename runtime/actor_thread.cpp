@@ -87,7 +87,9 @@ void ActorThread::AddActor(Actor* actor) {
   if (actor->task().kind() == proto::TaskProto::BOXING) boxing_order_.push_back(actor);
 }
 
-void ActorThread::Start() { thread_ = std::thread([this] { Main(); }); }
+void ActorThread::Start() {
+  thread_ = std::thread([this] { Main(); });
+}
 
 void ActorThread::ResetForRun() {
   mailbox_.Clear();
@@ -167,8 +169,7 @@ void ActorThread::FailOnTimeout(RunContext* run) {
   CHECK(culprit != nullptr);
   run->Fail(Status(StatusCode::kTimeout,
                    StrCat("rank ", rank_, ": task ", culprit->task().id(), " (", culprit->name(),
-                          ") waited ", run->timeout.count(), " ms for ",
-                          culprit->DescribeWait())));
+                          ") waited ", run->timeout.count(), " ms for ", culprit->DescribeWait())));
 }
 
 }  // namespace ofl

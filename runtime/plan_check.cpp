@@ -13,12 +13,11 @@ namespace {
 Status CheckRegisters(const proto::Plan& plan) {
   for (int i = 0; i < plan.registers_size(); ++i) {
     const proto::RegisterDesc& r = plan.registers(i);
-    OFL_ENSURE(r.id() == i, "plan: register '", r.name(), "' has id ", r.id(), " at position ",
-               i, " (ids must be dense)");
+    OFL_ENSURE(r.id() == i, "plan: register '", r.name(), "' has id ", r.id(), " at position ", i,
+               " (ids must be dense)");
     OFL_ENSURE(r.rank() >= 0 && r.rank() < plan.num_ranks(), "plan: register '", r.name(),
                "' is on rank ", r.rank(), " of a plan with ", plan.num_ranks(), " ranks");
-    OFL_ENSURE(r.num_slots() >= 1, "plan: register '", r.name(), "' has ", r.num_slots(),
-               " slots");
+    OFL_ENSURE(r.num_slots() >= 1, "plan: register '", r.name(), "' has ", r.num_slots(), " slots");
     OFL_ENSURE(!r.persistent() || r.num_slots() == 1, "plan: persistent register '", r.name(),
                "' has ", r.num_slots(), " slots, not 1");
   }
@@ -42,6 +41,7 @@ Status CheckTask(const proto::Plan& plan, int i) {
   };
   OFL_RETURN_IF_ERROR(check_ids(t.inputs()));
   OFL_RETURN_IF_ERROR(check_ids(t.outputs()));
+  OFL_RETURN_IF_ERROR(check_ids(t.ctrl_outputs()));
   return check_ids(t.ctrl_inputs());
 }
 
@@ -88,8 +88,10 @@ Status CheckInPlaceOrder(const proto::Plan& plan, const std::vector<int64_t>& pr
     for (int64_t id : ReadRegisters(plan.tasks(t))) visit(producer[id]);
   };
   auto forward = [&](int64_t t, const auto& visit) {
-    for (int64_t id : plan.tasks(t).outputs()) {
-      for (int64_t r : readers[id]) visit(r);
+    for (const auto* ids : {&plan.tasks(t).outputs(), &plan.tasks(t).ctrl_outputs()}) {
+      for (int64_t id : *ids) {
+        for (int64_t r : readers[id]) visit(r);
+      }
     }
   };
   for (const auto& w : plan.tasks()) {
@@ -106,8 +108,9 @@ Status CheckInPlaceOrder(const proto::Plan& plan, const std::vector<int64_t>& pr
           after = Reach(w.id(), n, forward);
         }
         OFL_ENSURE(before[r] || after[r], "plan: task ", r, " (", TaskDisplayName(plan.tasks(r)),
-                   ") reads register '", plan.registers(w.inputs(i)).name(), "' that task ",
-                   w.id(), " (", TaskDisplayName(w), ") updates in place, and no data or ctrl "
+                   ") reads register '", plan.registers(w.inputs(i)).name(), "' that task ", w.id(),
+                   " (", TaskDisplayName(w),
+                   ") updates in place, and no data or ctrl "
                    "edge orders the two (add a ctrl edge from the reader to the update)");
       }
     }

@@ -35,14 +35,14 @@ struct RunContext {
   std::chrono::milliseconds timeout{0};
   bool record_acts = false;
   std::chrono::steady_clock::time_point start;
-  std::vector<ActorThread*> threads;  // to wake them on failure
-  const std::function<void(const Status&)>* on_failure = nullptr;  // may be empty
+  // The threads to wake on failure, and the caller's hook (may be empty).
+  std::vector<ActorThread*> threads;
+  const std::function<void(const Status&)>* on_failure = nullptr;
   std::atomic<bool> stopped{false};
 
   int64_t NowNs() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now() - start)
-        .count();
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
   }
   // Records the first error, stops and wakes every thread.
   void Fail(Status status);

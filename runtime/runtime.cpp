@@ -44,8 +44,7 @@ Runtime::Runtime() : impl_(std::make_unique<Impl>()) {}
 
 Runtime::~Runtime() { impl_->threads.clear(); }  // joins before actors go
 
-Maybe<std::unique_ptr<Runtime>> Runtime::Create(const proto::Plan& plan,
-                                                RuntimeOptions options) {
+Maybe<std::unique_ptr<Runtime>> Runtime::Create(const proto::Plan& plan, RuntimeOptions options) {
   std::unique_ptr<Runtime> rt(new Runtime());
   rt->plan_ = plan;
   OFL_RETURN_IF_ERROR(rt->Build(std::move(options)));
@@ -81,18 +80,16 @@ Status Runtime::Build(RuntimeOptions options) {
     m.envs.push_back(RankEnv{m.arenas.back().get(), &m.options.boxing});
   }
 
-  // Registers: control ones are named in ctrl_inputs and read by no kernel.
-  std::set<int64_t> data_read, ctrl_read;
-  for (const auto& t : plan.tasks()) {
-    data_read.insert(t.inputs().begin(), t.inputs().end());
-    ctrl_read.insert(t.ctrl_inputs().begin(), t.ctrl_inputs().end());
-  }
+  // Registers: control ones (some task's ctrl_outputs) carry no data.
+  std::set<int64_t> control;
+  for (const auto& t : plan.tasks())
+    control.insert(t.ctrl_outputs().begin(), t.ctrl_outputs().end());
   m.registers.resize(plan.registers_size());
   m.producer.assign(plan.registers_size(), -1);
   for (const auto& r : plan.registers()) {
     RuntimeRegister& reg = m.registers[r.id()];
     reg.desc = &r;
-    reg.control = ctrl_read.count(r.id()) > 0 && data_read.count(r.id()) == 0;
+    reg.control = control.count(r.id()) > 0;
     for (int64_t s = 0; s < r.num_slots(); ++s) {
       OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, m.allocators[r.rank()].get()));
       reg.slots.push_back(slot);
@@ -103,7 +100,9 @@ Status Runtime::Build(RuntimeOptions options) {
   for (const auto& t : plan.tasks()) {
     std::unique_ptr<Actor> actor = MakeActor(t, m.envs[t.rank()]);
     OFL_ENSURE(actor != nullptr, "plan: task ", t.id(), " has unknown kind ", t.kind());
-    for (int64_t id : t.outputs()) {
+    std::vector<int64_t> written(t.outputs().begin(), t.outputs().end());
+    written.insert(written.end(), t.ctrl_outputs().begin(), t.ctrl_outputs().end());
+    for (int64_t id : written) {
       OFL_ENSURE(m.producer[id] < 0, "plan: register '", plan.registers(id).name(),
                  "' is written by task ", m.producer[id], " and task ", t.id());
       m.producer[id] = t.id();

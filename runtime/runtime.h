@@ -28,10 +28,11 @@
 // register 'fc1/out_0'"; collectives time out on their communicator's own
 // timeout (keep it below options.timeout, so that a stuck collective is
 // reported by its own error rather than by the ranks waiting behind it).
-// options.timeout must exceed the longest single act. A failing kernel (it throws) or boxing step stops every thread
-// and Run returns its Status; a thread blocked in a collective returns when
-// the communicator gives up (its timeout, or an abort from on_failure). A
-// kernel that never returns cannot be stopped.
+// options.timeout must exceed the longest single act. A failing kernel (it
+// throws) or boxing step stops every thread and Run returns its Status; a
+// thread blocked in a collective returns when the communicator gives up (its
+// timeout, or an abort from on_failure). A kernel that never returns cannot
+// be stopped.
 //
 // Thread safety: one call at a time (Run, SetVariable, GetVariable); the
 // Runtime's own threads are internal.
@@ -99,12 +100,12 @@ class Runtime {
   ~Runtime();
 
   // Runs `num_iterations` iterations (iteration() advances by that many even
-  // when the run fails; variables may then hold a partial update). `feeds`: one map per iteration, or one
-  // map reused for every iteration (or none when the plan has no SOURCE);
-  // every SOURCE task (name = op_conf.name, rank) must be fed a tensor of its
-  // register's shape and dtype. `fetches` name SINK tasks (their op_conf
-  // name or their input register's name) or non-persistent registers; each
-  // is fetched on every rank that has it.
+  // when the run fails; variables may then hold a partial update). `feeds`:
+  // one map per iteration, or one map reused for every iteration (or none
+  // when the plan has no SOURCE); every SOURCE task (name = op_conf.name,
+  // rank) must be fed a tensor of its register's shape and dtype. `fetches`
+  // name SINK tasks (their op_conf name or their input register's name) or
+  // non-persistent registers; each is fetched on every rank that has it.
   Maybe<RunResult> Run(int64_t num_iterations, const std::vector<TensorMap>& feeds,
                        const std::vector<std::string>& fetches);
 

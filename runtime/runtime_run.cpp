@@ -35,7 +35,8 @@ Status Runtime::PrepareFeeds(int64_t num_iterations, const std::vector<TensorMap
   Impl& m = *impl_;
   const int64_t n = static_cast<int64_t>(feeds.size());
   OFL_ENSURE(n == 1 || n == num_iterations || (n == 0 && m.sources.empty()), "run: ", n,
-             " feed maps for ", num_iterations, " iterations (give one per iteration, or one "
+             " feed maps for ", num_iterations,
+             " iterations (give one per iteration, or one "
              "for all)");
   for (int64_t i = 0; i < n; ++i) {
     for (const auto& [key, t] : feeds[i]) {
@@ -87,11 +88,9 @@ Status Runtime::PrepareFetches(const std::vector<std::string>& fetches, int64_t 
           continue;
         }
         const proto::TaskProto& t = plan_.tasks(m.producer[r.id()]);
-        int arg = 0;
-        for (int64_t id : t.outputs()) {
-          if (id == r.id()) break;
-          arg += m.registers[id].control ? 0 : 1;
-        }
+        const auto& outs = t.outputs();
+        const int arg =
+            static_cast<int>(std::find(outs.begin(), outs.end(), r.id()) - outs.begin());
         Source& s = found[r.rank()];
         if (s.task <= t.id()) s = {t.id(), false, arg};
       }

@@ -14,10 +14,18 @@ std::string Quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -63,9 +71,8 @@ std::string ChromeTraceJson(const std::vector<ActRecord>& acts,
                ", \"args\": {\"name\": \"stream ", s, "\"}}"));
   }
   for (const ActRecord& a : acts) {
-    const std::string& name = a.task < static_cast<int64_t>(task_names.size())
-                                  ? task_names[a.task]
-                                  : std::string("task");
+    const std::string& name =
+        a.task < static_cast<int64_t>(task_names.size()) ? task_names[a.task] : std::string("task");
     add(StrCat("{\"name\": ", Quoted(name), ", \"ph\": \"X\", \"pid\": ", a.rank,
                ", \"tid\": ", a.stream, ", \"ts\": ", Micros(a.start_ns),
                ", \"dur\": ", Micros(a.end_ns - a.start_ns), ", \"args\": {\"task\": ", a.task,

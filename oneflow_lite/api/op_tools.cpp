@@ -1,7 +1,11 @@
 #include "oneflow_lite/api/op_tools.h"
 
+#include <limits>
+
 #include "graph/autodiff.h"
 #include "oneflow_lite/api/session.h"
+#include "ops/kernel.h"
+#include "ops/nd_sbp.h"
 
 namespace ofl {
 
@@ -19,6 +23,33 @@ Maybe<std::vector<std::string>> BuildOneOp(OpGraph* g, const std::string& op_typ
     names.push_back(ArgTensorName(i));
   }
   return g->AddOp(op_type, names, attrs, op_type);
+}
+
+// Output 0's place in the logical tensor: the logical shape has its rank and
+// the slice [offset, offset + shape) lies inside.
+Status CheckLogicalPlace(const std::string& op_type, const Shape& local, const Shape& logical,
+                         const std::vector<int64_t>& offset) {
+  OFL_ENSURE(static_cast<int64_t>(offset.size()) == logical.ndim(), op_type,
+             ": logical_offset has ", offset.size(), " entries but logical_shape=", logical,
+             " has ", logical.ndim(), " dims");
+  OFL_ENSURE(local.ndim() == logical.ndim(), op_type, ": output 0 shape=", local,
+             " and logical_shape=", logical, " differ in rank");
+  for (int64_t a = 0; a < logical.ndim(); ++a) {
+    OFL_ENSURE(offset[a] >= 0 && offset[a] + local[a] <= logical[a], op_type,
+               ": output 0 shape=", local, " at logical_offset[", a, "]=", offset[a],
+               " does not fit in logical_shape=", logical);
+  }
+  return Status::OK();
+}
+
+// NaN for floats, a sentinel for integers: an element no kernel writes shows.
+void Poison(Tensor* t) {
+  if (t->numel() == 0) return;
+  if (IsComputeFloat(t->dtype())) {
+    t->Fill(std::numeric_limits<double>::quiet_NaN());
+  } else if (t->dtype() == DataType::kInt32 || t->dtype() == DataType::kInt64) {
+    t->Fill(-999999);
+  }
 }
 }  // namespace
 
@@ -72,6 +103,65 @@ Maybe<std::vector<Tensor>> RunOpGrad(const std::string& op_type, const std::vect
   return per_input;
 }
 
+Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vector<Tensor>& inputs,
+                                     const AttrMap& attrs, const std::vector<TensorDesc>& outputs,
+                                     const std::optional<Shape>& logical_shape,
+                                     const std::optional<std::vector<int64_t>>& logical_offset,
+                                     int64_t iteration) {
+  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
+  OFL_ASSIGN_OR_RETURN(const KernelFn* kernel, KernelRegistry::Find(op_type, DeviceType::kCPU));
+  OpContext ctx;
+  ctx.op_type = op_type;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    OFL_ENSURE(inputs[i].defined(), op_type, ": input ", ArgName(*def, static_cast<int>(i)),
+               " is missing");
+    ctx.inputs.push_back({inputs[i].shape(), inputs[i].dtype()});
+  }
+  ctx.attrs = attrs;
+  OFL_RETURN_IF_ERROR(def->CompleteAttrs(&ctx));
+  OFL_ENSURE(outputs.size() == def->output_names().size(), op_type, ": ", outputs.size(),
+             " output descs given for ", def->output_names().size(), " outputs");
+
+  std::vector<Tensor> local_inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    local_inputs.push_back(def->is_mutable_input(static_cast<int>(i)) ? inputs[i].Clone()
+                                                                      : inputs[i]);
+  }
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorDesc& d = outputs[i];
+    for (int64_t extent : d.shape.dims()) {
+      OFL_ENSURE(extent >= 0, op_type, ": output ", def->output_names()[i], " shape=", d.shape,
+                 " has a negative extent");
+    }
+    results.emplace_back(d.shape, d.dtype);
+    Poison(&results.back());
+  }
+
+  KernelContext kc;
+  kc.op_type = op_type;
+  kc.op_name = op_type;
+  kc.attrs = &ctx.attrs;
+  kc.iteration = iteration;
+  for (Tensor& t : local_inputs) kc.inputs.push_back(&t);
+  for (Tensor& t : results) kc.outputs.push_back(&t);
+  if (logical_shape.has_value() || logical_offset.has_value()) {
+    OFL_ENSURE(!outputs.empty(), op_type, ": logical_shape/offset given for an op without outputs");
+  }
+  if (!outputs.empty()) {
+    kc.logical_shape = logical_shape.value_or(outputs[0].shape);
+    kc.logical_offset = logical_offset.value_or(std::vector<int64_t>(kc.logical_shape.ndim(), 0));
+    OFL_RETURN_IF_ERROR(
+        CheckLogicalPlace(op_type, outputs[0].shape, kc.logical_shape, kc.logical_offset));
+  }
+  (*kernel)(kc);
+
+  for (size_t i = 0; i < local_inputs.size(); ++i) {
+    if (def->is_mutable_input(static_cast<int>(i))) results.push_back(local_inputs[i]);
+  }
+  return results;
+}
+
 Maybe<OpInfo> InspectOp(const std::string& op_type, const std::vector<TensorDesc>& inputs,
                         const AttrMap& attrs) {
   OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
@@ -84,6 +174,18 @@ Maybe<OpInfo> InspectOp(const std::string& op_type, const std::vector<TensorDesc
   info.cost = def->EstimateCost(ctx, info.outputs);
   info.signatures = def->SbpSignatures(ctx);
   return info;
+}
+
+Maybe<std::vector<NdSbpSignature>> InspectNdSbp(const std::string& op_type,
+                                                const std::vector<TensorDesc>& inputs,
+                                                const AttrMap& attrs, int64_t hierarchy_ndim) {
+  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
+  OpContext ctx;
+  ctx.op_type = op_type;
+  ctx.inputs = inputs;
+  ctx.attrs = attrs;
+  OFL_RETURN_IF_ERROR(def->Infer(&ctx).status());
+  return NdSbpSignatures(*def, ctx, hierarchy_ndim);
 }
 
 }  // namespace ofl

@@ -1,12 +1,15 @@
 // Op tools: run one registered op on whole tensors, forward or backward,
-// and read its cost estimate. The op test table and the Python binding use
-// them; each call builds a one-op graph and runs it on one CPU device.
-// Thread-compatible: separate calls share nothing.
+// and read its cost estimate; or run an op's CPU kernel alone on one rank's
+// local tensors (RunKernel, for the SBP-rule check). The op test table and
+// the Python binding use them; RunOp and RunOpGrad build a one-op graph and
+// run it on one CPU device. Thread-compatible: separate calls share nothing.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ops/nd_sbp.h"
 #include "ops/op_registry.h"
 #include "oneflow_lite/core/tensor.h"
 
@@ -21,6 +24,26 @@ Maybe<std::vector<Tensor>> RunOp(const std::string& op_type, const std::vector<T
 Maybe<std::vector<Tensor>> RunOpGrad(const std::string& op_type, const std::vector<Tensor>& inputs,
                                      const AttrMap& attrs, const std::vector<Tensor>& output_grads);
 
+// Runs op_type's CPU kernel once on `inputs`, the local tensors of one rank,
+// as the runtime would: attributes are validated and completed with their
+// defaults (OpDef::CompleteAttrs), outputs are allocated with the given
+// shapes and dtypes, and the kernel is called directly. No shape inference
+// runs: a shard's shapes need not satisfy the logical op's attributes, so
+// keeping inputs and outputs consistent is the caller's job (a kernel CHECKs
+// what it relies on). Outputs start as NaN (floats) or -999999 (integers),
+// so an element the kernel never writes shows. Mutable inputs are copied,
+// written in place and returned after the outputs, as RunOp does; the
+// caller's tensors are left alone. logical_shape and logical_offset describe
+// output 0 in the logical tensor (random ops read them); by default output 0
+// is the whole tensor (its shape, offset zero). `iteration` is the training
+// step random ops use as their stream.
+Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vector<Tensor>& inputs,
+                                     const AttrMap& attrs, const std::vector<TensorDesc>& outputs,
+                                     const std::optional<Shape>& logical_shape = std::nullopt,
+                                     const std::optional<std::vector<int64_t>>& logical_offset =
+                                         std::nullopt,
+                                     int64_t iteration = 0);
+
 struct OpInfo {
   std::vector<TensorDesc> outputs;
   OpCost cost;
@@ -28,5 +51,12 @@ struct OpInfo {
 };
 Maybe<OpInfo> InspectOp(const std::string& op_type, const std::vector<TensorDesc>& inputs,
                         const AttrMap& attrs);
+
+// The op's N-D SBP signatures on a hierarchy of `hierarchy_ndim` axes, for
+// logical inputs `inputs` (validated as InspectOp does); see ops/nd_sbp.h for
+// the order.
+Maybe<std::vector<NdSbpSignature>> InspectNdSbp(const std::string& op_type,
+                                                const std::vector<TensorDesc>& inputs,
+                                                const AttrMap& attrs, int64_t hierarchy_ndim);
 
 }  // namespace ofl

@@ -4,21 +4,12 @@
 
 namespace ofl {
 
-namespace {
-std::string Trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-}  // namespace
-
 Maybe<Sbp> Sbp::Parse(const std::string& raw) {
-  std::string text = Trim(raw);
+  std::string text = TrimSpace(raw);
   if (text == "B") return Broadcast();
   if (text == "P") return PartialSum();
   if (text.size() >= 4 && text[0] == 'S' && text[1] == '(' && text.back() == ')') {
-    std::string digits = Trim(text.substr(2, text.size() - 3));
+    std::string digits = TrimSpace(text.substr(2, text.size() - 3));
     bool all_digits = !digits.empty();
     for (char c : digits) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
     if (all_digits && digits.size() < 10) return Split(std::stoll(digits));
@@ -36,7 +27,7 @@ std::string Sbp::ToString() const {
 }
 
 Maybe<NdSbp> NdSbp::Parse(const std::string& raw) {
-  std::string text = Trim(raw);
+  std::string text = TrimSpace(raw);
   if (text.empty()) return InvalidArgument("empty NdSbp");
   if (text.front() != '(' || text.back() != ')') {
     OFL_ASSIGN_OR_RETURN(Sbp one, Sbp::Parse(text));
@@ -68,6 +59,13 @@ std::string NdSbp::ToString() const {
     s += axes_[i].ToString();
   }
   return s + ")";
+}
+
+std::string TrimSpace(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
 }
 
 std::ostream& operator<<(std::ostream& out, const Sbp& sbp) { return out << sbp.ToString(); }

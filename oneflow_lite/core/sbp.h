@@ -61,6 +61,8 @@ class NdSbp {
 };
 
 std::ostream& operator<<(std::ostream& out, const Sbp& sbp);
+// `text` without leading and trailing white space (for the SBP parsers).
+std::string TrimSpace(const std::string& text);
 std::ostream& operator<<(std::ostream& out, const NdSbp& nd_sbp);
 
 }  // namespace ofl

@@ -40,7 +40,10 @@ std::vector<SbpSignature> ConcatSbp(const OpContext& ctx) {
     if (a != axis.value()) sigs.push_back({std::vector<Sbp>(n, Sbp::Split(a)), {Sbp::Split(a)}});
   }
   sigs.push_back({std::vector<Sbp>(n, Sbp::Broadcast()), {Sbp::Broadcast()}});
-  sigs.push_back({std::vector<Sbp>(n, Sbp::PartialSum()), {Sbp::PartialSum()}});
+  // P only for floating inputs: integer tensors are ids and counters, never partial sums.
+  if (IsFloating(ctx.input(0).dtype)) {
+    sigs.push_back({std::vector<Sbp>(n, Sbp::PartialSum()), {Sbp::PartialSum()}});
+  }
   return sigs;
 }
 

@@ -64,7 +64,8 @@ Maybe<std::vector<TensorDesc>> InferFlatten(const OpContext& ctx) {
   return std::vector<TensorDesc>{{Shape(dims), x.dtype}};
 }
 
-// Splits on the leading axes that input and output share, all-B, P -> P.
+// Splits on the leading axes that input and output share, all-B, and P -> P
+// for floating x (integer tensors are ids and counters, never partial sums).
 SbpFn ReshapeSbp(Maybe<std::vector<TensorDesc>> (*infer)(const OpContext&)) {
   return [infer](const OpContext& ctx) {
     std::vector<SbpSignature> sigs;
@@ -78,7 +79,9 @@ SbpFn ReshapeSbp(Maybe<std::vector<TensorDesc>> (*infer)(const OpContext&)) {
       }
     }
     sigs.push_back({{Sbp::Broadcast()}, {Sbp::Broadcast()}});
-    sigs.push_back({{Sbp::PartialSum()}, {Sbp::PartialSum()}});
+    if (IsFloating(ctx.input(0).dtype)) {
+      sigs.push_back({{Sbp::PartialSum()}, {Sbp::PartialSum()}});
+    }
     return sigs;
   };
 }

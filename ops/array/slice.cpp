@@ -55,7 +55,8 @@ Maybe<std::vector<TensorDesc>> InferSliceGrad(const OpContext& ctx) {
   return std::vector<TensorDesc>{like};
 }
 
-// Every input split on one untouched axis, all-B, and P in the last input.
+// Every input split on one untouched axis, all-B, and P in the last input
+// when it is floating (integer tensors are ids and counters, never partial sums).
 std::vector<SbpSignature> SliceSbp(const OpContext& ctx) {
   const int n = ctx.num_inputs();
   const Shape& shape = ctx.input(0).shape;
@@ -67,9 +68,11 @@ std::vector<SbpSignature> SliceSbp(const OpContext& ctx) {
     }
   }
   sigs.push_back({std::vector<Sbp>(n, Sbp::Broadcast()), {Sbp::Broadcast()}});
-  std::vector<Sbp> partial(n, Sbp::Broadcast());
-  partial.back() = Sbp::PartialSum();
-  sigs.push_back({partial, {Sbp::PartialSum()}});
+  if (IsFloating(ctx.inputs.back().dtype)) {
+    std::vector<Sbp> partial(n, Sbp::Broadcast());
+    partial.back() = Sbp::PartialSum();
+    sigs.push_back({partial, {Sbp::PartialSum()}});
+  }
   return sigs;
 }
 

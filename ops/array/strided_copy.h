@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "oneflow_lite/core/shape.h"
+#include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
 
@@ -19,5 +20,11 @@ std::vector<int64_t> ContiguousStrides(const Shape& shape);
 void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const void* src,
                  const std::vector<int64_t>& src_strides, void* dst,
                  const std::vector<int64_t>& dst_strides);
+
+// Copies the box of extent `box` starting at `src_start` in `src` to
+// `dst_start` in `dst` (same dtype; both contiguous row-major). Boxing steps
+// and the slicing/assembly of logical tensors are each one call of it.
+void CopyBox(const Tensor& src, const std::vector<int64_t>& src_start, Tensor* dst,
+             const std::vector<int64_t>& dst_start, const Shape& box);
 
 }  // namespace ofl

@@ -30,7 +30,10 @@ std::vector<SbpSignature> TransposeSbp(const OpContext& ctx) {
     }
   }
   sigs.push_back({{Sbp::Broadcast()}, {Sbp::Broadcast()}});
-  sigs.push_back({{Sbp::PartialSum()}, {Sbp::PartialSum()}});
+  // P only for floating x: integer tensors are ids and counters, never partial sums.
+  if (IsFloating(ctx.input(0).dtype)) {
+    sigs.push_back({{Sbp::PartialSum()}, {Sbp::PartialSum()}});
+  }
   return sigs;
 }
 

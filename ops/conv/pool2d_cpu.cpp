@@ -1,15 +1,13 @@
-// CPU kernels of max_pool2d, avg_pool2d, max_pool2d_grad and avg_pool2d_grad
-// for float32 and float64: plain loops over each window, run in parallel over
-// the N * C planes (ParallelFor). Why not oneDNN pooling for float32: it has
-// no float64, and its max-pool backward needs the workspace of its own
-// forward, which a graph that runs the backward as a separate op does not
-// keep; one loop for both dtypes is simpler and is the reference for later
-// devices. Pooling is memory-bound, so the loops are not the bottleneck.
-// Each plane writes only its own output plane: no races. Shapes come from the
-// local tensors, so any N or C shard runs the same code. Stateless.
+// CPU kernels of max_pool2d, avg_pool2d, max_pool2d_grad and avg_pool2d_grad.
+// float32 calls oneDNN (pool2d_onednn.h); float64, which oneDNN lacks, runs
+// plain loops over each window in parallel over the N * C planes
+// (ParallelFor). Each plane writes only its own output plane: no races.
+// Shapes come from the local tensors, so any N or C shard runs the same
+// code; an empty shard does nothing. Stateless.
 #include <algorithm>
 
 #include "ops/conv/conv_geometry.h"
+#include "ops/conv/pool2d_onednn.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 
@@ -133,24 +131,48 @@ Pool2dGeometry Geometry(const KernelContext& k) {
   return g;
 }
 
+bool UseOneDnn(const KernelContext& k) {
+  return k.in(0).dtype() == DataType::kFloat32 && k.in(0).numel() > 0;
+}
+
 void MaxPoolKernel(KernelContext& k) {
   Pool2dGeometry g = Geometry(k);
+  if (UseOneDnn(k)) {
+    OneDnnPoolForward(PoolKind::kMax, g, k.in(0).shape()[0], k.in(0).data<float>(),
+                      k.out(0).data<float>());
+    return;
+  }
   OFL_DISPATCH_FLOAT(k.out(0).dtype(), T, MaxPool(k.in(0).data<T>(), g, k.out(0).data<T>()));
 }
 
 void AvgPoolKernel(KernelContext& k) {
   Pool2dGeometry g = Geometry(k);
+  if (UseOneDnn(k)) {
+    OneDnnPoolForward(PoolKind::kAvg, g, k.in(0).shape()[0], k.in(0).data<float>(),
+                      k.out(0).data<float>());
+    return;
+  }
   OFL_DISPATCH_FLOAT(k.out(0).dtype(), T, AvgPool(k.in(0).data<T>(), g, k.out(0).data<T>()));
 }
 
 void MaxPoolGradKernel(KernelContext& k) {
   Pool2dGeometry g = Geometry(k);
+  if (UseOneDnn(k)) {
+    OneDnnPoolBackward(PoolKind::kMax, g, k.in(0).shape()[0], k.in(0).data<float>(),
+                       k.in(2).data<float>(), k.out(0).data<float>());
+    return;
+  }
   OFL_DISPATCH_FLOAT(k.out(0).dtype(), T,
                      MaxPoolBackward(k.in(0).data<T>(), k.in(2).data<T>(), g, k.out(0).data<T>()));
 }
 
 void AvgPoolGradKernel(KernelContext& k) {
   Pool2dGeometry g = Geometry(k);
+  if (UseOneDnn(k)) {
+    OneDnnPoolBackward(PoolKind::kAvg, g, k.in(0).shape()[0], nullptr, k.in(1).data<float>(),
+                       k.out(0).data<float>());
+    return;
+  }
   OFL_DISPATCH_FLOAT(k.out(0).dtype(), T,
                      AvgPoolBackward(k.in(1).data<T>(), g, k.out(0).data<T>()));
 }

@@ -4,30 +4,23 @@
 // batch element.
 //
 // oneDNN primitives are costly to create, so they are cached per
-// (batch, m, n, k, transpose_a, transpose_b) in a mutex-guarded map that only
-// grows (a model has few distinct shapes; it is cleared if it ever passes
-// kMaxCachedPrimitives). One engine serves the process; each calling thread
-// has its own stream. The primitives use a user-provided scratchpad (one
-// per calling thread), which is what makes one cached primitive safe to
-// execute from several threads at once: in oneDNN's default scratchpad mode
-// a primitive must run on the thread that created it.
+// (batch, m, n, k, transpose_a, transpose_b) in ops/onednn.h's cache. The
+// primitives use a user-provided scratchpad (one per calling thread), which
+// is what makes one cached primitive safe to execute from several threads
+// at once: in oneDNN's default scratchpad mode a primitive must run on the
+// thread that created it.
 #include <cblas.h>
 
-#include <cstdlib>
-#include <dnnl.hpp>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 #include <unordered_map>
 
 #include "ops/kernel.h"
+#include "ops/onednn.h"
 
 namespace ofl {
 
 namespace {
-
-constexpr size_t kMaxCachedPrimitives = 1024;
 
 // The sizes of one product: `batch` matrices (0 for plain 2-D matmul) of
 // op(a) (m, k) times op(b) (k, n).
@@ -62,11 +55,6 @@ struct CachedMatmul {
   size_t scratchpad_bytes = 0;
 };
 
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 dnnl::memory::desc MatrixDesc(int64_t batch, int64_t rows, int64_t cols, bool transposed) {
   // The logical (rows, cols) matrix; stored as (cols, rows) when transposed.
   using dims = dnnl::memory::dims;
@@ -84,57 +72,29 @@ std::shared_ptr<const CachedMatmul> CreateMatmul(const GemmSizes& s) {
   c->a_md = MatrixDesc(s.batch, s.m, s.k, s.ta);
   c->b_md = MatrixDesc(s.batch, s.k, s.n, s.tb);
   c->c_md = MatrixDesc(s.batch, s.m, s.n, false);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::matmul::desc desc(c->a_md, c->b_md, c->c_md);
-  c->pd = dnnl::matmul::primitive_desc(desc, attr, Engine());
+  c->pd = dnnl::matmul::primitive_desc(desc, onednn::UserScratchpad(), onednn::Engine());
   c->primitive = dnnl::matmul(c->pd);
   c->scratchpad_bytes = c->pd.scratchpad_desc().get_size();
   return c;
 }
 
 std::shared_ptr<const CachedMatmul> GetMatmul(const GemmSizes& s) {
-  static std::mutex mu;
-  static std::map<decltype(s.Key()), std::shared_ptr<const CachedMatmul>> cache;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(s.Key());
-    if (it != cache.end()) return it->second;
-  }
-  // Created outside the lock: two threads may both build one; the first wins.
-  std::shared_ptr<const CachedMatmul> created = CreateMatmul(s);
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() >= kMaxCachedPrimitives) cache.clear();
-  return cache.emplace(s.Key(), created).first->second;
-}
-
-// A per-thread scratchpad buffer that only grows.
-void* Scratchpad(size_t bytes) {
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<void, Free> buffer;
-  thread_local size_t capacity = 0;
-  if (bytes > capacity) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    buffer.reset(std::aligned_alloc(64, rounded));
-    CHECK(buffer) << "out of memory for a " << rounded << "-byte oneDNN scratchpad";
-    capacity = rounded;
-  }
-  return buffer.get();
+  static onednn::PrimitiveCache<decltype(s.Key()), CachedMatmul> cache;
+  return cache.Get(s.Key(), [&] { return CreateMatmul(s); });
 }
 
 void Gemm(const GemmSizes& s, const float* a, const float* b, float* c) {
   std::shared_ptr<const CachedMatmul> mm = GetMatmul(s);
-  thread_local dnnl::stream stream(Engine());
-  dnnl::memory a_mem(mm->a_md, Engine(), const_cast<float*>(a));
-  dnnl::memory b_mem(mm->b_md, Engine(), const_cast<float*>(b));
-  dnnl::memory c_mem(mm->c_md, Engine(), c);
+  dnnl::stream& stream = onednn::ThreadStream();
+  dnnl::memory a_mem(mm->a_md, onednn::Engine(), const_cast<float*>(a));
+  dnnl::memory b_mem(mm->b_md, onednn::Engine(), const_cast<float*>(b));
+  dnnl::memory c_mem(mm->c_md, onednn::Engine(), c);
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
   if (mm->scratchpad_bytes > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm->pd.scratchpad_desc(), Engine(),
-                                                   Scratchpad(mm->scratchpad_bytes)));
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm->pd.scratchpad_desc(), onednn::Engine(),
+                                                   onednn::Scratchpad(mm->scratchpad_bytes)));
   }
   mm->primitive.execute(stream, args);
   stream.wait();

@@ -47,74 +47,40 @@ SbpFn ActivationSbp() { return Elementwise(PartialRule::kNone); }
 // Backward ops are linear in dy: (B, P) -> P besides the pointwise splits.
 SbpFn ActivationGradSbp() { return nn::WithLinearLastInput(Elementwise(PartialRule::kNone), 1); }
 
+// Registers `name` and its backward `name_grad(value, dy)`, where value is
+// the forward's output y (through_output) or its input x.
+bool RegisterActivation(const std::string& name, bool through_output, double flops,
+                        double grad_flops, const std::string& doc) {
+  const std::string grad = name + "_grad";
+  const std::string value = through_output ? "y" : "x";
+  OpRegistry::Register(name)
+      .Input("x")
+      .Output("y")
+      .InferShape(InferActivation)
+      .Sbp(ActivationSbp())
+      .Cost(nn::PerElementCost(flops))
+      .Grad(EmitActivationGrad(grad, through_output))
+      .Doc(doc);
+  OpRegistry::Register(grad)
+      .Input(value)
+      .Input("dy")
+      .Output("dx")
+      .InferShape(InferActivationGrad(value))
+      .Sbp(ActivationGradSbp())
+      .Cost(nn::PerElementCost(grad_flops))
+      .Doc("Backward of " + name + ": dx from " + value + " and dy.");
+  return true;
+}
+
+const bool kRegistered = RegisterActivation("relu", true, 1, 1, "max(x, 0), elementwise.") &&
+                         RegisterActivation("gelu", false, 4, 10,
+                                            "x * Phi(x) with the exact normal CDF Phi(x) = "
+                                            "(1 + erf(x / sqrt(2))) / 2.") &&
+                         RegisterActivation("tanh", true, 1, 3,
+                                            "Hyperbolic tangent, elementwise.") &&
+                         RegisterActivation("sigmoid", true, 3, 3,
+                                            "1 / (1 + exp(-x)), elementwise.");
+
 }  // namespace
-
-OFL_REGISTER_OP("relu")
-    .Input("x")
-    .Output("y")
-    .InferShape(InferActivation)
-    .Sbp(ActivationSbp())
-    .Cost(nn::PerElementCost(1))
-    .Grad(EmitActivationGrad("relu_grad", /*through_output=*/true))
-    .Doc("max(x, 0), elementwise.");
-OFL_REGISTER_OP("relu_grad")
-    .Input("y")
-    .Input("dy")
-    .Output("dx")
-    .InferShape(InferActivationGrad("y"))
-    .Sbp(ActivationGradSbp())
-    .Cost(nn::PerElementCost(1))
-    .Doc("Backward of relu: dx from y and dy.");
-
-OFL_REGISTER_OP("gelu")
-    .Input("x")
-    .Output("y")
-    .InferShape(InferActivation)
-    .Sbp(ActivationSbp())
-    .Cost(nn::PerElementCost(4))
-    .Grad(EmitActivationGrad("gelu_grad", /*through_output=*/false))
-    .Doc("x * Phi(x) with the exact normal CDF Phi(x) = (1 + erf(x / sqrt(2))) / 2.");
-OFL_REGISTER_OP("gelu_grad")
-    .Input("x")
-    .Input("dy")
-    .Output("dx")
-    .InferShape(InferActivationGrad("x"))
-    .Sbp(ActivationGradSbp())
-    .Cost(nn::PerElementCost(10))
-    .Doc("Backward of gelu: dx from x and dy.");
-
-OFL_REGISTER_OP("tanh")
-    .Input("x")
-    .Output("y")
-    .InferShape(InferActivation)
-    .Sbp(ActivationSbp())
-    .Cost(nn::PerElementCost(1))
-    .Grad(EmitActivationGrad("tanh_grad", /*through_output=*/true))
-    .Doc("Hyperbolic tangent, elementwise.");
-OFL_REGISTER_OP("tanh_grad")
-    .Input("y")
-    .Input("dy")
-    .Output("dx")
-    .InferShape(InferActivationGrad("y"))
-    .Sbp(ActivationGradSbp())
-    .Cost(nn::PerElementCost(3))
-    .Doc("Backward of tanh: dx from y and dy.");
-
-OFL_REGISTER_OP("sigmoid")
-    .Input("x")
-    .Output("y")
-    .InferShape(InferActivation)
-    .Sbp(ActivationSbp())
-    .Cost(nn::PerElementCost(3))
-    .Grad(EmitActivationGrad("sigmoid_grad", /*through_output=*/true))
-    .Doc("1 / (1 + exp(-x)), elementwise.");
-OFL_REGISTER_OP("sigmoid_grad")
-    .Input("y")
-    .Input("dy")
-    .Output("dx")
-    .InferShape(InferActivationGrad("y"))
-    .Sbp(ActivationGradSbp())
-    .Cost(nn::PerElementCost(3))
-    .Doc("Backward of sigmoid: dx from y and dy.");
 
 }  // namespace ofl

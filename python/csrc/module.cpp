@@ -73,10 +73,17 @@ py::dict OpSchema(const std::string& op_type) {
   d["attrs"] = attrs;
   d["doc"] = def->doc();
   d["has_grad"] = def->has_grad();
+  py::list mutable_inputs;  // indices of the inputs the kernel writes in place
+  for (int i = 0; i < static_cast<int>(def->input_names().size()); ++i) {
+    if (def->is_mutable_input(i)) mutable_inputs.append(i);
+  }
+  d["mutable_inputs"] = mutable_inputs;
   return d;
 }
 
 }  // namespace
+
+void BindDistributed(py::module_& m);  // distributed.cpp
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
@@ -151,6 +158,7 @@ PYBIND11_MODULE(_C, m) {
       })
       .def("plan_bytes", [](const Session& s) { return py::bytes(s.plan().SerializeAsString()); });
 
+  BindDistributed(m);
   m.def("list_ops", &OpRegistry::ListOps);
   m.def("op_schema", &OpSchema, py::arg("op_type"));
   m.def(
@@ -189,6 +197,47 @@ PYBIND11_MODULE(_C, m) {
         return d;
       },
       py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict());
+  // One rank's kernel call on local arrays (api RunKernel): returns the
+  // outputs, then the mutated inputs. output_descs: [(shape, dtype), ...].
+  m.def(
+      "run_kernel",
+      [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs,
+         const std::vector<std::pair<std::vector<int64_t>, std::string>>& output_descs,
+         const std::optional<std::vector<int64_t>>& logical_shape,
+         const std::optional<std::vector<int64_t>>& logical_offset, int64_t iteration) {
+        std::vector<Tensor> in = TensorsFromList(inputs, op_type);
+        AttrMap attr_map = AttrsFromDict(attrs, op_type);
+        std::vector<TensorDesc> outs = DescsFromList(output_descs);
+        std::optional<Shape> logical;
+        if (logical_shape) logical = Shape(*logical_shape);
+        Maybe<std::vector<Tensor>> result = std::vector<Tensor>{};
+        {
+          py::gil_scoped_release release;
+          result = RunKernel(op_type, in, attr_map, outs, logical, logical_offset, iteration);
+        }
+        return ArraysOrNone(Unwrap(std::move(result)));
+      },
+      py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_descs"),
+      py::arg("logical_shape") = py::none(), py::arg("logical_offset") = py::none(),
+      py::arg("iteration") = 0);
+  // The op's N-D SBP signatures on a hierarchy of `hierarchy_ndim` axes, as
+  // strings in NdSbpSignature's text form, one NdSbp per input then per
+  // output: "(S(0), B), (B, S(1)) -> (S(0), S(1))". Order: the cartesian
+  // product of the 1-D signatures, hierarchy axis 0 outermost (ops/nd_sbp.h).
+  m.def(
+      "op_nd_sbp_signatures",
+      [](const std::string& op_type,
+         const std::vector<std::pair<std::vector<int64_t>, std::string>>& input_descs,
+         const py::dict& attrs, int64_t hierarchy_ndim) {
+        std::vector<std::string> out;
+        for (const NdSbpSignature& s :
+             Unwrap(InspectNdSbp(op_type, DescsFromList(input_descs),
+                                 AttrsFromDict(attrs, op_type), hierarchy_ndim))) {
+          out.push_back(s.ToString());
+        }
+        return out;
+      },
+      py::arg("op_type"), py::arg("input_descs"), py::arg("attrs"), py::arg("hierarchy_ndim"));
 }
 
 }  // namespace ofl::python

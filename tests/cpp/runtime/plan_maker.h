@@ -54,8 +54,7 @@ class PlanMaker {
   proto::TaskProto* Source(const std::string& name, int64_t rank, int64_t stream, int64_t reg) {
     return Task(proto::TaskProto::SOURCE, rank, stream, name, "", {}, {reg});
   }
-  proto::TaskProto* Variable(const std::string& name, int64_t rank, int64_t stream,
-                             int64_t reg) {
+  proto::TaskProto* Variable(const std::string& name, int64_t rank, int64_t stream, int64_t reg) {
     return Task(proto::TaskProto::VARIABLE, rank, stream, name, "", {}, {reg});
   }
   proto::TaskProto* Sink(const std::string& name, int64_t rank, int64_t stream, int64_t reg) {

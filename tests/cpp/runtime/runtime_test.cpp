@@ -4,13 +4,15 @@
 // 2 slots and 1 or 3 streams; a 2-rank data-parallel step with a hand-written
 // all-reduce boxing hook; per-rank peak bytes worked out by hand. Every run
 // has a runtime timeout and ctest's, so a deadlock fails.
+#include "runtime/runtime.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 
+#include "ops/kernel.h"
 #include "plan_maker.h"
 #include "runtime/inprocess_communicator.h"
-#include "runtime/runtime.h"
 #include "runtime/sequential_executor.h"
 
 namespace ofl {
@@ -55,23 +57,24 @@ proto::Plan MlpPlan(int64_t slots, bool three_streams) {
   p.Variable("m1", 0, stream(2), m1);
   p.Variable("m2", 0, stream(2), m2);
   // The SequentialExecutor takes attrs as they are: give every one.
-  auto matmul = [&](const char* name, int64_t s, int64_t lhs, int64_t rhs,
-                    std::vector<int64_t> outs, bool ta, bool tb) {
-    TaskProto* t = p.Compute("matmul", name, 0, stream(s), {lhs, rhs}, outs);
+  auto matmul = [&](const char* name, int64_t s, int64_t lhs, int64_t rhs, int64_t out, bool ta,
+                    bool tb) {
+    TaskProto* t = p.Compute("matmul", name, 0, stream(s), {lhs, rhs}, {out});
     SetAttr(t, "transpose_a", ta);
     SetAttr(t, "transpose_b", tb);
+    return t;
   };
-  matmul("h", 0, x, w1, {h}, false, false);
+  matmul("h", 0, x, w1, h, false, false);
   p.Compute("relu", "a", 0, stream(0), {h}, {a});
-  matmul("y", 0, a, w2, {y}, false, false);
+  matmul("y", 0, a, w2, y, false, false);
   p.Compute("add_n", "out", 0, stream(0), {y, y}, {out});
   p.Sink("loss_terms", 0, stream(0), out);
   p.Compute("ones_like", "dout", 0, stream(1), {out}, {dout});
   p.Compute("add_n", "dy", 0, stream(1), {dout, dout}, {dy});
-  matmul("dw2", 1, a, dy, {dw2}, true, false);
-  matmul("da", 1, dy, w2, {da, da_done}, false, true);
+  matmul("dw2", 1, a, dy, dw2, true, false);
+  matmul("da", 1, dy, w2, da, false, true)->add_ctrl_outputs(da_done);
   p.Compute("relu_grad", "dh", 0, stream(1), {a, da}, {dh});
-  matmul("dw1", 1, x, dh, {dw1}, true, false);
+  matmul("dw1", 1, x, dh, dw1, true, false);
   for (auto [param, grad, buf, name] :
        {std::tuple{w1, dw1, m1, "sgd_w1"}, std::tuple{w2, dw2, m2, "sgd_w2"}}) {
     TaskProto* t = p.Compute("sgd_update", name, 0, stream(2), {param, grad, buf}, {});
@@ -158,7 +161,7 @@ proto::Plan DataParallelPlan() {
     p.Source("x", r, 0, x);
     p.Variable("v", r, 0, v);
     p.Variable("v_momentum", r, 0, buf);
-    p.Compute("add_n", "y", r, 0, {x, v}, {y, done});
+    p.Compute("add_n", "y", r, 0, {x, v}, {y})->add_ctrl_outputs(done);
     TaskProto* box = p.Task(TaskProto::BOXING, r, 1, "y_sum", "", {y}, {sum});
     box->mutable_boxing_conf()->set_kind(proto::BoxingConf::ALL_REDUCE);
     box->mutable_boxing_conf()->set_group_id(0);
@@ -178,8 +181,8 @@ TEST(RuntimeTest, TwoRanksWithAllReduceBoxingHook) {
   options.boxing = [&](const TaskProto& task, const Tensor& in, Tensor* out) -> Status {
     EXPECT_EQ(task.boxing_conf().kind(), proto::BoxingConf::ALL_REDUCE);
     out->CopyFrom(in);
-    return group.Rank(task.rank())->AllReduce(out->raw(), out->numel(), out->dtype(),
-                                              task.op_conf().name());
+    return group.Rank(task.rank())
+        ->AllReduce(out->raw(), out->numel(), out->dtype(), task.op_conf().name());
   };
   auto rt = Runtime::Create(DataParallelPlan(), options).value();
   EXPECT_EQ(rt->num_ranks(), 2);
@@ -245,6 +248,40 @@ TEST(RuntimeTest, PeakBytesPerRank) {
   EXPECT_EQ(rt->live_bytes(), expected);
   EXPECT_FLOAT_EQ(result.value().fetched[2].at({"b", 0}).data<float>()[127], 2 * 63.0f);
   EXPECT_FLOAT_EQ(result.value().fetched[2].at({"b", 1}).data<float>()[0], 0.0f);
+}
+
+// Writes [logical_offset[0], logical_shape[0], iteration] into its output.
+OFL_REGISTER_KERNEL("test_logical", DeviceType::kCPU, [](KernelContext& k) {
+  float* out = k.out(0).data<float>();
+  out[0] = static_cast<float>(k.logical_offset.at(0));
+  out[1] = static_cast<float>(k.logical_shape.at(0));
+  out[2] = static_cast<float>(k.iteration);
+});
+
+// Rank r's output register holds logical rows [3r, 3r + 3) of 6 (rank 1's
+// says so; rank 0's leaves it out: its physical shape at offset 0).
+TEST(RuntimeTest, KernelsSeeLogicalShapeOffsetAndIteration) {
+  PlanMaker p(2);
+  for (int64_t r = 0; r < 2; ++r) {
+    int64_t x = p.Register("x", r, {3});
+    int64_t z = p.Register("z", r, {3});
+    if (r == 1) {
+      p.plan().mutable_registers(z)->mutable_logical_shape()->add_dims(6);
+      p.plan().mutable_registers(z)->add_logical_offset(3);
+    }
+    p.Source("x", r, 0, x);
+    p.Compute("test_logical", "z", r, 0, {x}, {z});
+  }
+  auto rt = Runtime::Create(p.plan(), TestOptions()).value();
+  TensorMap feed = {{{"x", 0}, Tensor::Zeros({3}, DataType::kFloat32)},
+                    {{"x", 1}, Tensor::Zeros({3}, DataType::kFloat32)}};
+  ASSERT_TRUE(rt->Run(2, {feed}, {}).ok());
+  auto result = rt->Run(1, {feed}, {"z"});
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  const float* z0 = result.value().fetched[0].at({"z", 0}).data<float>();
+  const float* z1 = result.value().fetched[0].at({"z", 1}).data<float>();
+  EXPECT_EQ(std::vector<float>(z0, z0 + 3), (std::vector<float>{0, 3, 2}));
+  EXPECT_EQ(std::vector<float>(z1, z1 + 3), (std::vector<float>{3, 6, 2}));
 }
 
 TEST(RuntimeTest, KernelSharesAddUpToTheCores) {

@@ -1,0 +1,362 @@
+#include "graph/boxing.h"
+
+#include <algorithm>
+#include <optional>
+#include <sstream>
+
+#include "oneflow_lite/core/slicing.h"
+
+namespace ofl {
+
+namespace {
+
+using Conf = proto::BoxingConf;
+
+NdSbp With(const NdSbp& nd_sbp, int64_t axis, const Sbp& sbp) {
+  std::vector<Sbp> axes = nd_sbp.axes();
+  axes[axis] = sbp;
+  return NdSbp(std::move(axes));
+}
+
+// The 1-D conversion x -> y (x != y) as one step kind (DESIGN.md section 5).
+Conf::Kind AxisKind(const Sbp& x, const Sbp& y) {
+  if (x.is_partial_sum()) return y.is_broadcast() ? Conf::ALL_REDUCE : Conf::REDUCE_SCATTER;
+  if (x.is_split()) {
+    if (y.is_broadcast()) return Conf::ALL_GATHER;
+    return y.is_split() ? Conf::ALL_TO_ALL : Conf::SCATTER_LOCAL;
+  }
+  return y.is_split() ? Conf::LOCAL_SLICE : Conf::ZERO_FILL;
+}
+
+// Whether changing hierarchy axis `axis` of `cur` to `y` is a 1-D conversion
+// on the groups of that axis: no inner axis may split a tensor axis that the
+// step splits or gathers (inner cuts would interleave the members' pieces).
+bool StepSound(const NdSbp& cur, int64_t axis, const Sbp& y) {
+  for (int64_t b = axis + 1; b < cur.size(); ++b) {
+    if (!cur[b].is_split()) continue;
+    if ((cur[axis].is_split() && cur[axis].axis() == cur[b].axis()) ||
+        (y.is_split() && y.axis() == cur[b].axis())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t ProductExcept(const Shape& shape, int64_t skip) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < shape.ndim(); ++d) {
+    if (d != skip) n *= shape[d];
+  }
+  return n;
+}
+
+// Bytes one rank sends in an axis step, from its slices before and after
+// and the group size p, as runtime/inprocess_communicator.cpp counts them.
+int64_t AxisStepBytes(Conf::Kind kind, const TensorSlice& before, const TensorSlice& after,
+                      int64_t p, int64_t position, int64_t to_split_axis, int64_t element_size) {
+  const int64_t n = before.shape.NumElements();
+  int64_t elements = 0;
+  switch (kind) {
+    case Conf::ALL_REDUCE: {  // direct: reduce-scatter phase, then all-gather phase
+      int64_t own = BalancedPart(n, p, position).size;
+      elements = (n - own) + (p - 1) * own;
+      break;
+    }
+    case Conf::REDUCE_SCATTER:  // every peer's part of this rank's addend
+      elements = n - after.shape.NumElements();
+      break;
+    case Conf::ALL_GATHER:  // this rank's part to each of the p - 1 peers
+      elements = (p - 1) * n;
+      break;
+    case Conf::ALL_TO_ALL: {  // its rows of every peer's columns
+      const int64_t e = to_split_axis;
+      elements = ProductExcept(before.shape, e) * (before.shape[e] - after.shape[e]);
+      break;
+    }
+    default: break;  // local steps move nothing
+  }
+  return elements * element_size;
+}
+
+// One step on hierarchy axis `axis` of `placement` from `cur` to cur[axis] = y.
+BoxingStep AxisStep(const TensorDesc& logical, const Placement& placement, const NdSbp& cur,
+                    int64_t axis, const Sbp& y) {
+  BoxingStep step;
+  step.kind = AxisKind(cur[axis], y);
+  step.hierarchy_axis = axis;
+  step.from_placement = step.to_placement = placement;
+  step.from = cur;
+  step.to = With(cur, axis, y);
+  const Shape& hierarchy = placement.hierarchy();
+  for (int64_t i = 0; i < placement.size(); ++i) {
+    std::vector<int64_t> coords = placement.Coordinates(i);
+    TensorSlice before = SliceOf(logical.shape, hierarchy, step.from, coords);
+    TensorSlice after = SliceOf(logical.shape, hierarchy, step.to, coords);
+    step.bytes_sent[placement.ranks()[i]] =
+        AxisStepBytes(step.kind, before, after, hierarchy[axis], coords[axis],
+                      y.is_split() ? y.axis() : -1, SizeOf(logical.dtype));
+  }
+  return step;
+}
+
+std::map<int64_t, int64_t> SumBytes(const std::vector<BoxingStep>& steps) {
+  std::map<int64_t, int64_t> sum;
+  for (const BoxingStep& s : steps) {
+    for (const auto& [rank, bytes] : s.bytes_sent) sum[rank] += bytes;
+  }
+  return sum;
+}
+
+std::pair<int64_t, int64_t> MaxAndTotal(const std::map<int64_t, int64_t>& bytes) {
+  int64_t max = 0, total = 0;
+  for (const auto& [rank, b] : bytes) {
+    max = std::max(max, b);
+    total += b;
+  }
+  return {max, total};
+}
+
+// Axis by axis: the cheapest order (busiest rank, then total, then the
+// first order in lexicographic order) in which every step is sound; none
+// when no order is.
+std::optional<std::vector<BoxingStep>> PlanAxisByAxis(const TensorDesc& logical,
+                                                      const Placement& placement, const NdSbp& from,
+                                                      const NdSbp& to) {
+  std::vector<int64_t> changed;
+  for (int64_t a = 0; a < from.size(); ++a) {
+    if (from[a] != to[a]) changed.push_back(a);
+  }
+  std::optional<std::vector<BoxingStep>> best;
+  std::pair<int64_t, int64_t> best_cost;
+  do {
+    std::vector<BoxingStep> steps;
+    NdSbp cur = from;
+    bool sound = true;
+    for (int64_t a : changed) {
+      if (!StepSound(cur, a, to[a])) {
+        sound = false;
+        break;
+      }
+      steps.push_back(AxisStep(logical, placement, cur, a, to[a]));
+      cur = steps.back().to;
+    }
+    if (!sound) continue;
+    auto cost = MaxAndTotal(SumBytes(steps));
+    if (!best || cost < best_cost) {
+      best = std::move(steps);
+      best_cost = cost;
+    }
+  } while (std::next_permutation(changed.begin(), changed.end()));
+  return best;
+}
+
+// What a P axis that must go reduces to: `preferred` (the target's Sbp on
+// that axis) when it is S or B and sound, else a split of the longest
+// tensor axis that is sound (reduce-scatter moves half of an all-reduce),
+// else B.
+Sbp ReductionTarget(const Shape& logical, const NdSbp& cur, int64_t axis, const Sbp* preferred) {
+  if (preferred != nullptr && !preferred->is_partial_sum() && StepSound(cur, axis, *preferred)) {
+    return *preferred;
+  }
+  int64_t best = -1;
+  for (int64_t d = 0; d < logical.ndim(); ++d) {
+    if (StepSound(cur, axis, Sbp::Split(d)) && (best < 0 || logical[d] > logical[best])) best = d;
+  }
+  return best >= 0 ? Sbp::Split(best) : Sbp::Broadcast();
+}
+
+// Reduces, outer axis to inner, every P axis of `*cur` whose target is not
+// P (`target` null: every P axis); appends the steps.
+void ReducePartialAxes(const TensorDesc& logical, const Placement& placement, const NdSbp* target,
+                       NdSbp* cur, std::vector<BoxingStep>* steps) {
+  for (int64_t a = 0; a < cur->size(); ++a) {
+    if (!(*cur)[a].is_partial_sum()) continue;
+    if (target != nullptr && (*target)[a].is_partial_sum()) continue;
+    Sbp y = ReductionTarget(logical.shape, *cur, a, target ? &(*target)[a] : nullptr);
+    steps->push_back(AxisStep(logical, placement, *cur, a, y));
+    *cur = steps->back().to;
+  }
+}
+
+struct Box {
+  std::vector<int64_t> offset;
+  Shape shape;
+  bool operator==(const Box& o) const { return offset == o.offset && shape == o.shape; }
+};
+
+Box Intersect(const Box& a, const Box& b) {
+  Box out{a.offset, a.shape};
+  for (int64_t d = 0; d < a.shape.ndim(); ++d) {
+    int64_t begin = std::max(a.offset[d], b.offset[d]);
+    int64_t end = std::min(a.offset[d] + a.shape[d], b.offset[d] + b.shape[d]);
+    out.offset[d] = begin;
+    out.shape[d] = std::max<int64_t>(0, end - begin);
+  }
+  return out;
+}
+
+// The general step: every target rank receives the overlaps of its target
+// slice with the distinct source slices. P axes of `source` must also be P
+// in `target` on the same placement ("kept": only ranks with the same
+// coordinate there exchange); a P target axis that is not kept is filled by
+// the ranks at coordinate 0 of it, the others hold zeros.
+BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
+                        const Placement& tp, const NdSbp& target) {
+  BoxingStep step;
+  step.kind = Conf::SEND_RECV;
+  step.from_placement = sp;
+  step.from = source;
+  step.to_placement = tp;
+  step.to = target;
+  const bool same = sp == tp;
+  for (int64_t r : sp.ranks()) step.bytes_sent[r] = 0;
+  for (int64_t r : tp.ranks()) step.bytes_sent[r] = 0;
+  const int64_t element_size = SizeOf(logical.dtype);
+  for (int64_t ti = 0; ti < tp.size(); ++ti) {
+    const int64_t receiver = tp.ranks()[ti];
+    const std::vector<int64_t> ct = tp.Coordinates(ti);
+    bool zeros = false;
+    for (int64_t a = 0; a < target.size(); ++a) {
+      bool kept = same && source[a].is_partial_sum();
+      if (target[a].is_partial_sum() && !kept && ct[a] != 0) zeros = true;
+    }
+    TensorSlice need_slice = SliceOf(logical.shape, tp.hierarchy(), target, ct);
+    Box need{need_slice.offset, need_slice.shape};
+    if (zeros || need.shape.NumElements() == 0) continue;
+    // Distinct source boxes (in source order) and the ranks holding each.
+    std::vector<std::pair<Box, std::vector<int64_t>>> holders;
+    for (int64_t si = 0; si < sp.size(); ++si) {
+      const std::vector<int64_t> cs = sp.Coordinates(si);
+      bool eligible = true;
+      for (int64_t a = 0; a < source.size(); ++a) {
+        if (source[a].is_partial_sum() && cs[a] != ct[a]) eligible = false;
+      }
+      if (!eligible) continue;
+      TensorSlice s = SliceOf(logical.shape, sp.hierarchy(), source, cs);
+      Box box{s.offset, s.shape};
+      auto it = std::find_if(holders.begin(), holders.end(),
+                             [&](const auto& h) { return h.first == box; });
+      if (it == holders.end()) {
+        holders.push_back({box, {}});
+        it = holders.end() - 1;
+      }
+      it->second.push_back(sp.ranks()[si]);
+    }
+    for (const auto& [box, ranks] : holders) {
+      Box piece = Intersect(need, box);
+      const int64_t bytes = piece.shape.NumElements() * element_size;
+      if (bytes == 0) continue;
+      int64_t sender = -1;
+      if (std::find(ranks.begin(), ranks.end(), receiver) != ranks.end()) {
+        sender = receiver;
+      } else {
+        for (int64_t r : ranks) {
+          if (sender < 0 || step.bytes_sent[r] < step.bytes_sent[sender] ||
+              (step.bytes_sent[r] == step.bytes_sent[sender] && r < sender)) {
+            sender = r;
+          }
+        }
+        step.bytes_sent[sender] += bytes;
+      }
+      step.transfers.push_back({sender, receiver, piece.offset, piece.shape});
+    }
+  }
+  return step;
+}
+
+std::string BytesToString(const std::map<int64_t, int64_t>& bytes) {
+  std::ostringstream out;
+  out << "{";
+  for (auto it = bytes.begin(); it != bytes.end(); ++it) {
+    out << (it == bytes.begin() ? "" : ", ") << it->first << ": " << it->second;
+  }
+  out << "}";
+  return out.str();
+}
+
+}  // namespace
+
+const char* BoxingKindName(proto::BoxingConf::Kind kind) {
+  switch (kind) {
+    case Conf::IDENTITY: return "IDENTITY";
+    case Conf::ALL_REDUCE: return "ALL_REDUCE";
+    case Conf::REDUCE_SCATTER: return "REDUCE_SCATTER";
+    case Conf::ALL_GATHER: return "ALL_GATHER";
+    case Conf::ALL_TO_ALL: return "ALL_TO_ALL";
+    case Conf::LOCAL_SLICE: return "LOCAL_SLICE";
+    case Conf::ZERO_FILL: return "ZERO_FILL";
+    case Conf::SCATTER_LOCAL: return "SCATTER_LOCAL";
+    case Conf::SEND_RECV: return "SEND_RECV";
+    default: return "UNKNOWN";
+  }
+}
+
+std::string BoxingStep::ToString() const {
+  std::ostringstream out;
+  out << BoxingKindName(kind);
+  if (hierarchy_axis >= 0) out << " on hierarchy axis " << hierarchy_axis;
+  out << ": " << from;
+  if (from_placement != to_placement) out << " on " << from_placement.ToString();
+  out << " -> " << to;
+  if (from_placement != to_placement) out << " on " << to_placement.ToString();
+  if (kind == Conf::SEND_RECV) out << ", " << transfers.size() << " boxes";
+  out << "; bytes sent " << BytesToString(bytes_sent);
+  return out.str();
+}
+
+int64_t BoxingPlan::MaxBytesSent() const { return MaxAndTotal(bytes_sent).first; }
+int64_t BoxingPlan::TotalBytesSent() const { return MaxAndTotal(bytes_sent).second; }
+
+std::string BoxingPlan::ToString() const {
+  std::ostringstream out;
+  out << "boxing " << logical.shape << " " << DataTypeName(logical.dtype) << " from " << from
+      << " on " << from_placement.ToString() << " to " << to << " on " << to_placement.ToString()
+      << ": " << steps.size() << " step(s), bytes sent " << BytesToString(bytes_sent) << "\n";
+  for (size_t i = 0; i < steps.size(); ++i) out << "  " << i << ". " << steps[i].ToString() << "\n";
+  return out.str();
+}
+
+Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_placement,
+                             const NdSbp& from, const Placement& to_placement, const NdSbp& to,
+                             const std::string& name) {
+  const std::string what = StrCat("boxing of '", name, "' ", logical.shape);
+  OFL_ENSURE(from_placement.size() > 0 && to_placement.size() > 0, what,
+             ": a placement is empty (source ", from_placement.ToString(), ", target ",
+             to_placement.ToString(), ")");
+  OFL_ENSURE(from_placement.device_type() == to_placement.device_type(), what,
+             ": device types differ: source ", from_placement.ToString(), ", target ",
+             to_placement.ToString());
+  OFL_RETURN_IF_ERROR(ValidateNdSbp(logical.shape, from_placement.hierarchy(), from,
+                                    what + ": source on " + from_placement.ToString()));
+  OFL_RETURN_IF_ERROR(ValidateNdSbp(logical.shape, to_placement.hierarchy(), to,
+                                    what + ": target on " + to_placement.ToString()));
+  BoxingPlan plan;
+  plan.logical = logical;
+  plan.from_placement = from_placement;
+  plan.from = from;
+  plan.to_placement = to_placement;
+  plan.to = to;
+  if (from_placement == to_placement) {
+    if (from != to) {
+      auto axis_steps = PlanAxisByAxis(logical, from_placement, from, to);
+      if (axis_steps) {
+        plan.steps = std::move(*axis_steps);
+      } else {
+        NdSbp cur = from;
+        ReducePartialAxes(logical, from_placement, &to, &cur, &plan.steps);
+        if (cur != to)
+          plan.steps.push_back(SendRecvStep(logical, from_placement, cur, to_placement, to));
+      }
+    }
+  } else {
+    NdSbp cur = from;
+    ReducePartialAxes(logical, from_placement, nullptr, &cur, &plan.steps);
+    plan.steps.push_back(SendRecvStep(logical, from_placement, cur, to_placement, to));
+  }
+  for (int64_t r : from_placement.ranks()) plan.bytes_sent[r] = 0;
+  for (int64_t r : to_placement.ranks()) plan.bytes_sent[r] = 0;
+  for (const auto& [rank, bytes] : SumBytes(plan.steps)) plan.bytes_sent[rank] += bytes;
+  return plan;
+}
+
+}  // namespace ofl

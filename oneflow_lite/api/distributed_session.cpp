@@ -1,0 +1,145 @@
+#include "oneflow_lite/api/distributed_session.h"
+
+#include "ops/array/strided_copy.h"
+#include "ops/kernel.h"  // OFL_DISPATCH_FLOAT
+
+namespace ofl {
+
+namespace {
+
+std::vector<int64_t> Dims(const proto::ShapeProto& s) {
+  return std::vector<int64_t>(s.dims().begin(), s.dims().end());
+}
+
+}  // namespace
+
+Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
+    const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
+    const DistributedOptions& options) {
+  std::unique_ptr<DistributedSession> s(new DistributedSession());
+  s->graph_ = graph;
+  s->strategy_ = strategy;
+  s->fetches_ = fetches;
+  LoweringOptions lowering;
+  lowering.num_slots = options.num_slots;
+  OFL_ASSIGN_OR_RETURN(s->plan_, LowerDistributed(graph, strategy, fetches, lowering));
+  OFL_ASSIGN_OR_RETURN(BoxingGroups groups, BoxingGroups::Create(s->plan_, options.timeout));
+  s->groups_ = std::make_unique<BoxingGroups>(std::move(groups));
+  RuntimeOptions ro;
+  ro.timeout = options.timeout;
+  ro.trace_path = options.trace_path;
+  ro.num_threads = options.num_threads;
+  BoxingGroups* g = s->groups_.get();
+  ro.boxing = [g](const proto::TaskProto& task, const Tensor& input, Tensor* output) {
+    return RunBoxingStep(task, input, output, g->For(task.boxing_conf().group_id(), task.rank()));
+  };
+  OFL_ASSIGN_OR_RETURN(s->runtime_, Runtime::Create(s->plan_, ro));
+  for (const proto::TaskProto& t : s->plan_.tasks()) {
+    if (t.kind() != proto::TaskProto::SOURCE && t.kind() != proto::TaskProto::VARIABLE) continue;
+    s->source_registers_[t.op_conf().name()].push_back(&s->plan_.registers(t.outputs(0)));
+  }
+  for (const std::string& v : graph.variable_names()) {
+    OFL_RETURN_IF_ERROR(s->SetVariable(v, graph.variable(v).init));
+  }
+  return s;
+}
+
+Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& name,
+                                                            const Tensor& logical) const {
+  auto it = source_registers_.find(name);
+  if (it == source_registers_.end()) return NotFound("unknown input or variable '", name, "'");
+  std::map<int64_t, Tensor> parts;
+  for (const proto::RegisterDesc* r : it->second) {
+    OFL_ENSURE(Shape(Dims(r->logical_shape())) == logical.shape(), "'", name, "' expects shape ",
+               Shape(Dims(r->logical_shape())), ", got ", logical.shape());
+    OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r->desc().dtype()));
+    OFL_ENSURE(dtype == logical.dtype(), "'", name, "' expects dtype ", DataTypeName(dtype),
+               ", got ", DataTypeName(logical.dtype()));
+    Shape local(Dims(r->desc().shape()));
+    Tensor part(local, dtype);
+    std::vector<int64_t> offset(r->logical_offset().begin(), r->logical_offset().end());
+    CopyBox(logical, offset, &part, std::vector<int64_t>(local.ndim(), 0), local);
+    parts[r->rank()] = part;
+  }
+  return parts;
+}
+
+Maybe<Tensor> DistributedSession::Assemble(const std::string& name,
+                                           const std::map<int64_t, Tensor>& parts) const {
+  OFL_ASSIGN_OR_RETURN(TensorDesc desc, graph_.Desc(name));
+  OFL_ASSIGN_OR_RETURN(NdSbp sbp, strategy_.ProducedSbp(graph_, name));
+  const Placement& p = strategy_.placement();
+  Tensor out = Tensor::Zeros(desc.shape, desc.dtype);
+  Tensor part_sum = Tensor::Zeros(desc.shape, desc.dtype);
+  for (int64_t i = 0; i < p.size(); ++i) {
+    std::vector<int64_t> coords = p.Coordinates(i);
+    bool duplicate = false;  // a B axis repeats the same value: take coordinate 0
+    for (int64_t a = 0; a < sbp.size(); ++a) duplicate |= sbp[a].is_broadcast() && coords[a] != 0;
+    if (duplicate) continue;
+    auto it = parts.find(p.ranks()[i]);
+    CHECK(it != parts.end()) << "no part of '" << name << "' from rank " << p.ranks()[i];
+    TensorSlice slice = SliceOf(desc.shape, p.hierarchy(), sbp, coords);
+    if (!slice.partial) {
+      CopyBox(it->second, std::vector<int64_t>(desc.shape.ndim(), 0), &out, slice.offset,
+              slice.shape);
+      continue;
+    }
+    // P addends: place the slice into a zero tensor and add it up.
+    part_sum.Fill(0.0);
+    CopyBox(it->second, std::vector<int64_t>(desc.shape.ndim(), 0), &part_sum, slice.offset,
+            slice.shape);
+    OFL_DISPATCH_FLOAT(desc.dtype, T, {
+      T* o = out.data<T>();
+      const T* s = part_sum.data<T>();
+      for (int64_t k = 0; k < out.numel(); ++k) o[k] += s[k];
+    });
+  }
+  return out;
+}
+
+Status DistributedSession::Run(const std::map<std::string, Tensor>& feeds,
+                               const std::vector<std::string>& fetches,
+                               std::vector<Tensor>* results) {
+  for (const std::string& f : fetches) {
+    OFL_ENSURE(std::find(fetches_.begin(), fetches_.end(), f) != fetches_.end(), "run: '", f,
+               "' was not named as a fetch when the session was created");
+  }
+  for (const std::string& in : graph_.input_names()) {
+    OFL_ENSURE(feeds.count(in) > 0, "run: input '", in, "' was not fed");
+  }
+  TensorMap per_rank;
+  for (const auto& [name, logical] : feeds) {
+    OFL_ENSURE(graph_.IsInput(name), "run: '", name, "' is not an input of the graph");
+    OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, logical));
+    for (auto& [rank, t] : parts) per_rank[{name, rank}] = t;
+  }
+  OFL_ASSIGN_OR_RETURN(RunResult r, runtime_->Run(1, {per_rank}, fetches));
+  results->clear();
+  for (const std::string& f : fetches) {
+    std::map<int64_t, Tensor> parts;
+    for (const auto& [key, t] : r.fetched[0]) {
+      if (key.name == f) parts[key.rank] = t;
+    }
+    OFL_ASSIGN_OR_RETURN(Tensor t, Assemble(f, parts));
+    results->push_back(t);
+  }
+  return Status::OK();
+}
+
+Maybe<Tensor> DistributedSession::GetVariable(const std::string& name) const {
+  OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
+  std::map<int64_t, Tensor> parts;
+  for (const proto::RegisterDesc* r : source_registers_.at(name)) {
+    OFL_ASSIGN_OR_RETURN(parts[r->rank()], runtime_->GetVariable(name, r->rank()));
+  }
+  return Assemble(name, parts);
+}
+
+Status DistributedSession::SetVariable(const std::string& name, const Tensor& value) {
+  OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
+  OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, value));
+  for (const auto& [rank, t] : parts) OFL_RETURN_IF_ERROR(runtime_->SetVariable(name, rank, t));
+  return Status::OK();
+}
+
+}  // namespace ofl

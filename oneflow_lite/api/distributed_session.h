@@ -1,0 +1,65 @@
+// DistributedSession: a logical graph compiled for a placement under a
+// Strategy and run by the actor runtime on every rank (virtual CPU devices
+// of this process, in-process communicators). The caller speaks in logical
+// tensors: feeds and variables are sliced per rank by their NdSbp, fetches
+// and variables are assembled back (S parts placed, P addends summed, B
+// taken once). It also reports what the run really did: bytes each rank's
+// communicators sent, and each rank's peak register bytes. One call at a
+// time; the runtime's threads are internal.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/distributed_lowering.h"
+#include "graph/strategy.h"
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "runtime/boxing.h"
+#include "runtime/runtime.h"
+
+namespace ofl {
+
+struct DistributedOptions {
+  int num_threads = 0;  // kernel threads shared by all ranks; 0 = every core
+  std::chrono::milliseconds timeout{60000};
+  std::string trace_path;  // non-empty: write a Chrome trace of each run
+  int64_t num_slots = 2;
+};
+
+class DistributedSession {
+ public:
+  // `fetches` are the logical tensors Run may return.
+  static Maybe<std::unique_ptr<DistributedSession>> Create(
+      const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
+      const DistributedOptions& options = {});
+
+  // One iteration; `fetches` must be among Create's.
+  Status Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetches,
+             std::vector<Tensor>* results);
+  Maybe<Tensor> GetVariable(const std::string& name) const;
+  Status SetVariable(const std::string& name, const Tensor& value);
+
+  const proto::Plan& plan() const { return plan_; }
+  const Strategy& strategy() const { return strategy_; }
+  const OpGraph& graph() const { return graph_; }
+  std::map<int64_t, int64_t> BytesSentByRank() const { return groups_->BytesSentByRank(); }
+  std::vector<int64_t> PeakBytes() const { return runtime_->peak_bytes(); }
+
+ private:
+  DistributedSession() = default;
+  Maybe<Tensor> Assemble(const std::string& name, const std::map<int64_t, Tensor>& parts) const;
+  Maybe<std::map<int64_t, Tensor>> Slice(const std::string& name, const Tensor& logical) const;
+
+  OpGraph graph_;
+  Strategy strategy_;
+  proto::Plan plan_;
+  std::vector<std::string> fetches_;
+  std::unique_ptr<BoxingGroups> groups_;
+  std::unique_ptr<Runtime> runtime_;
+  std::map<std::string, std::vector<const proto::RegisterDesc*>> source_registers_;
+};
+
+}  // namespace ofl

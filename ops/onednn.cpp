@@ -1,0 +1,40 @@
+#include "ops/onednn.h"
+
+#include <glog/logging.h>
+
+#include <cstdlib>
+
+namespace ofl::onednn {
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+void* Scratchpad(size_t bytes) {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<void, Free> buffer;
+  thread_local size_t capacity = 0;
+  if (bytes > capacity) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    buffer.reset(std::aligned_alloc(64, rounded));
+    CHECK(buffer) << "out of memory for a " << rounded << "-byte oneDNN scratchpad";
+    capacity = rounded;
+  }
+  return buffer.get();
+}
+
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+}  // namespace ofl::onednn

@@ -1,0 +1,310 @@
+#include "runtime/boxing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <tuple>
+
+#include "oneflow_lite/core/slicing.h"
+#include "ops/array/strided_copy.h"
+
+namespace ofl {
+
+namespace {
+
+using Conf = proto::BoxingConf;
+using Offsets = std::vector<int64_t>;
+
+Offsets Zeros(int64_t ndim) { return Offsets(ndim, 0); }
+
+Offsets AxisStart(int64_t ndim, int64_t axis, int64_t begin) {
+  Offsets start(ndim, 0);
+  start[axis] = begin;
+  return start;
+}
+
+Offsets Minus(const Offsets& a, const Offsets& b) {
+  CHECK_EQ(a.size(), b.size());
+  Offsets out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] - b[i];
+  return out;
+}
+
+Offsets FromRepeated(const google::protobuf::RepeatedField<int64_t>& values) {
+  return Offsets(values.begin(), values.end());
+}
+
+Shape WithExtent(Shape shape, int64_t axis, int64_t extent) {
+  shape[axis] = extent;
+  return shape;
+}
+
+// A contiguous copy of one box of `src`.
+Tensor Pack(const Tensor& src, const Offsets& start, const Shape& box) {
+  Tensor out(box, src.dtype());
+  CopyBox(src, start, &out, Zeros(box.ndim()), box);
+  return out;
+}
+
+// A view of `count` elements of a flat buffer, from element `begin`, as `shape`.
+Tensor View(const Tensor& flat, int64_t begin, const Shape& shape) {
+  char* base = static_cast<char*>(const_cast<void*>(flat.raw()));
+  return Tensor(shape, flat.dtype(), nullptr, base + begin * SizeOf(flat.dtype()));
+}
+
+template <typename T>
+void AddTyped(void* dst, const void* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) static_cast<T*>(dst)[i] += static_cast<const T*>(src)[i];
+}
+
+Status Accumulate(void* dst, const void* src, int64_t n, DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32: AddTyped<float>(dst, src, n); break;
+    case DataType::kFloat64: AddTyped<double>(dst, src, n); break;
+    case DataType::kInt32: AddTyped<int32_t>(dst, src, n); break;
+    case DataType::kInt64: AddTyped<int64_t>(dst, src, n); break;
+    default: return Unimplemented("boxing: no sum for ", DataTypeName(dtype));
+  }
+  return Status::OK();
+}
+
+std::string Tag(const Conf& conf) {
+  return StrCat("boxing/", conf.group_id(), "/", Conf::Kind_Name(conf.kind()));
+}
+
+// P -> S(d): pack the parts along d, reduce-scatter them. When the parts are
+// not the communicator's balanced parts of the flat buffer (uneven along d
+// with inner extent > 1), each rank pulls its part of every addend with an
+// all-to-all and sums them: the same bytes, T - |own part| per rank.
+Status RunReduceScatter(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm) {
+  const Shape& g = input.shape();
+  const int64_t d = conf.split_axis(), p = comm->size(), me = comm->rank(), n = g.NumElements();
+  if (n == 0) return Status::OK();
+  Tensor packed(Shape({n}), input.dtype());
+  std::vector<int64_t> counts(p);
+  bool flat_parts = true;
+  for (int64_t r = 0, offset = 0; r < p; ++r) {
+    Range part = BalancedPart(g[d], p, r);
+    Shape box = WithExtent(g, d, part.size);
+    Tensor view = View(packed, offset, box);
+    CopyBox(input, AxisStart(g.ndim(), d, part.begin), &view, Zeros(g.ndim()), box);
+    counts[r] = box.NumElements();
+    flat_parts = flat_parts && counts[r] == BalancedPart(n, p, r).size;
+    offset += counts[r];
+  }
+  CHECK_EQ(counts[me], output->numel());
+  if (flat_parts)
+    return comm->ReduceScatter(packed.raw(), output->raw(), n, input.dtype(), Tag(conf));
+  std::vector<int64_t> recv_counts(p, counts[me]);
+  Tensor pulled(Shape({p * counts[me]}), input.dtype());
+  OFL_RETURN_IF_ERROR(comm->AllToAll(packed.raw(), counts.data(), pulled.raw(), recv_counts.data(),
+                                     input.dtype(), Tag(conf)));
+  std::memset(output->raw(), 0, output->nbytes());
+  const int64_t es = SizeOf(input.dtype());
+  for (int64_t q = 0; q < p; ++q) {
+    OFL_RETURN_IF_ERROR(Accumulate(output->raw(),
+                                   static_cast<char*>(pulled.raw()) + q * counts[me] * es,
+                                   counts[me], input.dtype()));
+  }
+  return Status::OK();
+}
+
+// S(d) -> B: gather every rank's part, then place each at its offset along d.
+Status RunAllGather(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm) {
+  const Shape& g = output->shape();
+  const int64_t d = conf.split_axis(), p = comm->size(), n = g.NumElements();
+  if (n == 0) return Status::OK();
+  std::vector<int64_t> counts(p);
+  for (int64_t r = 0; r < p; ++r) {
+    counts[r] = WithExtent(g, d, BalancedPart(g[d], p, r).size).NumElements();
+  }
+  CHECK_EQ(counts[comm->rank()], input.numel());
+  if (g.Count(0, d) == 1) {  // the parts are already in place, one after another
+    return comm->AllGather(input.raw(), output->raw(), counts.data(), input.dtype(), Tag(conf));
+  }
+  Tensor gathered(Shape({n}), input.dtype());
+  OFL_RETURN_IF_ERROR(
+      comm->AllGather(input.raw(), gathered.raw(), counts.data(), input.dtype(), Tag(conf)));
+  for (int64_t r = 0, offset = 0; r < p; ++r) {
+    Range part = BalancedPart(g[d], p, r);
+    Shape box = WithExtent(g, d, part.size);
+    CopyBox(View(gathered, offset, box), Zeros(g.ndim()), output,
+            AxisStart(g.ndim(), d, part.begin), box);
+    offset += counts[r];
+  }
+  return Status::OK();
+}
+
+// S(d) -> S(e): rank r gets, from every q, q's rows along d of r's part along e.
+Status RunAllToAll(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm) {
+  const int64_t d = conf.split_axis(), e = conf.to_split_axis(), p = comm->size();
+  const Shape& in = input.shape();
+  const Shape& out = output->shape();
+  if (WithExtent(in, d, out[d]).NumElements() == 0) return Status::OK();  // the group's tensor
+  const int64_t nd = in.ndim();
+  std::vector<int64_t> send_counts(p), recv_counts(p);
+  Tensor send(Shape({input.numel()}), input.dtype()), recv(Shape({output->numel()}), input.dtype());
+  for (int64_t r = 0, offset = 0; r < p; ++r) {
+    Range part = BalancedPart(in[e], p, r);
+    Shape box = WithExtent(in, e, part.size);
+    Tensor view = View(send, offset, box);
+    CopyBox(input, AxisStart(nd, e, part.begin), &view, Zeros(nd), box);
+    send_counts[r] = box.NumElements();
+    offset += send_counts[r];
+  }
+  for (int64_t q = 0; q < p; ++q) {
+    recv_counts[q] = WithExtent(out, d, BalancedPart(out[d], p, q).size).NumElements();
+  }
+  OFL_RETURN_IF_ERROR(comm->AllToAll(send.raw(), send_counts.data(), recv.raw(), recv_counts.data(),
+                                     input.dtype(), Tag(conf)));
+  for (int64_t q = 0, offset = 0; q < p; ++q) {
+    Range part = BalancedPart(out[d], p, q);
+    Shape box = WithExtent(out, d, part.size);
+    CopyBox(View(recv, offset, box), Zeros(nd), output, AxisStart(nd, d, part.begin), box);
+    offset += recv_counts[q];
+  }
+  return Status::OK();
+}
+
+Shape TransferShape(const proto::Transfer& t) { return Shape(FromRepeated(t.shape())); }
+
+// The general step; see the header for why the (sender, receiver) order
+// cannot deadlock.
+Status RunSendRecv(const proto::TaskProto& task, const Tensor& input, Tensor* output,
+                   Communicator* comm) {
+  const Conf& conf = task.boxing_conf();
+  const int64_t me = task.rank();
+  const std::vector<int64_t> group(conf.group().begin(), conf.group().end());
+  auto position = [&](int64_t rank) {
+    auto it = std::find(group.begin(), group.end(), rank);
+    CHECK(it != group.end()) << "rank " << rank << " outside boxing group " << conf.group_id();
+    return static_cast<int64_t>(it - group.begin());
+  };
+  const Offsets in_offset = FromRepeated(conf.in_offset());
+  const Offsets out_offset = FromRepeated(conf.out_offset());
+  CHECK(conf.sends_size() == 0 || input.defined()) << "rank " << me << " sends without input";
+  if (output != nullptr) {
+    int64_t covered = 0;
+    for (const auto& t : conf.recvs()) covered += TransferShape(t).NumElements();
+    if (covered < output->numel()) std::memset(output->raw(), 0, output->nbytes());
+  }
+  // (sender, receiver, transfer, is_send), local copies first.
+  std::vector<std::tuple<int64_t, int64_t, const proto::Transfer*, bool>> order;
+  for (const auto& t : conf.recvs()) {
+    CHECK(output != nullptr) << "rank " << me << " receives without output";
+    const Offsets offset = FromRepeated(t.offset());
+    if (t.peer() == me) {
+      CopyBox(input, Minus(offset, in_offset), output, Minus(offset, out_offset), TransferShape(t));
+    } else {
+      order.emplace_back(t.peer(), me, &t, false);
+    }
+  }
+  for (const auto& t : conf.sends()) order.emplace_back(me, t.peer(), &t, true);
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  const DataType dtype = output != nullptr ? output->dtype() : input.dtype();
+  for (const auto& [sender, receiver, t, is_send] : order) {
+    const Offsets offset = FromRepeated(t->offset());
+    const Shape box = TransferShape(*t);
+    if (is_send) {
+      Tensor packed = Pack(input, Minus(offset, in_offset), box);
+      OFL_RETURN_IF_ERROR(
+          comm->Send(packed.raw(), packed.numel(), dtype, position(receiver), Tag(conf)));
+    } else {
+      Tensor received(box, dtype);
+      OFL_RETURN_IF_ERROR(
+          comm->Recv(received.raw(), received.numel(), dtype, position(sender), Tag(conf)));
+      CopyBox(received, Zeros(box.ndim()), output, Minus(offset, out_offset), box);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* output,
+                     Communicator* comm) {
+  CHECK(task.kind() == proto::TaskProto::BOXING) << "task " << task.id() << " is not BOXING";
+  const Conf& conf = task.boxing_conf();
+  if (conf.group_id() >= 0) {
+    CHECK(comm != nullptr) << "boxing task " << task.id() << " needs a communicator";
+    CHECK_EQ(comm->size(), conf.group_size()) << "boxing task " << task.id();
+    CHECK_EQ(conf.group(comm->rank()), task.rank())
+        << "boxing task " << task.id() << " got another rank's communicator";
+  }
+  if (conf.kind() == Conf::SEND_RECV) return RunSendRecv(task, input, output, comm);
+  CHECK(output != nullptr && input.defined()) << "boxing task " << task.id();
+  CHECK(input.dtype() == output->dtype()) << "boxing task " << task.id();
+  const Offsets in_offset = FromRepeated(conf.in_offset());
+  const Offsets out_offset = FromRepeated(conf.out_offset());
+  switch (conf.kind()) {
+    case Conf::IDENTITY: output->CopyFrom(input); return Status::OK();
+    case Conf::LOCAL_SLICE:  // keep this rank's part of the replica
+      CopyBox(input, Minus(out_offset, in_offset), output, Zeros(output->shape().ndim()),
+              output->shape());
+      return Status::OK();
+    case Conf::ZERO_FILL:  // the group's first rank keeps the value
+      if (conf.group_size() > 0 && conf.group(0) == task.rank()) {
+        output->CopyFrom(input);
+      } else {
+        std::memset(output->raw(), 0, output->nbytes());
+      }
+      return Status::OK();
+    case Conf::SCATTER_LOCAL:  // this rank's part in place, zeros elsewhere
+      std::memset(output->raw(), 0, output->nbytes());
+      CopyBox(input, Zeros(input.shape().ndim()), output, Minus(in_offset, out_offset),
+              input.shape());
+      return Status::OK();
+    case Conf::ALL_REDUCE:
+      output->CopyFrom(input);
+      if (output->numel() == 0) return Status::OK();
+      return comm->AllReduce(output->raw(), output->numel(), output->dtype(), Tag(conf));
+    case Conf::REDUCE_SCATTER: return RunReduceScatter(conf, input, output, comm);
+    case Conf::ALL_GATHER: return RunAllGather(conf, input, output, comm);
+    case Conf::ALL_TO_ALL: return RunAllToAll(conf, input, output, comm);
+    default: return Unimplemented("boxing task ", task.id(), ": unknown kind ", conf.kind());
+  }
+}
+
+Maybe<BoxingGroups> BoxingGroups::Create(const proto::Plan& plan,
+                                         std::chrono::milliseconds timeout) {
+  BoxingGroups groups;
+  for (const proto::TaskProto& task : plan.tasks()) {
+    if (task.kind() != proto::TaskProto::BOXING || task.boxing_conf().group_id() < 0) continue;
+    const Conf& conf = task.boxing_conf();
+    std::vector<int64_t> members(conf.group().begin(), conf.group().end());
+    OFL_ENSURE(std::find(members.begin(), members.end(), task.rank()) != members.end(),
+               "boxing task ", task.id(), ": rank ", task.rank(), " is not in its group ",
+               conf.group_id());
+    auto it = groups.groups_.find(conf.group_id());
+    if (it == groups.groups_.end()) {
+      Group g{members, std::make_unique<InProcessGroup>(members.size(), timeout)};
+      groups.groups_.emplace(conf.group_id(), std::move(g));
+    } else {
+      OFL_ENSURE(it->second.members == members, "boxing task ", task.id(), ": group ",
+                 conf.group_id(), " has different members on different tasks");
+    }
+  }
+  return groups;
+}
+
+Communicator* BoxingGroups::For(int64_t group_id, int64_t global_rank) const {
+  if (group_id < 0) return nullptr;
+  auto it = groups_.find(group_id);
+  CHECK(it != groups_.end()) << "no boxing group " << group_id;
+  const auto& members = it->second.members;
+  auto pos = std::find(members.begin(), members.end(), global_rank);
+  CHECK(pos != members.end()) << "rank " << global_rank << " is not in boxing group " << group_id;
+  return it->second.group->Rank(pos - members.begin());
+}
+
+std::map<int64_t, int64_t> BoxingGroups::BytesSentByRank() const {
+  std::map<int64_t, int64_t> bytes;
+  for (const auto& [id, g] : groups_) {
+    std::vector<int64_t> sent = g.group->BytesSent();
+    for (size_t i = 0; i < sent.size(); ++i) bytes[g.members[i]] += sent[i];
+  }
+  return bytes;
+}
+
+}  // namespace ofl

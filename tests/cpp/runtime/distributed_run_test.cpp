@@ -1,0 +1,145 @@
+// The actor runtime on plans of the real compiler: a two-layer MLP training
+// step (autodiff, SGD with momentum) lowered by graph/distributed_lowering.h
+// under data parallelism on [2] and seeded random strategies on [2, 2], with
+// runtime/boxing.h's RunBoxingStep behind the boxing hook; its losses over
+// several iterations equal the SequentialExecutor's on the single-device
+// lowering, with 1 and 2 slots. Every run has a runtime timeout, the
+// communicators theirs, and ctest its own.
+#include <gtest/gtest.h>
+
+#include "graph/autodiff.h"
+#include "graph/distributed_lowering.h"
+#include "graph/lowering.h"
+#include "graph/optimizer_pass.h"
+#include "oneflow_lite/core/slicing.h"
+#include "ops/array/strided_copy.h"
+#include "plan_maker.h"
+#include "runtime/boxing.h"
+#include "runtime/runtime.h"
+#include "runtime/sequential_executor.h"
+
+namespace ofl {
+namespace {
+
+using std::chrono::milliseconds;
+
+// x [8, 6] -> fc1 [6, 5] -> relu -> fc2 [5, 3] -> mean; SGD, momentum 0.9.
+OpGraph MlpGraph() {
+  OpGraph g;
+  CHECK(g.AddInput("x", {{8, 6}, DataType::kFloat32}).ok());
+  CHECK(
+      g.AddVariable("w1", MakeTensor({6, 5}, [](int64_t i) { return 0.05 * i - 0.7; }), true).ok());
+  CHECK(
+      g.AddVariable("w2", MakeTensor({5, 3}, [](int64_t i) { return 0.6 - 0.08 * i; }), true).ok());
+  std::string h = g.AddOp("matmul", {"x", "w1"}, {}, "fc1").value()[0];
+  std::string a = g.AddOp("relu", {h}, {}, "act").value()[0];
+  std::string y = g.AddOp("matmul", {a, "w2"}, {}, "fc2").value()[0];
+  std::string loss = g.AddOp("reduce_mean", {y}, {}, "mean").value()[0];
+  CHECK(g.SetLoss(loss).ok());
+  auto grads = AppendBackwardOfLoss(&g).value();
+  OptimizerConf conf;
+  conf.lr = 0.1;
+  conf.momentum = 0.9;
+  CHECK(AppendOptimizer(&g, conf, grads).ok());
+  return g;
+}
+
+Tensor Batch(int64_t i) {
+  return MakeTensor({8, 6}, [&](int64_t k) { return std::cos(0.3 * k + i) * 1.5; });
+}
+
+constexpr int kIterations = 4;
+
+std::vector<float> SequentialLosses(const OpGraph& g) {
+  auto ex = SequentialExecutor::Create(LowerSingleDevice(g).value()).value();
+  for (const std::string& v : g.variable_names()) {
+    CHECK(ex->SetVariable(v, g.variable(v).init).ok());
+  }
+  std::vector<float> losses;
+  for (int i = 0; i < kIterations; ++i) {
+    std::vector<Tensor> out;
+    CHECK(ex->Run({{"x", Batch(i)}}, {g.loss()}, &out).ok());
+    losses.push_back(out[0].data<float>()[0]);
+  }
+  return losses;
+}
+
+// Each rank's part of a source or variable: the block its register holds.
+Tensor Part(const proto::RegisterDesc& r, const Tensor& logical) {
+  Shape local(std::vector<int64_t>(r.desc().shape().dims().begin(), r.desc().shape().dims().end()));
+  Tensor part(local, logical.dtype());
+  CopyBox(logical, {r.logical_offset().begin(), r.logical_offset().end()}, &part,
+          std::vector<int64_t>(local.ndim(), 0), local);
+  return part;
+}
+
+std::vector<float> DistributedLosses(const OpGraph& g, const Strategy& s, int64_t slots) {
+  LoweringOptions lowering;
+  lowering.num_slots = slots;
+  const proto::Plan plan = LowerDistributed(g, s, {g.loss()}, lowering).value();
+  BoxingGroups groups = BoxingGroups::Create(plan, milliseconds(10000)).value();
+  RuntimeOptions options;
+  options.timeout = milliseconds(20000);
+  options.boxing = [&](const proto::TaskProto& t, const Tensor& in, Tensor* out) {
+    return RunBoxingStep(t, in, out, groups.For(t.boxing_conf().group_id(), t.rank()));
+  };
+  auto rt = Runtime::Create(plan, options);
+  EXPECT_TRUE(rt.ok()) << rt.status().message();
+  if (!rt.ok()) return {};
+  std::vector<TensorMap> feeds(kIterations);
+  for (const proto::TaskProto& t : plan.tasks()) {
+    const proto::RegisterDesc& r = plan.registers(t.outputs_size() > 0 ? t.outputs(0) : 0);
+    const TensorKey key{t.op_conf().name(), t.rank()};
+    if (t.kind() == proto::TaskProto::VARIABLE) {
+      CHECK(rt.value()->SetVariable(key.name, key.rank, Part(r, g.variable(key.name).init)).ok());
+    } else if (t.kind() == proto::TaskProto::SOURCE) {
+      for (int i = 0; i < kIterations; ++i) feeds[i][key] = Part(r, Batch(i));
+    }
+  }
+  auto result = rt.value()->Run(kIterations, feeds, {g.loss()});
+  EXPECT_TRUE(result.ok()) << result.status().message();
+  if (!result.ok()) return {};
+  // The scalar loss: summed over P axes, taken once along B axes.
+  const NdSbp sbp = s.ProducedSbp(g, g.loss()).value();
+  const Placement& p = s.placement();
+  std::vector<float> losses;
+  for (int i = 0; i < kIterations; ++i) {
+    float sum = 0;
+    for (int64_t k = 0; k < p.size(); ++k) {
+      const std::vector<int64_t> coords = p.Coordinates(k);
+      bool duplicate = false;
+      for (int64_t a = 0; a < sbp.size(); ++a) duplicate |= !sbp[a].is_partial_sum() && coords[a];
+      if (!duplicate)
+        sum += result.value().fetched[i].at({g.loss(), p.ranks()[k]}).data<float>()[0];
+    }
+    losses.push_back(sum);
+  }
+  return losses;
+}
+
+void ExpectLossesClose(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "iteration " << i;
+}
+
+TEST(DistributedRunTest, DataParallelOnTwoRanksEqualsOneDevice) {
+  const OpGraph g = MlpGraph();
+  const std::vector<float> want = SequentialLosses(g);
+  Placement p = Placement::Create(DeviceType::kCPU, {0, 1}).value();
+  Strategy s = DeduceStrategy(g, p, {{"x", NdSbp::Parse("S(0)").value()}}).value();
+  for (int64_t slots : {1, 2}) ExpectLossesClose(DistributedLosses(g, s, slots), want);
+}
+
+TEST(DistributedRunTest, RandomStrategiesOnTwoByTwoEqualOneDevice) {
+  const OpGraph g = MlpGraph();
+  const std::vector<float> want = SequentialLosses(g);
+  Placement p = Placement::Create(DeviceType::kCPU, {0, 1, 2, 3}, Shape({2, 2})).value();
+  for (uint64_t seed : {1, 2, 3}) {
+    Strategy s = RandomStrategy(g, p, seed).value();
+    SCOPED_TRACE(s.ToString(g));
+    ExpectLossesClose(DistributedLosses(g, s, 2), want);
+  }
+}
+
+}  // namespace
+}  // namespace ofl
