@@ -1,0 +1,122 @@
+"""Property test of distributed execution (the distributed-execution issue):
+a model from {MLP, GPT, small VGG} with random small sizes and dropout on, a
+device count in {2, 3, 4, 8} with a hierarchy from {flat, [2, 2], [2, 4],
+[4, 2]}, and a random valid strategy (a random N-D signature per op) must
+give, over three SGD steps, the losses and parameters of the single-device
+session (itself checked against numpy in test_models.py): float32, rtol
+1e-4, atol 1e-5.
+
+Cases are generated from a base seed (OFL_PROPERTY_SEED, default 20261129)
+that is printed; a failing case names its own seed so it can be rerun alone
+(OFL_PROPERTY_SEED=<base> pytest -k "case_<i>"). OFL_PROPERTY_CASES sets the
+count (default 200).
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+from oneflow_lite import _C
+from oneflow_lite.graph_builder import GraphBuilder
+from oneflow_lite.models import GPTConfig, MLPConfig, VGGConfig, gpt, mlp, vgg
+
+BASE_SEED = int(os.environ.get("OFL_PROPERTY_SEED", "20261129"))
+NUM_CASES = int(os.environ.get("OFL_PROPERTY_CASES", "200"))
+STEPS = 3
+SGD = {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01}
+HIERARCHIES = {2: [[2]], 3: [[3]], 4: [[4], [2, 2]], 8: [[8], [2, 4], [4, 2]]}
+
+
+def make_case(index: int) -> dict:
+    rng = random.Random(BASE_SEED * 1000 + index)
+    model = rng.choice(["mlp", "gpt", "vgg"])
+    devices = rng.choice([2, 3, 4, 8])
+    case = {"index": index, "model": model, "devices": devices,
+            "hierarchy": rng.choice(HIERARCHIES[devices]),
+            "strategy_seed": rng.randrange(1 << 30), "data_seed": rng.randrange(1 << 30),
+            "dropout": rng.choice([0.1, 0.25])}
+    if model == "mlp":
+        case["config"] = MLPConfig(in_features=rng.randint(2, 9),
+                                   hidden=tuple(rng.randint(1, 9) for _ in range(rng.randint(1, 2))),
+                                   num_classes=rng.randint(2, 6), dropout=case["dropout"])
+        case["batch"] = rng.randint(1, 9)
+    elif model == "gpt":
+        heads = rng.choice([1, 2])
+        case["config"] = GPTConfig(vocab_size=rng.randint(3, 11), seq_len=rng.randint(2, 5),
+                                   n_layer=rng.randint(1, 2), n_head=heads,
+                                   n_embd=heads * rng.randint(1, 4), dropout=case["dropout"])
+        case["batch"] = rng.randint(1, 4)
+    else:
+        case["config"] = VGGConfig(features=(rng.randint(1, 4), "M"), in_channels=rng.randint(1, 3),
+                                   image_size=rng.choice([2, 4]), fc=(rng.randint(2, 6),),
+                                   num_classes=rng.randint(2, 4), dropout=case["dropout"])
+        case["batch"] = rng.randint(1, 5)
+    return case
+
+
+MODULES = {"mlp": mlp, "gpt": gpt, "vgg": vgg}
+
+
+def batches(case: dict) -> list:
+    rng = np.random.default_rng(case["data_seed"])
+    cfg, b = case["config"], case["batch"]
+    out = []
+    for _ in range(STEPS):
+        if case["model"] == "mlp":
+            data = rng.standard_normal((b, cfg.in_features)).astype(np.float32)
+            labels = rng.integers(0, cfg.num_classes, size=(b,))
+        elif case["model"] == "gpt":
+            data = rng.integers(0, cfg.vocab_size, size=(b, cfg.seq_len))
+            labels = rng.integers(0, cfg.vocab_size, size=(b, cfg.seq_len))
+        else:
+            data = rng.standard_normal((b, cfg.in_channels, cfg.image_size, cfg.image_size))
+            data = data.astype(np.float32)
+            labels = rng.integers(0, cfg.num_classes, size=(b,))
+        out.append((data, labels.astype(np.int64)))
+    return out
+
+
+def build(case: dict):
+    module = MODULES[case["model"]]
+    params = module.init_params(case["config"], seed=case["data_seed"] % 1000)
+    b = GraphBuilder()
+    names = module.build(b, case["config"], params, case["batch"])
+    b.minimize(names["loss"], "sgd", **SGD)
+    return b, names, sorted(params)
+
+
+def train(session, names, data) -> list:
+    losses = []
+    for x, y in data:
+        (loss,) = session.run({names["data"]: x, names["labels"]: y}, [names["loss"]])
+        losses.append(float(loss))
+    return losses
+
+
+def test_seed_is_printed(capsys):
+    with capsys.disabled():
+        print(f"\n[test_distributed] OFL_PROPERTY_SEED={BASE_SEED}, {NUM_CASES} cases")
+
+
+@pytest.mark.parametrize("index", range(NUM_CASES), ids=lambda i: f"case_{i}")
+def test_random_strategy_matches_one_device(index):
+    case = make_case(index)
+    data = batches(case)
+    b, names, params = build(case)
+    single = b.session(num_threads=1)
+    want_losses = train(single, names, data)
+    ranks = list(range(case["devices"]))
+    dist = _C.DistributedSession(b.program, ranks, case["hierarchy"],
+                                 {"kind": "random", "seed": case["strategy_seed"]},
+                                 [names["loss"]], num_threads=2, timeout_ms=30000)
+    got_losses = train(dist, names, data)
+    where = (f"seed {BASE_SEED} case {index}: {case['model']} {case['config']} batch "
+             f"{case['batch']} on {case['hierarchy']}, strategy seed {case['strategy_seed']}\n"
+             f"{dist.strategy()}")
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4, atol=1e-5, err_msg=where)
+    for p in params:
+        np.testing.assert_allclose(dist.get_variable(p), single.get_variable(p), rtol=1e-4,
+                                   atol=1e-5, err_msg=f"{p}: {where}")
