@@ -65,8 +65,8 @@ class Lowerer {
     const TensorDesc logical = graph_.Desc(tensor).value();
     TensorSlice slice =
         SliceOf(logical.shape, p.hierarchy(), sbp, p.Coordinates(static_cast<int64_t>(index)));
-    int64_t id = builder_.AddRegister(tensor, p.ranks()[index], {slice.shape, logical.dtype},
-                                      slots, persistent);
+    int64_t id = builder_.AddRegister(tensor, p.ranks()[index], {slice.shape, logical.dtype}, slots,
+                                      persistent);
     proto::RegisterDesc* r = builder_.mutable_register(id);
     for (int64_t d : logical.shape.dims()) r->mutable_logical_shape()->add_dims(d);
     for (int64_t o : slice.offset) r->add_logical_offset(o);
@@ -82,8 +82,8 @@ class Lowerer {
     for (size_t i = 0; i < layout.placement.ranks().size(); ++i) {
       int64_t reg = AddSliceRegister(name, layout.placement, layout.sbp, i,
                                      variable ? 1 : options_.num_slots, variable, period);
-      proto::TaskProto* task = builder_.AddTask(kind, layout.placement.ranks()[i], kComputeStream,
-                                                {}, {reg});
+      proto::TaskProto* task =
+          builder_.AddTask(kind, layout.placement.ranks()[i], kComputeStream, {}, {reg});
       task->mutable_op_conf()->set_name(name);
       SetPeriod(task, period);
       layout.registers.push_back(reg);
@@ -128,10 +128,10 @@ class Lowerer {
     layout.period = StepPeriod();
     for (size_t i = 0; i < layout.placement.ranks().size(); ++i) {
       const int64_t in = layout.registers[i];
-      int64_t out = AddSliceRegister(layout.tensor, layout.placement, layout.sbp, i, 1, false,
-                                     layout.period);
-      builder_.AddTask(proto::TaskProto::ACC, layout.placement.ranks()[i], kComputeStream, {in},
-                       {out})
+      int64_t out =
+          AddSliceRegister(layout.tensor, layout.placement, layout.sbp, i, 1, false, layout.period);
+      builder_
+          .AddTask(proto::TaskProto::ACC, layout.placement.ranks()[i], kComputeStream, {in}, {out})
           ->mutable_op_conf()
           ->set_name(acc);
       layout.registers[i] = out;
@@ -181,9 +181,8 @@ class Lowerer {
   void AddSink(const std::string& tensor) {
     const Layout& layout = layouts_.at(tensor);
     for (size_t i = 0; i < layout.placement.ranks().size(); ++i) {
-      proto::TaskProto* task =
-          builder_.AddTask(proto::TaskProto::SINK, layout.placement.ranks()[i], kComputeStream,
-                           {layout.registers[i]}, {});
+      proto::TaskProto* task = builder_.AddTask(proto::TaskProto::SINK, layout.placement.ranks()[i],
+                                                kComputeStream, {layout.registers[i]}, {});
       task->mutable_op_conf()->set_name(tensor);
       SetPeriod(task, layout.period);
     }
@@ -212,10 +211,9 @@ class Lowerer {
     edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
     for (const auto& [reader, writer] : edges) {
       const int64_t rank = plan.tasks(writer).rank();
-      int64_t reg = builder_.AddCtrlRegister(
-          StrCat("ctrl/", plan.tasks(reader).op_conf().name(), "->",
-                 plan.tasks(writer).op_conf().name()),
-          rank);
+      int64_t reg = builder_.AddCtrlRegister(StrCat("ctrl/", plan.tasks(reader).op_conf().name(),
+                                                    "->", plan.tasks(writer).op_conf().name()),
+                                             rank);
       // Once per the writer's period: a micro-rate reader signals after its
       // last micro-batch of the step (runtime/actor.h, act ratios).
       const int64_t period = plan.tasks(writer).period();

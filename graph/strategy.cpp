@@ -111,7 +111,8 @@ Maybe<NdSbp> Strategy::ProducedSbp(const OpGraph& graph, const std::string& tens
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i] != tensor) continue;
       auto sig = signatures_.find(node.name);
-      if (sig == signatures_.end()) return NotFound("strategy: op '", node.name, "' has no signature");
+      if (sig == signatures_.end())
+        return NotFound("strategy: op '", node.name, "' has no signature");
       return sig->second.outputs[i];
     }
   }

@@ -43,9 +43,8 @@ Status AssignStages(const OpGraph& graph, const std::vector<Placement>& stages,
                     const std::vector<int64_t>& boundaries, Strategy* strategy) {
   const std::vector<const OpNode*> forward = ForwardOps(graph);
   const int64_t n = static_cast<int64_t>(forward.size());
-  OFL_ENSURE(!stages.empty() && boundaries.size() + 1 == stages.size(), "stages: ",
-             stages.size(), " placements need ", stages.size() - 1, " boundaries, got ",
-             boundaries.size());
+  OFL_ENSURE(!stages.empty() && boundaries.size() + 1 == stages.size(), "stages: ", stages.size(),
+             " placements need ", stages.size() - 1, " boundaries, got ", boundaries.size());
   std::set<int64_t> ranks;
   for (const Placement& p : stages) {
     for (int64_t r : p.ranks()) {

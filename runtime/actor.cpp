@@ -165,8 +165,8 @@ void Actor::ActUntilFail() {
     const int64_t start_ns = run_->record_acts ? run_->NowNs() : 0;
     Status status = Act(step);
     if (run_->record_acts) {
-      thread_->RecordAct({task_.id(), task_.rank(), task_.stream(), iteration(step),
-                          start_ns, run_->NowNs()});
+      thread_->RecordAct(
+          {task_.id(), task_.rank(), task_.stream(), iteration(step), start_ns, run_->NowNs()});
     }
     if (!status.ok()) {
       run_->Fail(std::move(status));

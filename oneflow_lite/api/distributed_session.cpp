@@ -47,7 +47,7 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
 }
 
 Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& name,
-                                                            const Tensor& logical) const {
+                                                           const Tensor& logical) const {
   auto it = source_registers_.find(name);
   if (it == source_registers_.end()) return NotFound("unknown input or variable '", name, "'");
   std::map<int64_t, Tensor> parts;
