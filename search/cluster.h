@@ -23,9 +23,9 @@ namespace ofl {
 // One link level in SI units.
 struct LinkLevel {
   std::string name;
-  int64_t size = 0;                   // devices per group; 0 = no limit (outermost only)
-  double bandwidth_bytes_per_s = 0;   // per device, every device of a group sending at once
-  double latency_s = 0;               // per collective step
+  int64_t size = 0;                  // devices per group; 0 = no limit (outermost only)
+  double bandwidth_bytes_per_s = 0;  // per device, every device of a group sending at once
+  double latency_s = 0;              // per collective step
 };
 
 class Cluster {

@@ -9,11 +9,16 @@ namespace ofl {
 
 const char* CollectiveKindName(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kAllToAll: return "all_to_all";
-    case CollectiveKind::kSendRecv: return "send_recv";
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kSendRecv:
+      return "send_recv";
   }
   LOG(FATAL) << "unknown CollectiveKind " << static_cast<int>(kind);
 }
@@ -21,11 +26,14 @@ const char* CollectiveKindName(CollectiveKind kind) {
 int64_t CollectiveSteps(CollectiveKind kind, int64_t group_size) {
   CHECK_GE(group_size, 1) << CollectiveKindName(kind);
   switch (kind) {
-    case CollectiveKind::kAllReduce: return 2 * (group_size - 1);
+    case CollectiveKind::kAllReduce:
+      return 2 * (group_size - 1);
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
-    case CollectiveKind::kAllToAll: return group_size - 1;
-    case CollectiveKind::kSendRecv: return 1;
+    case CollectiveKind::kAllToAll:
+      return group_size - 1;
+    case CollectiveKind::kSendRecv:
+      return 1;
   }
   LOG(FATAL) << "unknown CollectiveKind " << static_cast<int>(kind);
 }

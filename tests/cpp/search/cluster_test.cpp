@@ -1,12 +1,13 @@
 // Cluster: presets, checks, text-format errors with file and line, the
 // mesh-to-level mapping, and the collective-time formula with hand-worked
 // values for every kind on two levels.
+#include "search/cluster.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 
-#include "search/cluster.h"
 #include "search/collective_time.h"
 
 namespace ofl {
@@ -73,11 +74,13 @@ TEST(ClusterTest, ChecksEveryField) {
   std::string device = "device { memory_bytes: 1 }";
   EXPECT_NE(error("name: \"c\" " + device).find("has no link levels"), std::string::npos);
   EXPECT_NE(error("name: \"c\" levels { size: 0 bandwidth_gbps: 1 } levels { size: 0 "
-                  "bandwidth_gbps: 1 } " + device)
+                  "bandwidth_gbps: 1 } " +
+                  device)
                 .find("outermost level only"),
             std::string::npos);
   EXPECT_NE(error("name: \"c\" levels { size: 8 bandwidth_gbps: 1 } levels { size: 12 "
-                  "bandwidth_gbps: 1 } " + device)
+                  "bandwidth_gbps: 1 } " +
+                  device)
                 .find("size=12 is not a multiple of the inner level's size 8"),
             std::string::npos);
   EXPECT_NE(error("name: \"c\" levels { name: \"nv\" size: 8 bandwidth_gbps: 0 } " + device)
@@ -107,14 +110,13 @@ TEST(ClusterTest, SavesAndLoadsTheSameCluster) {
 TEST(ClusterTest, MeshAxesMapOntoLevels) {
   Cluster v100 = Cluster::Preset("v100_8gpu").value();
   EXPECT_EQ(v100.AxisLevels({128, 8}).value(), (std::vector<int>{1, 0}));
-  EXPECT_EQ(v100.AxisLevels({2, 4}).value(), (std::vector<int>{0, 0}));   // one node
-  EXPECT_EQ(v100.AxisLevels({16}).value(), (std::vector<int>{1}));        // two nodes
+  EXPECT_EQ(v100.AxisLevels({2, 4}).value(), (std::vector<int>{0, 0}));  // one node
+  EXPECT_EQ(v100.AxisLevels({16}).value(), (std::vector<int>{1}));       // two nodes
   EXPECT_EQ(v100.AxisLevels({4, 4}).value(), (std::vector<int>{1, 0}));
   EXPECT_EQ(v100.AxisLevels({3, 4}).value(), (std::vector<int>{1, 0}));
   EXPECT_EQ(v100.AxisLevels({2, 3}).value(), (std::vector<int>{1, 1}));  // 3 does not divide 8
   EXPECT_EQ(v100.AxisLevels({8, 1}).value(), (std::vector<int>{0, 0}));
-  EXPECT_EQ(Cluster::Preset("p100_nodes").value().AxisLevels({64}).value(),
-            (std::vector<int>{0}));
+  EXPECT_EQ(Cluster::Preset("p100_nodes").value().AxisLevels({64}).value(), (std::vector<int>{0}));
   // A cluster of 4 nodes of 4 devices.
   Cluster small = Cluster::Parse(
                       "name: \"small\" levels { size: 4 bandwidth_gbps: 100 } levels { size: 16 "
@@ -138,8 +140,8 @@ TEST(CollectiveTimeTest, HandWorkedValuesForEveryKindOnTwoLevels) {
   EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, bytes, 4, fast), 0.010012);
   EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, bytes, 4, slow), 0.10006);
   // reduce-scatter, all-gather, all-to-all: p-1 = 3 steps.
-  for (CollectiveKind kind : {CollectiveKind::kReduceScatter, CollectiveKind::kAllGather,
-                              CollectiveKind::kAllToAll}) {
+  for (CollectiveKind kind :
+       {CollectiveKind::kReduceScatter, CollectiveKind::kAllGather, CollectiveKind::kAllToAll}) {
     EXPECT_EQ(CollectiveSteps(kind, 4), 3);
     EXPECT_DOUBLE_EQ(CollectiveSeconds(kind, bytes, 4, fast), 0.010006) << CollectiveKindName(kind);
     EXPECT_DOUBLE_EQ(CollectiveSeconds(kind, bytes, 4, slow), 0.10003) << CollectiveKindName(kind);
@@ -162,11 +164,11 @@ TEST(CollectiveTimeTest, WorksFromAPresetLevel) {
   Cluster v100 = Cluster::Preset("v100_8gpu").value();
   std::vector<int> levels = v100.AxisLevels({4, 8}).value();
   double t = 64.0 * (1 << 20);
-  double inner = CollectiveSeconds(CollectiveKind::kAllReduce, 2 * 7.0 / 8 * t, 8,
-                                   v100.level(levels[1]));
+  double inner =
+      CollectiveSeconds(CollectiveKind::kAllReduce, 2 * 7.0 / 8 * t, 8, v100.level(levels[1]));
   EXPECT_DOUBLE_EQ(inner, 14 * 5e-6 + 2 * 7.0 / 8 * t / 150e9);
-  double outer = CollectiveSeconds(CollectiveKind::kAllReduce, 2 * 3.0 / 4 * t, 4,
-                                   v100.level(levels[0]));
+  double outer =
+      CollectiveSeconds(CollectiveKind::kAllReduce, 2 * 3.0 / 4 * t, 4, v100.level(levels[0]));
   EXPECT_DOUBLE_EQ(outer, 6 * 10e-6 + 2 * 3.0 / 4 * t / 1.5625e9);
 }
 
