@@ -112,8 +112,10 @@ std::vector<char> MaxSpanningForest(const CostGraph& graph) {
 
 std::vector<int> SpanningTreeStart(const CostGraph& graph, int iterations) {
   int64_t max_entries = std::numeric_limits<int64_t>::max();
-  EliminationPlan plan =
-      EliminationPlan::Make(graph, MaxSpanningForest(graph), max_entries, max_entries).value();
+  Maybe<EliminationPlan> made =
+      EliminationPlan::Make(graph, MaxSpanningForest(graph), max_entries, max_entries);
+  if (!made.ok()) return MinMemoryStart(graph);  // over 65535 candidates at a node
+  const EliminationPlan& plan = made.value();
   std::vector<int> choice = plan.Solve(0, nullptr);
   if (graph.MemoryBytes(choice) <= graph.memory_limit()) return choice;
   // Geometric bisection of the memory weight between ~0 and `high`.

@@ -208,7 +208,11 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best) {
   CHECK(solve(high)) << "a least-memory assignment fits a feasible limit";
   for (int i = 0; i < iterations && !best.Closed(); ++i) {
     double mid = std::sqrt(low * high);
-    (solve(mid) ? high : low) = mid;
+    if (solve(mid)) {
+      high = mid;
+    } else {
+      low = mid;
+    }
   }
   std::vector<int> polished = best.choice;
   CoordinateDescent(g, polished, 1000, nullptr);

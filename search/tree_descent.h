@@ -9,7 +9,8 @@
 // is the smallest such tree, so this reaches where the single-node sweeps of
 // autoddl.h stop and goes further: a chain re-chosen as one block escapes
 // the local optima a one-node move cannot. Internal to search/ (autoddl.cpp).
-// Stateless functions; not synchronised.
+// A TreeDescent refers to its graph (which must outlive it) and keeps what
+// each block last saw; not synchronised.
 #pragma once
 
 #include <cstdint>
