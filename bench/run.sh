@@ -4,6 +4,13 @@
 #   ops   bench/ops_matmul.cpp (one matmul: ofl::Session vs oneDNN vs
 #         OpenBLAS) + bench/ops_gpt.py (one GPT training step), merged by
 #         bench/merge_results.py into bench/results/ops.json.
+#   runtime  bench/runtime_actor.cpp (us per act and per hop),
+#         bench/runtime_allreduce.cpp (in-process all-reduce vs memcpy),
+#         bench/runtime_pipeline.cpp (loader/compute overlap, 1 vs 2 slots),
+#         bench/runtime_dp.py (GPT data parallel on 2 virtual devices over 1),
+#         merged by bench/merge_runtime.py into bench/results/runtime.json,
+#         plotted by bench/plot_runtime.py into bench/results/runtime.png.
+#         Thread counts are fixed by what each part measures (README.md).
 # Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part;
 # OFL_BENCH_TORCH_PYTHON, an interpreter that imports torch, for the PyTorch
 # peer (default: the project venv's, which has no torch: the field is null).
@@ -13,7 +20,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -45,7 +52,45 @@ run_ops() {
   echo "bench: wrote $results/ops.json and $results/ops.png" >&2
 }
 
+run_runtime() {
+  local results=bench/results
+  mkdir -p "$results"
+  local actor=$results/runtime_actor.json.tmp allreduce=$results/runtime_allreduce.json.tmp
+  local pipeline=$results/runtime_pipeline.json.tmp dp=$results/runtime_dp.json.tmp
+  local load_before actor_rc=0 allreduce_rc=0 pipeline_rc=0 dp_rc=0 merge_rc=0
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+  echo "bench: runtime_actor" >&2
+  "$OFL_BUILD_DIR/bench/runtime_actor" >"$actor" || actor_rc=$?
+  echo "bench: runtime_allreduce (64 MiB, 2 and 4 devices)" >&2
+  "$OFL_BUILD_DIR/bench/runtime_allreduce" --mb 64 --devices 2,4 >"$allreduce" ||
+    allreduce_rc=$?
+  echo "bench: runtime_pipeline" >&2
+  "$OFL_BUILD_DIR/bench/runtime_pipeline" >"$pipeline" || pipeline_rc=$?
+  echo "bench: runtime_dp.py (GPT, batch 16, 2 threads)" >&2
+  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/runtime_dp.py --threads 2 >"$dp" || dp_rc=$?
+
+  "$OFL_PY" bench/merge_runtime.py --out "$results/runtime.json" --load-before "$load_before" \
+    --actor "$actor" --actor-rc "$actor_rc" --allreduce "$allreduce" \
+    --allreduce-rc "$allreduce_rc" --pipeline "$pipeline" --pipeline-rc "$pipeline_rc" \
+    --dp "$dp" --dp-rc "$dp_rc" || merge_rc=$?
+  rm -f "$actor" "$allreduce" "$pipeline" "$dp"
+  if ((actor_rc != 0 || allreduce_rc != 0 || pipeline_rc != 0 || dp_rc != 0 || merge_rc != 0)); then
+    echo "bench: runtime FAILED (runtime_actor exit $actor_rc, runtime_allreduce exit" \
+      "$allreduce_rc, runtime_pipeline exit $pipeline_rc, runtime_dp.py exit $dp_rc," \
+      "merge exit $merge_rc); see $results/runtime.json" >&2
+    return 1
+  fi
+  "$OFL_PY" bench/plot_runtime.py || return 1
+  echo "bench: wrote $results/runtime.json and $results/runtime.png" >&2
+}
+
 case $suite in
+  runtime)
+    ofl_setup
+    cd "$OFL_ROOT"
+    run_runtime
+    ;;
   ops)
     ofl_setup
     cd "$OFL_ROOT"
