@@ -49,7 +49,9 @@ FIELDS = {
         "what": "keyed by device count p: p * (64 MiB / memcpy_gbps) (the time a memory-bound "
                 "in-process all-reduce cannot beat) / the measured time of InProcessGroup "
                 "AllReduce (sum, float32, 64 MiB per rank, p ranks on p std::threads, start to "
-                "join), median of 9 runs after 2 warm-ups, results checked",
+                "join; buffers refilled, then evicted from the cache by writing a 128 MiB "
+                "scratch buffer, before each run), median of 9 runs after 2 warm-ups, results "
+                "checked",
         "rerun": "build/bench/runtime_allreduce --mb 64 --devices 2,4",
         "goal": ">= 0.7",
     },
@@ -59,7 +61,8 @@ FIELDS = {
                 "compute's time) feeding a compute (stream 1: 4 matmuls [256,1024]x[1024,1024] "
                 "then a residual add) through a 2-slot register, / max(load alone, compute "
                 "alone); num_threads 1 (one core per stream) in all three timings; step = "
-                "Run(30 iterations) / 30, median of 5 runs",
+                "Run(30 iterations) / 30, median of 5 runs (compute alone: of 10). "
+                "runtime_pipeline.pipeline_ratio_1slot: the same with 1 slot",
         "rerun": "build/bench/runtime_pipeline",
         "goal": "<= 1.1",
     },
@@ -76,6 +79,12 @@ FIELDS = {
                 "single-device Session; num_threads=2 in both (the machine's 2 cores); median "
                 "step of 3 rounds x 6 steps after 2 warm-up steps, each run in its own process",
         "rerun": "PYTHONPATH=python .venv/bin/python bench/runtime_dp.py --threads 2",
+        "note": "data parallel = ids, labels and every activation (and activation gradient) "
+                "whose axis 0 is the batch or batch x sequence pinned to S(0) under "
+                "{'kind': 'deduce'}; pinning only ids and labels is not data parallel (reshape "
+                "has no S(0) -> S(0) when it merges axis 0, so deduce broadcasts after the "
+                "embedding): runtime_dp.dp2_ids_speedup. runtime_dp.dp2_speedup_vs_dist1: over a "
+                "1-rank DistributedSession instead",
     },
     "dp_samples_per_s": {
         "what": "samples/s of the three runs behind dp2_speedup: session (plain Session), "

@@ -33,9 +33,9 @@
 //
 // Unless --draws is given, --draws is calibrated first so that load_ms comes
 // within about 5% of compute_ms: the loader's cost is linear in it, so two
-// probes (8 and 32 draws) give the line, and one correction follows when the
-// measured load misses by more than 5% (calibration_draws_load_ms lists
-// the probes as [draws, load ms]).
+// probes (8 and 32 draws) give the line, and up to two corrections follow
+// while the measured load misses by more than 5% (calibration_draws_load_ms
+// lists the probes as [draws, load ms]).
 //
 // One JSON object goes to stdout. Exit status 0; 2 when a run fails; 1 on
 // bad arguments.
@@ -279,8 +279,9 @@ int main(int argc, char** argv) {
     o.draws = std::max<int64_t>(1, std::llround((compute.median_ms - a) / b));
   }
   Timing load = Measure(o, Part::kLoad, 1, o.draws, o.reps);
-  if (calibrated && std::abs(load.median_ms / compute.median_ms - 1) > 0.05) {
-    // One correction (the cost is nearly proportional to draws).
+  for (int fix = 0;
+       fix < 2 && calibrated && std::abs(load.median_ms / compute.median_ms - 1) > 0.05; ++fix) {
+    // Corrections: the cost is nearly proportional to draws.
     calibration.push_back({o.draws, load.median_ms});
     o.draws = std::max<int64_t>(
         1, std::llround(static_cast<double>(o.draws) * compute.median_ms / load.median_ms));
