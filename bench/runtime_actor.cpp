@@ -24,6 +24,7 @@
 //
 // Rerun: build/bench/runtime_actor [--tasks 10000 --iterations 20
 //        --hop-iterations 20000 --reps 7 --spin-us 50]
+#include "bench/bench_util.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -122,13 +123,6 @@ Figure Measure(const proto::Plan& plan, int spin_us, int64_t iterations, double 
   return {us[us.size() / 2], us.front()};
 }
 
-std::string LoadAverage() {
-  std::ifstream file("/proc/loadavg");
-  std::string a, b, c;
-  file >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 bool ParseArgs(int argc, char** argv, Options* o) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -160,7 +154,7 @@ int main(int argc, char** argv) {
                  "[--reps N] [--spin-us N]\n");
     return 1;
   }
-  const std::string load_before = LoadAverage();
+  const std::string load_before = bench::LoadAverage();
   const Figure act = Measure(Chain(o.tasks, {0}), 0, o.iterations, o.tasks, o.reps);
   const proto::Plan ping_pong = Chain(2, {0, 1});
   const Figure hop = Measure(ping_pong, 0, o.hop_iterations, 2, o.reps);
@@ -179,6 +173,6 @@ int main(int argc, char** argv) {
   std::printf("  \"reps\": %d,\n  \"spin_us\": %d,\n  \"cores\": %u,\n", o.reps, o.spin_us,
               std::thread::hardware_concurrency());
   std::printf("  \"loadavg_before\": \"%s\",\n  \"loadavg_after\": \"%s\"\n}\n",
-              load_before.c_str(), LoadAverage().c_str());
+              load_before.c_str(), bench::LoadAverage().c_str());
   return 0;
 }

@@ -32,6 +32,7 @@
 // Rerun: bench/run.sh runtime, or build/bench/runtime_allreduce [--mb 64
 //        --devices 2,4 --reps 9 --warmup 2 --memcpy-mb 256 --memcpy-threads 2
 //        --evict-mb 128]
+#include "bench/bench_util.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -148,13 +149,6 @@ AllReduceFigure MeasureAllReduce(int64_t p, int64_t count, int warmup, int reps,
   return fig;
 }
 
-std::string LoadAverage() {
-  std::ifstream file("/proc/loadavg");
-  std::string a, b, c;
-  file >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -220,7 +214,7 @@ int main(int argc, char** argv) {
                  "[--memcpy-mb 256] [--memcpy-threads 2] [--evict-mb 128]\n");
     return 1;
   }
-  const std::string load_before = LoadAverage();
+  const std::string load_before = bench::LoadAverage();
   const int64_t copy_bytes = o.memcpy_mb * static_cast<int64_t>(kMiB);
   std::vector<char> src(copy_bytes, 1), dst(copy_bytes, 0);
   MeasureMemcpy(dst.data(), src.data(), copy_bytes, o.memcpy_threads, 2);  // warm-up
@@ -291,6 +285,6 @@ int main(int argc, char** argv) {
   std::printf("  \"cores\": %u,\n", std::thread::hardware_concurrency());
   std::printf("  \"error\": %s,\n", error.empty() ? "null" : JsonString(error).c_str());
   std::printf("  \"loadavg_before\": \"%s\",\n  \"loadavg_after\": \"%s\"\n}\n",
-              load_before.c_str(), LoadAverage().c_str());
+              load_before.c_str(), bench::LoadAverage().c_str());
   return error.empty() ? 0 : 2;
 }

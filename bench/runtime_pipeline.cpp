@@ -42,6 +42,7 @@
 //
 // Rerun: bench/run.sh runtime, or build/bench/runtime_pipeline [--batch 256
 //        --dim 1024 --layers 4 --iterations 30 --reps 5 --draws N]
+#include "bench/bench_util.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -213,13 +214,6 @@ Timing Measure(const Options& o, Part part, int64_t slots, int64_t draws, int re
   return t;
 }
 
-std::string LoadAverage() {
-  std::ifstream file("/proc/loadavg");
-  std::string a, b, c;
-  file >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 std::string Runs(const std::vector<double>& v) {
   std::string out = "[";
   char buf[32];
@@ -263,7 +257,7 @@ int main(int argc, char** argv) {
                  "[--iterations 30] [--reps 5] [--draws N]\n");
     return 1;
   }
-  const std::string load_before = LoadAverage();
+  const std::string load_before = bench::LoadAverage();
   Timing compute = Measure(o, Part::kCompute, 1, 0, o.reps);
   const bool calibrated = o.draws == 0;
   std::vector<std::pair<int64_t, double>> calibration;  // (draws, load ms)
@@ -333,6 +327,6 @@ int main(int argc, char** argv) {
               static_cast<long>(o.iterations), o.reps);
   std::printf("  \"cores\": %u,\n", std::thread::hardware_concurrency());
   std::printf("  \"loadavg_before\": \"%s\",\n  \"loadavg_after\": \"%s\"\n}\n",
-              load_before.c_str(), LoadAverage().c_str());
+              load_before.c_str(), bench::LoadAverage().c_str());
   return 0;
 }

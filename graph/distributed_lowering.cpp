@@ -15,20 +15,31 @@ namespace {
 
 constexpr int64_t kComputeStream = 0;
 
-// Per rank index of the placement: the register holding a tensor's slice.
+// Per rank index of its placement: the register holding a tensor's slice.
 struct Layout {
+  std::string tensor;  // the logical tensor (its desc)
+  Placement placement;
   NdSbp sbp;
+  int64_t period = 1;  // iterations per value
   std::vector<int64_t> registers;
 };
+
+bool HasMutableInput(const OpNode& node) {
+  const OpDef* def = OpRegistry::Find(node.type).value();
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (def->is_mutable_input(static_cast<int>(i))) return true;
+  }
+  return false;
+}
 
 class Lowerer {
  public:
   Lowerer(const OpGraph& graph, const Strategy& strategy, const LoweringOptions& options)
-      : graph_(graph), strategy_(strategy), placement_(strategy.placement()), options_(options),
-        builder_(*std::max_element(placement_.ranks().begin(), placement_.ranks().end()) + 1) {}
+      : graph_(graph), strategy_(strategy), options_(options), builder_(strategy.num_ranks()) {}
 
   Maybe<proto::Plan> Run(const std::vector<std::string>& fetches) {
     OFL_RETURN_IF_ERROR(strategy_.Validate(graph_));
+    OFL_ENSURE(options_.micro_batches >= 1, "lowering: micro_batches is ", options_.micro_batches);
     for (const std::string& f : fetches) {
       OFL_ENSURE(graph_.HasTensor(f), "fetch: unknown tensor '", f, "'");
     }
@@ -43,72 +54,120 @@ class Lowerer {
   }
 
  private:
-  int64_t Rank(size_t index) const { return placement_.ranks()[index]; }
+  int64_t StepPeriod() const { return options_.micro_batches; }
+  static void SetPeriod(proto::TaskProto* task, int64_t period) {
+    if (period > 1) task->set_period(period);
+  }
 
-  // A register for rank `index`'s slice of `tensor` laid out as `sbp`.
-  int64_t AddSliceRegister(const std::string& tensor, const NdSbp& sbp, size_t index,
-                           int64_t slots, bool persistent) {
+  // A register for the slice of `tensor` laid out as `sbp` on rank `index` of `p`.
+  int64_t AddSliceRegister(const std::string& tensor, const Placement& p, const NdSbp& sbp,
+                           size_t index, int64_t slots, bool persistent, int64_t period) {
     const TensorDesc logical = graph_.Desc(tensor).value();
-    TensorSlice slice = SliceOf(logical.shape, placement_.hierarchy(), sbp,
-                                placement_.Coordinates(static_cast<int64_t>(index)));
-    int64_t id = builder_.AddRegister(tensor, Rank(index), {slice.shape, logical.dtype}, slots,
+    TensorSlice slice =
+        SliceOf(logical.shape, p.hierarchy(), sbp, p.Coordinates(static_cast<int64_t>(index)));
+    int64_t id = builder_.AddRegister(tensor, p.ranks()[index], {slice.shape, logical.dtype}, slots,
                                       persistent);
     proto::RegisterDesc* r = builder_.mutable_register(id);
     for (int64_t d : logical.shape.dims()) r->mutable_logical_shape()->add_dims(d);
     for (int64_t o : slice.offset) r->add_logical_offset(o);
     r->set_nd_sbp(sbp.ToString());
+    if (period > 1) r->set_period(period);
     return id;
   }
 
   void AddSource(const std::string& name, proto::TaskProto::Kind kind) {
     const bool variable = kind == proto::TaskProto::VARIABLE;
-    Layout layout{strategy_.sources().at(name), {}};
-    for (size_t i = 0; i < placement_.ranks().size(); ++i) {
-      int64_t reg = AddSliceRegister(name, layout.sbp, i, variable ? 1 : options_.num_slots,
-                                     variable);
-      builder_.AddTask(kind, Rank(i), kComputeStream, {}, {reg})->mutable_op_conf()->set_name(name);
+    const int64_t period = variable ? StepPeriod() : 1;
+    Layout layout{name, strategy_.SourcePlacement(name), strategy_.sources().at(name), period, {}};
+    for (size_t i = 0; i < layout.placement.ranks().size(); ++i) {
+      int64_t reg = AddSliceRegister(name, layout.placement, layout.sbp, i,
+                                     variable ? 1 : options_.num_slots, variable, period);
+      proto::TaskProto* task =
+          builder_.AddTask(kind, layout.placement.ranks()[i], kComputeStream, {}, {reg});
+      task->mutable_op_conf()->set_name(name);
+      SetPeriod(task, period);
       layout.registers.push_back(reg);
     }
     layouts_[name] = layout;
   }
 
-  // The registers holding `tensor` as `want`, boxing once per (tensor, want).
-  Maybe<std::vector<int64_t>> RegistersAs(const std::string& tensor, const NdSbp& want) {
-    const Layout& have = layouts_.at(tensor);
-    if (have.sbp == want) return have.registers;
-    auto key = std::make_pair(tensor, want.ToString());
-    auto cached = boxed_.find(key);
+  // The registers holding layouts_[key] as `want` on `to`, boxing once per
+  // (key, placement, want). Step-rate boxing runs on its own stream.
+  Maybe<std::vector<int64_t>> RegistersAs(const std::string& key, const Placement& to,
+                                          const NdSbp& want) {
+    const Layout& have = layouts_.at(key);
+    if (have.sbp == want && have.placement == to) return have.registers;
+    auto cache_key = std::make_pair(key, to.ToString() + " " + want.ToString());
+    auto cached = boxed_.find(cache_key);
     if (cached != boxed_.end()) return cached->second;
-    OFL_ASSIGN_OR_RETURN(TensorDesc desc, graph_.Desc(tensor));
+    OFL_ASSIGN_OR_RETURN(TensorDesc desc, graph_.Desc(have.tensor));
     OFL_ASSIGN_OR_RETURN(BoxingPlan plan,
-                         PlanBoxing(desc, placement_, have.sbp, placement_, want, tensor));
-    std::vector<int64_t> regs =
-        EmitBoxing(plan, tensor, have.registers, &builder_, options_.num_slots);
-    boxed_[key] = regs;
+                         PlanBoxing(desc, have.placement, have.sbp, to, want, have.tensor));
+    const int first_task = builder_.plan().tasks_size();
+    const int64_t slots =
+        have.placement == to ? options_.num_slots : std::max<int64_t>(2, options_.num_slots);
+    std::vector<int64_t> regs = EmitBoxing(plan, have.tensor, have.registers, &builder_, slots);
+    if (have.period > 1) {
+      for (int t = first_task; t < builder_.plan().tasks_size(); ++t) {
+        proto::TaskProto* task = builder_.mutable_task(t);
+        SetPeriod(task, have.period);
+        task->set_stream(kStepBoxingStream);
+        for (int64_t r : task->outputs()) builder_.mutable_register(r)->set_period(have.period);
+      }
+    }
+    boxed_[cache_key] = regs;
     return regs;
+  }
+
+  // The mean over a step's micro-batches of a micro-rate tensor: one ACC
+  // task per rank of its layout; returns the key of the accumulated layout.
+  std::string Accumulated(const std::string& key) {
+    const std::string acc = "acc/" + key;
+    if (layouts_.count(acc) > 0) return acc;
+    Layout layout = layouts_.at(key);
+    layout.period = StepPeriod();
+    for (size_t i = 0; i < layout.placement.ranks().size(); ++i) {
+      const int64_t in = layout.registers[i];
+      int64_t out =
+          AddSliceRegister(layout.tensor, layout.placement, layout.sbp, i, 1, false, layout.period);
+      builder_
+          .AddTask(proto::TaskProto::ACC, layout.placement.ranks()[i], kComputeStream, {in}, {out})
+          ->mutable_op_conf()
+          ->set_name(acc);
+      layout.registers[i] = out;
+    }
+    layouts_[acc] = layout;
+    return acc;
   }
 
   Status AddOp(const OpNode& node) {
     const NdSbpSignature& sig = strategy_.signature(node.name);
+    const Placement& placement = strategy_.PlacementOf(node.name);
+    const int64_t period = HasMutableInput(node) ? StepPeriod() : 1;
     std::vector<std::vector<int64_t>> inputs;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      OFL_ASSIGN_OR_RETURN(std::vector<int64_t> regs, RegistersAs(node.inputs[i], sig.inputs[i]));
+      std::string key = node.inputs[i];
+      if (layouts_.at(key).period < period) key = Accumulated(key);  // a gradient: its mean
+      OFL_ASSIGN_OR_RETURN(std::vector<int64_t> regs, RegistersAs(key, placement, sig.inputs[i]));
       inputs.push_back(regs);
     }
     std::vector<Layout> outputs(node.outputs.size());
-    for (size_t o = 0; o < node.outputs.size(); ++o) outputs[o].sbp = sig.outputs[o];
-    for (size_t i = 0; i < placement_.ranks().size(); ++i) {
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      outputs[o] = Layout{node.outputs[o], placement, sig.outputs[o], period, {}};
+    }
+    for (size_t i = 0; i < placement.ranks().size(); ++i) {
       std::vector<int64_t> in_regs, out_regs;
       for (const auto& regs : inputs) in_regs.push_back(regs[i]);
       for (size_t o = 0; o < node.outputs.size(); ++o) {
-        int64_t reg = AddSliceRegister(node.outputs[o], sig.outputs[o], i, options_.num_slots,
-                                       false);
+        int64_t reg = AddSliceRegister(node.outputs[o], placement, sig.outputs[o], i,
+                                       options_.num_slots, false, period);
         out_regs.push_back(reg);
         outputs[o].registers.push_back(reg);
       }
-      proto::OpConf* conf =
-          builder_.AddTask(proto::TaskProto::COMPUTE, Rank(i), kComputeStream, in_regs, out_regs)
-              ->mutable_op_conf();
+      proto::TaskProto* task = builder_.AddTask(proto::TaskProto::COMPUTE, placement.ranks()[i],
+                                                kComputeStream, in_regs, out_regs);
+      SetPeriod(task, period);
+      proto::OpConf* conf = task->mutable_op_conf();
       conf->set_name(node.name);
       conf->set_op_type(node.type);
       for (const auto& [k, v] : node.attrs.values()) (*conf->mutable_attrs())[k] = AttrToProto(v);
@@ -121,10 +180,11 @@ class Lowerer {
 
   void AddSink(const std::string& tensor) {
     const Layout& layout = layouts_.at(tensor);
-    for (size_t i = 0; i < placement_.ranks().size(); ++i) {
-      builder_.AddTask(proto::TaskProto::SINK, Rank(i), kComputeStream, {layout.registers[i]}, {})
-          ->mutable_op_conf()
-          ->set_name(tensor);
+    for (size_t i = 0; i < layout.placement.ranks().size(); ++i) {
+      proto::TaskProto* task = builder_.AddTask(proto::TaskProto::SINK, layout.placement.ranks()[i],
+                                                kComputeStream, {layout.registers[i]}, {});
+      task->mutable_op_conf()->set_name(tensor);
+      SetPeriod(task, layout.period);
     }
   }
 
@@ -151,10 +211,13 @@ class Lowerer {
     edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
     for (const auto& [reader, writer] : edges) {
       const int64_t rank = plan.tasks(writer).rank();
-      int64_t reg = builder_.AddCtrlRegister(
-          StrCat("ctrl/", plan.tasks(reader).op_conf().name(), "->",
-                 plan.tasks(writer).op_conf().name()),
-          rank);
+      int64_t reg = builder_.AddCtrlRegister(StrCat("ctrl/", plan.tasks(reader).op_conf().name(),
+                                                    "->", plan.tasks(writer).op_conf().name()),
+                                             rank);
+      // Once per the writer's period: a micro-rate reader signals after its
+      // last micro-batch of the step (runtime/actor.h, act ratios).
+      const int64_t period = plan.tasks(writer).period();
+      if (period > 1) builder_.mutable_register(reg)->set_period(period);
       builder_.mutable_task(reader)->add_ctrl_outputs(reg);
       builder_.mutable_task(writer)->add_ctrl_inputs(reg);
     }
@@ -162,7 +225,6 @@ class Lowerer {
 
   const OpGraph& graph_;
   const Strategy& strategy_;
-  const Placement& placement_;
   LoweringOptions options_;
   PlanBuilder builder_;
   std::map<std::string, Layout> layouts_;

@@ -8,7 +8,20 @@
 // fetched tensors, and ctrl edges that make every in-place update act after
 // all other readers of the variable it writes. Every register of a logical
 // tensor records its logical shape, offset and NdSbp, so the caller can
-// slice feeds and variables and assemble fetches. Pure function.
+// slice feeds and variables and assemble fetches.
+//
+// Pipeline stages: each op is lowered on its own placement (Strategy); an
+// edge between placements is boxed across them (SEND_RECV steps) into
+// registers of >= 2 slots, so stages work on different micro-batches at once.
+// Micro-batches (micro_batches = k > 1): the graph is built for one
+// micro-batch; variables and updates (ops with in-place inputs) act once per
+// k iterations (TaskProto.period = k), everything else every iteration. A
+// step-rate op's micro-rate input (a gradient) passes through an ACC task
+// per rank (mean of k values, register period k) before any boxing, so the
+// gradient is boxed once per step; boxing of step-rate tensors runs on its
+// own stream (kStepBoxingStream) because one stream's boxing acts in one
+// cycle. In-place ctrl edges get period k: a micro-rate reader signals the
+// update after its k-th micro-batch of the step. Pure function.
 #pragma once
 
 #include <string>
@@ -20,8 +33,11 @@
 namespace ofl {
 
 struct LoweringOptions {
-  int64_t num_slots = 2;  // slots of non-persistent registers: 2 overlaps iterations
+  int64_t num_slots = 2;     // slots of non-persistent registers: 2 overlaps iterations
+  int64_t micro_batches = 1;  // k: iterations (micro-batches) per optimizer step
 };
+
+constexpr int64_t kStepBoxingStream = 2;  // boxing of once-per-step tensors
 
 Maybe<proto::Plan> LowerDistributed(const OpGraph& graph, const Strategy& strategy,
                                     const std::vector<std::string>& fetches,

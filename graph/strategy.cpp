@@ -1,5 +1,6 @@
 #include "graph/strategy.h"
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 
@@ -71,6 +72,38 @@ Maybe<std::vector<NdSbpSignature>> CandidateSignatures(const OpGraph& graph, con
   return NdSbpSignatures(*def, graph.ContextOf(node), placement.hierarchy().ndim());
 }
 
+const Placement& Strategy::PlacementOf(const std::string& op) const {
+  auto it = op_placements_.find(op);
+  return it == op_placements_.end() ? placement_ : it->second;
+}
+
+const Placement& Strategy::SourcePlacement(const std::string& tensor) const {
+  auto it = source_placements_.find(tensor);
+  return it == source_placements_.end() ? placement_ : it->second;
+}
+
+Maybe<Placement> Strategy::ProducedPlacement(const OpGraph& graph,
+                                             const std::string& tensor) const {
+  if (graph.IsInput(tensor) || graph.IsVariable(tensor)) return SourcePlacement(tensor);
+  for (const OpNode& node : graph.ops()) {
+    for (const std::string& out : node.outputs) {
+      if (out == tensor) return PlacementOf(node.name);
+    }
+  }
+  return NotFound("strategy: unknown tensor '", tensor, "'");
+}
+
+int64_t Strategy::num_ranks() const {
+  int64_t n = 0;
+  auto add = [&](const Placement& p) {
+    for (int64_t r : p.ranks()) n = std::max(n, r + 1);
+  };
+  add(placement_);
+  for (const auto& [op, p] : op_placements_) add(p);
+  for (const auto& [t, p] : source_placements_) add(p);
+  return n;
+}
+
 Maybe<NdSbp> Strategy::ProducedSbp(const OpGraph& graph, const std::string& tensor) const {
   auto s = sources_.find(tensor);
   if (s != sources_.end()) return s->second;
@@ -78,7 +111,8 @@ Maybe<NdSbp> Strategy::ProducedSbp(const OpGraph& graph, const std::string& tens
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i] != tensor) continue;
       auto sig = signatures_.find(node.name);
-      if (sig == signatures_.end()) return NotFound("strategy: op '", node.name, "' has no signature");
+      if (sig == signatures_.end())
+        return NotFound("strategy: op '", node.name, "' has no signature");
       return sig->second.outputs[i];
     }
   }
@@ -92,18 +126,22 @@ Status Strategy::Validate(const OpGraph& graph) const {
   for (const std::string& name : sources) {
     auto it = sources_.find(name);
     OFL_ENSURE(it != sources_.end(), "strategy: no NdSbp for tensor '", name, "'");
-    OFL_RETURN_IF_ERROR(CheckSource(graph, placement_, name, it->second));
+    OFL_RETURN_IF_ERROR(CheckSource(graph, SourcePlacement(name), name, it->second));
   }
   for (const OpNode& node : graph.ops()) {
     auto it = signatures_.find(node.name);
     OFL_ENSURE(it != signatures_.end(), "strategy: op '", node.name, "' (", node.type,
                ") has no signature");
-    OFL_ASSIGN_OR_RETURN(auto candidates, CandidateSignatures(graph, node, placement_));
+    const Placement& placement = PlacementOf(node.name);
+    OFL_ASSIGN_OR_RETURN(auto candidates, CandidateSignatures(graph, node, placement));
     bool known = false;
     for (const NdSbpSignature& c : candidates) known = known || c == it->second;
     OFL_ENSURE(known, "strategy: op '", node.name, "' (", node.type, ") has no signature ",
-               it->second.ToString(), " on hierarchy ", placement_.hierarchy());
+               it->second.ToString(), " on hierarchy ", placement.hierarchy());
     for (const auto& [i, var] : MutableInputs(node)) {
+      OFL_ENSURE(SourcePlacement(var) == placement, "strategy: op '", node.name,
+                 "' writes variable '", var, "' in place on ", placement.ToString(),
+                 " but the variable lives on ", SourcePlacement(var).ToString());
       OFL_ENSURE(it->second.inputs[i] == sources_.at(var), "strategy: op '", node.name,
                  "' writes variable '", var, "' in place as ", it->second.inputs[i],
                  " but the variable is laid out as ", sources_.at(var));
@@ -115,11 +153,17 @@ Status Strategy::Validate(const OpGraph& graph) const {
 std::string Strategy::ToString(const OpGraph& graph) const {
   std::ostringstream out;
   out << "placement " << placement_.ToString() << "\n";
-  for (const auto& [name, sbp] : sources_) out << name << ": " << sbp << "\n";
+  auto where = [&](const Placement& p) {
+    return p == placement_ ? std::string() : " on " + p.ToString();
+  };
+  for (const auto& [name, sbp] : sources_) {
+    out << name << ": " << sbp << where(SourcePlacement(name)) << "\n";
+  }
   for (const OpNode& node : graph.ops()) {
     auto it = signatures_.find(node.name);
     out << node.name << " = " << node.type << ": "
-        << (it == signatures_.end() ? "?" : it->second.ToString()) << "\n";
+        << (it == signatures_.end() ? "?" : it->second.ToString()) << where(PlacementOf(node.name))
+        << "\n";
   }
   return out.str();
 }
@@ -171,15 +215,15 @@ Maybe<Strategy> DeduceStrategy(const OpGraph& graph, const Placement& placement,
   return s;
 }
 
-Maybe<Strategy> RandomStrategy(const OpGraph& graph, const Placement& placement, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const Shape& hierarchy = placement.hierarchy();
-  Strategy s(placement);
+namespace {
+
+// Random source NdSbps and op signatures on each one's own placement.
+Status DrawRandom(const OpGraph& graph, std::mt19937_64& rng, Strategy* s) {
   std::map<std::string, std::string> owners = StateOwners(graph);
   auto random_source = [&](const std::string& name) {
     const Shape shape = graph.Desc(name).value().shape;
     std::vector<Sbp> axes;
-    for (int64_t a = 0; a < hierarchy.ndim(); ++a) {
+    for (int64_t a = 0; a < s->SourcePlacement(name).hierarchy().ndim(); ++a) {
       int64_t choice = static_cast<int64_t>(rng() % (shape.ndim() + 1));
       axes.push_back(choice == shape.ndim() ? Sbp::Broadcast() : Sbp::Split(choice));
     }
@@ -188,22 +232,50 @@ Maybe<Strategy> RandomStrategy(const OpGraph& graph, const Placement& placement,
   std::vector<std::string> sources = graph.input_names();
   sources.insert(sources.end(), graph.variable_names().begin(), graph.variable_names().end());
   for (const std::string& name : sources) {
-    if (owners.count(name) == 0) s.SetSourceSbp(name, random_source(name));
+    if (owners.count(name) == 0) s->SetSourceSbp(name, random_source(name));
   }
   for (const auto& [state, param] : owners) {
-    s.SetSourceSbp(state, StateSbp(graph, state, param, s.sources().at(param)));
+    s->SetSourceSbp(state, StateSbp(graph, state, param, s->sources().at(param)));
   }
   for (const OpNode& node : graph.ops()) {
-    OFL_ASSIGN_OR_RETURN(auto candidates, CandidateSignatures(graph, node, placement));
+    OFL_ASSIGN_OR_RETURN(auto candidates,
+                         CandidateSignatures(graph, node, s->PlacementOf(node.name)));
     std::vector<const NdSbpSignature*> allowed;
     for (const NdSbpSignature& c : candidates) {
-      if (RespectsInPlace(node, c, s.sources())) allowed.push_back(&c);
+      if (RespectsInPlace(node, c, s->sources())) allowed.push_back(&c);
     }
     OFL_ENSURE(!allowed.empty(), "strategy: op '", node.name, "' (", node.type,
                ") has no signature that keeps its in-place inputs' layout");
-    s.SetSignature(node.name, *allowed[rng() % allowed.size()]);
+    s->SetSignature(node.name, *allowed[rng() % allowed.size()]);
   }
-  OFL_RETURN_IF_ERROR(s.Validate(graph));
+  return s->Validate(graph);
+}
+
+}  // namespace
+
+Maybe<Strategy> RandomStrategy(const OpGraph& graph, const Placement& placement, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Strategy s(placement);
+  OFL_RETURN_IF_ERROR(DrawRandom(graph, rng, &s));
+  return s;
+}
+
+Maybe<Strategy> RandomPipelineStrategy(const OpGraph& graph, const std::vector<Placement>& stages,
+                                       uint64_t seed) {
+  OFL_ENSURE(!stages.empty(), "strategy: no pipeline stages");
+  std::mt19937_64 rng(seed);
+  const int64_t forward = NumForwardOps(graph);
+  const int64_t n = static_cast<int64_t>(stages.size());
+  OFL_ENSURE(forward >= n, "strategy: ", n, " stages for ", forward, " forward ops");
+  // n - 1 distinct cut points in [1, forward), ascending.
+  std::vector<int64_t> cuts;
+  for (int64_t c = 1; c < forward; ++c) cuts.push_back(c);
+  std::shuffle(cuts.begin(), cuts.end(), rng);
+  cuts.resize(n - 1);
+  std::sort(cuts.begin(), cuts.end());
+  Strategy s(stages[0]);
+  OFL_RETURN_IF_ERROR(AssignStages(graph, stages, cuts, &s));
+  OFL_RETURN_IF_ERROR(DrawRandom(graph, rng, &s));
   return s;
 }
 

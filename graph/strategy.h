@@ -1,12 +1,14 @@
 // Strategy: the layout chosen for a logical graph (DESIGN.md sections 3, 6).
 // For every op its N-D SBP signature, and so an NdSbp on every tensor it
-// reads and writes; for every fed input and variable its own NdSbp. One
-// placement holds the whole graph (pipeline stages will give ops their own).
+// reads and writes; for every fed input and variable its own NdSbp. Every
+// op and source has a placement: the strategy's, unless set otherwise
+// (pipeline stages: AssignStages puts contiguous runs of the forward on
+// disjoint placements; lowering boxes the edges between them).
 // A Strategy is set by hand, deduced from the tensors a user pinned, drawn
 // at random (property tests) or produced by a searcher; Validate() is the
 // one gate all of them pass. Rules beyond each op's own signatures:
-// a variable written in place (optimizer update) has the NdSbp its update
-// op's signature gives it, and the update's state variables follow it.
+// a variable written in place (optimizer update) has the NdSbp and the
+// placement of its update op, and the update's state variables follow it.
 // Value type; not synchronised.
 #pragma once
 
@@ -26,7 +28,18 @@ class Strategy {
   Strategy() = default;
   explicit Strategy(Placement placement) : placement_(std::move(placement)) {}
 
-  const Placement& placement() const { return placement_; }
+  const Placement& placement() const { return placement_; }  // the default
+  // Per op and per source (input, variable): its own placement, or the default.
+  void SetPlacement(const std::string& op, Placement p) { op_placements_[op] = std::move(p); }
+  void SetSourcePlacement(const std::string& tensor, Placement p) {
+    source_placements_[tensor] = std::move(p);
+  }
+  const Placement& PlacementOf(const std::string& op) const;
+  const Placement& SourcePlacement(const std::string& tensor) const;
+  // Where a tensor is produced: its source's or its producing op's placement.
+  Maybe<Placement> ProducedPlacement(const OpGraph& graph, const std::string& tensor) const;
+  // Largest rank of any placement + 1.
+  int64_t num_ranks() const;
   void SetSignature(const std::string& op, NdSbpSignature signature) {
     signatures_[op] = std::move(signature);
   }
@@ -46,6 +59,8 @@ class Strategy {
 
  private:
   Placement placement_;
+  std::map<std::string, Placement> op_placements_;
+  std::map<std::string, Placement> source_placements_;
   std::map<std::string, NdSbpSignature> signatures_;
   std::map<std::string, NdSbp> sources_;
 };
@@ -58,6 +73,25 @@ Maybe<Strategy> DeduceStrategy(const OpGraph& graph, const Placement& placement,
 
 // A valid strategy with a random signature per op (seeded), for property tests.
 Maybe<Strategy> RandomStrategy(const OpGraph& graph, const Placement& placement, uint64_t seed);
+
+// Pipeline stages: the forward ops (graph order, before "grad/seed", not
+// updates) are cut into stages.size() contiguous runs, stage s starting at
+// forward op boundaries[s - 1] (ascending, in (0, #forward)). Backward ops
+// "grad/<op>/..." go to <op>'s stage, "grad/seed" to the loss producer's,
+// "grad/sum/<t>" to t's producer's; an update (an op with in-place inputs)
+// to the stage of its variable's first forward reader; any other op to its
+// first input's producer's. Sources go to their first reader's placement,
+// variables written in place to their update's. Sets placements only:
+// signatures must be (re)chosen for them afterwards.
+Status AssignStages(const OpGraph& graph, const std::vector<Placement>& stages,
+                    const std::vector<int64_t>& boundaries, Strategy* strategy);
+// The number of forward ops AssignStages splits.
+int64_t NumForwardOps(const OpGraph& graph);
+
+// RandomStrategy over stages: random boundaries (seeded), then random
+// signatures and source NdSbps on each op's own placement.
+Maybe<Strategy> RandomPipelineStrategy(const OpGraph& graph, const std::vector<Placement>& stages,
+                                       uint64_t seed);
 
 // The op's N-D signatures on `placement`'s hierarchy (the candidates).
 Maybe<std::vector<NdSbpSignature>> CandidateSignatures(const OpGraph& graph, const OpNode& node,

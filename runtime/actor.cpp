@@ -1,6 +1,8 @@
 // The register handshake of runtime/actor.h.
 #include "runtime/actor.h"
 
+#include <algorithm>
+
 #include "runtime/actor_thread.h"
 #include "runtime/run_context.h"
 
@@ -27,8 +29,20 @@ void SlotQueue::Push(int32_t slot) {
   ++size_;
 }
 
+namespace {
+
+int64_t PeriodOf(int64_t period) { return period > 1 ? period : 1; }
+
+// How many acts of a task of `task_period` one value of `reg` spans (the
+// plan checks make it a whole number: runtime/plan_check.h).
+int32_t ActsPerValue(const RuntimeRegister* reg, int64_t task_period) {
+  return static_cast<int32_t>(std::max<int64_t>(1, PeriodOf(reg->desc->period()) / task_period));
+}
+
+}  // namespace
+
 Actor::Actor(const proto::TaskProto& task, std::string name)
-    : task_(task), name_(std::move(name)) {}
+    : task_(task), name_(std::move(name)), period_(PeriodOf(task.period())) {}
 
 int Actor::FindInput(const RuntimeRegister* reg) const {
   for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -50,6 +64,7 @@ void Actor::AddInput(RuntimeRegister* reg, bool data_arg) {
     index = static_cast<int>(inputs_.size());
     inputs_.emplace_back();
     inputs_.back().reg = reg;
+    inputs_.back().reads_per_slot = ActsPerValue(reg, period_);
     current_inputs_.push_back(nullptr);
   }
   if (data_arg) data_inputs_.push_back(index);
@@ -59,6 +74,7 @@ void Actor::AddOutput(RuntimeRegister* reg) {
   CHECK_LT(FindOutput(reg), 0) << name_ << " writes register '" << reg->desc->name() << "' twice";
   outputs_.emplace_back();
   outputs_.back().reg = reg;
+  outputs_.back().acts_per_value = ActsPerValue(reg, period_);
   current_outputs_.push_back(nullptr);
   if (!reg->control) data_outputs_.push_back(static_cast<int>(outputs_.size()) - 1);
 }
@@ -79,7 +95,7 @@ void Actor::AddFetch(bool from_input, int arg, std::vector<Tensor>* into) {
 
 void Actor::BeginRun(RunContext* run) {
   run_ = run;
-  num_iterations_ = run->num_iterations;
+  num_iterations_ = run->num_iterations / period_;
   first_iteration_ = run->first_iteration;
   acts_ = 0;
   outputs_busy_ = 0;
@@ -87,11 +103,13 @@ void Actor::BeginRun(RunContext* run) {
     CHECK(in.producer != nullptr) << name_ << ": register '" << in.reg->desc->name()
                                   << "' has no producer";
     in.ready.Reset(static_cast<int32_t>(in.reg->slots.size()), false);
+    in.reads = 0;
   }
   for (Output& out : outputs_) {
     const int32_t slots = static_cast<int32_t>(out.reg->slots.size());
     out.free.Reset(slots, true);
     out.pending.assign(slots, 0);
+    out.writes = 0;
   }
 }
 
@@ -147,8 +165,8 @@ void Actor::ActUntilFail() {
     const int64_t start_ns = run_->record_acts ? run_->NowNs() : 0;
     Status status = Act(step);
     if (run_->record_acts) {
-      thread_->RecordAct({task_.id(), task_.rank(), task_.stream(), first_iteration_ + step,
-                          start_ns, run_->NowNs()});
+      thread_->RecordAct(
+          {task_.id(), task_.rank(), task_.stream(), iteration(step), start_ns, run_->NowNs()});
     }
     if (!status.ok()) {
       run_->Fail(std::move(status));
@@ -156,10 +174,12 @@ void Actor::ActUntilFail() {
     }
     for (const Fetch& f : fetches_) {
       const Tensor* t = f.from_input ? data_input(f.arg) : data_output(f.arg);
-      (*f.into)[step] = t->Clone();
+      (*f.into)[iteration(step) - first_iteration_ + period_ - 1] = t->Clone();
     }
     ++acts_;
     for (Output& out : outputs_) {
+      if (++out.writes < out.acts_per_value) continue;  // the value spans more acts
+      out.writes = 0;
       const int32_t slot = out.free.front();
       out.free.Pop();
       if (out.consumers.empty()) {
@@ -171,6 +191,8 @@ void Actor::ActUntilFail() {
       for (const Consumer& c : out.consumers) Send(c.actor, Message::kReady, c.input, slot);
     }
     for (Input& in : inputs_) {
+      if (++in.reads < in.reads_per_slot) continue;  // read again by the next act
+      in.reads = 0;
       const int32_t slot = in.ready.front();
       in.ready.Pop();
       Send(in.producer, Message::kFree, in.producer_output, slot);

@@ -24,6 +24,24 @@
 // with no consumer is free again as soon as its producer acted. Control
 // registers (a task's ctrl_outputs, other tasks' ctrl_inputs) carry no data:
 // the same handshake orders tasks without handing a buffer to any kernel.
+//
+// Act ratios (micro-batches, gradient accumulation over k of them): a task
+// of `period` p acts once per p iterations; a register of period q holds one
+// value per q iterations. A consumer of period p reads each ready slot q/p
+// times before it frees it (a variable, period k, is read by every
+// micro-batch's forward); a producer of period p writes into one free slot
+// for q/p acts and sends Ready after the last (ACC sums k gradients into its
+// slot; a reader's ctrl register of period k tells the update, period k,
+// that the reader's k-th micro-batch of the step is done). For k = 2:
+//
+//     VARIABLE w (p=2)     matmul (p=1)          ACC g (p=1, out q=2)   update (p=2)
+//     |-- Ready(w,0) ----->|-- act mb0 (reuse 1) |                      |
+//     |                    |-- act mb1 (reuse 2) |-- act mb0: g = x0    |
+//     |<---- Free(w,0) ----|-- Ready(ctrl) ---------------------------->|
+//     |                    |                     |-- act mb1: g=(g+x1)/2|
+//     |                    |                     |-- Ready(g,0) ------->|-- act, frees w
+//     |<-------------------------------------------------- Free(w,0) ---|
+//     |-- act (step 2): Ready(w,0) ... (w's one slot is held until the update acted)
 #pragma once
 
 #include <cstdint>
@@ -103,7 +121,7 @@ class Actor {
   void Handle(const Message& message);
   // Acts while every input has a ready slot and every output a free one.
   void ActUntilFail();
-  // Acted num_iterations times and every output slot came back.
+  // Acted num_iterations / period times and every output slot came back.
   bool done() const { return acts_ == num_iterations_ && outputs_busy_ == 0; }
   // What the actor waits for now: "input register 'x'", ...
   std::string DescribeWait() const;
@@ -117,7 +135,7 @@ class Actor {
 
  protected:
   // Runs one act of this kind, step `step` of the run (iteration
-  // first_iteration() + step), on the slots chosen for it.
+  // iteration(step)), on the slots chosen for it.
   virtual Status Act(int64_t step) = 0;
   // Extra condition before acting (the boxing turn of the thread); what it
   // waits for when it holds the actor back.
@@ -137,6 +155,13 @@ class Actor {
   }
   RunContext* run() const { return run_; }
   int64_t first_iteration() const { return first_iteration_; }
+  // The iteration (micro-batch counter) of act `step`: the first of its period.
+  int64_t iteration(int64_t step) const { return first_iteration_ + step * period_; }
+  int64_t period() const { return period_; }
+  // Acts per value of data output i (its register's period / this task's).
+  int32_t data_output_acts_per_value(int i) const {
+    return outputs_[data_outputs_[i]].acts_per_value;
+  }
 
   const proto::TaskProto& task_;
   std::vector<Tensor*> current_inputs_;   // per input: the slot of this act
@@ -148,6 +173,8 @@ class Actor {
     Actor* producer = nullptr;
     int32_t producer_output = 0;
     SlotQueue ready;
+    int32_t reads_per_slot = 1;  // register period / this task's period
+    int32_t reads = 0;           // acts that read the front slot so far
   };
   struct Consumer {
     Actor* actor = nullptr;
@@ -158,6 +185,8 @@ class Actor {
     std::vector<Consumer> consumers;
     std::vector<int32_t> pending;  // per slot: consumers yet to free it
     SlotQueue free;
+    int32_t acts_per_value = 1;  // register period / this task's period
+    int32_t writes = 0;          // acts that wrote the front slot so far
   };
 
   bool ReadyToAct() const;
@@ -180,6 +209,7 @@ class Actor {
   std::vector<Fetch> fetches_;
   int64_t num_iterations_ = 0;
   int64_t first_iteration_ = 0;
+  int64_t period_ = 1;  // iterations per act
   int64_t acts_ = 0;
   int64_t outputs_busy_ = 0;  // slots handed to consumers, not yet all freed
 };

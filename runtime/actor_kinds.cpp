@@ -1,4 +1,4 @@
-// COMPUTE, SOURCE, VARIABLE, SINK and BOXING actors (runtime/actor_kinds.h).
+// COMPUTE, SOURCE, VARIABLE, SINK, BOXING and ACC actors (runtime/actor_kinds.h).
 #include "runtime/actor_kinds.h"
 
 #include <cctype>
@@ -67,7 +67,7 @@ class ComputeActor : public Actor {
       ctx_.outputs[i] = data_output(i);
       output_buffers_[i] = ctx_.outputs[i]->raw();
     }
-    ctx_.iteration = first_iteration() + step;
+    ctx_.iteration = iteration(step);
     std::string error;
     arena_->execute([&] {
       try {
@@ -144,6 +144,51 @@ class SinkActor : public Actor {
   Status Act(int64_t) override { return Status::OK(); }
 };
 
+// Sums its input over the acts of one value of its output (the register's
+// period, k micro-batches) and leaves the mean there: the first act copies,
+// the others add, the last divides by k. The output slot is handed on after
+// the last act (runtime/actor.h), so the consumer sees only the mean.
+class AccActor : public Actor {
+ public:
+  explicit AccActor(const proto::TaskProto& task) : Actor(task, TaskDisplayName(task)) {}
+  Status Prepare() override {
+    if (num_data_inputs() != 1 || num_data_outputs() != 1) {
+      return Named(StatusCode::kInvalidArgument, "an accumulator has one input and one output");
+    }
+    return Status::OK();
+  }
+
+ protected:
+  Status Act(int64_t step) override {
+    const Tensor& in = *data_input(0);
+    Tensor* out = data_output(0);
+    if (in.shape() != out->shape() || in.dtype() != out->dtype()) {
+      return Named(StatusCode::kInvalidArgument,
+                   StrCat("input ", in.shape(), " ", DataTypeName(in.dtype()), " != output ",
+                          out->shape(), " ", DataTypeName(out->dtype())));
+    }
+    const int64_t k = data_output_acts_per_value(0);
+    const int64_t position = step % k;
+    if (position == 0) {
+      out->CopyFrom(in);
+    } else {
+      OFL_DISPATCH_FLOAT(in.dtype(), T, {
+        T* o = out->data<T>();
+        const T* x = in.data<T>();
+        for (int64_t e = 0; e < in.numel(); ++e) o[e] += x[e];
+      });
+    }
+    if (position == k - 1 && k > 1) {
+      OFL_DISPATCH_FLOAT(in.dtype(), T, {
+        T* o = out->data<T>();
+        const T scale = static_cast<T>(1) / static_cast<T>(k);
+        for (int64_t e = 0; e < out->numel(); ++e) o[e] *= scale;
+      });
+    }
+    return Status::OK();
+  }
+};
+
 class BoxingActor : public Actor {
  public:
   BoxingActor(const proto::TaskProto& task, const RankEnv& env)
@@ -193,6 +238,8 @@ std::string TaskDisplayName(const proto::TaskProto& task) {
       return "variable " + quoted;
     case proto::TaskProto::SINK:
       return "sink " + quoted;
+    case proto::TaskProto::ACC:
+      return "acc " + quoted;
     case proto::TaskProto::BOXING: {
       std::string kind = proto::BoxingConf::Kind_Name(task.boxing_conf().kind());
       for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -213,6 +260,8 @@ std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& en
       return std::make_unique<VariableActor>(task);
     case proto::TaskProto::SINK:
       return std::make_unique<SinkActor>(task);
+    case proto::TaskProto::ACC:
+      return std::make_unique<AccActor>(task);
     case proto::TaskProto::BOXING:
       return std::make_unique<BoxingActor>(task, env);
     default:

@@ -1,4 +1,4 @@
-// The five kinds of actor, one per TaskProto kind, and the factory the
+// The six kinds of actor, one per TaskProto kind, and the factory the
 // Runtime builds them with. What each act does:
 //   COMPUTE   runs the op's CPU kernel (KernelRegistry) inside its rank's
 //             task_arena; attrs from op_conf with the op's defaults filled
@@ -11,6 +11,12 @@
 //   SINK      nothing of its own; a fetch clones its input.
 //   BOXING    calls the BoxingFn hook (runtime/boxing.h's RunBoxingStep
 //             fits behind it); acts in the thread's boxing turn.
+//   ACC       gradient accumulation: acts every iteration (micro-batch) and
+//             sums its input into its output slot; its output register has
+//             period k, so the slot goes on once per k acts, holding the
+//             mean of the k inputs (runtime/actor.h, act ratios).
+// A task's period (TaskProto.period) makes it act once per that many
+// iterations; COMPUTE kernels get the iteration of the first of them.
 // Actors are created and wired by one thread; each acts on its own thread.
 #pragma once
 

@@ -1,6 +1,8 @@
 // Plan checks of runtime/plan_check.h.
 #include "runtime/plan_check.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "ops/op_registry.h"
@@ -115,6 +117,55 @@ Status CheckInPlaceOrder(const proto::Plan& plan, const std::vector<int64_t>& pr
       }
     }
   }
+  return Status::OK();
+}
+
+namespace {
+int64_t Period(int64_t p) { return p > 1 ? p : 1; }
+}  // namespace
+
+Status CheckActRatios(const proto::Plan& plan, const std::vector<int64_t>& producer) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> boxing_period;  // (rank, stream) -> period
+  for (const auto& t : plan.tasks()) {
+    const int64_t tp = Period(t.period());
+    OFL_ENSURE(t.period() >= 0, "plan: task ", t.id(), " (", TaskDisplayName(t), ") has period ",
+               t.period());
+    for (const auto* ids : {&t.inputs(), &t.ctrl_inputs()}) {
+      for (int64_t id : *ids) {
+        const int64_t rp = Period(plan.registers(id).period());
+        OFL_ENSURE(rp % tp == 0, "plan: task ", t.id(), " (", TaskDisplayName(t),
+                   ") acts once per ", tp, " iterations but reads register '",
+                   plan.registers(id).name(), "' written once per ", rp,
+                   " (a reader cannot take several values per act)");
+      }
+    }
+    for (const auto* ids : {&t.outputs(), &t.ctrl_outputs()}) {
+      for (int64_t id : *ids) {
+        const proto::RegisterDesc& r = plan.registers(id);
+        const int64_t rp = Period(r.period());
+        OFL_ENSURE(rp % tp == 0 && (!r.persistent() || rp == tp), "plan: task ", t.id(), " (",
+                   TaskDisplayName(t), ") acts once per ", tp, " iterations and writes register '",
+                   r.name(), "' of period ", rp);
+      }
+    }
+    if (t.kind() != proto::TaskProto::BOXING) continue;
+    auto [it, added] = boxing_period.emplace(std::make_pair(t.rank(), t.stream()), tp);
+    OFL_ENSURE(added || it->second == tp, "plan: boxing task ", t.id(), " (", TaskDisplayName(t),
+               ") has period ", tp, " but rank ", t.rank(), " stream ", t.stream(),
+               " runs boxing of period ", it->second,
+               " (boxing of one stream acts in one cycle: give each period its own stream)");
+  }
+  (void)producer;
+  return Status::OK();
+}
+
+Status RunIterationsFit(const proto::Plan& plan, int64_t num_iterations) {
+  int64_t largest = 1;
+  for (const auto& t : plan.tasks()) largest = std::max(largest, Period(t.period()));
+  for (const auto& r : plan.registers()) largest = std::max(largest, Period(r.period()));
+  OFL_ENSURE(num_iterations % largest == 0, "run: ", num_iterations,
+             " iterations is not a whole number of steps of ", largest,
+             " micro-batches (the plan's largest period)");
   return Status::OK();
 }
 

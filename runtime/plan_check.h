@@ -3,6 +3,7 @@
 // the other readers of the register it writes (CheckInPlaceOrder). The
 // lowering is meant to add those ctrl edges; without one the actors would
 // let a reader see a half-updated variable, so the plan is refused instead.
+// CheckActRatios holds the periods of micro-batching together.
 // Pure functions of the plan; thread-safe.
 #pragma once
 
@@ -23,5 +24,14 @@ Status CheckPlanShape(const proto::Plan& plan);
 // ancestor or a descendant of it through data and ctrl edges of one
 // iteration. `producer[register id]` is the task writing it.
 Status CheckInPlaceOrder(const proto::Plan& plan, const std::vector<int64_t>& producer);
+
+// Periods (TaskProto.period, RegisterDesc.period; 0 means 1): a register's
+// period is a multiple of its producer's and of each consumer's (a consumer
+// never needs several values per act); persistent registers have their
+// producer's period; the BOXING tasks of one (rank, stream) share a period
+// (they act in one cyclic order). Run's iteration count must be a multiple
+// of the largest period (RunIterationsFit).
+Status CheckActRatios(const proto::Plan& plan, const std::vector<int64_t>& producer);
+Status RunIterationsFit(const proto::Plan& plan, int64_t num_iterations);
 
 }  // namespace ofl

@@ -123,6 +123,7 @@ Status Runtime::Build(RuntimeOptions options) {
     }
   }
   OFL_RETURN_IF_ERROR(CheckInPlaceOrder(plan, m.producer));
+  OFL_RETURN_IF_ERROR(CheckActRatios(plan, m.producer));
   for (const auto& t : plan.tasks()) {
     OFL_RETURN_IF_ERROR(m.actors[t.id()]->Prepare());
     const TensorKey key{t.op_conf().name(), t.rank()};

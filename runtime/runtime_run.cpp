@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "runtime/plan_check.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_impl.h"
 #include "runtime/trace.h"
@@ -114,6 +115,7 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
                               const std::vector<std::string>& fetches) {
   Impl& m = *impl_;
   OFL_ENSURE(num_iterations >= 0, "run: num_iterations is ", num_iterations);
+  OFL_RETURN_IF_ERROR(RunIterationsFit(plan_, num_iterations));
   for (auto& actor : m.actors) actor->ClearFetches();
   OFL_RETURN_IF_ERROR(PrepareFeeds(num_iterations, feeds));
   OFL_RETURN_IF_ERROR(PrepareFetches(fetches, num_iterations));
@@ -158,6 +160,8 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   result.fetched.resize(num_iterations);
   for (size_t k = 0; k < m.fetch_keys.size(); ++k) {
     for (int64_t i = 0; i < num_iterations; ++i) {
+      // A task of period p fetches once per p iterations (the last of them).
+      if (!m.fetch_buffers[k][i].defined()) continue;
       result.fetched[i][m.fetch_keys[k]] = std::move(m.fetch_buffers[k][i]);
     }
   }

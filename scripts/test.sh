@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# scripts/test.sh: set up and build (scripts/lib/setup.sh), then run the C++
-# tests (ctest) and the Python tests (pytest) on that one build. Both always
-# run; the script fails if either fails.
+# scripts/test.sh: set up and build (scripts/lib/setup.sh), then run
+#   1. the C++ tests (ctest) on that build;
+#   2. the core and runtime tests again in ThreadSanitizer and
+#      AddressSanitizer builds (build-thread/, build-address/: only those two
+#      test binaries are built there; kernels run single-threaded under TSan;
+#      tests/tsan.supp names the one uninstrumented library it excuses);
+#   3. the Python tests (pytest) on the first build.
+# Every part always runs; the script fails if any fails.
+# OFL_SANITIZERS="thread address" (the default) picks the sanitizer builds;
+# set it empty to skip them.
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
@@ -11,11 +18,25 @@ export PYTHONPATH="$OFL_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 
 ctest_rc=0
 ctest --test-dir "$OFL_BUILD_DIR" --output-on-failure --no-tests=error -j "$OFL_JOBS" || ctest_rc=$?
+
+san_rc=0
+for kind in ${OFL_SANITIZERS-thread address}; do
+  echo "test.sh: core and runtime tests under -fsanitize=$kind" >&2
+  if ! ofl_time "build-$kind" ofl_sanitizer_build "$kind"; then
+    san_rc=1
+    continue
+  fi
+  TSAN_OPTIONS="suppressions=$OFL_ROOT/tests/tsan.supp halt_on_error=1 ${TSAN_OPTIONS:-}" \
+    ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}" \
+    ctest --test-dir "$OFL_ROOT/build-$kind" --output-on-failure --no-tests=error \
+    -j "$OFL_JOBS" -L '^(core|runtime)$' || san_rc=1
+done
+
 pytest_rc=0
 "$OFL_PY" -m pytest -q tests/python || pytest_rc=$?
 
-if ((ctest_rc != 0 || pytest_rc != 0)); then
-  echo "test.sh: FAILED (ctest exit $ctest_rc, pytest exit $pytest_rc)" >&2
+if ((ctest_rc != 0 || san_rc != 0 || pytest_rc != 0)); then
+  echo "test.sh: FAILED (ctest exit $ctest_rc, sanitizers $san_rc, pytest exit $pytest_rc)" >&2
   exit 1
 fi
 echo "test.sh: all tests passed" >&2

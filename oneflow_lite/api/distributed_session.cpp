@@ -22,6 +22,8 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
   s->fetches_ = fetches;
   LoweringOptions lowering;
   lowering.num_slots = options.num_slots;
+  lowering.micro_batches = options.micro_batches;
+  s->micro_batches_ = options.micro_batches;
   OFL_ASSIGN_OR_RETURN(s->plan_, LowerDistributed(graph, strategy, fetches, lowering));
   OFL_ASSIGN_OR_RETURN(BoxingGroups groups, BoxingGroups::Create(s->plan_, options.timeout));
   s->groups_ = std::make_unique<BoxingGroups>(std::move(groups));
@@ -45,7 +47,7 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
 }
 
 Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& name,
-                                                            const Tensor& logical) const {
+                                                           const Tensor& logical) const {
   auto it = source_registers_.find(name);
   if (it == source_registers_.end()) return NotFound("unknown input or variable '", name, "'");
   std::map<int64_t, Tensor> parts;
@@ -68,7 +70,7 @@ Maybe<Tensor> DistributedSession::Assemble(const std::string& name,
                                            const std::map<int64_t, Tensor>& parts) const {
   OFL_ASSIGN_OR_RETURN(TensorDesc desc, graph_.Desc(name));
   OFL_ASSIGN_OR_RETURN(NdSbp sbp, strategy_.ProducedSbp(graph_, name));
-  const Placement& p = strategy_.placement();
+  OFL_ASSIGN_OR_RETURN(Placement p, strategy_.ProducedPlacement(graph_, name));
   Tensor out = Tensor::Zeros(desc.shape, desc.dtype);
   Tensor part_sum = Tensor::Zeros(desc.shape, desc.dtype);
   for (int64_t i = 0; i < p.size(); ++i) {
@@ -100,28 +102,50 @@ Maybe<Tensor> DistributedSession::Assemble(const std::string& name,
 Status DistributedSession::Run(const std::map<std::string, Tensor>& feeds,
                                const std::vector<std::string>& fetches,
                                std::vector<Tensor>* results) {
+  OFL_ENSURE(micro_batches_ == 1, "run: the session takes ", micro_batches_,
+             " micro-batches per step (use RunStep)");
+  std::vector<std::vector<Tensor>> per_micro_batch;
+  OFL_RETURN_IF_ERROR(RunStep({feeds}, fetches, &per_micro_batch));
+  *results = std::move(per_micro_batch[0]);
+  return Status::OK();
+}
+
+Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tensor>>& feeds,
+                                   const std::vector<std::string>& fetches,
+                                   std::vector<std::vector<Tensor>>* results) {
   for (const std::string& f : fetches) {
     OFL_ENSURE(std::find(fetches_.begin(), fetches_.end(), f) != fetches_.end(), "run: '", f,
                "' was not named as a fetch when the session was created");
   }
-  for (const std::string& in : graph_.input_names()) {
-    OFL_ENSURE(feeds.count(in) > 0, "run: input '", in, "' was not fed");
-  }
-  TensorMap per_rank;
-  for (const auto& [name, logical] : feeds) {
-    OFL_ENSURE(graph_.IsInput(name), "run: '", name, "' is not an input of the graph");
-    OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, logical));
-    for (auto& [rank, t] : parts) per_rank[{name, rank}] = t;
-  }
-  OFL_ASSIGN_OR_RETURN(RunResult r, runtime_->Run(1, {per_rank}, fetches));
-  results->clear();
-  for (const std::string& f : fetches) {
-    std::map<int64_t, Tensor> parts;
-    for (const auto& [key, t] : r.fetched[0]) {
-      if (key.name == f) parts[key.rank] = t;
+  OFL_ENSURE(static_cast<int64_t>(feeds.size()) == micro_batches_, "run: ", feeds.size(),
+             " feed maps for ", micro_batches_, " micro-batches (one per micro-batch)");
+  std::vector<TensorMap> per_rank(feeds.size());
+  for (size_t m = 0; m < feeds.size(); ++m) {
+    for (const std::string& in : graph_.input_names()) {
+      OFL_ENSURE(feeds[m].count(in) > 0, "run: input '", in, "' was not fed",
+                 micro_batches_ > 1 ? StrCat(" for micro-batch ", m) : std::string());
     }
-    OFL_ASSIGN_OR_RETURN(Tensor t, Assemble(f, parts));
-    results->push_back(t);
+    for (const auto& [name, logical] : feeds[m]) {
+      OFL_ENSURE(graph_.IsInput(name), "run: '", name, "' is not an input of the graph");
+      OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, logical));
+      for (auto& [rank, t] : parts) per_rank[m][{name, rank}] = t;
+    }
+  }
+  OFL_ASSIGN_OR_RETURN(RunResult r, runtime_->Run(micro_batches_, per_rank, fetches));
+  results->assign(micro_batches_, {});
+  for (int64_t m = 0; m < micro_batches_; ++m) {
+    for (const std::string& f : fetches) {
+      std::map<int64_t, Tensor> parts;
+      for (const auto& [key, t] : r.fetched[m]) {
+        if (key.name == f) parts[key.rank] = t;
+      }
+      if (parts.empty()) {  // made once per step: only the last micro-batch has it
+        (*results)[m].emplace_back();
+        continue;
+      }
+      OFL_ASSIGN_OR_RETURN(Tensor t, Assemble(f, parts));
+      (*results)[m].push_back(t);
+    }
   }
   return Status::OK();
 }

@@ -4,8 +4,14 @@
 // tensors: feeds and variables are sliced per rank by their NdSbp, fetches
 // and variables are assembled back (S parts placed, P addends summed, B
 // taken once). It also reports what the run really did: bytes each rank's
-// communicators sent, and each rank's peak register bytes. One call at a
-// time; the runtime's threads are internal.
+// communicators sent, and each rank's peak register bytes.
+// Pipelines: the Strategy may put ops on several placements (stages);
+// micro_batches = k > 1 runs k micro-batches per optimizer step with the
+// gradients accumulated (their mean) before the update: the graph is built
+// for one micro-batch, RunSteps takes the k micro-batches' feeds of a step
+// and returns each micro-batch's fetches. Dropout and other random ops draw
+// per micro-batch (the kernel's iteration is the micro-batch counter). One
+// call at a time; the runtime's threads are internal.
 #pragma once
 
 #include <chrono>
@@ -27,6 +33,7 @@ struct DistributedOptions {
   std::chrono::milliseconds timeout{60000};
   std::string trace_path;  // non-empty: write a Chrome trace of each run
   int64_t num_slots = 2;
+  int64_t micro_batches = 1;  // k: micro-batches per optimizer step
 };
 
 class DistributedSession {
@@ -36,9 +43,17 @@ class DistributedSession {
       const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
       const DistributedOptions& options = {});
 
-  // One iteration; `fetches` must be among Create's.
+  // One step of one micro-batch (micro_batches must be 1); `fetches` must
+  // be among Create's.
   Status Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetches,
              std::vector<Tensor>* results);
+  // One optimizer step: feeds[m] feeds micro-batch m (micro_batches maps);
+  // (*results)[m][f] is fetch f of micro-batch m (an empty tensor for a
+  // tensor made once per step, except in the last micro-batch).
+  Status RunStep(const std::vector<std::map<std::string, Tensor>>& feeds,
+                 const std::vector<std::string>& fetches,
+                 std::vector<std::vector<Tensor>>* results);
+  int64_t micro_batches() const { return micro_batches_; }
   Maybe<Tensor> GetVariable(const std::string& name) const;
   Status SetVariable(const std::string& name, const Tensor& value);
 
@@ -57,6 +72,7 @@ class DistributedSession {
   Strategy strategy_;
   proto::Plan plan_;
   std::vector<std::string> fetches_;
+  int64_t micro_batches_ = 1;
   std::unique_ptr<BoxingGroups> groups_;
   std::unique_ptr<Runtime> runtime_;
   std::map<std::string, std::vector<const proto::RegisterDesc*>> source_registers_;

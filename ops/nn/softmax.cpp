@@ -66,44 +66,38 @@ GradFn EmitSoftmaxGrad(const std::string& backward_op) {
   };
 }
 
+// Registers `name` (x -> y along `axis`) and its backward `name_grad(y, dy)`.
+bool RegisterSoftmaxLike(const std::string& name, const std::string& doc,
+                         const std::string& grad_doc) {
+  OpRegistry::Register(name)
+      .Input("x")
+      .Output("y")
+      .Attr("axis", -1)
+      .InferShape(InferSoftmax)
+      .Sbp(SoftmaxSignatures)
+      .Cost(nn::PerElementCost(5))
+      .Grad(EmitSoftmaxGrad(name + "_grad"))
+      .Doc(doc);
+  OpRegistry::Register(name + "_grad")
+      .Input("y")
+      .Input("dy")
+      .Output("dx")
+      .Attr("axis", -1)
+      .InferShape(InferSoftmaxGrad)
+      .Sbp(SoftmaxGradSbp())
+      .Cost(nn::PerElementCost(4))
+      .Doc(grad_doc);
+  return true;
+}
+
+const bool kRegistered =
+    RegisterSoftmaxLike("softmax",
+                        "exp(x) / sum(exp(x)) along `axis`, computed with the maximum subtracted.",
+                        "Backward of softmax: dx = y * (dy - sum(dy * y, axis)).") &&
+    RegisterSoftmaxLike("log_softmax",
+                        "x - log(sum(exp(x))) along `axis`, computed with the maximum subtracted.",
+                        "Backward of log_softmax: dx = dy - exp(y) * sum(dy, axis).");
+
 }  // namespace
-
-OFL_REGISTER_OP("softmax")
-    .Input("x")
-    .Output("y")
-    .Attr("axis", -1)
-    .InferShape(InferSoftmax)
-    .Sbp(SoftmaxSignatures)
-    .Cost(nn::PerElementCost(5))
-    .Grad(EmitSoftmaxGrad("softmax_grad"))
-    .Doc("exp(x) / sum(exp(x)) along `axis`, computed with the maximum subtracted.");
-OFL_REGISTER_OP("softmax_grad")
-    .Input("y")
-    .Input("dy")
-    .Output("dx")
-    .Attr("axis", -1)
-    .InferShape(InferSoftmaxGrad)
-    .Sbp(SoftmaxGradSbp())
-    .Cost(nn::PerElementCost(4))
-    .Doc("Backward of softmax: dx = y * (dy - sum(dy * y, axis)).");
-
-OFL_REGISTER_OP("log_softmax")
-    .Input("x")
-    .Output("y")
-    .Attr("axis", -1)
-    .InferShape(InferSoftmax)
-    .Sbp(SoftmaxSignatures)
-    .Cost(nn::PerElementCost(5))
-    .Grad(EmitSoftmaxGrad("log_softmax_grad"))
-    .Doc("x - log(sum(exp(x))) along `axis`, computed with the maximum subtracted.");
-OFL_REGISTER_OP("log_softmax_grad")
-    .Input("y")
-    .Input("dy")
-    .Output("dx")
-    .Attr("axis", -1)
-    .InferShape(InferSoftmaxGrad)
-    .Sbp(SoftmaxGradSbp())
-    .Cost(nn::PerElementCost(4))
-    .Doc("Backward of log_softmax: dx = dy - exp(y) * sum(dy, axis).");
 
 }  // namespace ofl

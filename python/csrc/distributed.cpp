@@ -1,6 +1,10 @@
 // Binding of api/DistributedSession: a Program compiled for a placement of
 // virtual CPU devices under a strategy (deduced from pinned tensors, drawn
-// at random, or written by hand), run by the actor runtime.
+// at random, or written by hand), run by the actor runtime. Pipelines:
+// {"kind": "random", "seed": s, "stages": n} splits the ranks into n equal
+// contiguous flat placements (stages) at random forward-op boundaries;
+// micro_batches=k runs k micro-batches per step, and run() then takes a
+// list of k feed dicts and returns a list of k lists of fetched arrays.
 #include <pybind11/stl.h>
 
 #include "convert.h"
@@ -35,7 +39,20 @@ Strategy MakeStrategy(const OpGraph& graph, const Placement& placement, const py
   };
   if (kind == "deduce") return Unwrap(DeduceStrategy(graph, placement, nd_sbps("pinned")));
   if (kind == "random") {
-    return Unwrap(RandomStrategy(graph, placement, spec["seed"].cast<uint64_t>()));
+    const int64_t stages = spec.contains("stages") ? spec["stages"].cast<int64_t>() : 1;
+    if (stages <= 1) return Unwrap(RandomStrategy(graph, placement, spec["seed"].cast<uint64_t>()));
+    const std::vector<int64_t>& ranks = placement.ranks();
+    if (stages > static_cast<int64_t>(ranks.size()) || ranks.size() % stages != 0) {
+      throw py::value_error("cannot split " + std::to_string(ranks.size()) + " ranks into " +
+                            std::to_string(stages) + " equal stages");
+    }
+    std::vector<Placement> placements;
+    const size_t per = ranks.size() / stages;
+    for (int64_t st = 0; st < stages; ++st) {
+      placements.push_back(MakePlacement(
+          std::vector<int64_t>(ranks.begin() + st * per, ranks.begin() + (st + 1) * per), {}));
+    }
+    return Unwrap(RandomPipelineStrategy(graph, placements, spec["seed"].cast<uint64_t>()));
   }
   if (kind == "manual") {
     Strategy s(placement);
@@ -61,7 +78,8 @@ void BindDistributed(py::module_& m) {
       .def(py::init([](const Program& program, const std::vector<int64_t>& ranks,
                        const std::vector<int64_t>& hierarchy, const py::dict& strategy,
                        const std::vector<std::string>& fetches, int num_threads,
-                       int64_t timeout_ms, const std::string& trace_path, int64_t num_slots) {
+                       int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
+                       int64_t micro_batches) {
              Placement placement = MakePlacement(ranks, hierarchy);
              Strategy s = MakeStrategy(program.graph(), placement, strategy);
              DistributedOptions options;
@@ -69,29 +87,53 @@ void BindDistributed(py::module_& m) {
              options.timeout = std::chrono::milliseconds(timeout_ms);
              options.trace_path = trace_path;
              options.num_slots = num_slots;
+             options.micro_batches = micro_batches;
              return Unwrap(DistributedSession::Create(program.graph(), s, fetches, options));
            }),
            py::arg("program"), py::arg("ranks"), py::arg("hierarchy") = std::vector<int64_t>{},
            py::arg("strategy") = py::dict(), py::arg("fetches") = std::vector<std::string>{},
            py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000,
-           py::arg("trace_path") = "", py::arg("num_slots") = 2)
+           py::arg("trace_path") = "", py::arg("num_slots") = 2, py::arg("micro_batches") = 1)
       .def("run",
-           [](DistributedSession& s, const py::dict& feeds, const std::vector<std::string>& fetches) {
-             std::map<std::string, Tensor> in;
-             for (auto item : feeds) {
-               std::string name = py::str(item.first);
-               in[name] = TensorFromArray(item.second.cast<py::array>(), "input '" + name + "'");
+           [](DistributedSession& s, const py::object& feeds,
+              const std::vector<std::string>& fetches) -> py::object {
+             auto to_map = [](const py::dict& d) {
+               std::map<std::string, Tensor> in;
+               for (auto item : d) {
+                 std::string name = py::str(item.first);
+                 in[name] = TensorFromArray(item.second.cast<py::array>(), "input '" + name + "'");
+               }
+               return in;
+             };
+             const bool per_micro_batch = !py::isinstance<py::dict>(feeds);
+             std::vector<std::map<std::string, Tensor>> in;
+             if (per_micro_batch) {
+               for (auto d : feeds.cast<py::list>()) in.push_back(to_map(d.cast<py::dict>()));
+             } else {
+               in.push_back(to_map(feeds.cast<py::dict>()));
              }
-             std::vector<Tensor> out;
+             std::vector<std::vector<Tensor>> out;
              {
                py::gil_scoped_release release;
-               ThrowIfError(s.Run(in, fetches, &out));
+               ThrowIfError(s.RunStep(in, fetches, &out));
              }
              py::list result;
-             for (const Tensor& t : out) result.append(ArrayFromTensor(t));
-             return result;
+             for (const auto& micro_batch : out) {
+               py::list fetched;
+               for (const Tensor& t : micro_batch) {
+                 if (t.defined()) {
+                   fetched.append(ArrayFromTensor(t));
+                 } else {
+                   fetched.append(py::none());
+                 }
+               }
+               result.append(fetched);
+             }
+             return per_micro_batch ? py::object(result) : py::object(result[0]);
            },
-           py::arg("feeds"), py::arg("fetches"))
+           py::arg("feeds"), py::arg("fetches"),
+           "feeds: a dict (one micro-batch) or a list of micro_batches dicts (one step); "
+           "returns the fetched arrays, or one list of them per micro-batch")
       .def("get_variable",
            [](const DistributedSession& s, const std::string& name) {
              return ArrayFromTensor(Unwrap(s.GetVariable(name)));

@@ -119,6 +119,18 @@ ofl_build() {
   ninja -C "$OFL_BUILD_DIR" -j "$OFL_JOBS" >&2
 }
 
+# ofl_sanitizer_build KIND: configures build-KIND (KIND = thread or address)
+# once, with -DOFL_SANITIZER=KIND and no Python extension or benchmarks, and
+# builds just the core and runtime test binaries there.
+ofl_sanitizer_build() {
+  local kind=$1 dir="$OFL_ROOT/build-$1"
+  if [[ ! -f "$dir/build.ninja" ]]; then
+    cmake -S "$OFL_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DOFL_SANITIZER="$kind" -DOFL_BUILD_PYTHON=OFF -DOFL_BUILD_BENCH=OFF >&2 || return 1
+  fi
+  ninja -C "$dir" -j "$OFL_JOBS" core_tests runtime_tests >&2
+}
+
 ofl_setup() {
   local start=$EPOCHREALTIME
   ofl_time apt ofl_ensure_apt || return 1

@@ -6,6 +6,14 @@ give, over three SGD steps, the losses and parameters of the single-device
 session (itself checked against numpy in test_models.py): float32, rtol
 1e-4, atol 1e-5.
 
+About a third of the cases on an even device count are pipelines instead:
+2 stages on disjoint flat placements (ranks [0, n/2) and [n/2, n)) split at
+a random forward op, k in {1, 2, 4} micro-batches per step with gradient
+accumulation, dropout 0. The model is built for one micro-batch; the
+single-device session gets the k micro-batches concatenated: the mean of
+the k micro-batch losses equals its loss, and the parameters after three
+steps equal its parameters.
+
 Cases are generated from a base seed (OFL_PROPERTY_SEED, default 20261129)
 that is printed; a failing case names its own seed so it can be rerun alone
 (OFL_PROPERTY_SEED=<base> pytest -k "case_<i>"). OFL_PROPERTY_CASES sets the
@@ -13,6 +21,7 @@ count (default 200).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 
@@ -54,6 +63,12 @@ def make_case(index: int) -> dict:
                                    image_size=rng.choice([2, 4]), fc=(rng.randint(2, 6),),
                                    num_classes=rng.randint(2, 4), dropout=case["dropout"])
         case["batch"] = rng.randint(1, 5)
+    pipe = random.Random(BASE_SEED * 1000 + index + 7_000_000)  # keeps the draws above as they were
+    case["micro_batches"], case["stages"] = 1, 1
+    if devices % 2 == 0 and pipe.random() < 0.35:
+        case.update(stages=2, micro_batches=pipe.choice([1, 2, 4]), hierarchy=[devices],
+                    dropout=0.0)
+        case["config"] = dataclasses.replace(case["config"], dropout=0.0)
     return case
 
 
@@ -61,8 +76,9 @@ MODULES = {"mlp": mlp, "gpt": gpt, "vgg": vgg}
 
 
 def batches(case: dict) -> list:
+    """Per step: (data, labels) of the global batch (micro_batches * batch rows)."""
     rng = np.random.default_rng(case["data_seed"])
-    cfg, b = case["config"], case["batch"]
+    cfg, b = case["config"], case["batch"] * case["micro_batches"]
     out = []
     for _ in range(STEPS):
         if case["model"] == "mlp":
@@ -79,11 +95,11 @@ def batches(case: dict) -> list:
     return out
 
 
-def build(case: dict):
+def build(case: dict, batch: int):
     module = MODULES[case["model"]]
     params = module.init_params(case["config"], seed=case["data_seed"] % 1000)
     b = GraphBuilder()
-    names = module.build(b, case["config"], params, case["batch"])
+    names = module.build(b, case["config"], params, batch)
     b.minimize(names["loss"], "sgd", **SGD)
     return b, names, sorted(params)
 
@@ -101,21 +117,39 @@ def test_seed_is_printed(capsys):
         print(f"\n[test_distributed] OFL_PROPERTY_SEED={BASE_SEED}, {NUM_CASES} cases")
 
 
+def train_micro_batches(session, names, data, k: int) -> list:
+    """Per step, the mean of its k micro-batch losses."""
+    losses = []
+    for x, y in data:
+        feeds = [{names["data"]: xs, names["labels"]: ys}
+                 for xs, ys in zip(np.split(x, k), np.split(y, k))]
+        per_micro_batch = session.run(feeds, [names["loss"]])
+        assert len(per_micro_batch) == k
+        losses.append(float(np.mean([float(loss) for (loss,) in per_micro_batch])))
+    return losses
+
+
 @pytest.mark.parametrize("index", range(NUM_CASES), ids=lambda i: f"case_{i}")
 def test_random_strategy_matches_one_device(index):
     case = make_case(index)
     data = batches(case)
-    b, names, params = build(case)
+    k = case["micro_batches"]
+    b, names, params = build(case, case["batch"] * k)
     single = b.session(num_threads=1)
     want_losses = train(single, names, data)
+    micro, micro_names, _ = build(case, case["batch"]) if k > 1 else (b, names, params)
     ranks = list(range(case["devices"]))
-    dist = _C.DistributedSession(b.program, ranks, case["hierarchy"],
-                                 {"kind": "random", "seed": case["strategy_seed"]},
-                                 [names["loss"]], num_threads=2, timeout_ms=30000)
-    got_losses = train(dist, names, data)
+    strategy = {"kind": "random", "seed": case["strategy_seed"], "stages": case["stages"]}
+    dist = _C.DistributedSession(micro.program, ranks, case["hierarchy"], strategy,
+                                 [micro_names["loss"]], num_threads=2, timeout_ms=30000,
+                                 micro_batches=k)
+    if case["stages"] > 1:
+        got_losses = train_micro_batches(dist, micro_names, data, k)
+    else:
+        got_losses = train(dist, names, data)
     where = (f"seed {BASE_SEED} case {index}: {case['model']} {case['config']} batch "
-             f"{case['batch']} on {case['hierarchy']}, strategy seed {case['strategy_seed']}\n"
-             f"{dist.strategy()}")
+             f"{case['batch']} x {k} micro-batches, {case['stages']} stages on "
+             f"{case['hierarchy']}, strategy seed {case['strategy_seed']}\n{dist.strategy()}")
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4, atol=1e-5, err_msg=where)
     for p in params:
         np.testing.assert_allclose(dist.get_variable(p), single.get_variable(p), rtol=1e-4,

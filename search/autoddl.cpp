@@ -1,0 +1,219 @@
+// AutoDDL search: the starts, coordinate descent, and the best of them.
+#include "search/autoddl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "search/dominance.h"
+#include "search/elimination.h"
+#include "search/tree_descent.h"
+
+namespace ofl {
+namespace {
+
+bool Improves(double candidate, double current) { return candidate < current - 1e-12 * current; }
+
+int64_t Memory(const CostGraph& graph, int node, int candidate) {
+  return graph.node(node).candidates[candidate].memory_bytes;
+}
+
+// Every candidate's compute plus the transfer of the edges to neighbours in
+// `choice` (all of them, or those before `node` when `earlier_only`).
+void LocalCosts(const CostGraph& graph, int node, const std::vector<int>& choice, bool earlier_only,
+                std::vector<double>& out) {
+  const std::vector<Candidate>& cands = graph.node(node).candidates;
+  int k = cands.size();
+  out.resize(k);
+  for (int c = 0; c < k; ++c) out[c] = cands[c].compute_seconds;
+  for (const Incidence& inc : graph.incident(node)) {
+    if (earlier_only && inc.neighbour > node) continue;
+    const EdgeMatrix& m = *graph.edge(inc.edge).matrix;
+    int y = choice[inc.neighbour];
+    if (!inc.outgoing) {
+      const double* row = m.row(y);
+      for (int c = 0; c < k; ++c) out[c] += row[c];
+    } else {
+      for (int c = 0; c < k; ++c) out[c] += m.at(c, y);
+    }
+  }
+}
+
+// suffix[i]: the least memory nodes i.. can take.
+std::vector<int64_t> MemorySuffix(const CostGraph& graph) {
+  std::vector<int64_t> suffix(graph.num_nodes() + 1, 0);
+  for (int u = graph.num_nodes() - 1; u >= 0; --u) {
+    suffix[u] = suffix[u + 1] + graph.node(u).min_memory_bytes;
+  }
+  return suffix;
+}
+
+// In index order: the cheapest candidate (counting edges to earlier nodes)
+// that leaves room for the rest; with `rng`, a random one of those instead.
+std::vector<int> SequentialStart(const CostGraph& graph, std::mt19937_64* rng) {
+  std::vector<int64_t> suffix = MemorySuffix(graph);
+  std::vector<int> choice(graph.num_nodes(), 0);
+  std::vector<double> local;
+  int64_t used = 0;
+  for (int u = 0; u < graph.num_nodes(); ++u) {
+    LocalCosts(graph, u, choice, /*earlier_only=*/true, local);
+    std::vector<int> fits;
+    for (int c = 0; c < graph.num_candidates(u); ++c) {
+      if (used + Memory(graph, u, c) + suffix[u + 1] <= graph.memory_limit()) fits.push_back(c);
+    }
+    CHECK(!fits.empty()) << "the memory limit was checked feasible";
+    int pick = rng != nullptr ? fits[(*rng)() % fits.size()]
+                              : *std::min_element(fits.begin(), fits.end(), [&](int a, int b) {
+                                  return local[a] < local[b];
+                                });
+    choice[u] = pick;
+    used += Memory(graph, u, pick);
+  }
+  return choice;
+}
+
+std::vector<int> MinMemoryStart(const CostGraph& graph) {
+  std::vector<int> choice(graph.num_nodes());
+  for (int u = 0; u < graph.num_nodes(); ++u) {
+    const std::vector<Candidate>& cands = graph.node(u).candidates;
+    choice[u] = std::min_element(cands.begin(), cands.end(),
+                                 [](const Candidate& a, const Candidate& b) {
+                                   return std::make_pair(a.memory_bytes, a.compute_seconds) <
+                                          std::make_pair(b.memory_bytes, b.compute_seconds);
+                                 }) -
+                cands.begin();
+  }
+  return choice;
+}
+
+// Kruskal on the matrices' spreads (max - min), largest first.
+std::vector<char> MaxSpanningForest(const CostGraph& graph) {
+  std::vector<int> edges(graph.num_edges());
+  std::iota(edges.begin(), edges.end(), 0);
+  auto spread = [&](int e) { return graph.edge(e).matrix->max() - graph.edge(e).matrix->min(); };
+  std::stable_sort(edges.begin(), edges.end(), [&](int a, int b) { return spread(a) > spread(b); });
+  std::vector<int> parent(graph.num_nodes());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto root = [&](int u) {
+    while (parent[u] != u) u = parent[u] = parent[parent[u]];
+    return u;
+  };
+  std::vector<char> use(graph.num_edges(), 0);
+  for (int e : edges) {
+    int a = root(graph.edge(e).from), b = root(graph.edge(e).to);
+    if (a == b) continue;
+    parent[a] = b;
+    use[e] = 1;
+  }
+  return use;
+}
+
+std::vector<int> SpanningTreeStart(const CostGraph& graph, int iterations) {
+  int64_t max_entries = std::numeric_limits<int64_t>::max();
+  Maybe<EliminationPlan> made =
+      EliminationPlan::Make(graph, MaxSpanningForest(graph), max_entries, max_entries);
+  if (!made.ok()) return MinMemoryStart(graph);  // over 65535 candidates at a node
+  const EliminationPlan& plan = made.value();
+  std::vector<int> choice = plan.Solve(0, nullptr);
+  if (graph.MemoryBytes(choice) <= graph.memory_limit()) return choice;
+  // Geometric bisection of the memory weight between ~0 and `high`.
+  double high = DecisiveMemoryWeight(graph), low = high * 0x1p-64;
+  std::vector<int> best = plan.Solve(high, nullptr);
+  if (graph.MemoryBytes(best) > graph.memory_limit()) return MinMemoryStart(graph);
+  double best_cost = graph.TotalSeconds(best);
+  for (int i = 0; i < iterations; ++i) {
+    double mid = std::sqrt(low * high);
+    std::vector<int> x = plan.Solve(mid, nullptr);
+    if (graph.MemoryBytes(x) <= graph.memory_limit()) {
+      high = mid;
+      double cost = graph.TotalSeconds(x);
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = std::move(x);
+      }
+    } else {
+      low = mid;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+int CoordinateDescent(const CostGraph& graph, std::vector<int>& choice, int max_sweeps,
+                      int64_t* moves) {
+  int n = graph.num_nodes();
+  int64_t limit = graph.memory_limit();
+  int64_t used = graph.MemoryBytes(choice);
+  CHECK_LE(used, limit) << "coordinate descent starts from a feasible choice";
+  std::vector<char> dirty(n, 1);  // a neighbour moved since the node's last visit
+  std::vector<double> local;
+  int sweeps = 0;
+  while (sweeps < max_sweeps) {
+    ++sweeps;
+    bool changed = false;
+    for (int u = 0; u < n; ++u) {
+      if (!dirty[u]) continue;
+      dirty[u] = 0;
+      LocalCosts(graph, u, choice, /*earlier_only=*/false, local);
+      int current = choice[u], best = current;
+      int64_t room = limit - (used - Memory(graph, u, current));
+      for (int c = 0; c < graph.num_candidates(u); ++c) {
+        if (local[c] < local[best] && Memory(graph, u, c) <= room) best = c;
+      }
+      if (best == current || !Improves(local[best], local[current])) continue;
+      used += Memory(graph, u, best) - Memory(graph, u, current);
+      choice[u] = best;
+      changed = true;
+      if (moves != nullptr) ++*moves;
+      for (const Incidence& inc : graph.incident(u)) dirty[inc.neighbour] = 1;
+    }
+    if (!changed) break;
+  }
+  return sweeps;
+}
+
+Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions& options) {
+  OFL_RETURN_IF_ERROR(graph.CheckMemoryFeasible());
+  PrunedGraph pruned = options.prune_dominated ? PruneDominated(graph) : PruneNothing(graph);
+  const CostGraph& g = pruned.graph;
+  std::vector<std::pair<std::string, std::vector<int>>> starts;
+  starts.emplace_back("spanning_tree", SpanningTreeStart(g, options.lagrangian_iterations));
+  starts.emplace_back("greedy", SequentialStart(g, nullptr));
+  starts.emplace_back("min_memory", MinMemoryStart(g));
+  std::mt19937_64 rng(options.seed);
+  for (int i = 0; i < options.num_random_starts; ++i) {
+    starts.emplace_back(StrCat("random_", i), SequentialStart(g, &rng));
+  }
+  AutoddlResult result;
+  result.num_pruned = pruned.num_pruned;
+  TreeDescent trees(g);
+  std::vector<int> best;
+  for (auto& [name, choice] : starts) {
+    AutoddlStart report;
+    report.name = name;
+    report.start_seconds = g.TotalSeconds(choice);
+    report.sweeps = CoordinateDescent(g, choice, options.max_sweeps, &report.moves);
+    trees.Reset();
+    for (int pass = 0, idle = 0; pass < options.max_tree_passes && idle < 2; ++pass) {
+      int moved = trees.Pass(choice);
+      idle = moved == 0 ? idle + 1 : 0;
+      report.tree_moves += moved;
+      if (moved > 0)
+        report.sweeps += CoordinateDescent(g, choice, options.max_sweeps, &report.moves);
+    }
+    report.final_seconds = g.TotalSeconds(choice);
+    if (result.starts.empty() ||
+        report.final_seconds < result.starts[result.best_start].final_seconds) {
+      result.best_start = result.starts.size();
+      best = choice;
+    }
+    result.starts.push_back(report);
+  }
+  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(pruned.ToOriginal(best)));
+  return result;
+}
+
+}  // namespace ofl

@@ -1,0 +1,70 @@
+// AutoDDL search: coordinate descent over a CostGraph (DESIGN.md section 6;
+// arXiv 2301.06813). From each of several deterministic feasible starts,
+// visit the nodes in index order (graph/ adds them in topological order);
+// give each the candidate that minimises its own compute plus its incident
+// edges' transfer times with the neighbours fixed, among the candidates that
+// keep the memory limit; sweep until no node changes. Then tree-block
+// passes (tree_descent.h: whole forests of nodes re-chosen exactly with the
+// rest fixed), each followed by single-node sweeps again, until two passes
+// in a row move nothing. Every move strictly lowers the total (relative
+// 1e-12), so the result is never worse than its start, and it ends where no
+// single node and no tree block can improve it. The best result over the
+// starts wins (ties: the earlier start). Starts, in this order:
+//   "spanning_tree": the exact optimum over a maximum spanning forest (edges
+//     weighted by their matrix's spread, the others left out), by
+//     elimination; so autoddl is exact on chains and trees. When that
+//     optimum breaks the memory limit, a Lagrangian weight on memory is
+//     bisected until the forest optimum fits.
+//   "greedy": in index order, the cheapest candidate counting edges to the
+//     nodes already chosen, within the memory left for the rest.
+//   "min_memory": every node's smallest-memory candidate (the cheapest of
+//     those).
+//   "random_<i>": seeded random feasible choices (options.num_random_starts).
+// Dominated candidates (dominance.h) are pruned first unless switched off.
+// Stateless functions; a const CostGraph may be searched from many threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "search/cost_graph.h"
+
+namespace ofl {
+
+struct AutoddlOptions {
+  int num_random_starts = 0;  // seeded random starts after the three fixed ones
+  uint64_t seed = 0;
+  int max_sweeps = 1000;  // per start; a safety cap, rarely reached
+  bool prune_dominated = true;
+  int lagrangian_iterations = 24;  // for the spanning-tree start under a binding limit
+  int max_tree_passes = 100;       // per start; 0: only single-node sweeps (DESIGN.md)
+};
+
+struct AutoddlStart {
+  std::string name;
+  double start_seconds = 0;  // the start's total
+  double final_seconds = 0;  // after coordinate descent
+  int sweeps = 0;            // single-node sweeps
+  int64_t moves = 0;         // single-node moves
+  int64_t tree_moves = 0;    // tree blocks that moved
+};
+
+struct AutoddlResult {
+  Solution solution;  // over the original graph's candidates
+  std::vector<AutoddlStart> starts;
+  int best_start = 0;
+  int64_t num_pruned = 0;  // dominated candidates removed beforehand
+};
+
+// Errors: an infeasible memory limit (the message gives the smallest
+// per-device memory any assignment needs).
+Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions& options = {});
+
+// Coordinate descent alone, from `choice` (which must keep the limit);
+// returns the sweeps run and counts the moves. Exposed for exact.h, which
+// polishes its Lagrangian answers with it, and for tests.
+int CoordinateDescent(const CostGraph& graph, std::vector<int>& choice, int max_sweeps,
+                      int64_t* moves);
+
+}  // namespace ofl

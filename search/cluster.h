@@ -1,0 +1,74 @@
+// Cluster: the machine a plan is costed for (DESIGN.md sections 5, 6): a
+// hierarchy of link levels, innermost first (devices per group, bandwidth
+// per device, latency per collective step), and one device kind (FLOP/s per
+// dtype, memory). Its file form is the proto::Cluster text format; presets
+// are committed as search/clusters/<name>.pbtxt and compiled into the
+// library, so Preset() needs no path. A mesh such as [128, 8] (outer axis
+// first, as Placement writes it) runs each axis on the innermost level whose
+// groups hold all of that axis's ranks (AxisLevels).
+// Units inside: bytes, seconds, FLOP/s. A Cluster is an immutable value once
+// built (every constructor checks it); thread-safe to share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/data_type.h"
+#include "oneflow_lite/core/proto/cluster.pb.h"
+#include "oneflow_lite/core/status.h"
+
+namespace ofl {
+
+// One link level in SI units.
+struct LinkLevel {
+  std::string name;
+  int64_t size = 0;                  // devices per group; 0 = no limit (outermost only)
+  double bandwidth_bytes_per_s = 0;  // per device, every device of a group sending at once
+  double latency_s = 0;              // per collective step
+};
+
+class Cluster {
+ public:
+  // Checks the proto: a name, at least one level; sizes >= 1 and each a
+  // multiple of the inner level's (0 only on the outermost); bandwidth > 0;
+  // latency >= 0; memory > 0; flops keyed by known dtype names and > 0.
+  // Errors name the cluster, the field and the value.
+  static Maybe<Cluster> FromProto(const proto::Cluster& cluster);
+  // Parses the text format; `file_name` appears in errors as
+  // "file:line:column: message" for text that does not parse.
+  static Maybe<Cluster> Parse(const std::string& text, const std::string& file_name);
+  static Maybe<Cluster> Load(const std::string& path);
+  // A committed preset by name (see PresetNames()).
+  static Maybe<Cluster> Preset(const std::string& name);
+  static std::vector<std::string> PresetNames();
+
+  Status Save(const std::string& path) const;  // text format
+  std::string ToText() const;
+  const proto::Cluster& proto() const { return proto_; }
+
+  const std::string& name() const { return proto_.name(); }
+  int num_levels() const { return static_cast<int>(levels_.size()); }
+  const LinkLevel& level(int index) const;  // CHECKs the index
+  int64_t memory_bytes() const { return proto_.device().memory_bytes(); }
+  // 0 when the outermost level has no limit.
+  int64_t num_devices() const { return levels_.back().size; }
+  // FLOP/s of one device for `dtype`; an error naming both when the
+  // cluster gives no figure for it.
+  Maybe<double> Flops(DataType dtype) const;
+
+  // For each axis of `hierarchy` (outer first, ranks numbered row-major so
+  // the last axis varies fastest, devices numbered group by group), the
+  // index of the level its groups run on: the innermost level whose size is
+  // a multiple of the axis's span (its size times the sizes of the axes
+  // inside it). Axes of size 1 get level 0. Errors when the mesh needs more
+  // devices than the cluster has.
+  Maybe<std::vector<int>> AxisLevels(const std::vector<int64_t>& hierarchy) const;
+
+ private:
+  Cluster() = default;
+  proto::Cluster proto_;
+  std::vector<LinkLevel> levels_;
+};
+
+}  // namespace ofl

@@ -1,0 +1,359 @@
+// Elimination: the greedy order (simulated on neighbour sets, with fill-in)
+// and the numeric pass (tables over neighbours, argmins, the way back).
+#include "search/elimination.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <tuple>
+
+namespace ofl {
+namespace {
+
+// The table a node's elimination builds: the product of its neighbours' K.
+double TableSize(const CostGraph& graph, const std::vector<int>& neighbours) {
+  double size = 1;
+  for (int v : neighbours) size *= graph.num_candidates(v);
+  return size;
+}
+
+void InsertSorted(std::vector<int>& set, int value) {
+  auto it = std::lower_bound(set.begin(), set.end(), value);
+  if (it == set.end() || *it != value) set.insert(it, value);
+}
+
+void EraseSorted(std::vector<int>& set, int value) {
+  auto it = std::lower_bound(set.begin(), set.end(), value);
+  if (it != set.end() && *it == value) set.erase(it);
+}
+
+// A cost table over `vars`: entry of an assignment = sum of value * stride.
+struct Factor {
+  std::vector<int> vars;
+  std::vector<int64_t> strides;
+  const double* borrowed = nullptr;  // an edge matrix's data
+  std::vector<double> owned;         // a table built by an elimination
+  bool alive = true;
+  const double* data() const { return borrowed != nullptr ? borrowed : owned.data(); }
+};
+
+// A factor copied so that x is its fastest axis: entry (scope assignment,
+// c) at offset + c, the offset summing `strides` over the scope positions.
+struct XFastFactor {
+  std::vector<double> data;
+  std::vector<int64_t> strides;  // per scope position; 0 where the factor lacks it
+};
+
+XFastFactor CopyXFast(const double* data, int64_t x_stride, const int64_t* scope_stride,
+                      const std::vector<int64_t>& sizes, int kx) {
+  int m = sizes.size();
+  XFastFactor out;
+  out.strides.assign(m, 0);
+  int64_t next = kx;
+  for (int j = m - 1; j >= 0; --j) {
+    if (scope_stride[j] == 0) continue;
+    out.strides[j] = next;
+    next *= sizes[j];
+  }
+  out.data.resize(next);
+  std::vector<int64_t> index(m, 0);
+  for (int64_t from = 0, to = 0; to < next; to += kx) {  // odometer over its own variables
+    for (int c = 0; c < kx; ++c) out.data[to + c] = data[from + c * x_stride];
+    for (int j = m - 1; j >= 0; --j) {
+      if (scope_stride[j] == 0) continue;
+      from += scope_stride[j];
+      if (++index[j] < sizes[j]) break;
+      from -= scope_stride[j] * sizes[j];
+      index[j] = 0;
+    }
+  }
+  return out;
+}
+
+// The general case: for every assignment of the scope (last position
+// fastest), the best of unary[c] + the sum of the factors. Factors are first
+// copied x-fastest; those without the last scope variable are summed once
+// per assignment of the others.
+void MinOverFactors(const std::vector<double>& unary, const std::vector<const double*>& data,
+                    const std::vector<int64_t>& x_stride, const std::vector<int64_t>& scope_stride,
+                    const std::vector<int64_t>& sizes, std::vector<double>& table,
+                    std::vector<uint16_t>& argmin) {
+  int kx = unary.size(), nf = data.size(), m = sizes.size();
+  if (m == 0) {
+    int best = std::min_element(unary.begin(), unary.end()) - unary.begin();
+    table[0] = unary[best];
+    argmin[0] = static_cast<uint16_t>(best);
+    return;
+  }
+  std::vector<XFastFactor> outer, inner;  // without and with the last scope variable
+  for (int f = 0; f < nf; ++f) {
+    const int64_t* strides = scope_stride.data() + static_cast<size_t>(f) * m;
+    (strides[m - 1] == 0 ? outer : inner)
+        .push_back(CopyXFast(data[f], x_stride[f], strides, sizes, kx));
+  }
+  int64_t last = sizes[m - 1];
+  std::vector<int64_t> index(m, 0);
+  std::vector<double> partial(kx), sum(kx);
+  for (int64_t t0 = 0; t0 < static_cast<int64_t>(table.size()); t0 += last) {
+    partial = unary;
+    for (const XFastFactor& f : outer) {
+      int64_t offset = 0;
+      for (int j = 0; j + 1 < m; ++j) offset += index[j] * f.strides[j];
+      for (int c = 0; c < kx; ++c) partial[c] += f.data[offset + c];
+    }
+    for (int64_t t = 0; t < last; ++t) {
+      const double* a = partial.data();
+      const double* b = nullptr;
+      if (inner.size() == 1) {
+        const XFastFactor& f = inner[0];
+        int64_t offset = t * f.strides[m - 1];
+        for (int j = 0; j + 1 < m; ++j) offset += index[j] * f.strides[j];
+        b = f.data.data() + offset;
+      } else if (!inner.empty()) {
+        sum = partial;
+        for (const XFastFactor& f : inner) {
+          int64_t offset = t * f.strides[m - 1];
+          for (int j = 0; j + 1 < m; ++j) offset += index[j] * f.strides[j];
+          for (int c = 0; c < kx; ++c) sum[c] += f.data[offset + c];
+        }
+        a = sum.data();
+      }
+      int best = 0;
+      double value = 0;
+      if (b != nullptr) {
+        value = MinOfSums(a, b, kx);
+        while (a[best] + b[best] != value) ++best;
+      } else {
+        best = std::min_element(a, a + kx) - a;
+        value = a[best];
+      }
+      table[t0 + t] = value;
+      argmin[t0 + t] = static_cast<uint16_t>(best);
+    }
+    for (int j = m - 2; j >= 0; --j) {  // advance the odometer over the outer positions
+      if (++index[j] < sizes[j]) break;
+      index[j] = 0;
+    }
+  }
+}
+
+// The common case of chains and trees, one factor over (x, s): for every s
+// value t, the best of unary[c] + factor(c, t), walking the factor's memory
+// in order whichever way round it is stored.
+void MinOverOneFactor(const std::vector<double>& unary, const double* data, int64_t x_stride,
+                      int64_t s_stride, int64_t s_size, std::vector<double>& table,
+                      std::vector<uint16_t>& argmin) {
+  int kx = unary.size();
+  if (x_stride == 1) {
+    for (int64_t t = 0; t < s_size; ++t) {
+      const double* row = data + t * s_stride;
+      double best = MinOfSums(unary.data(), row, kx);
+      int arg = 0;
+      while (unary[arg] + row[arg] != best) ++arg;
+      table[t] = best;
+      argmin[t] = static_cast<uint16_t>(arg);
+    }
+    return;
+  }
+  CHECK_EQ(s_stride, 1);
+  std::fill(table.begin(), table.end(), std::numeric_limits<double>::infinity());
+  for (int c = 0; c < kx; ++c) {
+    const double* row = data + c * x_stride;
+    for (int64_t t = 0; t < s_size; ++t) {
+      double v = unary[c] + row[t];
+      if (v < table[t]) {
+        table[t] = v;
+        argmin[t] = static_cast<uint16_t>(c);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+double MinOfSums(const double* a, const double* b, int n) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double m0 = kInf, m1 = kInf, m2 = kInf, m3 = kInf;
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    m0 = std::min(m0, a[i] + b[i]);
+    m1 = std::min(m1, a[i + 1] + b[i + 1]);
+    m2 = std::min(m2, a[i + 2] + b[i + 2]);
+    m3 = std::min(m3, a[i + 3] + b[i + 3]);
+  }
+  for (; i < n; ++i) m0 = std::min(m0, a[i] + b[i]);
+  return std::min(std::min(m0, m1), std::min(m2, m3));
+}
+
+Maybe<EliminationPlan> EliminationPlan::Make(const CostGraph& graph, std::vector<char> use_edge,
+                                             int64_t max_table_entries, int64_t max_total_entries) {
+  int n = graph.num_nodes();
+  if (use_edge.empty()) use_edge.assign(graph.num_edges(), 1);
+  CHECK_EQ(static_cast<int>(use_edge.size()), graph.num_edges());
+  std::vector<std::vector<int>> neighbours(n);
+  for (int e = 0; e < graph.num_edges(); ++e) {
+    if (!use_edge[e]) continue;
+    InsertSorted(neighbours[graph.edge(e).from], graph.edge(e).to);
+    InsertSorted(neighbours[graph.edge(e).to], graph.edge(e).from);
+  }
+  for (int u = 0; u < n; ++u) {
+    OFL_ENSURE(graph.num_candidates(u) <= std::numeric_limits<uint16_t>::max(),
+               "elimination: node '", graph.node(u).name, "' has ", graph.num_candidates(u),
+               " candidates, more than 65535");
+  }
+  // Lazy priority queue of (table size, own K, node); stale entries skipped.
+  using Entry = std::tuple<double, int, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  std::vector<double> weight(n);
+  for (int u = 0; u < n; ++u) {
+    weight[u] = TableSize(graph, neighbours[u]);
+    queue.emplace(weight[u], graph.num_candidates(u), u);
+  }
+  EliminationPlan plan;
+  plan.graph_ = &graph;
+  plan.use_edge_ = std::move(use_edge);
+  std::vector<char> done(n, 0);
+  while (!queue.empty()) {
+    auto [size, k, x] = queue.top();
+    queue.pop();
+    if (done[x] || size != weight[x]) continue;
+    if (size > static_cast<double>(max_table_entries)) {
+      return Unimplemented("elimination: node '", graph.node(x).name, "' would need a table of ",
+                           size, " entries over ", neighbours[x].size(), " neighbours (cap ",
+                           max_table_entries, ")");
+    }
+    plan.total_entries_ += static_cast<int64_t>(size);
+    if (plan.total_entries_ > max_total_entries) {
+      return Unimplemented("elimination: the tables would hold more than ", max_total_entries,
+                           " entries in all");
+    }
+    plan.largest_table_ = std::max(plan.largest_table_, static_cast<int64_t>(size));
+    plan.width_ = std::max(plan.width_, static_cast<int>(neighbours[x].size()));
+    plan.order_.push_back(x);
+    done[x] = 1;
+    const std::vector<int> around = neighbours[x];
+    for (int a : around) {
+      EraseSorted(neighbours[a], x);
+      for (int b : around) {
+        if (b != a) InsertSorted(neighbours[a], b);
+      }
+      weight[a] = TableSize(graph, neighbours[a]);
+      queue.emplace(weight[a], graph.num_candidates(a), a);
+    }
+    neighbours[x].clear();
+  }
+  return plan;
+}
+
+std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective) const {
+  const CostGraph& graph = *graph_;
+  int n = graph.num_nodes();
+  std::vector<std::vector<double>> unary(n);
+  for (int u = 0; u < n; ++u) {
+    for (const Candidate& c : graph.node(u).candidates) {
+      unary[u].push_back(c.compute_seconds + memory_weight * static_cast<double>(c.memory_bytes));
+    }
+  }
+  std::vector<Factor> factors;
+  std::vector<std::vector<int>> bucket(n);
+  for (int e = 0; e < graph.num_edges(); ++e) {
+    if (!use_edge_[e]) continue;
+    const CostEdge& edge = graph.edge(e);
+    Factor f;
+    f.vars = {edge.from, edge.to};
+    f.strides = {edge.matrix->cols(), 1};
+    f.borrowed = edge.matrix->row(0);
+    bucket[edge.from].push_back(factors.size());
+    bucket[edge.to].push_back(factors.size());
+    factors.push_back(std::move(f));
+  }
+  struct Record {
+    std::vector<int> scope;
+    std::vector<uint16_t> argmin;
+  };
+  std::vector<Record> records(order_.size());
+  double constant = 0;
+  for (size_t pos = 0; pos < order_.size(); ++pos) {
+    int x = order_[pos];
+    std::vector<int> used;
+    std::vector<int> scope;
+    for (int id : bucket[x]) {
+      if (!factors[id].alive) continue;
+      factors[id].alive = false;
+      used.push_back(id);
+      for (int v : factors[id].vars) {
+        if (v != x) InsertSorted(scope, v);
+      }
+    }
+    int m = scope.size();
+    std::vector<int64_t> sizes(m);
+    int64_t total = 1;
+    for (int j = 0; j < m; ++j) total *= sizes[j] = graph.num_candidates(scope[j]);
+    // Per used factor: the stride of x, and of each scope variable (0 if absent).
+    int nf = used.size();
+    std::vector<int64_t> x_stride(nf, 0), scope_stride(static_cast<size_t>(nf) * m, 0);
+    std::vector<const double*> data(nf);
+    for (int f = 0; f < nf; ++f) {
+      const Factor& factor = factors[used[f]];
+      data[f] = factor.data();
+      for (size_t i = 0; i < factor.vars.size(); ++i) {
+        int v = factor.vars[i];
+        if (v == x) {
+          x_stride[f] = factor.strides[i];
+        } else {
+          int j = std::lower_bound(scope.begin(), scope.end(), v) - scope.begin();
+          scope_stride[static_cast<size_t>(f) * m + j] = factor.strides[i];
+        }
+      }
+    }
+    std::vector<double> table(total);
+    std::vector<uint16_t> argmin(total);
+    if (m == 1 && nf == 1) {
+      MinOverOneFactor(unary[x], data[0], x_stride[0], scope_stride[0], total, table, argmin);
+    } else {
+      MinOverFactors(unary[x], data, x_stride, scope_stride, sizes, table, argmin);
+    }
+    for (int id : used) std::vector<double>().swap(factors[id].owned);
+    if (m == 0) {
+      constant += table[0];
+    } else if (m == 1) {
+      for (int64_t i = 0; i < total; ++i) unary[scope[0]][i] += table[i];
+    } else {
+      Factor f;
+      f.vars = scope;
+      f.strides.assign(m, 1);
+      for (int j = m - 2; j >= 0; --j) f.strides[j] = f.strides[j + 1] * sizes[j + 1];
+      f.owned = std::move(table);
+      for (int v : scope) bucket[v].push_back(factors.size());
+      factors.push_back(std::move(f));
+    }
+    records[pos] = Record{std::move(scope), std::move(argmin)};
+  }
+  std::vector<int> choice(n, -1);
+  for (int pos = static_cast<int>(order_.size()) - 1; pos >= 0; --pos) {
+    const Record& r = records[pos];
+    int64_t t = 0;
+    for (int v : r.scope) t = t * graph.num_candidates(v) + choice[v];
+    choice[order_[pos]] = r.argmin[t];
+  }
+  if (objective != nullptr) *objective = constant;
+  return choice;
+}
+
+double DecisiveMemoryWeight(const CostGraph& graph) {
+  double total = 0;
+  for (int u = 0; u < graph.num_nodes(); ++u) {
+    auto [lo, hi] =
+        std::minmax_element(graph.node(u).candidates.begin(), graph.node(u).candidates.end(),
+                            [](const Candidate& a, const Candidate& b) {
+                              return a.compute_seconds < b.compute_seconds;
+                            });
+    total += hi->compute_seconds - lo->compute_seconds;
+  }
+  for (int e = 0; e < graph.num_edges(); ++e) {
+    total += graph.edge(e).matrix->max() - graph.edge(e).matrix->min();
+  }
+  return std::max(total, 1e-300) * 2;
+}
+
+}  // namespace ofl

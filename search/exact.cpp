@@ -1,0 +1,280 @@
+// Exact search: elimination, the Lagrangian bound, and branch and bound.
+#include "search/exact.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <numeric>
+
+#include "search/dominance.h"
+#include "search/elimination.h"
+
+namespace ofl {
+namespace {
+
+constexpr double kProofTolerance = 1e-9;
+
+bool GapClosed(double upper, double lower) {
+  return upper <= lower + kProofTolerance * std::max(std::fabs(upper), 1e-300);
+}
+
+// Depth-first branch and bound; see exact.h, step 4.
+class BranchAndBound {
+ public:
+  BranchAndBound(const CostGraph& graph, int64_t budget) : graph_(graph), budget_(budget) {
+    int n = graph.num_nodes();
+    std::vector<int> position(n, -1);
+    for (int s = 0; s < n; ++s) {  // breadth-first order, components by index
+      if (position[s] >= 0) continue;
+      std::deque<int> queue{s};
+      position[s] = order_.size();
+      order_.push_back(s);
+      while (!queue.empty()) {
+        int u = queue.front();
+        queue.pop_front();
+        for (const Incidence& inc : graph.incident(u)) {
+          if (position[inc.neighbour] >= 0) continue;
+          position[inc.neighbour] = order_.size();
+          order_.push_back(inc.neighbour);
+          queue.push_back(inc.neighbour);
+        }
+      }
+    }
+    partial_.resize(n);
+    later_.resize(n);
+    for (int u = 0; u < n; ++u) {
+      for (const Candidate& c : graph.node(u).candidates) partial_[u].push_back(c.compute_seconds);
+    }
+    for (int u = 0; u < n; ++u) {
+      for (const Incidence& inc : graph.incident(u)) {
+        if (position[inc.neighbour] < position[u]) continue;
+        Later later{inc, inc.neighbour, {}};
+        for (int y = 0; y < graph.num_candidates(inc.neighbour); ++y) {
+          double least = std::numeric_limits<double>::infinity();
+          for (int c = 0; c < graph.num_candidates(u); ++c) {
+            least = std::min(least, graph.EdgeSeconds(inc, c, y));
+          }
+          later.least.push_back(least);
+          partial_[inc.neighbour][y] += least;
+        }
+        later_[u].push_back(std::move(later));
+      }
+    }
+    bound_.resize(n);
+    for (int u = 0; u < n; ++u) {
+      bound_[u] = *std::min_element(partial_[u].begin(), partial_[u].end());
+      rest_ += bound_[u];
+    }
+    root_bound_ = rest_;
+    memory_suffix_.assign(n + 1, 0);
+    for (int d = n - 1; d >= 0; --d) {
+      memory_suffix_[d] = memory_suffix_[d + 1] + graph.node(order_[d]).min_memory_bytes;
+    }
+    choice_.assign(n, 0);
+  }
+
+  // Searches for anything cheaper than `best`; true when it finished.
+  bool Run(std::vector<int>& best, double& best_cost) {
+    best_ = &best;
+    best_cost_ = &best_cost;
+    Visit(0, 0, 0);
+    return !aborted_;
+  }
+  int64_t nodes() const { return nodes_; }
+  // A lower bound on every assignment: each node's cheapest candidate
+  // against its earlier neighbours' least edge entries (memory ignored).
+  double root_bound() const { return root_bound_; }
+
+ private:
+  struct Later {
+    Incidence incidence;        // seen from the earlier node
+    int node;                   // the later node
+    std::vector<double> least;  // per later candidate: the edge's least time
+  };
+
+  bool Prunes(double bound) const { return bound >= *best_cost_ - 1e-12 * *best_cost_; }
+
+  void Visit(int depth, double cost, int64_t used) {
+    if (++nodes_ > budget_) {
+      aborted_ = true;
+      return;
+    }
+    if (depth == static_cast<int>(order_.size())) {
+      if (cost < *best_cost_) {
+        *best_cost_ = cost;
+        *best_ = choice_;
+      }
+      return;
+    }
+    int j = order_[depth];
+    double rest_on_entry = rest_;  // restored exactly, so no rounding drifts in
+    rest_ -= bound_[j];
+    std::vector<int> cands(graph_.num_candidates(j));
+    std::iota(cands.begin(), cands.end(), 0);
+    std::stable_sort(cands.begin(), cands.end(),
+                     [&](int a, int b) { return partial_[j][a] < partial_[j][b]; });
+    for (int c : cands) {
+      int64_t memory = graph_.node(j).candidates[c].memory_bytes;
+      if (used + memory + memory_suffix_[depth + 1] > graph_.memory_limit()) continue;
+      double here = cost + partial_[j][c];
+      if (Prunes(here + rest_)) break;  // candidates are sorted by partial cost
+      size_t mark = saved_.size();
+      double rest_before = rest_;
+      for (const Later& l : later_[j]) Apply(l, c);
+      choice_[j] = c;
+      if (!Prunes(here + rest_)) Visit(depth + 1, here, used + memory);
+      for (auto it = later_[j].rbegin(); it != later_[j].rend(); ++it) Undo(*it);
+      CHECK_EQ(saved_.size(), mark);
+      rest_ = rest_before;
+      if (aborted_) break;
+    }
+    rest_ = rest_on_entry;
+  }
+
+  // The later node's partial costs use the earlier node's real choice `c`.
+  void Apply(const Later& l, int c) {
+    std::vector<double>& p = partial_[l.node];
+    saved_.insert(saved_.end(), p.begin(), p.end());
+    saved_.push_back(bound_[l.node]);
+    for (size_t y = 0; y < p.size(); ++y)
+      p[y] += graph_.EdgeSeconds(l.incidence, c, y) - l.least[y];
+    double bound = *std::min_element(p.begin(), p.end());
+    rest_ += bound - bound_[l.node];
+    bound_[l.node] = bound;
+  }
+
+  void Undo(const Later& l) {
+    std::vector<double>& p = partial_[l.node];
+    double bound = saved_.back();
+    saved_.pop_back();
+    std::copy(saved_.end() - p.size(), saved_.end(), p.begin());
+    saved_.resize(saved_.size() - p.size());
+    bound_[l.node] = bound;
+  }
+
+  const CostGraph& graph_;
+  int64_t budget_;
+  std::vector<int> order_;
+  std::vector<std::vector<double>> partial_;  // exact against assigned earlier neighbours
+  std::vector<std::vector<Later>> later_;
+  std::vector<double> bound_;  // min of partial_ per node
+  double rest_ = 0;            // sum of bound_ over unassigned nodes
+  double root_bound_ = 0;
+  std::vector<int64_t> memory_suffix_;
+  std::vector<double> saved_;
+  std::vector<int> choice_;
+  std::vector<int>* best_ = nullptr;
+  double* best_cost_ = nullptr;
+  int64_t nodes_ = 0;
+  bool aborted_ = false;
+};
+
+}  // namespace
+
+namespace {
+
+// The best answer and bound so far, over the pruned graph.
+struct Incumbent {
+  const CostGraph* graph;
+  std::vector<int> choice;
+  double cost = std::numeric_limits<double>::infinity();
+  double lower = 0;  // costs are >= 0
+
+  void Offer(const std::vector<int>& x) {
+    if (graph->MemoryBytes(x) > graph->memory_limit()) return;
+    double c = graph->TotalSeconds(x);
+    if (c < cost) {
+      cost = c;
+      choice = x;
+    }
+  }
+  bool Closed() const { return std::isfinite(cost) && GapClosed(cost, lower); }
+};
+
+// Bisects the memory weight; every solve raises the lower bound or offers
+// an answer that fits. Returns true when the gap closed.
+bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best) {
+  const CostGraph& g = *best.graph;
+  double limit = static_cast<double>(g.memory_limit());
+  auto solve = [&](double weight) {
+    double objective = 0;
+    std::vector<int> x = plan.Solve(weight, &objective);
+    best.lower = std::max(best.lower, objective - weight * limit);
+    best.Offer(x);
+    return g.MemoryBytes(x) <= g.memory_limit();
+  };
+  double high = DecisiveMemoryWeight(g), low = high * 0x1p-64;
+  CHECK(solve(high)) << "a least-memory assignment fits a feasible limit";
+  for (int i = 0; i < iterations && !best.Closed(); ++i) {
+    double mid = std::sqrt(low * high);
+    if (solve(mid)) {
+      high = mid;
+    } else {
+      low = mid;
+    }
+  }
+  std::vector<int> polished = best.choice;
+  CoordinateDescent(g, polished, 1000, nullptr);
+  best.Offer(polished);
+  return best.Closed();
+}
+
+}  // namespace
+
+Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& options) {
+  OFL_RETURN_IF_ERROR(graph.CheckMemoryFeasible());
+  PrunedGraph pruned = options.prune_dominated ? PruneDominated(graph) : PruneNothing(graph);
+  const CostGraph& g = pruned.graph;
+  ExactResult result;
+  result.num_pruned = pruned.num_pruned;
+  Incumbent best{&g, {}};
+  bool proved = false;
+  Maybe<EliminationPlan> plan =
+      EliminationPlan::Make(g, {}, options.max_table_entries, options.max_total_entries);
+  if (plan.ok()) {
+    result.largest_table = plan.value().largest_table();
+    result.width = plan.value().width();
+    double objective = 0;
+    std::vector<int> x = plan.value().Solve(0, &objective);
+    best.lower = objective;
+    best.Offer(x);
+    result.method = "elimination";
+    proved = best.Closed();
+    if (!proved) {
+      result.method = "elimination + Lagrangian bound on memory";
+      proved = Lagrangian(plan.value(), options.lagrangian_iterations, best);
+    }
+  } else {
+    result.method = "autoddl start";
+    result.note = plan.status().message();
+    AutoddlOptions start = options.autoddl;
+    start.prune_dominated = false;  // already pruned
+    OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(g, start));
+    best.Offer(a.solution.choice);
+  }
+  if (!proved) {
+    BranchAndBound search(g, options.max_branch_nodes);
+    best.lower = std::max(best.lower, search.root_bound());
+    bool finished = search.Run(best.choice, best.cost);
+    result.branch_nodes = search.nodes();
+    result.method += " + branch and bound";
+    if (finished) {
+      best.lower = best.cost;
+      proved = true;
+    } else {
+      if (!result.note.empty()) result.note += "; ";
+      result.note += StrCat("branch and bound stopped after ", search.nodes(),
+                            " nodes (max_branch_nodes), lower bound ", FormatSeconds(best.lower),
+                            ", best ", FormatSeconds(best.cost));
+    }
+  }
+  CHECK(!best.choice.empty() || g.num_nodes() == 0);
+  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(pruned.ToOriginal(best.choice)));
+  result.proved_optimal = proved;
+  result.lower_bound = proved ? result.solution.total_seconds : best.lower;
+  if (proved) result.note.clear();
+  return result;
+}
+
+}  // namespace ofl

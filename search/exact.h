@@ -1,0 +1,55 @@
+// Exact search: the proven optimum of a CostGraph where the graph allows it.
+//   1. Prune dominated candidates (dominance.h; no optimum is lost).
+//   2. Variable elimination (elimination.h) in a greedy min-table order:
+//      exact in time linear in the nodes times the largest table, so chains,
+//      trees and ladders are solved exactly; refused above a size cap.
+//   3. If the unconstrained optimum keeps the memory limit, it is optimal.
+//      If not, a Lagrangian weight on memory is bisected: every weight gives
+//      a proven lower bound, every answer that fits is an upper bound (then
+//      polished by coordinate descent). Equal bounds prove the optimum.
+//   4. Otherwise (a bound gap, or a graph too wide to eliminate) a depth-
+//      first branch and bound over the nodes in breadth-first order, its
+//      bound the exact cost so far plus each unassigned node's cheapest
+//      candidate against its assigned neighbours and the row minima of the
+//      others; it starts from the best answer so far (autoddl's when
+//      elimination could not run) and proves it when it finishes within
+//      its node budget.
+// The answer says whether it is proved (to a relative 1e-9) and gives the
+// best lower bound known. Stateless; a const CostGraph may be searched from
+// many threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "search/autoddl.h"
+#include "search/cost_graph.h"
+
+namespace ofl {
+
+struct ExactOptions {
+  bool prune_dominated = true;
+  int64_t max_table_entries = int64_t{1} << 22;  // one elimination table
+  int64_t max_total_entries = int64_t{1} << 27;  // all tables' argmins (2 bytes each)
+  int lagrangian_iterations = 64;
+  int64_t max_branch_nodes = int64_t{1} << 20;  // branch-and-bound budget
+  AutoddlOptions autoddl;                       // the start when elimination cannot run
+};
+
+struct ExactResult {
+  Solution solution;  // over the original graph's candidates
+  bool proved_optimal = false;
+  double lower_bound = 0;  // no assignment within the limit costs less
+  std::string method;      // what found and proved the answer
+  std::string note;        // why it is not proved (empty when proved)
+  int64_t num_pruned = 0;
+  int64_t largest_table = 0;  // of the elimination; 0 when it could not run
+  int width = -1;             // most neighbours at an elimination; -1 likewise
+  int64_t branch_nodes = 0;   // branch-and-bound nodes visited
+};
+
+// Errors: an infeasible memory limit (the message gives the smallest
+// per-device memory any assignment needs).
+Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& options = {});
+
+}  // namespace ofl

@@ -1,0 +1,261 @@
+// Tree-block descent: the forest split and the exact pass per block.
+#include "search/tree_descent.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "search/elimination.h"
+
+namespace ofl {
+namespace {
+
+// Re-chooses one block exactly with the rest fixed; true when it moved.
+class BlockSolver {
+ public:
+  BlockSolver(const CostGraph& graph, std::vector<int>& choice)
+      : graph_(graph),
+        choice_(choice),
+        in_block_(graph.num_nodes(), 0),
+        parent_(graph.num_nodes(), -1),
+        position_(graph.num_nodes(), -1),
+        value_(graph.num_nodes()) {
+    used_ = graph.MemoryBytes(choice);
+  }
+
+  bool Solve(const std::vector<int>& block) {
+    for (int u : block) in_block_[u] = 1;
+    std::vector<int> order = Traverse(block);  // parents before children
+    for (int u : order) InitValue(u);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) Up(*it);
+    double before = 0, after = 0;
+    int64_t memory = used_;
+    std::vector<int> fresh(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      int u = order[i], p = parent_[u];
+      const std::vector<double>& v = value_[u];
+      if (p < 0) {
+        fresh[i] = std::min_element(v.begin(), v.end()) - v.begin();
+        after += v[fresh[i]];
+      } else {
+        fresh[i] = Down(u, fresh[position_[p]]);
+      }
+      before += Current(u);
+      memory += Memory(u, fresh[i]) - Memory(u, choice_[u]);
+    }
+    for (int u : order) {
+      in_block_[u] = 0;
+      position_[u] = -1;
+      parent_[u] = -1;
+    }
+    if (!(after < before - 1e-12 * before) || memory > graph_.memory_limit()) return false;
+    for (size_t i = 0; i < order.size(); ++i) choice_[order[i]] = fresh[i];
+    used_ = memory;
+    return true;
+  }
+
+ private:
+  int64_t Memory(int u, int c) const { return graph_.node(u).candidates[c].memory_bytes; }
+
+  // Breadth-first over the block's trees, roots in index order.
+  std::vector<int> Traverse(const std::vector<int>& block) {
+    std::vector<int> order;
+    for (int root : block) {
+      if (position_[root] >= 0) continue;
+      position_[root] = order.size();
+      order.push_back(root);
+      for (size_t i = order.size() - 1; i < order.size(); ++i) {
+        for (const Incidence& inc : graph_.incident(order[i])) {
+          int w = inc.neighbour;
+          if (!in_block_[w] || position_[w] >= 0) continue;
+          parent_[w] = order[i];
+          position_[w] = order.size();
+          order.push_back(w);
+        }
+      }
+    }
+    return order;
+  }
+
+  // u's compute plus its edges to the fixed nodes outside the block.
+  void InitValue(int u) {
+    std::vector<double>& v = value_[u];
+    v.resize(graph_.num_candidates(u));
+    for (size_t c = 0; c < v.size(); ++c) v[c] = graph_.node(u).candidates[c].compute_seconds;
+    for (const Incidence& inc : graph_.incident(u)) {
+      if (in_block_[inc.neighbour]) continue;
+      for (size_t c = 0; c < v.size(); ++c) {
+        v[c] += graph_.EdgeSeconds(inc, c, choice_[inc.neighbour]);
+      }
+    }
+  }
+
+  // u's subtree is folded into value_[u]: fold it into its parent's (for
+  // each of the parent's candidates, u's best; Down() finds which it was).
+  void Up(int u) {
+    int p = parent_[u];
+    if (p < 0) return;
+    int ku = graph_.num_candidates(u), kp = graph_.num_candidates(p);
+    const std::vector<double>& v = value_[u];
+    message_.assign(kp, std::numeric_limits<double>::infinity());
+    const Incidence* single = nullptr;
+    pair_.clear();
+    for (const Incidence& inc : graph_.incident(u)) {
+      if (inc.neighbour != p) continue;
+      if (single == nullptr && pair_.empty()) {
+        single = &inc;
+        continue;
+      }
+      if (single != nullptr) AddToPair(*single, ku, kp);
+      single = nullptr;
+      AddToPair(inc, ku, kp);
+    }
+    if (single != nullptr && !single->outgoing) {  // rows are p's candidates
+      const EdgeMatrix& m = *graph_.edge(single->edge).matrix;
+      for (int y = 0; y < kp; ++y) message_[y] = MinOfSums(v.data(), m.row(y), ku);
+    } else {  // rows are u's candidates: the single matrix, or the parallel edges' sum
+      for (int c = 0; c < ku; ++c) {
+        const double* row = single != nullptr ? graph_.edge(single->edge).matrix->row(c)
+                                              : pair_.data() + static_cast<size_t>(c) * kp;
+        double vc = v[c];
+        for (int y = 0; y < kp; ++y) message_[y] = std::min(message_[y], vc + row[y]);
+      }
+    }
+    for (int y = 0; y < kp; ++y) value_[p][y] += message_[y];
+  }
+
+  // u's best candidate (the first on ties) when its parent takes `y`.
+  int Down(int u, int y) const {
+    int best = 0;
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (int c = 0; c < graph_.num_candidates(u); ++c) {
+      double cost = value_[u][c];
+      for (const Incidence& inc : graph_.incident(u)) {
+        if (inc.neighbour == parent_[u]) cost += graph_.EdgeSeconds(inc, c, y);
+      }
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  // Adds one of the parallel edges between u and its parent to pair_ (u-major).
+  void AddToPair(const Incidence& inc, int ku, int kp) {
+    pair_.resize(static_cast<size_t>(ku) * kp, 0);
+    const EdgeMatrix& m = *graph_.edge(inc.edge).matrix;
+    for (int c = 0; c < ku; ++c) {
+      for (int y = 0; y < kp; ++y) {
+        pair_[static_cast<size_t>(c) * kp + y] += inc.outgoing ? m.at(c, y) : m.at(y, c);
+      }
+    }
+  }
+
+  // The block's share of the total at the current choice, counted at u:
+  // compute, edges to outside nodes, edges to its parent.
+  double Current(int u) const {
+    int c = choice_[u];
+    double total = graph_.node(u).candidates[c].compute_seconds;
+    for (const Incidence& inc : graph_.incident(u)) {
+      if (!in_block_[inc.neighbour] || inc.neighbour == parent_[u]) {
+        total += graph_.EdgeSeconds(inc, c, choice_[inc.neighbour]);
+      }
+    }
+    return total;
+  }
+
+  const CostGraph& graph_;
+  std::vector<int>& choice_;
+  int64_t used_ = 0;
+  std::vector<char> in_block_;
+  std::vector<int> parent_, position_;
+  std::vector<std::vector<double>> value_;
+  std::vector<double> pair_, message_;
+};
+
+}  // namespace
+
+std::vector<std::vector<int>> ForestBlocks(const CostGraph& graph, bool descending) {
+  int n = graph.num_nodes();
+  std::vector<int> rank(n);  // the order nodes are placed in
+  for (int u = 0; u < n; ++u) rank[u] = descending ? n - 1 - u : u;
+  std::vector<std::vector<int>> blocks;
+  std::vector<int> block_of(n, -1);
+  std::vector<std::vector<int>> roots;  // per block: a union-find parent per node
+  auto root = [&](std::vector<int>& parent, int u) {
+    while (parent[u] != u) u = parent[u] = parent[parent[u]];
+    return u;
+  };
+  for (int i = 0; i < n; ++i) {
+    int u = descending ? n - 1 - i : i;
+    std::vector<int> around;  // neighbours already placed, each once
+    for (const Incidence& inc : graph.incident(u)) {
+      if (rank[inc.neighbour] < i) around.push_back(inc.neighbour);
+    }
+    std::sort(around.begin(), around.end());
+    around.erase(std::unique(around.begin(), around.end()), around.end());
+    for (size_t b = 0;; ++b) {
+      if (b == blocks.size()) {
+        blocks.emplace_back();
+        roots.emplace_back(n);
+        std::iota(roots[b].begin(), roots[b].end(), 0);
+      }
+      std::vector<int> joined;  // the trees of block b that u would touch
+      for (int w : around) {
+        if (block_of[w] == static_cast<int>(b)) joined.push_back(root(roots[b], w));
+      }
+      std::sort(joined.begin(), joined.end());
+      if (std::adjacent_find(joined.begin(), joined.end()) != joined.end()) continue;  // a cycle
+      for (int r : joined) roots[b][r] = u;
+      blocks[b].push_back(u);
+      block_of[u] = b;
+      break;
+    }
+  }
+  for (std::vector<int>& block : blocks) std::sort(block.begin(), block.end());
+  return blocks;
+}
+
+TreeDescent::TreeDescent(const CostGraph& graph) : graph_(graph) {
+  for (int s = 0; s < 2; ++s) {
+    for (std::vector<int>& nodes : ForestBlocks(graph, /*descending=*/s == 1)) {
+      Block block;
+      block.watched = nodes;
+      for (int u : nodes) {
+        for (const Incidence& inc : graph.incident(u)) block.watched.push_back(inc.neighbour);
+      }
+      std::sort(block.watched.begin(), block.watched.end());
+      block.watched.erase(std::unique(block.watched.begin(), block.watched.end()),
+                          block.watched.end());
+      block.nodes = std::move(nodes);
+      splits_[s].push_back(std::move(block));
+    }
+  }
+}
+
+void TreeDescent::Reset() {
+  for (std::vector<Block>& split : splits_) {
+    for (Block& block : split) block.seen.clear();
+  }
+  next_ = 0;
+}
+
+int TreeDescent::Pass(std::vector<int>& choice) {
+  BlockSolver solver(graph_, choice);
+  int moved = 0;
+  for (Block& block : splits_[next_]) {
+    bool unchanged = !block.seen.empty();
+    for (size_t i = 0; unchanged && i < block.watched.size(); ++i) {
+      unchanged = block.seen[i] == choice[block.watched[i]];
+    }
+    if (unchanged) continue;
+    moved += solver.Solve(block.nodes);
+    block.seen.resize(block.watched.size());
+    for (size_t i = 0; i < block.watched.size(); ++i) block.seen[i] = choice[block.watched[i]];
+  }
+  next_ = 1 - next_;
+  return moved;
+}
+
+}  // namespace ofl

@@ -1,0 +1,49 @@
+// Tree-block descent: coordinate descent whose coordinates are whole trees.
+// The nodes are split into blocks that each induce a forest (greedily, in
+// index order, and again in descending order: a node joins the first block
+// where it closes no cycle; passes alternate the two splits). A pass visits
+// the blocks in order and re-chooses each one exactly, by
+// dynamic programming over its trees, with every other node fixed (their
+// edges into the block become per-candidate costs). A block moves only when
+// that strictly lowers the total and keeps the memory limit. A single node
+// is the smallest such tree, so this reaches where the single-node sweeps of
+// autoddl.h stop and goes further: a chain re-chosen as one block escapes
+// the local optima a one-node move cannot. Internal to search/ (autoddl.cpp).
+// A TreeDescent refers to its graph (which must outlive it) and keeps what
+// each block last saw; not synchronised.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "search/cost_graph.h"
+
+namespace ofl {
+
+// Blocks of node indices, each inducing a forest (parallel edges count
+// once), placing the nodes in ascending or descending index order.
+std::vector<std::vector<int>> ForestBlocks(const CostGraph& graph, bool descending);
+
+// The blocks of two splits (ascending and descending), used in turn.
+class TreeDescent {
+ public:
+  explicit TreeDescent(const CostGraph& graph);  // `graph` must outlive it
+  // Forgets what the blocks have seen (before a new start).
+  void Reset();
+  // One pass over the next split; returns how many blocks moved. A block
+  // whose nodes and neighbours hold the choices they held when it was last
+  // solved is skipped: it would not move.
+  int Pass(std::vector<int>& choice);
+
+ private:
+  struct Block {
+    std::vector<int> nodes;
+    std::vector<int> watched;  // nodes and their neighbours, sorted
+    std::vector<int> seen;     // their choices when last solved; empty: never
+  };
+  const CostGraph& graph_;
+  std::vector<Block> splits_[2];
+  int next_ = 0;
+};
+
+}  // namespace ofl
