@@ -38,6 +38,12 @@ Tensor Tensor::Zeros(Shape shape, DataType dtype) {
   return t;
 }
 
+Tensor Tensor::Full(Shape shape, DataType dtype, double value) {
+  Tensor t(std::move(shape), dtype);
+  t.Fill(value);
+  return t;
+}
+
 Tensor Tensor::Clone() const {
   Tensor t(shape_, dtype_);
   if (nbytes() > 0) std::memcpy(t.raw(), data_, nbytes());

@@ -22,6 +22,7 @@ class Tensor {
   Tensor(Shape shape, DataType dtype, std::shared_ptr<void> owner, void* data);
 
   static Tensor Zeros(Shape shape, DataType dtype);
+  static Tensor Full(Shape shape, DataType dtype, double value);
 
   const Shape& shape() const { return shape_; }
   DataType dtype() const { return dtype_; }

@@ -12,12 +12,6 @@
 namespace ofl {
 namespace {
 
-Tensor Filled(Shape s, double v) {
-  Tensor t(std::move(s), DataType::kFloat32);
-  t.Fill(v);
-  return t;
-}
-
 TEST(OpGraphTest, RejectsBadOpsAndChangesNothing) {
   OpGraph g;
   ASSERT_TRUE(g.AddInput("x", {{2, 3}, DataType::kFloat32}).ok());
@@ -43,7 +37,7 @@ TEST(OpGraphTest, RejectsBadOpsAndChangesNothing) {
 TEST(OpGraphTest, MutableInputMustBeAVariable) {
   OpGraph g;
   ASSERT_TRUE(g.AddInput("p", {{3}, DataType::kFloat32}).ok());
-  ASSERT_TRUE(g.AddVariable("buf", Filled({3}, 0), false).ok());
+  ASSERT_TRUE(g.AddVariable("buf", Tensor::Full({3}, DataType::kFloat32, 0), false).ok());
   auto r = g.AddOp("sgd_update", {"p", "p", "buf"}, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
@@ -53,7 +47,7 @@ TEST(OpGraphTest, MutableInputMustBeAVariable) {
 TEST(OpGraphTest, JobRoundTrips) {
   OpGraph g;
   ASSERT_TRUE(g.AddInput("x", {{2, 3}, DataType::kFloat32}).ok());
-  ASSERT_TRUE(g.AddVariable("w", Filled({2, 3}, 1), true).ok());
+  ASSERT_TRUE(g.AddVariable("w", Tensor::Full({2, 3}, DataType::kFloat32, 1), true).ok());
   ASSERT_TRUE(g.AddOp("add_n", {"x", "w"}, {}, "sum").ok());
   OpGraph back = OpGraph::FromJob(g.ToJob()).value();
   EXPECT_EQ(back.ToString(), g.ToString());
@@ -63,8 +57,8 @@ TEST(OpGraphTest, JobRoundTrips) {
 TEST(AutodiffTest, AccumulatesFanOutAndSkipsNonTrainable) {
   // z = add_n(w, w, c) with w trainable and c a constant: dz/dw = 2 * seed.
   OpGraph g;
-  ASSERT_TRUE(g.AddVariable("w", Filled({4}, 1), true).ok());
-  ASSERT_TRUE(g.AddVariable("c", Filled({4}, 1), false).ok());
+  ASSERT_TRUE(g.AddVariable("w", Tensor::Full({4}, DataType::kFloat32, 1), true).ok());
+  ASSERT_TRUE(g.AddVariable("c", Tensor::Full({4}, DataType::kFloat32, 1), false).ok());
   ASSERT_TRUE(g.AddInput("seed", {{4}, DataType::kFloat32}).ok());
   std::string z = g.AddOp("add_n", {"w", "w", "c"}, {}).value()[0];
   auto grads = AppendBackward(&g, {{z, "seed"}}).value();
@@ -72,7 +66,7 @@ TEST(AutodiffTest, AccumulatesFanOutAndSkipsNonTrainable) {
   ASSERT_EQ(grads.count("w"), 1u);
 
   auto ex = SequentialExecutor::Create(LowerSingleDevice(g).value()).value();
-  ASSERT_TRUE(ex->SetVariable("w", Filled({4}, 1)).ok());
+  ASSERT_TRUE(ex->SetVariable("w", Tensor::Full({4}, DataType::kFloat32, 1)).ok());
   Tensor seed({4}, DataType::kFloat32);
   for (int i = 0; i < 4; ++i) seed.data<float>()[i] = static_cast<float>(i) - 1.5f;
   std::vector<Tensor> out;
@@ -82,7 +76,7 @@ TEST(AutodiffTest, AccumulatesFanOutAndSkipsNonTrainable) {
 
 TEST(AutodiffTest, LossMustBeAScalar) {
   OpGraph g;
-  ASSERT_TRUE(g.AddVariable("w", Filled({4}, 1), true).ok());
+  ASSERT_TRUE(g.AddVariable("w", Tensor::Full({4}, DataType::kFloat32, 1), true).ok());
   Status s = g.SetLoss("w");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "loss 'w' must be a floating scalar, got shape (4) float32");
@@ -91,7 +85,7 @@ TEST(AutodiffTest, LossMustBeAScalar) {
 TEST(OptimizerPassTest, SgdStepsTheParameter) {
   // loss = add_n(w) with w of one element: grad 1; SGD lr 0.5: w 3 -> 2.5 -> 2.
   OpGraph g;
-  ASSERT_TRUE(g.AddVariable("w", Filled({1}, 3), true).ok());
+  ASSERT_TRUE(g.AddVariable("w", Tensor::Full({1}, DataType::kFloat32, 3), true).ok());
   std::string loss = g.AddOp("add_n", {"w"}, {}).value()[0];
   ASSERT_TRUE(g.SetLoss(loss).ok());
   auto grads = AppendBackwardOfLoss(&g).value();
@@ -100,7 +94,7 @@ TEST(OptimizerPassTest, SgdStepsTheParameter) {
   ASSERT_TRUE(AppendOptimizer(&g, conf, grads).ok());
   EXPECT_TRUE(g.IsVariable("w/momentum"));
   auto ex = SequentialExecutor::Create(LowerSingleDevice(g).value()).value();
-  ASSERT_TRUE(ex->SetVariable("w", Filled({1}, 3)).ok());
+  ASSERT_TRUE(ex->SetVariable("w", Tensor::Full({1}, DataType::kFloat32, 3)).ok());
   std::vector<Tensor> out;
   ASSERT_TRUE(ex->Run({}, {}, &out).ok());
   ASSERT_TRUE(ex->Run({}, {}, &out).ok());

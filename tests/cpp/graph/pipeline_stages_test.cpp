@@ -13,18 +13,12 @@
 namespace ofl {
 namespace {
 
-Tensor Ones(Shape s) {
-  Tensor t(std::move(s), DataType::kFloat32);
-  t.Fill(1.0);
-  return t;
-}
-
 // x [4, 3] @ w1 [3, 5] -> relu -> @ w2 [5, 2] -> mean -> SGD.
 OpGraph TwoLayers() {
   OpGraph g;
   CHECK(g.AddInput("x", {{4, 3}, DataType::kFloat32}).ok());
-  CHECK(g.AddVariable("w1", Ones({3, 5}), true).ok());
-  CHECK(g.AddVariable("w2", Ones({5, 2}), true).ok());
+  CHECK(g.AddVariable("w1", Tensor::Full({3, 5}, DataType::kFloat32, 1.0), true).ok());
+  CHECK(g.AddVariable("w2", Tensor::Full({5, 2}, DataType::kFloat32, 1.0), true).ok());
   std::string h = g.AddOp("matmul", {"x", "w1"}, {}, "fc1").value()[0];
   std::string r = g.AddOp("relu", {h}, {}, "act").value()[0];
   std::string y = g.AddOp("matmul", {r, "w2"}, {}, "fc2").value()[0];

@@ -9,17 +9,11 @@
 namespace ofl {
 namespace {
 
-Tensor Ones(Shape s) {
-  Tensor t(std::move(s), DataType::kFloat32);
-  t.Fill(1.0);
-  return t;
-}
-
 // x [8, 4] @ w [4, 3] -> mean -> SGD on w.
 OpGraph TrainGraph() {
   OpGraph g;
   CHECK(g.AddInput("x", {{8, 4}, DataType::kFloat32}).ok());
-  CHECK(g.AddVariable("w", Ones({4, 3}), true).ok());
+  CHECK(g.AddVariable("w", Tensor::Full({4, 3}, DataType::kFloat32, 1.0), true).ok());
   std::string y = g.AddOp("matmul", {"x", "w"}, {}, "fc").value()[0];
   std::string loss = g.AddOp("reduce_mean", {y}, {}, "mean").value()[0];
   CHECK(g.SetLoss(loss).ok());
