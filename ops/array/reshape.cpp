@@ -7,7 +7,9 @@
 //
 // SBP: the data order never changes, so a split of a leading axis that the
 // reshape leaves unchanged (and every axis before it unchanged too) stays the
-// same split; all-B; P -> P (the op is linear).
+// same split; on a known mesh, a split axis may also merge or split when
+// the mesh divides both extents (AppendMergeSplits); all-B; P -> P (the op
+// is linear).
 #include <algorithm>
 
 #include "ops/grad.h"
