@@ -198,7 +198,7 @@ def trace(module: Module, *inputs, input_names: Optional[Sequence[str]] = None,
         >>> import oneflow_lite as flow
         >>> r = flow.nn.graph_trace.trace(flow.nn.Linear(3, 2), flow.nn.graph_trace.Spec([4, 3]))
         >>> r.output_names, r.trainable, r.builder.shape(r.output_names[0])
-        (['bias_add'], ['weight', 'bias'], [4, 2])
+        (['bias_add/out_0'], ['weight', 'bias'], [4, 2])
     """
     names = list(input_names) if input_names is not None else [f"input{i}"
                                                                for i in range(len(inputs))]

@@ -56,7 +56,8 @@ class CosineAnnealingLR(LRScheduler):
     """lr = eta_min + (base - eta_min) * (1 + cos(pi * min(epoch, T_max) /
     T_max)) / 2: base at epoch 0, eta_min from epoch T_max on."""
 
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0) -> None:  # noqa: N803
+    def __init__(self, optimizer: Optimizer, T_max: int,  # noqa: N803 (PyTorch's name)
+                 eta_min: float = 0.0) -> None:
         if T_max <= 0:
             raise ValueError(f"CosineAnnealingLR: T_max={T_max} must be positive")
         super().__init__(optimizer)
@@ -64,4 +65,5 @@ class CosineAnnealingLR(LRScheduler):
 
     def lr_at(self, base_lr: float, epoch: int) -> float:
         t = min(epoch, self.T_max)
-        return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * t / self.T_max)) / 2
+        cosine = (1 + math.cos(math.pi * t / self.T_max)) / 2
+        return self.eta_min + (base_lr - self.eta_min) * cosine

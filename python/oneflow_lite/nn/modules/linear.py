@@ -33,7 +33,8 @@ class Linear(Module):
 
     def forward(self, x):
         if x.ndim < 1 or x.shape[-1] != self.in_features:
-            raise ValueError(f"input shape {list(x.shape)}: shape[-1]={x.shape[-1] if x.ndim else None} "
+            last = x.shape[-1] if x.ndim else None
+            raise ValueError(f"input shape {list(x.shape)}: shape[-1]={last} "
                              f"!= in_features={self.in_features} (weight shape "
                              f"{list(self.weight.shape)})")
         return F.linear(x, self.weight, self.bias)
