@@ -21,6 +21,9 @@ class Sequential(Module):
     def __getitem__(self, i: int) -> Module:
         return list(self._modules.values())[i]
 
+    def __setitem__(self, i: int, m: Module) -> None:
+        self._modules[list(self._modules)[i]] = m
+
     def __len__(self) -> int:
         return len(self._modules)
 
@@ -33,6 +36,9 @@ class ModuleList(Module):
         super().__init__()
         for m in modules:
             self.append(m)
+
+    def __setitem__(self, i: int, m: Module) -> None:
+        self._modules[list(self._modules)[i]] = m
 
     def append(self, m: Module) -> "ModuleList":
         self.add_module(str(len(self._modules)), m)
