@@ -13,6 +13,7 @@ Not thread-safe: the eager frontend is single-threaded.
 """
 from __future__ import annotations
 
+import copy
 from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -309,6 +310,15 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     __hash__ = object.__hash__
+
+    def __deepcopy__(self, memo) -> "Tensor":
+        """A copy with its own array (and grad), off the tape; Modules
+        deep-copy with their parameters this way."""
+        out = object.__new__(type(self))
+        memo[id(self)] = out
+        for key, value in self.__dict__.items():
+            out.__dict__[key] = None if key == "_node" else copy.deepcopy(value, memo)
+        return out
 
 
 def _operand(other):
