@@ -12,6 +12,7 @@ from oneflow_lite.models import gpt, mlp, vgg
 from oneflow_lite.models.config import GPTConfig, MLPConfig, VGGConfig, vgg16_config, vgg19_config
 from oneflow_lite.models.gpt import GPT
 from oneflow_lite.models.mlp import MLP
+from oneflow_lite.models.trace import LossGraph, input_specs, trace_loss
 from oneflow_lite.models.vgg import VGG, VGG16, VGG19
 
 MODELS = {"mlp": mlp, "gpt": gpt, "vgg": vgg}
@@ -28,4 +29,4 @@ def create(name: str, config=None, dtype=None):
 
 __all__ = ["MODELS", "MODEL_CLASSES", "create", "gpt", "mlp", "vgg", "GPT", "MLP", "VGG",
            "VGG16", "VGG19", "GPTConfig", "MLPConfig", "VGGConfig", "vgg16_config",
-           "vgg19_config"]
+           "vgg19_config", "LossGraph", "input_specs", "trace_loss"]
