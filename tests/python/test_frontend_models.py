@@ -12,7 +12,6 @@ arithmetic, so Adam turns float32 noise into steps).
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
