@@ -7,6 +7,7 @@ The references keep the GraphBuilder-era names and layout: Linear weights
 (``h.0.attn.qkv.weight`` [out, in], LayerNorm ``weight``/``bias``, VGG
 ``features.<i>``/``classifier.<j>``). Works on key names and arrays only
 (anything with ``.numpy()`` or an array); never imports oneflow_lite.
+Pure functions; thread-safe.
 """
 from __future__ import annotations
 
