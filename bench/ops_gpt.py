@@ -78,7 +78,7 @@ def time_ours(model, data, threads):
 
 def time_numpy(model, data):
     config = GPTConfig(**CONFIG)
-    params = from_state_dict("gpt", model.state_dict(), dtype=np.float32)
+    params = from_state_dict("gpt", model.state_dict(), dtype=np.float32, config=config)
     opt = numpy_optim.AdamW(**HYPER)
     times, losses = [], []
     for batch in data:

@@ -33,8 +33,8 @@ def forward(p, ids, labels, cfg):
         q = f"h.{i}."
         a = F.layer_norm(x, (d,), p[q + "ln1.weight"], p[q + "ln1.bias"], eps)
         qkv = F.linear(a, p[q + "attn.qkv.weight"], p[q + "attn.qkv.bias"])
-        qh, kh, vh = (qkv[..., j * d:(j + 1) * d].reshape(b, t, h, d // h).transpose(1, 2)
-                      for j in range(3))
+        qkv = qkv.reshape(b, t, h, 3, d // h)          # head-major, as nn.CausalSelfAttention
+        qh, kh, vh = (qkv[:, :, :, j].transpose(1, 2) for j in range(3))
         att = torch.softmax(qh @ kh.transpose(-1, -2) / math.sqrt(d // h) + mask, dim=-1)
         y = (att @ vh).transpose(1, 2).reshape(b, t, d)
         x = x + F.linear(y, p[q + "attn.proj.weight"], p[q + "attn.proj.bias"])

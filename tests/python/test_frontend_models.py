@@ -37,7 +37,7 @@ OPTIMIZERS = {
 
 
 def to_reference(name, model) -> dict:
-    return from_state_dict(name, model.state_dict())
+    return from_state_dict(name, model.state_dict(), config=getattr(model, "config", None))
 
 
 def make_batches(reference, config, batch_size, seed=1):

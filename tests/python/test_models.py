@@ -103,7 +103,7 @@ def _train_session(name, model, batch_size, batches, optimizer, hyper):
         (loss,) = session.run({g.data: data, g.labels: labels}, [g.loss])
         losses.append(loss)
     final = {k: session.get_variable(k) for k in model.state_dict()}
-    return losses, from_state_dict(name, final, dtype=None)
+    return losses, from_state_dict(name, final, dtype=None, config=model.config)
 
 
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
@@ -111,7 +111,7 @@ def _train_session(name, model, batch_size, batches, optimizer, hyper):
 def test_training_matches_numpy_reference(name, optimizer):
     config, reference, batch_size = CASES[name]
     model = _model(name, config)
-    start64 = from_state_dict(name, model.state_dict())
+    start64 = from_state_dict(name, model.state_dict(), config=config)
     batches = _batches(reference, config, batch_size, seed=1)
     hyper = OPTIMIZERS[optimizer]
 
@@ -151,7 +151,7 @@ def test_float64_training_matches_numpy_reference_to_rounding(name):
     # The same in float64: no float32 noise left, so agreement to ~1e-15.
     config, reference, batch_size = CASES[name]
     model = _model(name, config, dtype=flow.float64)
-    params = from_state_dict(name, model.state_dict())
+    params = from_state_dict(name, model.state_dict(), config=config)
     batches = [(d.astype(np.float64) if d.dtype.kind == "f" else d, labels)
                for d, labels in _batches(reference, config, batch_size, seed=1)]
     hyper = OPTIMIZERS["adamw"]
@@ -169,16 +169,16 @@ def test_float64_training_matches_numpy_reference_to_rounding(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_state_dict_maps_onto_reference_and_init_is_deterministic(name):
     config, reference, _ = CASES[name]
-    params = from_state_dict(name, _model(name, config, seed=3).state_dict(), dtype=None)
+    params = from_state_dict(name, _model(name, config, seed=3).state_dict(), dtype=None, config=config)
     shapes = reference.param_shapes(config)
     assert sorted(params) == sorted(shapes)
     for key, value in params.items():
         assert value.shape == tuple(shapes[key]) and value.dtype == np.float32, key
-    again = from_state_dict(name, _model(name, config, seed=3).state_dict(), dtype=None)
-    other = from_state_dict(name, _model(name, config, seed=4).state_dict(), dtype=None)
+    again = from_state_dict(name, _model(name, config, seed=3).state_dict(), dtype=None, config=config)
+    other = from_state_dict(name, _model(name, config, seed=4).state_dict(), dtype=None, config=config)
     assert all(np.array_equal(params[k], again[k]) for k in params)
     assert any(not np.array_equal(params[k], other[k]) for k in params)
-    as64 = from_state_dict(name, _model(name, config, 3, flow.float64).state_dict(), dtype=None)
+    as64 = from_state_dict(name, _model(name, config, 3, flow.float64).state_dict(), dtype=None, config=config)
     assert all(as64[k].dtype == np.float64 for k in params)
     first = "fc0.weight" if name != "gpt" else "wte"
     np.testing.assert_allclose(as64[first], params[first], rtol=1e-6)

@@ -47,14 +47,33 @@ def reference_names(model: str, keys: Iterable[str]) -> Dict[str, Tuple[str, boo
     return out
 
 
-def from_state_dict(model: str, state: Mapping, dtype=np.float64) -> Dict[str, np.ndarray]:
+def qkv_to_thirds(value: np.ndarray, n_head: int) -> np.ndarray:
+    """GPT's fused qkv output features, in the Module's order (head, then
+    q/k/v, then the head's dims: a contiguous split of them is head-aligned,
+    which Megatron's attention split needs), reordered to the references'
+    (q, k, v by thirds, each head by head). Works on a bias [3D] or on a
+    transposed weight [in, 3D] (the last axis is the feature axis)."""
+    three_d = value.shape[-1]
+    d = three_d // 3
+    lead = value.shape[:-1]
+    heads = value.reshape(*lead, n_head, 3, d // n_head)
+    return np.ascontiguousarray(np.moveaxis(heads, -2, -3).reshape(*lead, three_d))
+
+
+def from_state_dict(model: str, state: Mapping, dtype=np.float64,
+                    config=None) -> Dict[str, np.ndarray]:
     """The references' params dict (reference name -> array in ``dtype``, or
     in its own dtype when ``dtype`` is None; weights transposed where the
-    reference wants [in, out])."""
+    reference wants [in, out]; GPT's qkv reordered by ``qkv_to_thirds``,
+    which needs ``config.n_head``)."""
     out = {}
     for key, (ref, transposed) in reference_names(model, state.keys()).items():
         value = state[key]
         value = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
         value = np.ascontiguousarray(value.T if transposed else value)
+        if model == "gpt" and re.search(r"\.attn\.qkv\.(weight|bias)$", key):
+            if config is None:
+                raise ValueError("from_state_dict: GPT's qkv needs config (its n_head)")
+            value = qkv_to_thirds(value, config.n_head)
         out[ref] = value if dtype is None else value.astype(dtype)
     return out
