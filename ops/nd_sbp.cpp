@@ -127,7 +127,13 @@ Maybe<std::vector<NdSbpSignature>> NdSbpSignatures(const OpDef& def, OpContext c
     OFL_ENSURE(size >= 1, ctx.where(), ": hierarchy axes must be >= 1, got ", size);
   }
   ctx.hierarchy = hierarchy;
-  return NdSbpSignatures(def, ctx, static_cast<int64_t>(hierarchy.size()));
+  OFL_ASSIGN_OR_RETURN(std::vector<NdSbpSignature> all,
+                       NdSbpSignatures(def, ctx, static_cast<int64_t>(hierarchy.size())));
+  std::vector<NdSbpSignature> sound;
+  for (NdSbpSignature& s : all) {
+    if (def.AcceptsNdSbp(ctx, s.inputs, s.outputs)) sound.push_back(std::move(s));
+  }
+  return sound;
 }
 
 }  // namespace ofl

@@ -52,7 +52,9 @@ std::vector<NdSbpSignature> ExpandSbpSignatures(const std::vector<SbpSignature>&
 Maybe<std::vector<NdSbpSignature>> NdSbpSignatures(const OpDef& def, const OpContext& ctx,
                                                    int64_t hierarchy_ndim);
 // The same for a known mesh: ctx.hierarchy is set to `hierarchy` first, so
-// divisibility-dependent 1-D signatures (see OpContext::hierarchy) join.
+// divisibility-dependent 1-D signatures (see OpContext::hierarchy) join, and
+// the op's NdSbpFilter then drops the combinations that are not sound (the
+// order of the rest is kept).
 Maybe<std::vector<NdSbpSignature>> NdSbpSignatures(const OpDef& def, OpContext ctx,
                                                    const std::vector<int64_t>& hierarchy);
 

@@ -63,6 +63,7 @@ OpDef& OpDef::RequiredAttr(const std::string& name, AttrValue example) {
 
 OpDef& OpDef::InferShape(InferFn fn) { infer_ = std::move(fn); return *this; }
 OpDef& OpDef::Sbp(SbpFn fn) { sbp_ = std::move(fn); return *this; }
+OpDef& OpDef::NdSbpFilter(NdSbpFilterFn fn) { nd_sbp_filter_ = std::move(fn); return *this; }
 OpDef& OpDef::Cost(CostFn fn) { cost_ = std::move(fn); return *this; }
 OpDef& OpDef::Grad(GradFn fn) { grad_ = std::move(fn); return *this; }
 OpDef& OpDef::Doc(const std::string& doc) { doc_ = doc; return *this; }
@@ -114,6 +115,11 @@ Maybe<std::vector<TensorDesc>> OpDef::Infer(OpContext* ctx) const {
 
 std::vector<SbpSignature> OpDef::SbpSignatures(const OpContext& ctx) const {
   return sbp_ ? sbp_(ctx) : std::vector<SbpSignature>{};
+}
+
+bool OpDef::AcceptsNdSbp(const OpContext& ctx, const std::vector<NdSbp>& inputs,
+                         const std::vector<NdSbp>& outputs) const {
+  return !nd_sbp_filter_ || ctx.hierarchy.empty() || nd_sbp_filter_(ctx, inputs, outputs);
 }
 
 OpCost OpDef::EstimateCost(const OpContext& ctx, const std::vector<TensorDesc>& outputs) const {

@@ -71,6 +71,11 @@ using InferFn = std::function<Maybe<std::vector<TensorDesc>>(const OpContext&)>;
 using SbpFn = std::function<std::vector<SbpSignature>(const OpContext&)>;
 using CostFn = std::function<OpCost(const OpContext&, const std::vector<TensorDesc>& outputs)>;
 using GradFn = std::function<Status(GradContext&)>;
+// Whether one N-D combination of the op's 1-D signatures (an NdSbp per input
+// and output, on ctx.hierarchy) is sound; for signatures whose soundness
+// depends on which mesh axes split together (see OpContext::hierarchy).
+using NdSbpFilterFn = std::function<bool(const OpContext&, const std::vector<NdSbp>& inputs,
+                                         const std::vector<NdSbp>& outputs)>;
 
 class OpDef {
  public:
@@ -94,6 +99,8 @@ class OpDef {
   OpDef& RequiredAttr(const std::string& name, AttrValue example);
   OpDef& InferShape(InferFn fn);
   OpDef& Sbp(SbpFn fn);
+  // Drops unsound N-D combinations when the mesh is known (ops/nd_sbp.h).
+  OpDef& NdSbpFilter(NdSbpFilterFn fn);
   OpDef& Cost(CostFn fn);
   OpDef& Grad(GradFn fn);
   OpDef& Doc(const std::string& doc);
@@ -115,6 +122,9 @@ class OpDef {
   // CompleteAttrs, then shape inference.
   Maybe<std::vector<TensorDesc>> Infer(OpContext* ctx) const;
   std::vector<SbpSignature> SbpSignatures(const OpContext& ctx) const;
+  // True without a filter or without a known mesh.
+  bool AcceptsNdSbp(const OpContext& ctx, const std::vector<NdSbp>& inputs,
+                    const std::vector<NdSbp>& outputs) const;
   OpCost EstimateCost(const OpContext& ctx, const std::vector<TensorDesc>& outputs) const;
   const GradFn& grad() const { return grad_; }
 
@@ -128,6 +138,7 @@ class OpDef {
   std::map<std::string, bool> attr_required_;
   InferFn infer_;
   SbpFn sbp_;
+  NdSbpFilterFn nd_sbp_filter_;
   CostFn cost_;
   GradFn grad_;
   std::string doc_;

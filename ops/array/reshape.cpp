@@ -11,6 +11,7 @@
 // the mesh divides both extents (AppendMergeSplits); all-B; P -> P (the op
 // is linear).
 #include <algorithm>
+#include <map>
 
 #include "ops/grad.h"
 #include "ops/op_registry.h"
@@ -75,23 +76,63 @@ Maybe<std::vector<TensorDesc>> InferFlatten(const OpContext& ctx) {
 // [B*T, D] -> [B, T, H, Dh] with S(1) -> S(2) when D and H do (attention
 // split by heads). Pairs with a == b and equal leading axes are excluded:
 // they are always sound and listed first without a condition.
+// Offered when some mesh axis divides both extents; ReshapeNdFilter keeps
+// an N-D combination only when, for every split input axis, the product of
+// the mesh axes splitting it divides both extents and all of them map it to
+// the same output axis.
 void AppendMergeSplits(const Shape& in, const Shape& out, const std::vector<int64_t>& hierarchy,
                        int64_t shared, std::vector<SbpSignature>* sigs) {
   if (hierarchy.empty()) return;
-  int64_t ranks = 1;
-  for (int64_t size : hierarchy) ranks *= size;
+  auto some_axis_divides = [&](int64_t x, int64_t y) {
+    for (int64_t size : hierarchy) {
+      if (x % size == 0 && y % size == 0) return true;
+    }
+    return false;
+  };
   int64_t in_prefix = 1;
   for (int64_t a = 0; a < in.ndim(); ++a) {
     int64_t out_prefix = 1;
     for (int64_t b = 0; b < out.ndim(); ++b) {
       if (out_prefix == in_prefix && !(a == b && a < shared) && in[a] > 1 && out[b] > 1 &&
-          in[a] % ranks == 0 && out[b] % ranks == 0) {
+          some_axis_divides(in[a], out[b])) {
         sigs->push_back({{Sbp::Split(a)}, {Sbp::Split(b)}});
       }
       out_prefix *= out[b];
     }
     in_prefix *= in[a];
   }
+}
+
+// Infers the output shape again (the filter sees only the context).
+NdSbpFilterFn ReshapeNdFilter(Maybe<std::vector<TensorDesc>> (*infer)(const OpContext&)) {
+  return [infer](const OpContext& ctx, const std::vector<NdSbp>& ins,
+                 const std::vector<NdSbp>& outs) {
+    Maybe<std::vector<TensorDesc>> out = infer(ctx);
+    if (!out.ok()) return true;
+    const Shape& in_shape = ctx.input(0).shape;
+    const Shape& out_shape = out.value()[0].shape;
+    int64_t shared = 0;
+    while (shared < std::min(in_shape.ndim(), out_shape.ndim()) &&
+           in_shape[shared] == out_shape[shared]) {
+      ++shared;
+    }
+    std::map<int64_t, std::pair<int64_t, int64_t>> split;  // input axis -> (output axis, ranks)
+    for (size_t m = 0; m < ctx.hierarchy.size(); ++m) {
+      const Sbp& x = ins[0].axes()[m];
+      const Sbp& y = outs[0].axes()[m];
+      if (!x.is_split()) continue;
+      if (!y.is_split()) return false;  // reshape's signatures pair S with S
+      auto [it, fresh] = split.emplace(x.axis(), std::make_pair(y.axis(), int64_t{1}));
+      if (!fresh && it->second.first != y.axis()) return false;
+      it->second.second *= ctx.hierarchy[m];
+    }
+    for (const auto& [a, to] : split) {
+      const auto& [b, ranks] = to;
+      if (a == b && a < shared) continue;  // unchanged leading axis: always sound
+      if (in_shape[a] % ranks != 0 || out_shape[b] % ranks != 0) return false;
+    }
+    return true;
+  };
 }
 
 // Splits on the leading axes that input and output share, merge/split
@@ -139,6 +180,7 @@ OFL_REGISTER_OP("reshape")
     .RequiredAttr("shape", Ints{})
     .InferShape(InferReshape)
     .Sbp(ReshapeSbp(InferReshape))
+    .NdSbpFilter(ReshapeNdFilter(InferReshape))
     .Cost(CopyCost)
     .Grad(ReshapeBack)
     .Doc("The elements of x in the same order under another shape (one -1 is inferred).");
@@ -150,6 +192,7 @@ OFL_REGISTER_OP("flatten")
     .Attr("end_dim", -1)
     .InferShape(InferFlatten)
     .Sbp(ReshapeSbp(InferFlatten))
+    .NdSbpFilter(ReshapeNdFilter(InferFlatten))
     .Cost(CopyCost)
     .Grad(ReshapeBack)
     .Doc("Merges the axes start_dim..end_dim of x into one.");
