@@ -182,7 +182,21 @@ struct Box {
   std::vector<int64_t> offset;
   Shape shape;
   bool operator==(const Box& o) const { return offset == o.offset && shape == o.shape; }
+  bool operator<(const Box& o) const {
+    return offset != o.offset ? offset < o.offset : shape.dims() < o.shape.dims();
+  }
 };
+
+// Elements of the overlap of `a` and `b` (no allocation).
+int64_t OverlapElements(const Box& a, const Box& b) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < a.shape.ndim() && n > 0; ++d) {
+    int64_t begin = std::max(a.offset[d], b.offset[d]);
+    int64_t end = std::min(a.offset[d] + a.shape[d], b.offset[d] + b.shape[d]);
+    n *= std::max<int64_t>(0, end - begin);
+  }
+  return n;
+}
 
 Box Intersect(const Box& a, const Box& b) {
   Box out{a.offset, a.shape};
@@ -195,11 +209,17 @@ Box Intersect(const Box& a, const Box& b) {
   return out;
 }
 
+// Distinct boxes (in source order) and the ranks holding each.
+using Holders = std::vector<std::pair<Box, std::vector<int64_t>>>;
+
 // The general step: every target rank receives the overlaps of its target
 // slice with the distinct source slices. P axes of `source` must also be P
 // in `target` on the same placement ("kept": only ranks with the same
 // coordinate there exchange); a P target axis that is not kept is filled by
 // the ranks at coordinate 0 of it, the others hold zeros.
+// Source slices are computed once, and the holders once per coordinate
+// class of the receivers on the source's P axes (all receivers share one
+// class when the source has no P axis).
 BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
                         const Placement& tp, const NdSbp& target) {
   BoxingStep step;
@@ -212,6 +232,35 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
   for (int64_t r : sp.ranks()) step.bytes_sent[r] = 0;
   for (int64_t r : tp.ranks()) step.bytes_sent[r] = 0;
   const int64_t element_size = SizeOf(logical.dtype);
+  std::vector<int64_t> partial_axes;
+  for (int64_t a = 0; a < source.size(); ++a) {
+    if (source[a].is_partial_sum()) partial_axes.push_back(a);
+  }
+  std::vector<std::vector<int64_t>> source_coords(sp.size());
+  std::vector<Box> source_boxes(sp.size());
+  for (int64_t si = 0; si < sp.size(); ++si) {
+    source_coords[si] = sp.Coordinates(si);
+    TensorSlice s = SliceOf(logical.shape, sp.hierarchy(), source, source_coords[si]);
+    source_boxes[si] = Box{s.offset, s.shape};
+  }
+  std::map<std::vector<int64_t>, Holders> holders_by_class;
+  auto holders_for = [&](const std::vector<int64_t>& ct) -> const Holders& {
+    std::vector<int64_t> key;
+    for (int64_t a : partial_axes) key.push_back(ct[a]);
+    auto it = holders_by_class.find(key);
+    if (it != holders_by_class.end()) return it->second;
+    Holders holders;
+    std::map<Box, size_t> index;
+    for (int64_t si = 0; si < sp.size(); ++si) {
+      bool eligible = true;
+      for (int64_t a : partial_axes) eligible = eligible && source_coords[si][a] == ct[a];
+      if (!eligible) continue;
+      auto [pos, fresh] = index.emplace(source_boxes[si], holders.size());
+      if (fresh) holders.push_back({source_boxes[si], {}});
+      holders[pos->second].second.push_back(sp.ranks()[si]);
+    }
+    return holders_by_class.emplace(std::move(key), std::move(holders)).first->second;
+  };
   for (int64_t ti = 0; ti < tp.size(); ++ti) {
     const int64_t receiver = tp.ranks()[ti];
     const std::vector<int64_t> ct = tp.Coordinates(ti);
@@ -223,29 +272,10 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
     TensorSlice need_slice = SliceOf(logical.shape, tp.hierarchy(), target, ct);
     Box need{need_slice.offset, need_slice.shape};
     if (zeros || need.shape.NumElements() == 0) continue;
-    // Distinct source boxes (in source order) and the ranks holding each.
-    std::vector<std::pair<Box, std::vector<int64_t>>> holders;
-    for (int64_t si = 0; si < sp.size(); ++si) {
-      const std::vector<int64_t> cs = sp.Coordinates(si);
-      bool eligible = true;
-      for (int64_t a = 0; a < source.size(); ++a) {
-        if (source[a].is_partial_sum() && cs[a] != ct[a]) eligible = false;
-      }
-      if (!eligible) continue;
-      TensorSlice s = SliceOf(logical.shape, sp.hierarchy(), source, cs);
-      Box box{s.offset, s.shape};
-      auto it = std::find_if(holders.begin(), holders.end(),
-                             [&](const auto& h) { return h.first == box; });
-      if (it == holders.end()) {
-        holders.push_back({box, {}});
-        it = holders.end() - 1;
-      }
-      it->second.push_back(sp.ranks()[si]);
-    }
-    for (const auto& [box, ranks] : holders) {
-      Box piece = Intersect(need, box);
-      const int64_t bytes = piece.shape.NumElements() * element_size;
+    for (const auto& [box, ranks] : holders_for(ct)) {
+      const int64_t bytes = OverlapElements(need, box) * element_size;
       if (bytes == 0) continue;
+      Box piece = Intersect(need, box);
       int64_t sender = -1;
       if (std::find(ranks.begin(), ranks.end(), receiver) != ranks.end()) {
         sender = receiver;

@@ -137,14 +137,12 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     producer_of_[name] = {static_cast<int>(nodes->size()), 0};
     OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
   }
-  for (const auto& [state, param] : state_owner) {
-    for (const OpNode& node : graph_.ops()) {
-      if (RoleOf(node) == OpRole::kUpdate) continue;
-      for (const std::string& in : node.inputs) {
-        if (in == state) {
-          return Unimplemented("cost model: optimizer state '", state, "' is read by op '",
-                               node.name, "'; only its update may use it");
-        }
+  for (const OpNode& node : graph_.ops()) {
+    if (RoleOf(node) == OpRole::kUpdate) continue;
+    for (const std::string& in : node.inputs) {
+      if (state_owner.count(in) > 0) {
+        return Unimplemented("cost model: optimizer state '", in, "' is read by op '", node.name,
+                             "'; only its update may use it");
       }
     }
   }
