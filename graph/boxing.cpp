@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "oneflow_lite/core/slicing.h"
@@ -217,11 +218,12 @@ using Holders = std::vector<std::pair<Box, std::vector<int64_t>>>;
 // in `target` on the same placement ("kept": only ranks with the same
 // coordinate there exchange); a P target axis that is not kept is filled by
 // the ranks at coordinate 0 of it, the others hold zeros.
-// Source slices are computed once, and the holders once per coordinate
-// class of the receivers on the source's P axes (all receivers share one
-// class when the source has no P axis).
+// Source slices are computed once, the holders once per coordinate class
+// of the receivers on the source's P axes (all receivers share one class
+// when the source has no P axis), and each receiver visits only the holders
+// whose boxes can meet its slice.
 BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
-                        const Placement& tp, const NdSbp& target) {
+                        const Placement& tp, const NdSbp& target, bool with_transfers) {
   BoxingStep step;
   step.kind = Conf::SEND_RECV;
   step.from_placement = sp;
@@ -243,24 +245,51 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
     TensorSlice s = SliceOf(logical.shape, sp.hierarchy(), source, source_coords[si]);
     source_boxes[si] = Box{s.offset, s.shape};
   }
-  std::map<std::vector<int64_t>, Holders> holders_by_class;
-  auto holders_for = [&](const std::vector<int64_t>& ct) -> const Holders& {
+  // Holders per class, and an index over them: holder positions sorted by
+  // their box's offset on `axis` (the tensor axis where boxes differ most);
+  // boxes of one class tile the tensor, so along `axis` they form a
+  // partition and the ones meeting a range are found by binary search.
+  struct Class {
+    Holders holders;
+    int64_t axis = -1;
+    std::vector<size_t> by_offset;
+  };
+  std::map<std::vector<int64_t>, Class> classes;
+  auto class_for = [&](const std::vector<int64_t>& ct) -> const Class& {
     std::vector<int64_t> key;
     for (int64_t a : partial_axes) key.push_back(ct[a]);
-    auto it = holders_by_class.find(key);
-    if (it != holders_by_class.end()) return it->second;
-    Holders holders;
+    auto it = classes.find(key);
+    if (it != classes.end()) return it->second;
+    Class c;
     std::map<Box, size_t> index;
     for (int64_t si = 0; si < sp.size(); ++si) {
       bool eligible = true;
       for (int64_t a : partial_axes) eligible = eligible && source_coords[si][a] == ct[a];
       if (!eligible) continue;
-      auto [pos, fresh] = index.emplace(source_boxes[si], holders.size());
-      if (fresh) holders.push_back({source_boxes[si], {}});
-      holders[pos->second].second.push_back(sp.ranks()[si]);
+      auto [pos, fresh] = index.emplace(source_boxes[si], c.holders.size());
+      if (fresh) c.holders.push_back({source_boxes[si], {}});
+      c.holders[pos->second].second.push_back(sp.ranks()[si]);
     }
-    return holders_by_class.emplace(std::move(key), std::move(holders)).first->second;
+    size_t most = 1;
+    for (int64_t d = 0; d < logical.shape.ndim(); ++d) {
+      std::set<int64_t> offsets;
+      for (const auto& h : c.holders) offsets.insert(h.first.offset[d]);
+      if (offsets.size() > most) {
+        most = offsets.size();
+        c.axis = d;
+      }
+    }
+    if (c.axis >= 0) {
+      for (size_t h = 0; h < c.holders.size(); ++h) {
+        if (c.holders[h].first.shape.NumElements() > 0) c.by_offset.push_back(h);
+      }
+      std::stable_sort(c.by_offset.begin(), c.by_offset.end(), [&](size_t x, size_t y) {
+        return c.holders[x].first.offset[c.axis] < c.holders[y].first.offset[c.axis];
+      });
+    }
+    return classes.emplace(std::move(key), std::move(c)).first->second;
   };
+  std::vector<size_t> meeting;
   for (int64_t ti = 0; ti < tp.size(); ++ti) {
     const int64_t receiver = tp.ranks()[ti];
     const std::vector<int64_t> ct = tp.Coordinates(ti);
@@ -272,10 +301,27 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
     TensorSlice need_slice = SliceOf(logical.shape, tp.hierarchy(), target, ct);
     Box need{need_slice.offset, need_slice.shape};
     if (zeros || need.shape.NumElements() == 0) continue;
-    for (const auto& [box, ranks] : holders_for(ct)) {
+    const Class& c = class_for(ct);
+    // The holders whose boxes may meet `need`, in source order.
+    meeting.clear();
+    if (c.axis < 0) {
+      for (size_t h = 0; h < c.holders.size(); ++h) meeting.push_back(h);
+    } else {
+      const int64_t begin = need.offset[c.axis], end = begin + need.shape[c.axis];
+      auto first = std::partition_point(c.by_offset.begin(), c.by_offset.end(), [&](size_t h) {
+        const Box& b = c.holders[h].first;
+        return b.offset[c.axis] + b.shape[c.axis] <= begin;
+      });
+      for (auto i = first; i != c.by_offset.end(); ++i) {
+        if (c.holders[*i].first.offset[c.axis] >= end) break;
+        meeting.push_back(*i);
+      }
+      std::sort(meeting.begin(), meeting.end());
+    }
+    for (size_t h : meeting) {
+      const auto& [box, ranks] = c.holders[h];
       const int64_t bytes = OverlapElements(need, box) * element_size;
       if (bytes == 0) continue;
-      Box piece = Intersect(need, box);
       int64_t sender = -1;
       if (std::find(ranks.begin(), ranks.end(), receiver) != ranks.end()) {
         sender = receiver;
@@ -288,7 +334,10 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
         }
         step.bytes_sent[sender] += bytes;
       }
-      step.transfers.push_back({sender, receiver, piece.offset, piece.shape});
+      if (with_transfers) {
+        Box piece = Intersect(need, box);
+        step.transfers.push_back({sender, receiver, piece.offset, piece.shape});
+      }
     }
   }
   return step;
@@ -346,9 +395,11 @@ std::string BoxingPlan::ToString() const {
   return out.str();
 }
 
-Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_placement,
-                             const NdSbp& from, const Placement& to_placement, const NdSbp& to,
-                             const std::string& name) {
+namespace {
+
+Maybe<BoxingPlan> Plan(const TensorDesc& logical, const Placement& from_placement,
+                       const NdSbp& from, const Placement& to_placement, const NdSbp& to,
+                       const std::string& name, bool with_transfers) {
   const std::string what = StrCat("boxing of '", name, "' ", logical.shape);
   OFL_ENSURE(from_placement.size() > 0 && to_placement.size() > 0, what,
              ": a placement is empty (source ", from_placement.ToString(), ", target ",
@@ -356,10 +407,16 @@ Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_pl
   OFL_ENSURE(from_placement.device_type() == to_placement.device_type(), what,
              ": device types differ: source ", from_placement.ToString(), ", target ",
              to_placement.ToString());
-  OFL_RETURN_IF_ERROR(ValidateNdSbp(logical.shape, from_placement.hierarchy(), from,
-                                    what + ": source on " + from_placement.ToString()));
-  OFL_RETURN_IF_ERROR(ValidateNdSbp(logical.shape, to_placement.hierarchy(), to,
-                                    what + ": target on " + to_placement.ToString()));
+  // The messages name the placements; built only on failure (a 1,024-rank
+  // placement prints long).
+  if (!ValidateNdSbp(logical.shape, from_placement.hierarchy(), from, what).ok()) {
+    OFL_RETURN_IF_ERROR(ValidateNdSbp(logical.shape, from_placement.hierarchy(), from,
+                                      what + ": source on " + from_placement.ToString()));
+  }
+  if (!ValidateNdSbp(logical.shape, to_placement.hierarchy(), to, what).ok()) {
+    OFL_RETURN_IF_ERROR(ValidateNdSbp(logical.shape, to_placement.hierarchy(), to,
+                                      what + ": target on " + to_placement.ToString()));
+  }
   BoxingPlan plan;
   plan.logical = logical;
   plan.from_placement = from_placement;
@@ -375,18 +432,34 @@ Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_pl
         NdSbp cur = from;
         ReducePartialAxes(logical, from_placement, &to, &cur, &plan.steps);
         if (cur != to)
-          plan.steps.push_back(SendRecvStep(logical, from_placement, cur, to_placement, to));
+          plan.steps.push_back(
+              SendRecvStep(logical, from_placement, cur, to_placement, to, with_transfers));
       }
     }
   } else {
     NdSbp cur = from;
     ReducePartialAxes(logical, from_placement, nullptr, &cur, &plan.steps);
-    plan.steps.push_back(SendRecvStep(logical, from_placement, cur, to_placement, to));
+    plan.steps.push_back(
+        SendRecvStep(logical, from_placement, cur, to_placement, to, with_transfers));
   }
   for (int64_t r : from_placement.ranks()) plan.bytes_sent[r] = 0;
   for (int64_t r : to_placement.ranks()) plan.bytes_sent[r] = 0;
   for (const auto& [rank, bytes] : SumBytes(plan.steps)) plan.bytes_sent[rank] += bytes;
   return plan;
+}
+
+}  // namespace
+
+Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_placement,
+                             const NdSbp& from, const Placement& to_placement, const NdSbp& to,
+                             const std::string& name) {
+  return Plan(logical, from_placement, from, to_placement, to, name, /*with_transfers=*/true);
+}
+
+Maybe<BoxingPlan> PlanBoxingBytes(const TensorDesc& logical, const Placement& from_placement,
+                                  const NdSbp& from, const Placement& to_placement,
+                                  const NdSbp& to, const std::string& name) {
+  return Plan(logical, from_placement, from, to_placement, to, name, /*with_transfers=*/false);
 }
 
 }  // namespace ofl
