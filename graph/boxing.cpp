@@ -289,6 +289,11 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
     }
     return classes.emplace(std::move(key), std::move(c)).first->second;
   };
+  // Bytes sent so far by global rank (a vector: the sender choice reads it
+  // for every holder of every box).
+  int64_t max_rank = 0;
+  for (const auto& [r, b] : step.bytes_sent) max_rank = std::max(max_rank, r);
+  std::vector<int64_t> sent(max_rank + 1, 0);
   std::vector<size_t> meeting;
   for (int64_t ti = 0; ti < tp.size(); ++ti) {
     const int64_t receiver = tp.ranks()[ti];
@@ -327,12 +332,11 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
         sender = receiver;
       } else {
         for (int64_t r : ranks) {
-          if (sender < 0 || step.bytes_sent[r] < step.bytes_sent[sender] ||
-              (step.bytes_sent[r] == step.bytes_sent[sender] && r < sender)) {
+          if (sender < 0 || sent[r] < sent[sender] || (sent[r] == sent[sender] && r < sender)) {
             sender = r;
           }
         }
-        step.bytes_sent[sender] += bytes;
+        sent[sender] += bytes;
       }
       if (with_transfers) {
         Box piece = Intersect(need, box);
@@ -340,6 +344,7 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
       }
     }
   }
+  for (auto& [r, b] : step.bytes_sent) b = sent[r];
   return step;
 }
 
