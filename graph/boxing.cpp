@@ -462,8 +462,8 @@ Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_pl
 }
 
 Maybe<BoxingPlan> PlanBoxingBytes(const TensorDesc& logical, const Placement& from_placement,
-                                  const NdSbp& from, const Placement& to_placement,
-                                  const NdSbp& to, const std::string& name) {
+                                  const NdSbp& from, const Placement& to_placement, const NdSbp& to,
+                                  const std::string& name) {
   return Plan(logical, from_placement, from, to_placement, to, name, /*with_transfers=*/false);
 }
 

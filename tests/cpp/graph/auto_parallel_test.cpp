@@ -68,9 +68,9 @@ TEST(AutoParallelTest, TransformerDataParallelAcrossNodesTensorParallelWithin) {
     for (const std::string layer : {".attn.proj", ".mlp.fc", ".mlp.proj"}) {
       const NdSbpSignature& sig = s.signature(block + layer + "/matmul");
       SCOPED_TRACE(block + layer + ": " + sig.ToString());
-      EXPECT_EQ(sig.Axis(0).inputs[0], Sbp::Split(0));   // data parallel across nodes
+      EXPECT_EQ(sig.Axis(0).inputs[0], Sbp::Split(0));  // data parallel across nodes
       EXPECT_EQ(sig.Axis(0).inputs[1], Sbp::Broadcast());
-      EXPECT_TRUE(sig.Axis(1).inputs[1].is_split());     // tensor parallel within
+      EXPECT_TRUE(sig.Axis(1).inputs[1].is_split());  // tensor parallel within
       const NdSbp& w = s.sources().at(block + layer + ".weight");
       EXPECT_TRUE(w[0].is_broadcast()) << w;
       EXPECT_TRUE(w[1].is_split()) << w;

@@ -39,8 +39,8 @@ void ExpectNear(double actual, double expected) {
 }
 
 TEST(CostModelBoxingTest, OneDimensionalMeshEveryKind) {
-  const Placement p = Mesh({4});   // groups of 4 run on the fast level
-  const Shape s{1024, 256};        // T = 1024 * 256 * 4 = 1 MiB
+  const Placement p = Mesh({4});  // groups of 4 run on the fast level
+  const Shape s{1024, 256};       // T = 1024 * 256 * 4 = 1 MiB
   const double t = 1048576.0;
   // P -> B: all-reduce, 2(p-1)/p T = 1.5 T, 2(p-1) = 6 steps.
   ExpectNear(Seconds(s, p, "(P)", "(B)"), 6 * kFastLat + 1.5 * t / kFastBw);

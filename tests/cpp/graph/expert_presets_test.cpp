@@ -81,8 +81,7 @@ TEST(ExpertPresetsTest, PresetsThatDoNotApplySayWhy) {
   EXPECT_NE(vgg.status().message().find("no conv2d"), std::string::npos);
   auto unknown = ExpertPresetSources("zero3", gpt, Mesh({4}));
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("data_parallel, megatron, 2d, vgg"),
-            std::string::npos);
+  EXPECT_NE(unknown.status().message().find("data_parallel, megatron, 2d, vgg"), std::string::npos);
 }
 
 TEST(ExpertPresetsTest, PlannedPresetsAreValidAndKeepTheirSources) {

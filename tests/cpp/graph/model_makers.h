@@ -5,10 +5,10 @@
 // with its backward and optimizer. Variables are lazy (desc only).
 #pragma once
 
+#include <glog/logging.h>
+
 #include <string>
 #include <vector>
-
-#include <glog/logging.h>
 
 #include "graph/autodiff.h"
 #include "graph/op_graph.h"
@@ -36,7 +36,8 @@ inline Cluster TwoLevelCluster(int64_t memory_bytes = int64_t{1} << 40, double f
              "name: 'two_level'\n"
              "levels { name: 'fast' size: 4 bandwidth_gbps: 100 latency_us: 1 }\n"
              "levels { name: 'slow' size: 0 bandwidth_gbps: 10 latency_us: 10 }\n"
-             "device { name: 'dev' flops { key: 'float32' value: " + std::to_string(flops) +
+             "device { name: 'dev' flops { key: 'float32' value: " +
+                 std::to_string(flops) +
                  " }\n  flops { key: 'bfloat16' value: " + std::to_string(2 * flops) +
                  " } memory_bytes: " + std::to_string(memory_bytes) + " }\n",
              "two_level.pbtxt")
@@ -76,8 +77,8 @@ inline std::string Linear(OpGraph& g, const std::string& x, const std::string& p
   const Shape w = transpose_b ? Shape{out, in} : Shape{in, out};
   CHECK(g.AddVariable(prefix + ".weight", TensorDesc{w, DataType::kFloat32}, true).ok());
   CHECK(g.AddVariable(prefix + ".bias", TensorDesc{Shape{out}, DataType::kFloat32}, true).ok());
-  std::string y = Op(g, "matmul", {x, prefix + ".weight"}, {{"transpose_b", transpose_b}},
-                     prefix + "/matmul");
+  std::string y =
+      Op(g, "matmul", {x, prefix + ".weight"}, {{"transpose_b", transpose_b}}, prefix + "/matmul");
   return Op(g, "bias_add", {y, prefix + ".bias"}, {{"axis", int64_t{1}}}, prefix + "/bias_add");
 }
 
@@ -103,15 +104,15 @@ inline OpGraph TransformerModel(int64_t layers, int64_t b, int64_t t, int64_t d,
     std::vector<std::string> parts;
     for (int64_t c = 0; c < 3; ++c) {
       const std::string n = p + ".attn/" + std::string(1, "qkv"[c]);
-      std::string s = Op(g, "slice", {qkv},
-                         {{"start", Ints{0, c * d}}, {"stop", Ints{b * t, (c + 1) * d}},
-                          {"step", Ints{1, 1}}},
-                         n + "/slice");
+      std::string s =
+          Op(g, "slice", {qkv},
+             {{"start", Ints{0, c * d}}, {"stop", Ints{b * t, (c + 1) * d}}, {"step", Ints{1, 1}}},
+             n + "/slice");
       s = Op(g, "reshape", {s}, {{"shape", Ints{b, t, heads, dh}}}, n + "/reshape");
       parts.push_back(Op(g, "transpose", {s}, {{"perm", Ints{0, 2, 1, 3}}}, n + "/transpose"));
     }
-    std::string sc = Op(g, "batch_matmul", {parts[0], parts[1]}, {{"transpose_b", true}},
-                        p + ".attn/scores");
+    std::string sc =
+        Op(g, "batch_matmul", {parts[0], parts[1]}, {{"transpose_b", true}}, p + ".attn/scores");
     sc = Op(g, "scalar_mul", {sc}, {{"value", 0.125}}, p + ".attn/scale");
     sc = Op(g, "add", {sc, "causal_mask"}, {}, p + ".attn/mask");
     sc = Op(g, "softmax", {sc}, {{"axis", int64_t{-1}}}, p + ".attn/softmax");
@@ -134,9 +135,9 @@ inline OpGraph TransformerModel(int64_t layers, int64_t b, int64_t t, int64_t d,
 inline OpGraph ConvNetModel(int64_t batch, int64_t channels, int64_t side, int64_t classes) {
   OpGraph g;
   CHECK(g.AddInput("images", {Shape{batch, 3, side, side}, DataType::kFloat32}).ok());
-  CHECK(g.AddVariable("conv1.weight", TensorDesc{Shape{channels, 3, 3, 3}, DataType::kFloat32},
-                      true)
-            .ok());
+  CHECK(
+      g.AddVariable("conv1.weight", TensorDesc{Shape{channels, 3, 3, 3}, DataType::kFloat32}, true)
+          .ok());
   std::string y = Op(g, "conv2d", {"images", "conv1.weight"}, {{"padding", Ints{1, 1}}}, "conv1");
   y = Op(g, "relu", {y}, {}, "relu1");
   y = Op(g, "flatten", {y}, {}, "flatten");
