@@ -257,6 +257,15 @@ Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph, std::shared_ptr<const
   out.stats.mean_candidates =
       full.num_nodes() == 0 ? 0.0
                             : static_cast<double>(full.num_candidates_total()) / full.num_nodes();
+  int64_t op_nodes = 0, op_candidates = 0;
+  for (int u = 0; u < full.num_nodes(); ++u) {
+    const CostNodeInfo& n = model->nodes()[u];
+    if (n.kind != CostNodeKind::kOp && n.update_op.empty()) continue;
+    ++op_nodes;
+    op_candidates += full.num_candidates(u);
+  }
+  out.stats.mean_op_candidates =
+      op_nodes == 0 ? 0.0 : static_cast<double>(op_candidates) / static_cast<double>(op_nodes);
   out.stats.build_seconds = model->stats().build_seconds;
   out.stats.search_seconds = SecondsSince(start);
   out.stats.seconds = out.stats.build_seconds + out.stats.search_seconds;

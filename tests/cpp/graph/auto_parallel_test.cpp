@@ -223,3 +223,26 @@ TEST(AutoParallelTest, InfeasibleMemoryErrorReachesThePlanner) {
 
 }  // namespace
 }  // namespace ofl
+
+namespace ofl {
+namespace {
+
+TEST(AutoParallelTest, StatsCountOpsAndCandidates) {
+  OpGraph g;
+  CHECK(g.AddInput("x", {Shape{64, 32}, DataType::kFloat32}).ok());
+  CHECK(g.AddVariable("w", TensorDesc{Shape{32, 16}, DataType::kFloat32}, false).ok());
+  CHECK(g.AddOp("matmul", {"x", "w"}, {}, "mm").ok());
+  PlannedStrategy p = Plan(g, testing::Mesh({4}), "exact");
+  // x and w: B, S(0), S(1) each; mm: its N-D signatures on one axis.
+  const int64_t k = CandidateSignatures(g, g.ops()[0], testing::Mesh({4})).value().size();
+  EXPECT_EQ(p.stats.ops, 1);
+  EXPECT_EQ(p.stats.cost_nodes, 3);
+  EXPECT_EQ(p.stats.cost_edges, 2);
+  EXPECT_DOUBLE_EQ(p.stats.mean_op_candidates, static_cast<double>(k));
+  EXPECT_DOUBLE_EQ(p.stats.mean_candidates, (3.0 + 3.0 + k) / 3.0);
+  EXPECT_TRUE(p.stats.exact_proved);
+  EXPECT_NEAR(p.stats.lower_bound, p.solution.total_seconds, 1e-12);
+}
+
+}  // namespace
+}  // namespace ofl
