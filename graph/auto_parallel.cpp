@@ -263,7 +263,9 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
   if (options.searcher == "autoddl" && options.autoddl_starts_from_submeshes) {
     // One start per hierarchy axis: the best choice that replicates that
     // axis (every tensor B on it), i.e. the problem on the other axes alone.
-    for (int64_t axis = 0; axis < MaxAxes(model); ++axis) {
+    // (On a 1-D mesh that is no parallelism at all: no start.)
+    const int64_t axes = MaxAxes(model);
+    for (int64_t axis = 0; axes >= 2 && axis < axes; ++axis) {
       std::vector<std::vector<int>> keep = ReplicatingCandidates(model, axis, r.kept);
       if (keep.empty()) continue;  // some node cannot replicate the axis
       Maybe<Restricted> sub = Restrict(r.graph, keep);
