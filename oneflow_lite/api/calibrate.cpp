@@ -137,7 +137,9 @@ Status CheckPositive(const char* what, double value) {
 
 }  // namespace
 
-std::string Calibration::ToText() const { return description + cluster.ToText(); }
+std::string Calibration::ToText() const {
+  return description + (cluster ? cluster->ToText() : std::string());
+}
 
 Status Calibration::Save(const std::string& path) const {
   std::ofstream out(path);
@@ -192,7 +194,8 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
   p.mutable_device()->set_name("cpu_virtual_device");
   (*p.mutable_device()->mutable_flops())["float32"] = c.matmul_flops;
   p.mutable_device()->set_memory_bytes(c.memory_bytes);
-  OFL_ASSIGN_OR_RETURN(c.cluster, Cluster::FromProto(p));
+  OFL_ASSIGN_OR_RETURN(Cluster cluster, Cluster::FromProto(p));
+  c.cluster = std::move(cluster);
 
   std::ostringstream d;
   d << "# Cluster '" << o.name << "' measured on this machine by Calibrate "

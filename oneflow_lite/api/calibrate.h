@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "oneflow_lite/core/status.h"
@@ -44,7 +45,7 @@ struct Calibration {
   int64_t memory_bytes = 0;          // per device
   std::string measured_at;           // UTC, ISO 8601
   std::string description;           // the comment block of the text form
-  Cluster cluster;                   // what Save() writes
+  std::optional<Cluster> cluster;    // what Save() writes; set by Calibrate
 
   // The Cluster text with the comment block in front (parses with Cluster::Parse).
   std::string ToText() const;
