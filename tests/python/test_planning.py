@@ -163,3 +163,16 @@ def test_calibrate_writes_a_cluster_that_loads(tmp_path):
     for value in (level["bandwidth_bytes_per_s"], level["latency_s"], cluster.flops("float32"),
                   cluster.memory_bytes):
         assert np.isfinite(value) and value > 0
+
+
+def test_one_cost_model_serves_several_searchers(cluster_path):
+    b, _, _ = two_linears()
+    model = _C.build_cost_model(b.program, [2], cluster_path)
+    assert model.num_nodes == 5  # x, w1, w2, mm1, mm2
+    assert model.num_edges == 4
+    for searcher in ("autoddl", "exact", "data_parallel"):
+        planned = model.plan(searcher)
+        assert planned.predicted_step_s == pytest.approx(32 * NS, rel=1e-9)
+        assert planned.stats["seconds"] >= model.build_seconds
+    with pytest.raises(ValueError, match="megatron"):
+        model.plan("megatron")
