@@ -57,8 +57,15 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     info.placement = placements_.SourcePlacement(name);
     const TensorDesc desc = Costed(graph_.Desc(name).value());
     info.sbps = SourceSbps(desc.shape, info.placement.hierarchy());
+    // Feeding: every device loads its slice from the host, charged at the
+    // innermost level's bandwidth (the Cluster has no host-link figure), so
+    // replicating data costs p times splitting it.
+    const double load_per_byte = static_cast<double>(k) / cluster_.level(0).bandwidth_bytes_per_s;
     std::vector<Candidate> candidates;
-    for (const NdSbp& s : info.sbps) candidates.push_back({0.0, slice_bytes(desc, info.placement, s)});
+    for (const NdSbp& s : info.sbps) {
+      const int64_t bytes = slice_bytes(desc, info.placement, s);
+      candidates.push_back({load_per_byte * static_cast<double>(bytes), bytes});
+    }
     info.flops.assign(info.sbps.size(), 0.0);
     producer_of_[name] = {static_cast<int>(nodes->size()), 0};
     OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
@@ -89,9 +96,8 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     } else {
       const OpNode& op = *update->second;
       OFL_ENSURE(placements_.PlacementOf(op.name) == info.placement, "cost model: op '", op.name,
-                 "' updates variable '", name, "' on ",
-                 placements_.PlacementOf(op.name).ToString(), " but the variable lives on ",
-                 info.placement.ToString());
+                 "' updates variable '", name, "' on ", placements_.PlacementOf(op.name).ToString(),
+                 " but the variable lives on ", info.placement.ToString());
       info.update_op = op.name;
       info.op_type = op.type;
       std::vector<int> mut = MutableInputIndices(op);
@@ -113,8 +119,9 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
         bool ok = true;
         for (const Sbp& s : p.axes()) ok = ok && !s.is_partial_sum();
         for (size_t j = 1; j < mut.size() && ok; ++j) {
-          ok = sig.inputs[mut[j]] == (info.states[j - 1].second ? p : NdSbp(std::vector<Sbp>(
-                                                                          p.size(), Sbp::Broadcast())));
+          ok =
+              sig.inputs[mut[j]] ==
+              (info.states[j - 1].second ? p : NdSbp(std::vector<Sbp>(p.size(), Sbp::Broadcast())));
         }
         if (!ok) continue;
         const double f = flops * BusiestShare(sig, ctx.inputs, outs, h);
@@ -129,14 +136,12 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     producer_of_[name] = {static_cast<int>(nodes->size()), 0};
     OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
   }
-  for (const auto& [state, param] : state_owner) {
-    for (const OpNode& node : graph_.ops()) {
-      if (RoleOf(node) == OpRole::kUpdate) continue;
-      for (const std::string& in : node.inputs) {
-        if (in == state) {
-          return Unimplemented("cost model: optimizer state '", state, "' is read by op '",
-                               node.name, "'; only its update may use it");
-        }
+  for (const OpNode& node : graph_.ops()) {
+    if (RoleOf(node) == OpRole::kUpdate) continue;
+    for (const std::string& in : node.inputs) {
+      if (state_owner.count(in) > 0) {
+        return Unimplemented("cost model: optimizer state '", in, "' is read by op '", node.name,
+                             "'; only its update may use it");
       }
     }
   }
