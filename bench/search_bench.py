@@ -3,7 +3,8 @@ model graphs, every searcher, predicted step times (no training runs).
 
 search: one row per (model, layers, mesh, searcher) with model, layers, mesh,
 searcher, ops (forward, backward, optimizer), candidates (mean signatures
-per cost node), seconds (wall time on one core from the in-memory graph to
+per op, folded optimizer updates included; node_candidates: per cost node,
+sources included), seconds (wall time on one core from the in-memory graph to
 the Strategy, cost-model building included: PlanStats.seconds),
 predicted_step_s, exact_proved (exact rows), gap_to_exact (autoddl rows,
 where exact proved its optimum: autoddl / optimum - 1). A configuration
@@ -40,7 +41,7 @@ from search_models import build_program  # noqa: E402
 from oneflow_lite import _C  # noqa: E402
 
 EXACT_BUDGET_S = 120.0
-EXACT_TABLE = 1 << 25  # elimination table cap for exact (default 4M entries)
+EXACT_TABLE = 1 << 26  # elimination table cap for exact (default 2^22 entries)
 EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
 GPT = dict(hidden=4096, heads=32, seq=2048, vocab=51200)
 GPT_MICRO_BATCH, GPT_GLOBAL_BATCH = 8, 512
@@ -76,7 +77,8 @@ def plan_row(model, base: dict, searcher: str) -> dict:
         return row
     stats = planned.stats
     row.update(ops=stats["ops"], cost_nodes=stats["cost_nodes"],
-               candidates=round(stats["candidates"], 3), pruned=stats["pruned"],
+               candidates=round(stats["op_candidates"], 3),
+               node_candidates=round(stats["candidates"], 3), pruned=stats["pruned"],
                seconds=round(stats["seconds"], 4), build_seconds=round(stats["build_seconds"], 4),
                search_seconds=round(stats["search_seconds"], 4),
                predicted_step_s=planned.predicted_step_s, memory_bytes=stats["memory_bytes"],

@@ -4,9 +4,10 @@ ONE function, ``build_program``, turns a model name and its sizes into a
 ``_C.Program`` holding the forward, the backward and the Adam updates, with
 declared-only variables (a shape and a dtype, no values): a 96-layer GPT has
 about 19 G parameters, far too many to allocate for a search. It builds the
-graphs with today's ``oneflow_lite.models`` builders (gpt, mlp, vgg) through
-``GraphBuilder``; when the model zoo moves to ``flow.models`` (nn.Modules),
-only this file changes.
+graphs with the GraphBuilder builders of ``oneflow_lite.models.legacy``
+(gpt, mlp, vgg): tracing the ``flow.models`` Modules (``models.trace_loss``)
+would first allocate every parameter. When tracing can declare parameters
+without values, only this file changes.
 
     >>> program, names = build_program("mlp", layers=2, batch=4, hidden=8)
     >>> program.num_ops() > 0
@@ -20,7 +21,7 @@ import numpy as np
 
 from oneflow_lite import _C
 from oneflow_lite.graph_builder import GraphBuilder
-from oneflow_lite.models import gpt, mlp, vgg
+from oneflow_lite.models.legacy import gpt, mlp, vgg
 
 
 class _DeclaringBuilder(GraphBuilder):

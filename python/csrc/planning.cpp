@@ -58,7 +58,8 @@ py::dict StatsDict(const PlannedStrategy& p) {
   d["ops"] = s.ops;
   d["cost_nodes"] = s.cost_nodes;
   d["cost_edges"] = s.cost_edges;
-  d["candidates"] = s.mean_candidates;
+  d["candidates"] = s.mean_candidates;          // per cost node
+  d["op_candidates"] = s.mean_op_candidates;    // signatures per op (folded updates included)
   d["pruned"] = s.pruned;
   d["build_seconds"] = s.build_seconds;
   d["search_seconds"] = s.search_seconds;
