@@ -41,7 +41,7 @@ from search_models import build_program  # noqa: E402
 from oneflow_lite import _C  # noqa: E402
 
 EXACT_BUDGET_S = 120.0
-EXACT_TABLE = 1 << 26  # elimination table cap for exact (default 2^22 entries)
+EXACT_TABLE = 1 << 27  # elimination table cap for exact (default 2^22 entries)
 EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
 GPT = dict(hidden=4096, heads=32, seq=2048, vocab=51200)
 GPT_MICRO_BATCH, GPT_GLOBAL_BATCH = 8, 512
