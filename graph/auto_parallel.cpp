@@ -69,6 +69,41 @@ Maybe<Restricted> Restrict(const CostGraph& graph, const std::vector<std::vector
   return out;
 }
 
+int64_t MaxAxes(const CostModel& model) {
+  int64_t axes = 0;
+  for (const CostNodeInfo& n : model.nodes()) axes = std::max(axes, n.placement.hierarchy().ndim());
+  return axes;
+}
+
+// Per node of a graph restricted to `kept` (original indices), the positions
+// of its candidates that hold every tensor B on hierarchy `axis` (nodes on a
+// placement without that axis keep all); empty when some node has none.
+std::vector<std::vector<int>> ReplicatingCandidates(const CostModel& model, int64_t axis,
+                                                    const std::vector<std::vector<int>>& kept) {
+  std::vector<std::vector<int>> out(kept.size());
+  for (size_t u = 0; u < kept.size(); ++u) {
+    const CostNodeInfo& n = model.nodes()[u];
+    if (axis >= n.placement.hierarchy().ndim()) {
+      for (size_t i = 0; i < kept[u].size(); ++i) out[u].push_back(static_cast<int>(i));
+      continue;
+    }
+    for (size_t i = 0; i < kept[u].size(); ++i) {
+      const int c = kept[u][i];
+      bool replicated = true;
+      if (n.signatures.empty()) {
+        replicated = n.sbps[c][axis].is_broadcast();
+      } else {
+        const NdSbpSignature& sig = n.signatures[c];
+        for (const NdSbp& t : sig.inputs) replicated = replicated && t[axis].is_broadcast();
+        for (const NdSbp& t : sig.outputs) replicated = replicated && t[axis].is_broadcast();
+      }
+      if (replicated) out[u].push_back(static_cast<int>(i));
+    }
+    if (out[u].empty()) return {};
+  }
+  return out;
+}
+
 std::vector<int> ToOriginal(const Restricted& r, const std::vector<int>& choice) {
   std::vector<int> out(choice.size());
   for (size_t u = 0; u < choice.size(); ++u) out[u] = r.kept[u][choice[u]];
@@ -224,6 +259,26 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
     std::vector<int> start = best.empty() ? best : ToRestricted(r, best);
     if (!start.empty()) autoddl.extra_starts.push_back({"preset:" + best_name, start});
     if (!best_name.empty()) stats->note = "best expert preset: " + best_name;
+  }
+  if (options.searcher == "autoddl" && options.autoddl_starts_from_submeshes) {
+    // One start per hierarchy axis: the best choice that replicates that
+    // axis (every tensor B on it), i.e. the problem on the other axes alone.
+    // (On a 1-D mesh that is no parallelism at all: no start.)
+    const int64_t axes = MaxAxes(model);
+    for (int64_t axis = 0; axes >= 2 && axis < axes; ++axis) {
+      std::vector<std::vector<int>> keep = ReplicatingCandidates(model, axis, r.kept);
+      if (keep.empty()) continue;  // some node cannot replicate the axis
+      Maybe<Restricted> sub = Restrict(r.graph, keep);
+      if (!sub.ok() || sub.value().graph.SmallestMemoryNeed() > sub.value().graph.memory_limit()) {
+        continue;
+      }
+      AutoddlOptions plain = options.autoddl;
+      plain.extra_starts.clear();
+      Maybe<AutoddlResult> a = AutoddlSearch(sub.value().graph, plain);
+      if (!a.ok()) continue;
+      autoddl.extra_starts.push_back(
+          {StrCat("replicate_axis_", axis), ToOriginal(sub.value(), a.value().solution.choice)});
+    }
   }
   OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph, autoddl));
   stats->pruned = a.num_pruned;

@@ -7,7 +7,8 @@
 // Pinned NdSbps are honoured by every searcher: a pinned source (or op
 // output) keeps only the candidates that produce it. "autoddl" also starts
 // from the best applicable expert preset's choice, so it is never worse than
-// its own starts nor than that preset. Pipeline stages and micro-batch
+// its own starts nor than that preset, and from each "replicate one mesh
+// axis" optimum. Pipeline stages and micro-batch
 // counts are inputs (options.stages, options.cost.micro_batches); nothing
 // here searches them. Stateless functions; thread-safe on const inputs.
 #pragma once
@@ -39,6 +40,11 @@ struct PlanOptions {
   Strategy manual;
   // "autoddl": also start from the best applicable expert preset.
   bool autoddl_starts_from_presets = true;
+  // "autoddl": also start, for each hierarchy axis, from the best choice that
+  // replicates that axis (the problem on the other axes alone: a plan for
+  // [8] is one for [2, 8] with the outer axis B, which descent from the
+  // built-in starts does not always find).
+  bool autoddl_starts_from_submeshes = true;
   AutoddlOptions autoddl;
   ExactOptions exact;
 };

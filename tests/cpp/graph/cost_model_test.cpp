@@ -273,7 +273,7 @@ TEST(CostModelTest, EdgeEntriesAreTheBoxingSecondsAndIdenticalLayersShareMatrice
     }
     return -1;
   };
-  const int e1 = edge_into("h1.attn.qkv/matmul", 0), e2 = edge_into("h2.attn.qkv/matmul", 0);
+  const int e1 = edge_into("h.1.attn.qkv/matmul", 0), e2 = edge_into("h.2.attn.qkv/matmul", 0);
   ASSERT_GE(e1, 0);
   ASSERT_GE(e2, 0);
   EXPECT_EQ(model->graph().edge(e1).matrix.get(), model->graph().edge(e2).matrix.get());
