@@ -89,6 +89,7 @@ py::dict OpSchema(const std::string& op_type) {
 }  // namespace
 
 void BindDistributed(py::module_& m);  // distributed.cpp
+void BindGlobal(py::module_& m);       // global_tensor.cpp
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
@@ -164,6 +165,7 @@ PYBIND11_MODULE(_C, m) {
       .def("plan_bytes", [](const Session& s) { return py::bytes(s.plan().SerializeAsString()); });
 
   BindDistributed(m);
+  BindGlobal(m);
   m.def("list_ops", &OpRegistry::ListOps);
   m.def("op_schema", &OpSchema, py::arg("op_type"));
   m.def(

@@ -1,20 +1,31 @@
-"""Reference models over ``GraphBuilder``, each defined once.
-
-Every module offers a config dataclass, ``init_params(config, seed, dtype)``
-(a deterministic numpy init, float32 by default) and ``build(builder,
-config, params, batch_size, train=True)``, which declares the inputs, the
-variables and the forward, and returns the tensor names ``data``,
-``labels``, ``logits`` and ``loss`` (the scalar mean loss).
+"""``flow.models``: the model zoo as nn.Modules (one definition each).
 
     >>> from oneflow_lite.models import MODELS
     >>> sorted(MODELS)
     ['gpt', 'mlp', 'vgg']
+
+``MODELS`` maps a name to the model's module (``gpt``, ``mlp``, ``vgg``),
+each with its config class, its Module class and the legacy GraphBuilder
+``init_params``/``build`` (see ``models.legacy``).
 """
 from oneflow_lite.models import gpt, mlp, vgg
-from oneflow_lite.models.gpt import GPTConfig
-from oneflow_lite.models.mlp import MLPConfig
-from oneflow_lite.models.vgg import VGGConfig, vgg16_config
+from oneflow_lite.models.config import GPTConfig, MLPConfig, VGGConfig, vgg16_config, vgg19_config
+from oneflow_lite.models.gpt import GPT
+from oneflow_lite.models.mlp import MLP
+from oneflow_lite.models.vgg import VGG, VGG16, VGG19
 
 MODELS = {"mlp": mlp, "gpt": gpt, "vgg": vgg}
+MODEL_CLASSES = {"mlp": MLP, "gpt": GPT, "vgg": VGG}
 
-__all__ = ["MODELS", "gpt", "mlp", "vgg", "GPTConfig", "MLPConfig", "VGGConfig", "vgg16_config"]
+
+def create(name: str, config=None, dtype=None):
+    """``create("gpt", GPTConfig(...))``: a model by name; unknown names raise."""
+    if name not in MODEL_CLASSES:
+        raise ValueError(f"unknown model '{name}' (expected one of {sorted(MODEL_CLASSES)})")
+    cls = MODEL_CLASSES[name]
+    return cls(config, dtype) if config is not None else cls(dtype=dtype)
+
+
+__all__ = ["MODELS", "MODEL_CLASSES", "create", "gpt", "mlp", "vgg", "GPT", "MLP", "VGG",
+           "VGG16", "VGG19", "GPTConfig", "MLPConfig", "VGGConfig", "vgg16_config",
+           "vgg19_config"]

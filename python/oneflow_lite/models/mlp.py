@@ -1,77 +1,42 @@
-"""MLP classifier: ``Linear + ReLU`` layers, then a Linear to the logits.
+"""MLP classifier as an nn.Module: ``fc0 + ReLU (+ Dropout)``, ...,
+then ``fc{n}`` to the logits. Linears use PyTorch's layout ([out, in]) and
+default init, U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
 
-A Linear is ``y = x @ W + b`` with ``W`` of shape [in, out]. The loss is the
-mean sparse softmax cross-entropy over the batch.
+``init_params`` and ``build`` are the legacy GraphBuilder form
+(``models.legacy.mlp``), re-exported until their users move to nn.Graph.
 
-    >>> from oneflow_lite.graph_builder import GraphBuilder
-    >>> from oneflow_lite.models import mlp
-    >>> cfg = mlp.MLPConfig(in_features=8, hidden=(16,), num_classes=4)
-    >>> params = mlp.init_params(cfg, seed=0)
-    >>> b = GraphBuilder()
-    >>> names = mlp.build(b, cfg, params, batch_size=2)
-    >>> b.shape(names["logits"])
-    [2, 4]
+    >>> import oneflow_lite as flow
+    >>> model = flow.models.MLP(flow.models.MLPConfig(in_features=8, hidden=(16,), num_classes=4))
+    >>> list(model.state_dict())
+    ['fc0.weight', 'fc0.bias', 'fc1.weight', 'fc1.bias']
+    >>> model(flow.randn(2, 8)).shape
+    (2, 4)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, Tuple
-
-import numpy as np
-
-from oneflow_lite.models.common import (DropoutSeeds, as_dtype, declare_variables, dropout,
-                                        dtype_name, linear, mean_cross_entropy)
+from oneflow_lite import nn
+from oneflow_lite.models.config import MLPConfig, layer_sizes
+from oneflow_lite.models.legacy.mlp import build, init_params  # noqa: F401 (legacy API)
 
 
-@dataclass(frozen=True)
-class MLPConfig:
-    in_features: int = 32
-    hidden: Tuple[int, ...] = (64, 64)  # one Linear + ReLU per entry
-    num_classes: int = 10
-    dropout: float = 0.0                # after every hidden ReLU, train mode only
-    dropout_seed: int = 1000            # first dropout op's seed; the next get +1, +2, ...
+class MLP(nn.Module):
+    def __init__(self, config: MLPConfig = MLPConfig(), dtype=None) -> None:
+        super().__init__()
+        self.config = config
+        sizes = layer_sizes(config)
+        self.num_layers = len(sizes)
+        self.dropouts = []
+        for i, (fan_in, fan_out) in enumerate(sizes):
+            self.add_module(f"fc{i}", nn.Linear(fan_in, fan_out, dtype=dtype))
+        for i in range(len(sizes) - 1):
+            if config.dropout > 0:
+                self.add_module(f"drop{i}", nn.Dropout(config.dropout, config.dropout_seed + i))
 
-
-def layer_sizes(config: MLPConfig) -> list:
-    """(in, out) of every Linear, the logits layer last."""
-    dims = [config.in_features, *config.hidden, config.num_classes]
-    return list(zip(dims[:-1], dims[1:]))
-
-
-def init_params(config: MLPConfig, seed: int, dtype=np.float32) -> Dict[str, np.ndarray]:
-    """PyTorch's default Linear init: W and b ~ U(-1/sqrt(in), 1/sqrt(in)).
-
-    Names: ``fc{i}.weight`` [in, out] and ``fc{i}.bias`` [out], i = 0, 1, ...
-    """
-    dtype = as_dtype(dtype)
-    rng = np.random.default_rng(seed)
-    params = {}
-    for i, (fan_in, fan_out) in enumerate(layer_sizes(config)):
-        bound = 1.0 / np.sqrt(fan_in)
-        params[f"fc{i}.weight"] = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(dtype)
-        params[f"fc{i}.bias"] = rng.uniform(-bound, bound, (fan_out,)).astype(dtype)
-    return params
-
-
-def build(builder, config: MLPConfig, params: Dict[str, np.ndarray], batch_size: int,
-          train: bool = True) -> Dict[str, str]:
-    """Declares inputs ``x`` [B, in] and ``labels`` [B] (int64), the
-    variables and the forward.
-
-    Returns the tensor names: ``data`` (x), ``labels``, ``logits`` [B,
-    classes] and ``loss`` (scalar mean cross-entropy).
-    """
-    x = builder.input("x", [batch_size, config.in_features], dtype_name(params))
-    labels = builder.input("labels", [batch_size], "int64")
-    declare_variables(builder, params)
-    seeds = DropoutSeeds(config.dropout_seed)
-    h = x
-    num_layers = len(layer_sizes(config))
-    for i in range(num_layers):
-        h = linear(builder, h, f"fc{i}")
-        if i + 1 < num_layers:
-            h = builder.relu(h, name=f"fc{i}/relu")
-            if train:
-                h = dropout(builder, h, config.dropout, seeds, f"fc{i}/dropout")
-    loss = mean_cross_entropy(builder, h, labels)
-    return {"data": x, "labels": labels, "logits": h, "loss": loss}
+    def forward(self, x):
+        for i in range(self.num_layers):
+            x = getattr(self, f"fc{i}")(x)
+            if i + 1 < self.num_layers:
+                x = nn.functional.relu(x)
+                if self.config.dropout > 0:
+                    x = getattr(self, f"drop{i}")(x)
+        return x

@@ -1,0 +1,150 @@
+"""Reverse-mode autograd for eager tensors: the tape and ``backward``.
+
+Each eager op run while gradients are enabled and some input requires grad
+records a ``Node`` on its outputs (``_dispatch.apply`` does it). The node
+keeps the op type, the attributes and the input arrays; ``backward`` walks
+the nodes in reverse topological order and asks the C++ op's own gradient
+rule for the input gradients (``_C.op_grad``); no gradient is written here
+by hand. Leaf tensors accumulate into ``.grad``.
+
+Grad mode is a module-level flag (``no_grad``, ``enable_grad``): the eager
+frontend is single-threaded, like the rest of the Python package.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from oneflow_lite import _C
+
+_grad_enabled = True
+
+
+def is_grad_enabled() -> bool:
+    return _grad_enabled
+
+
+class _GradMode(contextlib.ContextDecorator):
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+        self._prev = True
+
+    def __enter__(self):
+        global _grad_enabled
+        self._prev = _grad_enabled
+        _grad_enabled = self._enabled
+        return self
+
+    def __exit__(self, *exc):
+        global _grad_enabled
+        _grad_enabled = self._prev
+        return False
+
+
+def no_grad() -> _GradMode:
+    """Context manager and decorator: ops inside record no tape."""
+    return _GradMode(False)
+
+
+def enable_grad() -> _GradMode:
+    return _GradMode(True)
+
+
+class Node:
+    """One recorded op: inputs (Tensors or None), their arrays, attrs and the
+    number of outputs. Outputs point at the node, not the other way round."""
+
+    __slots__ = ("op_type", "inputs", "arrays", "attrs", "num_outputs", "freed")
+
+    def __init__(self, op_type: str, inputs: list, arrays: list, attrs: dict,
+                 num_outputs: int) -> None:
+        self.op_type = op_type
+        self.inputs = inputs
+        self.arrays = arrays
+        self.attrs = attrs
+        self.num_outputs = num_outputs
+        self.freed = False
+
+    def __repr__(self) -> str:
+        return f"<{self.op_type}Backward>"
+
+
+def _topological(roots: list) -> List[Node]:
+    """Nodes reachable from ``roots``, each after every node that uses it."""
+    order, seen = [], set()
+    stack = [(n, False) for n in roots]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for t in node.inputs:
+            if t is not None and t._node is not None and id(t._node[0]) not in seen:
+                stack.append((t._node[0], False))
+    order.reverse()
+    return order
+
+
+def backward(tensor, grad=None, retain_graph: bool = False) -> None:
+    """Accumulates d(tensor)/d(leaf) into every leaf's ``.grad``."""
+    from oneflow_lite._tensor import Tensor  # cycle: Tensor methods call here
+
+    if not tensor.requires_grad:
+        raise RuntimeError("backward: the tensor does not require grad (no input of the ops "
+                           "that made it has requires_grad=True, or it was made under no_grad)")
+    if grad is None:
+        if tensor.numel() != 1:
+            raise RuntimeError(f"backward: grad can be implicit only for a scalar output, got "
+                               f"shape {tuple(tensor.shape)}; pass grad=")
+        seed = np.ones(tensor.shape, tensor._array().dtype)
+    else:
+        seed = np.asarray(grad.numpy() if isinstance(grad, Tensor) else grad,
+                          dtype=tensor._array().dtype)
+        if seed.shape != tuple(tensor.shape):
+            raise ValueError(f"backward: grad shape {seed.shape} != tensor shape "
+                             f"{tuple(tensor.shape)}")
+    if tensor._node is None:  # a leaf
+        _accumulate_leaf(tensor, seed)
+        return
+    # Gradients per (node id, output index).
+    pending: Dict[int, list] = {}
+    node, index = tensor._node
+    pending[id(node)] = [None] * node.num_outputs
+    pending[id(node)][index] = seed
+    with no_grad():
+        for node in _topological([node]):
+            out_grads = pending.pop(id(node), None)
+            if out_grads is None or all(g is None for g in out_grads):
+                continue
+            if node.freed:
+                raise RuntimeError(f"backward through {node!r} a second time: its saved inputs "
+                                   f"were freed; pass retain_graph=True to the first backward")
+            in_grads = _C.op_grad(node.op_type, node.arrays, node.attrs, out_grads)
+            for t, g in zip(node.inputs, in_grads):
+                if t is None or g is None or not t.requires_grad:
+                    continue
+                if t._node is None:
+                    _accumulate_leaf(t, g)
+                else:
+                    producer, k = t._node
+                    slot = pending.setdefault(id(producer), [None] * producer.num_outputs)
+                    slot[k] = g if slot[k] is None else slot[k] + g
+            if not retain_graph:
+                node.arrays, node.freed = [], True
+
+
+def _accumulate_leaf(t, g: np.ndarray) -> None:
+    from oneflow_lite._tensor import Tensor
+
+    g = np.asarray(g, dtype=t._array().dtype)
+    if t.grad is None:
+        t.grad = Tensor._wrap(np.array(g, copy=True))
+    else:
+        t.grad._value = t.grad._value + g
+

@@ -1,0 +1,476 @@
+"""``flow.Tensor``: an eager tensor over a numpy array on one CPU device.
+
+A Tensor owns its array (``_value``), or holds none when it lives on the
+"meta" device (shape and dtype only, for models too large to allocate) or is
+a graph tensor met while tracing (``nn.graph_trace.LazyTensor``). Every
+operator and method forwards to ``_dispatch.apply``, the one route of every
+op, which runs it eagerly (recording the autograd tape) or adds it to the
+graph being traced. A global tensor (``to_global``) holds the logical value
+plus a placement and an SBP; eager ops refuse it (see ``_global``).
+
+Not thread-safe: the eager frontend is single-threaded.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from oneflow_lite import _autograd
+from oneflow_lite import _dtype as dtypes
+from oneflow_lite import _random
+
+Number = Union[int, float]
+
+
+class Tensor:
+    """An n-d array with autograd; see the module docstring."""
+
+    __array_priority__ = 1000  # numpy defers `ndarray + Tensor` to Tensor.__radd__
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise TypeError("use flow.tensor(data), flow.from_numpy(array), flow.zeros(...) or "
+                        "flow.randn(...) to create a Tensor")
+
+    # ---- construction (internal) -------------------------------------------------
+    @classmethod
+    def _wrap(cls, array: Optional[np.ndarray], shape=None, dtype=None, device: str = "cpu",
+              requires_grad: bool = False) -> "Tensor":
+        t = object.__new__(cls)
+        t._init(array, shape, dtype, device, requires_grad)
+        return t
+
+    def _init(self, array, shape, dtype, device, requires_grad) -> None:
+        if array is not None:
+            array = np.asarray(array)
+            self._dtype = dtypes.get(array.dtype)
+            self._shape = tuple(int(d) for d in array.shape)
+        else:
+            self._dtype = dtypes.get(dtype)
+            self._shape = tuple(int(d) for d in shape)
+        self._value = array
+        self._device = device
+        self.requires_grad = bool(requires_grad)
+        self.grad: Optional[Tensor] = None
+        self._node = None          # (autograd Node, output index) or None for a leaf
+        self._placement = None     # global tensors: flow.placement
+        self._sbp = None           # global tensors: tuple of flow.sbp values
+
+    # ---- metadata ----------------------------------------------------------------
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def size(self, dim: Optional[int] = None):
+        return self._shape if dim is None else self._shape[dim]
+
+    def numel(self) -> int:
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        return None if self._node is None else self._node[0]
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device == "meta"
+
+    @property
+    def is_global(self) -> bool:
+        return self._placement is not None
+
+    @property
+    def placement(self):
+        return self._placement
+
+    @property
+    def sbp(self):
+        return self._sbp
+
+    # ---- values ------------------------------------------------------------------
+    def _array(self) -> np.ndarray:
+        if self._value is None:
+            raise RuntimeError(f"tensor of shape {list(self._shape)} on device "
+                               f"'{self._device}' has no value (meta or traced tensor)")
+        return self._value
+
+    def numpy(self) -> np.ndarray:
+        """The value as a numpy array (the tensor's own buffer; do not resize it)."""
+        return self._array()
+
+    def item(self) -> Number:
+        if self.numel() != 1:
+            raise ValueError(f"item(): tensor has {self.numel()} elements, not 1")
+        return self._array().reshape(()).item()
+
+    def tolist(self):
+        return self._array().tolist()
+
+    def detach(self) -> "Tensor":
+        """The same value, cut from the tape (shares the array)."""
+        out = Tensor._wrap(self._value, self._shape, self._dtype, self._device)
+        out._placement, out._sbp = self._placement, self._sbp
+        return out
+
+    def clone(self) -> "Tensor":
+        return self * 1 if self.requires_grad else tensor(np.array(self._array(), copy=True))
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if requires_grad and not self._dtype.is_floating_point:
+            raise ValueError(f"requires_grad_: only floating tensors can require grad, got "
+                             f"dtype {self._dtype.name}")
+        self.requires_grad = requires_grad
+        return self
+
+    def backward(self, gradient=None, retain_graph: bool = False) -> None:
+        _autograd.backward(self, gradient, retain_graph)
+
+    def to(self, dtype) -> "Tensor":
+        """A copy in ``dtype`` (not differentiable: there is no cast op)."""
+        return tensor(self._array().astype(dtypes.numpy_of(dtypes.get(dtype))))
+
+    def float(self) -> "Tensor":
+        return self.to(dtypes.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(dtypes.float64)
+
+    def long(self) -> "Tensor":
+        return self.to(dtypes.int64)
+
+    # ---- global tensors ----------------------------------------------------------
+    def to_global(self, placement, sbp) -> "Tensor":
+        from oneflow_lite import _global
+
+        return _global.to_global(self, placement, sbp)
+
+    def to_local(self, rank: int) -> "Tensor":
+        from oneflow_lite import _global
+
+        return _global.to_local(self, rank)
+
+    # ---- ops ---------------------------------------------------------------------
+    def _op(self, op_type: str, *others, **attrs):
+        from oneflow_lite._dispatch import apply
+
+        return apply(op_type, [self, *others], attrs)
+
+    def __add__(self, other):
+        if isinstance(other, Tensor):
+            return self._op("add", other)
+        return self._op("scalar_add", value=float(other))
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        if isinstance(other, Tensor):
+            return self._op("sub", other)
+        return self._op("scalar_add", value=-float(other))
+
+    def __rsub__(self, other):
+        return (-self)._op("scalar_add", value=float(other))
+
+    def __mul__(self, other):
+        if isinstance(other, Tensor):
+            return self._op("mul", other)
+        return self._op("scalar_mul", value=float(other))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        if isinstance(other, Tensor):
+            return self._op("div", other)
+        return self._op("scalar_mul", value=1.0 / float(other))
+
+    def __rtruediv__(self, other):
+        return self._op("scalar_pow", exponent=-1.0)._op("scalar_mul", value=float(other))
+
+    def __neg__(self):
+        return self._op("scalar_mul", value=-1.0)
+
+    def __pow__(self, exponent: Number):
+        return self._op("scalar_pow", exponent=float(exponent))
+
+    def __matmul__(self, other: "Tensor"):
+        if self.ndim == 2 and other.ndim == 2:
+            return self._op("matmul", other)
+        return self._op("batch_matmul", other)
+
+    def matmul(self, other: "Tensor"):
+        return self @ other
+
+    def reshape(self, *shape) -> "Tensor":
+        shape = _shape_arg(shape)
+        return self._op("reshape", shape=_resolve_shape(shape, self.numel(), "reshape"))
+
+    view = reshape
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+        return self._op("flatten", start_dim=start_dim, end_dim=end_dim)
+
+    def permute(self, *perm) -> "Tensor":
+        return self._op("transpose", perm=list(_shape_arg(perm)))
+
+    def transpose(self, dim0: int, dim1: int) -> "Tensor":
+        perm = list(range(self.ndim))
+        perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+        return self._op("transpose", perm=perm)
+
+    @property
+    def T(self) -> "Tensor":  # noqa: N802 (numpy's name)
+        return self._op("transpose", perm=list(reversed(range(self.ndim))))
+
+    def sum(self, dim=None, keepdim: bool = False) -> "Tensor":
+        return self._op("reduce_sum", axes=_axes(dim), keepdims=keepdim)
+
+    def mean(self, dim=None, keepdim: bool = False) -> "Tensor":
+        return self._op("reduce_mean", axes=_axes(dim), keepdims=keepdim)
+
+    def relu(self) -> "Tensor":
+        return self._op("relu")
+
+    def tanh(self) -> "Tensor":
+        return self._op("tanh")
+
+    def sigmoid(self) -> "Tensor":
+        return self._op("sigmoid")
+
+    def softmax(self, dim: int = -1) -> "Tensor":
+        return self._op("softmax", axis=dim)
+
+    def __getitem__(self, index) -> "Tensor":
+        start, stop, step, keep = _basic_index(index, self._shape)
+        out = self._op("slice", start=start, stop=stop, step=step)
+        if len(keep) != self.ndim:
+            out = out.reshape([out.shape[a] for a in keep])
+        return out
+
+    # ---- printing ----------------------------------------------------------------
+    def __repr__(self) -> str:
+        extra = []
+        if self._placement is not None:
+            from oneflow_lite import _global
+
+            extra.append(f"placement={self._placement!r}")
+            extra.append(f"sbp={_global.sbp_text(self._sbp)}")
+        if self._dtype is not dtypes.float32:
+            extra.append(f"dtype={self._dtype!r}")
+        if self._node is not None:
+            extra.append(f"grad_fn={self._node[0]!r}")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        if self._value is None:
+            body = f"..., shape={list(self._shape)}, device='{self._device}'"
+        else:
+            body = np.array2string(self._value, separator=", ", prefix="tensor(")
+        return f"tensor({body}{''.join(', ' + e for e in extra)})"
+
+    def __bool__(self) -> bool:
+        return bool(self._array())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __array__(self, dtype=None):
+        a = self._array()
+        return a if dtype is None else a.astype(dtype)
+
+    __hash__ = object.__hash__
+
+
+def _shape_arg(shape) -> list:
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    return [int(d) for d in shape]
+
+
+def _resolve_shape(shape: Sequence[int], numel: int, what: str) -> list:
+    """Replaces one -1 by the size that keeps ``numel``."""
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        raise ValueError(f"{what}: at most one -1 in shape {shape}")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or numel % known != 0:
+            raise ValueError(f"{what}: cannot reshape {numel} elements into {shape}")
+        shape[shape.index(-1)] = numel // known
+    return shape
+
+
+def _axes(dim) -> list:
+    if dim is None:
+        return []
+    return [int(dim)] if isinstance(dim, (int, np.integer)) else [int(d) for d in dim]
+
+
+def _basic_index(index, shape) -> tuple:
+    """(start, stop, step, kept axes) of a basic index: ints, slices, Ellipsis."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis")
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        fill = len(shape) - (len(index) - 1)
+        index = index[:at] + (slice(None),) * fill + index[at + 1:]
+    if len(index) > len(shape):
+        raise IndexError(f"too many indices ({len(index)}) for a tensor of {len(shape)} dims")
+    index = index + (slice(None),) * (len(shape) - len(index))
+    start, stop, step, keep = [], [], [], []
+    for axis, (i, n) in enumerate(zip(index, shape)):
+        if isinstance(i, (int, np.integer)):
+            j = int(i) + n if i < 0 else int(i)
+            if not 0 <= j < n:
+                raise IndexError(f"index {int(i)} is out of bounds for axis {axis} of size {n}")
+            start.append(j), stop.append(j + 1), step.append(1)
+        elif isinstance(i, slice):
+            b, e, s = i.indices(n)
+            if s <= 0:
+                raise IndexError(f"slice step must be positive, got {s} on axis {axis}")
+            start.append(b), stop.append(max(e, b)), step.append(s)
+            keep.append(axis)
+        else:
+            raise IndexError(f"unsupported index {i!r} on axis {axis} (ints, slices and ... "
+                             f"only)")
+    return start, stop, step, keep
+
+
+# ---- creation -----------------------------------------------------------------------
+_default_device = ["cpu"]
+
+
+def _make(array_fn, shape, dtype, requires_grad) -> Tensor:
+    d = dtypes.get(dtype)
+    if _default_device[-1] == "meta" or d.numpy is None:
+        if _default_device[-1] != "meta":
+            dtypes.numpy_of(d)  # raises: planning-only dtype outside meta
+        return Tensor._wrap(None, shape, d, "meta", requires_grad)
+    return Tensor._wrap(array_fn(tuple(shape), d.numpy), requires_grad=requires_grad)
+
+
+def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (numpy array, list, number or
+    Tensor). Python floats become float32, Python ints int64."""
+    if isinstance(data, Tensor):
+        data = data._array()
+    if dtype is None:
+        array = np.array(data)
+        if array.dtype.kind == "f" and not isinstance(data, np.ndarray):
+            array = array.astype(np.float32)
+        elif array.dtype.kind in "iub" and not isinstance(data, np.ndarray):
+            array = array.astype(np.int64)
+    else:
+        array = np.array(data, dtype=dtypes.numpy_of(dtypes.get(dtype)))
+    dtypes.get(array.dtype)  # raises on an unsupported dtype
+    t = Tensor._wrap(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing ``array``'s memory."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    dtypes.get(array.dtype)
+    return Tensor._wrap(np.ascontiguousarray(array))
+
+
+def zeros(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
+    return _make(np.zeros, _shape_arg(shape), dtype, requires_grad)
+
+
+def ones(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
+    return _make(np.ones, _shape_arg(shape), dtype, requires_grad)
+
+
+def full(shape, value: Number, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
+    return _make(lambda s, d: np.full(s, value, d), _shape_arg([shape]), dtype, requires_grad)
+
+
+def empty(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
+    return _make(np.zeros, _shape_arg(shape), dtype, requires_grad)
+
+
+def randn(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
+    """Standard normal draws from the generator ``flow.manual_seed`` resets."""
+    return _make(lambda s, d: _random.generator().standard_normal(s).astype(d),
+                 _shape_arg(shape), dtype, requires_grad)
+
+
+def rand(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
+    """Uniform [0, 1) draws from the generator ``flow.manual_seed`` resets."""
+    return _make(lambda s, d: _random.generator().random(s).astype(d),
+                 _shape_arg(shape), dtype, requires_grad)
+
+
+def randint(low: int, high: int, shape, dtype=dtypes.int64) -> Tensor:
+    return _make(lambda s, d: _random.generator().integers(low, high, s).astype(d),
+                 _shape_arg([shape]), dtype, False)
+
+
+def arange(start, end=None, step=1, dtype=None) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    array = np.arange(start, end, step)
+    if dtype is None:
+        dtype = dtypes.int64 if array.dtype.kind in "iu" else dtypes.float32
+    return tensor(array, dtype=dtype)
+
+
+def zeros_like(t: Tensor, dtype=None) -> Tensor:
+    return zeros(*t.shape, dtype=dtype or t.dtype)
+
+
+def ones_like(t: Tensor, dtype=None) -> Tensor:
+    return ones(*t.shape, dtype=dtype or t.dtype)
+
+
+class device:  # noqa: N801 (PyTorch's spelling)
+    """``with flow.device("meta"):`` creates tensors (and so module
+    parameters) with shape and dtype only; ``"cpu"`` is the default."""
+
+    _KINDS = ("cpu", "meta")
+
+    def __init__(self, kind: str) -> None:
+        if kind not in self._KINDS:
+            raise ValueError(f"device: unknown device '{kind}' (expected one of {self._KINDS})")
+        self.type = kind
+
+    def __enter__(self):
+        _default_device.append(self.type)
+        return self
+
+    def __exit__(self, *exc):
+        _default_device.pop()
+        return False
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')"

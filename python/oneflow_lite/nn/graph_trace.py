@@ -1,0 +1,225 @@
+"""Tracing: turns calls of Modules and functional ops into a logical graph
+(a ``GraphBuilder`` over ``_C.Program``) instead of running them. nn.Graph
+is built on it; ``trace(module, *inputs)`` is the one-call form.
+
+While a ``Tracer`` is active (``with tracer:``), ``_dispatch.apply`` hands
+every op to ``Tracer.apply``: inputs are graph tensors (``LazyTensor``:
+shape, dtype and a graph tensor name, no value), ops are named after the
+module path being called ("h.0.attn.qkv/matmul"). A real tensor met as an
+op input becomes a graph variable once: a Parameter or buffer of a module
+given to ``add_module`` is named by its state_dict key
+("h.0.attn.qkv.weight") and a Parameter is trainable; any other tensor is a
+non-trainable constant "_const<N>". A variable starts at the tensor's
+current value; a meta tensor (no value) is declared by shape and dtype only
+(``Program.add_variable_desc``). A tensor that is global, or a LazyTensor
+passed through ``to_global``, records its NdSbp in ``pinned`` for the
+searcher. One tracer is active at a time; not thread-safe.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from oneflow_lite import _dispatch
+from oneflow_lite import _dtype as dtypes
+from oneflow_lite._tensor import Tensor
+from oneflow_lite.graph_builder import GraphBuilder
+from oneflow_lite.nn.module import Module, scope_path
+from oneflow_lite.nn.parameter import Parameter
+
+
+class LazyTensor(Tensor):
+    """A tensor of the graph being traced: shape, dtype and ``graph_name``."""
+
+    @classmethod
+    def _of(cls, tracer: "Tracer", name: str) -> "LazyTensor":
+        builder = tracer.builder
+        t = cls._wrap(None, builder.shape(name), builder.dtype(name), "lazy")
+        t.graph_name = name
+        t.tracer = tracer
+        return t
+
+    def __repr__(self) -> str:
+        return (f"LazyTensor(name='{self.graph_name}', shape={list(self.shape)}, "
+                f"dtype={self.dtype!r})")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An input described by shape and dtype only."""
+
+    shape: Sequence[int]
+    dtype: Union[str, dtypes.dtype] = "float32"
+
+
+class Tracer:
+    """Records ops into ``builder``; see the module docstring."""
+
+    def __init__(self, builder: Optional[GraphBuilder] = None) -> None:
+        self.builder = builder or GraphBuilder()
+        self.variables: "OrderedDict[str, Tensor]" = OrderedDict()  # graph name -> tensor
+        self.trainable: List[str] = []
+        self.inputs: "OrderedDict[str, LazyTensor]" = OrderedDict()
+        self.pinned: Dict[str, str] = {}    # graph tensor name -> "(S(0), B)"
+        self._names: Dict[int, str] = {}    # id(tensor) -> state_dict key
+        self._keep: List[Tensor] = []       # keeps named tensors alive, so ids stay unique
+        self._declared: Dict[int, str] = {}
+        self._op_names: Dict[str, int] = {}
+        self._prev = None
+
+    @property
+    def program(self):
+        return self.builder.program
+
+    # ---- declarations --------------------------------------------------------------
+    def add_module(self, module: Module, prefix: str = "") -> None:
+        """Names ``module``'s parameters and buffers by their state_dict keys
+        (prefixed with ``prefix + "."`` when given)."""
+        for name, t in list(module.named_parameters(prefix)) + list(module.named_buffers(prefix)):
+            self._names.setdefault(id(t), name)
+            self._keep.append(t)
+
+    def input(self, name: str, shape: Sequence[int], dtype="float32") -> LazyTensor:
+        """A graph input fed on every run."""
+        self.builder.input(name, [int(d) for d in shape], dtypes.get(dtype).name)
+        t = LazyTensor._of(self, name)
+        self.inputs[name] = t
+        return t
+
+    def variable_name(self, t: Tensor) -> str:
+        """The graph variable holding ``t``, declared on first use."""
+        name = self._declared.get(id(t))
+        if name is not None:
+            return name
+        name = self._names.get(id(t)) or f"_const{len(self._declared)}"
+        trainable = isinstance(t, Parameter) and t.requires_grad
+        if t._value is not None:
+            self.builder.variable(name, t._value, trainable=trainable)
+        else:
+            add_desc = getattr(self.program, "add_variable_desc", None)
+            if add_desc is None:
+                raise NotImplementedError(
+                    f"tracing meta tensor '{name}' (shape {list(t.shape)}): the binding "
+                    f"_C.Program.add_variable_desc(name, shape, dtype, trainable), which "
+                    f"declares a variable without a value, does not exist in this build")
+            add_desc(name, list(t.shape), t.dtype.name, trainable)
+        self._declared[id(t)] = name
+        self._keep.append(t)
+        self.variables[name] = t
+        if trainable:
+            self.trainable.append(name)
+        if t._placement is not None:
+            from oneflow_lite import _global
+
+            self.pinned[name] = _global.sbp_text(t._sbp)
+        return name
+
+    def pin(self, t: LazyTensor, placement, nd_sbp) -> LazyTensor:
+        """Records the user's layout of a graph tensor (``x.to_global``)."""
+        from oneflow_lite import _global
+
+        self.pinned[t.graph_name] = _global.sbp_text(nd_sbp)
+        self.placement = placement
+        return t
+
+    # ---- ops ---------------------------------------------------------------------
+    def _op_name(self, op_type: str, name: Optional[str]) -> str:
+        base = name or (f"{scope_path()}/{op_type}" if scope_path() else op_type)
+        n = self._op_names.get(base, 0)
+        self._op_names[base] = n + 1
+        return base if n == 0 else f"{base}_{n}"
+
+    def apply(self, op_type: str, inputs: list, attrs: dict, name: Optional[str]) -> list:
+        names = []
+        for i, t in enumerate(inputs):
+            if isinstance(t, LazyTensor):
+                if t.tracer is not self:
+                    raise RuntimeError(f"{op_type}: input {i} ('{t.graph_name}') belongs to "
+                                       f"another trace")
+                names.append(t.graph_name)
+            elif isinstance(t, Tensor):
+                names.append(self.variable_name(t))
+            else:
+                raise TypeError(f"{op_type}: input {i} must be a flow.Tensor while tracing, "
+                                f"got {type(t).__name__}")
+        outs = self.builder.program.add_op(op_type, names, attrs, self._op_name(op_type, name))
+        return [LazyTensor._of(self, o) for o in outs]
+
+    def __enter__(self) -> "Tracer":
+        if _dispatch.active_tracer() is not None:
+            raise RuntimeError("a trace is already active (nested nn.Graph tracing)")
+        self._prev = _dispatch.set_tracer(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        _dispatch.set_tracer(self._prev)
+        return False
+
+
+@dataclass
+class TraceResult:
+    """What ``trace`` returns: the builder (and its program), the graph names
+    of the inputs and outputs, the output LazyTensors, every variable
+    declared (graph name -> the Module's tensor) and the pinned layouts."""
+
+    builder: GraphBuilder
+    input_names: List[str]
+    output_names: List[str]
+    outputs: list
+    variables: "OrderedDict[str, Tensor]" = field(default_factory=OrderedDict)
+    trainable: List[str] = field(default_factory=list)
+    pinned: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def program(self):
+        return self.builder.program
+
+
+def _flatten_outputs(result) -> list:
+    if isinstance(result, Tensor):
+        return [result]
+    if isinstance(result, dict):
+        return [v for v in result.values()]
+    if isinstance(result, (list, tuple)):
+        return list(result)
+    raise TypeError(f"trace: the module returned {type(result).__name__}, expected a tensor "
+                    f"or a tuple, list or dict of tensors")
+
+
+def trace(module: Module, *inputs, input_names: Optional[Sequence[str]] = None,
+          builder: Optional[GraphBuilder] = None) -> TraceResult:
+    """Traces ``module(*inputs)``. Each input is a Tensor or numpy array
+    (its shape and dtype are used, not its value) or a ``Spec``; graph
+    inputs are named ``input_names`` or "input0", "input1", ...
+
+        >>> import oneflow_lite as flow
+        >>> r = flow.nn.graph_trace.trace(flow.nn.Linear(3, 2), flow.nn.graph_trace.Spec([4, 3]))
+        >>> r.output_names, r.trainable, r.builder.shape(r.output_names[0])
+        (['bias_add/out_0'], ['weight', 'bias'], [4, 2])
+    """
+    names = list(input_names) if input_names is not None else [f"input{i}"
+                                                               for i in range(len(inputs))]
+    if len(names) != len(inputs):
+        raise ValueError(f"trace: {len(inputs)} inputs but {len(names)} input_names")
+    tracer = Tracer(builder)
+    tracer.add_module(module)
+    with tracer:
+        lazy = []
+        for name, x in zip(names, inputs):
+            if isinstance(x, Spec):
+                lazy.append(tracer.input(name, x.shape, x.dtype))
+            elif isinstance(x, (Tensor, np.ndarray)):
+                lazy.append(tracer.input(name, x.shape, dtypes.get(x.dtype)))
+            else:
+                raise TypeError(f"trace: input '{name}' must be a Tensor, numpy array or Spec, "
+                                f"got {type(x).__name__}")
+        outputs = _flatten_outputs(module(*lazy))
+    for i, o in enumerate(outputs):
+        if not isinstance(o, LazyTensor):
+            raise TypeError(f"trace: output {i} does not depend on the inputs or parameters "
+                            f"(got {type(o).__name__})")
+    return TraceResult(tracer.builder, names, [o.graph_name for o in outputs], outputs,
+                       tracer.variables, tracer.trainable, tracer.pinned)

@@ -1,0 +1,1 @@
+"""The layers of ``flow.nn``, one family per file."""

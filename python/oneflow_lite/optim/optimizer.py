@@ -1,0 +1,186 @@
+"""``flow.optim``: SGD (momentum, weight decay), Adam and AdamW for eager
+parameters.
+
+``step()`` runs the registered C++ update ops (``sgd_update``,
+``adam_update``) through the dispatcher, so eager and graph training share
+one update rule. The state is named as graph/optimizer_pass.cpp names its
+variables: "<param>/momentum" (SGD), "<param>/m", "<param>/v", "<param>/step"
+(Adam, AdamW), where <param> is the parameter's state_dict key when the
+optimizer was given ``model.named_parameters()`` (else its position "0",
+"1", ...); so an optimizer state_dict maps 1:1 onto a graph checkpoint.
+Hyper-parameters live in ``param_groups`` (PyTorch's layout; schedulers set
+"lr"). Not thread-safe.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Dict, Iterable, List
+
+import numpy as np
+
+from oneflow_lite import _autograd
+from oneflow_lite._dispatch import apply
+from oneflow_lite._tensor import Tensor
+
+
+class Optimizer:
+    """Base class: ``param_groups``, ``zero_grad``, ``state_dict``."""
+
+    _STATE: tuple = ()         # state suffixes, e.g. ("m", "v", "step")
+    _HYPER: Dict[str, float] = {}
+
+    def __init__(self, params, defaults: Dict[str, float]) -> None:
+        for key, value in defaults.items():
+            if key in ("lr", "weight_decay", "momentum", "eps") and value < 0:
+                raise ValueError(f"{type(self).__name__}: {key}={value} is negative")
+        for key in ("beta1", "beta2"):
+            if key in defaults and not 0.0 <= defaults[key] < 1.0:
+                raise ValueError(f"{type(self).__name__}: {key}={defaults[key]} is outside "
+                                 f"[0, 1)")
+        params = list(params)
+        if not params:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.defaults = dict(defaults)
+        self.param_groups: List[dict] = []
+        self._names: Dict[int, str] = {}
+        self.state: Dict[int, Dict[str, np.ndarray]] = {}
+        position = 0
+        for group in groups:
+            entries = list(group["params"])
+            plist = []
+            for entry in entries:
+                name, p = entry if isinstance(entry, tuple) else (str(position), entry)
+                if not isinstance(p, Tensor) or not p.dtype.is_floating_point:
+                    raise TypeError(f"{type(self).__name__}: parameter '{name}' is not a "
+                                    f"floating flow.Tensor")
+                if id(p) in self._names:
+                    raise ValueError(f"{type(self).__name__}: parameter '{name}' appears twice")
+                self._names[id(p)] = name
+                plist.append(p)
+                position += 1
+            full = dict(self.defaults)
+            full.update({k: v for k, v in group.items() if k != "params"})
+            full["params"] = plist
+            self.param_groups.append(full)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none or p.grad is None:
+                    p.grad = None
+                else:
+                    p.grad._value = np.zeros_like(p.grad._value)
+
+    def _state_of(self, p: Tensor) -> Dict[str, np.ndarray]:
+        s = self.state.get(id(p))
+        if s is None:
+            s = self.state[id(p)] = {k: self._initial(k, p) for k in self._STATE}
+        return s
+
+    @staticmethod
+    def _initial(key: str, p: Tensor) -> np.ndarray:
+        if key == "step":
+            return np.zeros((), np.int64)
+        return np.zeros(p.shape, p._array().dtype)
+
+    def step(self) -> None:
+        with _autograd.no_grad():
+            for group in self.param_groups:
+                attrs = {k: float(group[k]) for k in self._HYPER}
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    if p.grad.shape != p.shape:
+                        raise ValueError(f"{type(self).__name__}: grad of '{self._names[id(p)]}'"
+                                         f" has shape {list(p.grad.shape)} != "
+                                         f"{list(p.shape)}")
+                    self._update(p, self._state_of(p), attrs)
+
+    def _update(self, p: Tensor, state: Dict[str, np.ndarray], attrs: dict) -> None:
+        raise NotImplementedError
+
+    def _run(self, op_type: str, p: Tensor, state: Dict[str, np.ndarray], attrs: dict) -> None:
+        """Runs ``op_type`` on (param, grad, *state) and writes back in place."""
+        inputs = [p, p.grad] + [Tensor._wrap(state[k]) for k in self._STATE]
+        outs = apply(op_type, inputs, attrs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        np.copyto(p._array(), outs[0]._array())
+        for k, out in zip(self._STATE, outs[1:]):
+            np.copyto(state[k], out._array())
+
+    def state_dict(self) -> "OrderedDict[str, Tensor]":
+        """"<param>/<state>" -> Tensor, for every parameter already stepped."""
+        out = OrderedDict()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if id(p) in self.state:
+                    for k in self._STATE:
+                        out[f"{self._names[id(p)]}/{k}"] = Tensor._wrap(
+                            self.state[id(p)][k].copy())
+        return out
+
+    def load_state_dict(self, state_dict: Dict) -> None:
+        """Inverse of ``state_dict``; checks every entry before changing
+        anything (unknown names, missing parts, shapes)."""
+        by_name = {self._names[id(p)]: p for g in self.param_groups for p in g["params"]}
+        staged = {}
+        for key, value in state_dict.items():
+            name, _, part = key.rpartition("/")
+            if name not in by_name or part not in self._STATE:
+                raise KeyError(f"{type(self).__name__}.load_state_dict: unexpected key '{key}' "
+                               f"(expected '<param>/{{{', '.join(self._STATE)}}}')")
+            p = by_name[name]
+            array = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+            want = self._initial(part, p)
+            if array.shape != want.shape:
+                raise ValueError(f"{type(self).__name__}.load_state_dict: '{key}' has shape "
+                                 f"{list(array.shape)}, expected {list(want.shape)}")
+            staged.setdefault(id(p), {})[part] = array.astype(want.dtype)
+        for pid, parts in staged.items():
+            if set(parts) != set(self._STATE):
+                name = self._names[pid]
+                raise KeyError(f"{type(self).__name__}.load_state_dict: '{name}' lacks "
+                               f"{sorted(set(self._STATE) - set(parts))}")
+        for pid, parts in staged.items():
+            self.state[pid] = {k: np.array(v, copy=True) for k, v in parts.items()}
+
+
+class SGD(Optimizer):
+    """PyTorch's SGD: g += wd * p; buf = momentum * buf + g; p -= lr * buf."""
+
+    _STATE = ("momentum",)
+    _HYPER = {"lr": 0, "momentum": 0, "weight_decay": 0}
+
+    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0,
+                 weight_decay: float = 0.0) -> None:
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
+
+    def _update(self, p, state, attrs) -> None:
+        self._run("sgd_update", p, state, attrs)
+
+
+class Adam(Optimizer):
+    """PyTorch's Adam (L2 weight decay added to the gradient)."""
+
+    _STATE = ("m", "v", "step")
+    _HYPER = {"lr": 0, "beta1": 0, "beta2": 0, "eps": 0, "weight_decay": 0}
+    _DECOUPLED = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0) -> None:
+        super().__init__(params, {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
+                                  "weight_decay": weight_decay})
+
+    def _update(self, p, state, attrs) -> None:
+        self._run("adam_update", p, state, dict(attrs, decoupled_weight_decay=self._DECOUPLED))
+
+
+class AdamW(Adam):
+    """PyTorch's AdamW: p *= 1 - lr * wd, then Adam."""
+
+    _DECOUPLED = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay)
