@@ -46,6 +46,29 @@ Status OpGraph::AddVariable(const std::string& name, const Tensor& init, bool tr
   return Status::OK();
 }
 
+Status OpGraph::AddVariable(const std::string& name, const TensorDesc& desc, bool trainable) {
+  OFL_RETURN_IF_ERROR(CheckNewName(name));
+  OFL_ENSURE(!trainable || IsFloating(desc.dtype), "variable '", name,
+             "': a trainable variable must be floating point, got ", DataTypeName(desc.dtype));
+  for (int64_t d : desc.shape.dims()) {
+    OFL_ENSURE(d >= 0, "variable '", name, "': negative dimension in shape ", desc.shape);
+  }
+  descs_[name] = desc;
+  VariableInfo info{desc, trainable, Tensor()};
+  info.lazy = true;
+  variables_[name] = std::move(info);
+  variable_order_.push_back(name);
+  return Status::OK();
+}
+
+Maybe<Tensor> OpGraph::InitialValue(const std::string& name) const {
+  auto it = variables_.find(name);
+  OFL_ENSURE(it != variables_.end(), "graph: no variable '", name, "'");
+  OFL_ENSURE(!it->second.lazy, "variable '", name, "' was declared without an initial value "
+             "(lazy, for planning only); give it a value to run the graph");
+  return it->second.init;
+}
+
 std::string OpGraph::UniqueOpName(const std::string& type) {
   std::string name;
   do {

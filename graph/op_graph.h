@@ -28,7 +28,8 @@ struct OpNode {
 struct VariableInfo {
   TensorDesc desc;
   bool trainable = true;
-  Tensor init;  // initial value
+  Tensor init;        // initial value (empty when lazy)
+  bool lazy = false;  // declared by its desc only: no initial value
 };
 
 class OpGraph {
@@ -37,6 +38,12 @@ class OpGraph {
   Status AddInput(const std::string& name, const TensorDesc& desc);
   // A tensor that persists across runs, starting at `init`.
   Status AddVariable(const std::string& name, const Tensor& init, bool trainable);
+  // A lazy variable: its desc only, no initial value (plan-only use, e.g.
+  // costing a model too large to hold). Whatever later needs the value
+  // (InitialValue, sessions) reports an error naming it.
+  Status AddVariable(const std::string& name, const TensorDesc& desc, bool trainable);
+  // The variable's initial value; an error naming it when it is lazy or unknown.
+  Maybe<Tensor> InitialValue(const std::string& name) const;
   // Adds an op; returns its output tensor names. `name` may be empty: a
   // unique one is made from the op type.
   Maybe<std::vector<std::string>> AddOp(const std::string& type,

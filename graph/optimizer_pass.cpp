@@ -76,9 +76,14 @@ Status AppendOptimizer(OpGraph* graph, const OptimizerConf& conf,
     auto g = used.find(var);
     if (g == used.end()) continue;
     const TensorDesc desc = graph->variable(var).desc;
-    Tensor zeros = Tensor::Zeros(desc.shape, desc.dtype);
+    // A lazy parameter (planning only) gets lazy state: no zeros allocated.
+    const bool lazy = graph->variable(var).lazy;
+    auto add_state = [&](const std::string& name, const TensorDesc& d) {
+      return lazy ? graph->AddVariable(name, d, false)
+                  : graph->AddVariable(name, Tensor::Zeros(d.shape, d.dtype), false);
+    };
     if (conf.kind == "sgd") {
-      OFL_RETURN_IF_ERROR(graph->AddVariable(var + "/momentum", zeros, false));
+      OFL_RETURN_IF_ERROR(add_state(var + "/momentum", desc));
       OFL_RETURN_IF_ERROR(graph
                               ->AddOp("sgd_update", with_lr({var, g->second, var + "/momentum"}),
                                       {{"lr", conf.lr},
@@ -87,10 +92,9 @@ Status AppendOptimizer(OpGraph* graph, const OptimizerConf& conf,
                                       "update/" + var)
                               .status());
     } else {
-      OFL_RETURN_IF_ERROR(graph->AddVariable(var + "/m", zeros, false));
-      OFL_RETURN_IF_ERROR(graph->AddVariable(var + "/v", zeros, false));
-      OFL_RETURN_IF_ERROR(
-          graph->AddVariable(var + "/step", Tensor::Zeros(Shape{}, DataType::kInt64), false));
+      OFL_RETURN_IF_ERROR(add_state(var + "/m", desc));
+      OFL_RETURN_IF_ERROR(add_state(var + "/v", desc));
+      OFL_RETURN_IF_ERROR(add_state(var + "/step", {Shape{}, DataType::kInt64}));
       OFL_RETURN_IF_ERROR(
           graph
               ->AddOp("adam_update",

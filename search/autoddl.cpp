@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 
@@ -177,6 +178,18 @@ int CoordinateDescent(const CostGraph& graph, std::vector<int>& choice, int max_
 
 Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions& options) {
   OFL_RETURN_IF_ERROR(graph.CheckMemoryFeasible());
+  for (const auto& [name, choice] : options.extra_starts) {
+    OFL_ENSURE(choice.size() == static_cast<size_t>(graph.num_nodes()), "autoddl: start '", name,
+               "' has ", choice.size(), " candidates for ", graph.num_nodes(), " nodes");
+    for (int u = 0; u < graph.num_nodes(); ++u) {
+      OFL_ENSURE(choice[u] >= 0 && choice[u] < graph.num_candidates(u), "autoddl: start '", name,
+                 "' picks candidate ", choice[u], " of node '", graph.node(u).name, "' (",
+                 graph.num_candidates(u), " candidates)");
+    }
+    OFL_ENSURE(graph.MemoryBytes(choice) <= graph.memory_limit(), "autoddl: start '", name,
+               "' needs ", FormatBytes(graph.MemoryBytes(choice)), " per device, above the limit ",
+               FormatBytes(graph.memory_limit()));
+  }
   PrunedGraph pruned = options.prune_dominated ? PruneDominated(graph) : PruneNothing(graph);
   const CostGraph& g = pruned.graph;
   std::vector<std::pair<std::string, std::vector<int>>> starts;
@@ -187,32 +200,41 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
   for (int i = 0; i < options.num_random_starts; ++i) {
     starts.emplace_back(StrCat("random_", i), SequentialStart(g, &rng));
   }
+  const size_t num_internal = starts.size();
+  for (const auto& start : options.extra_starts) starts.push_back(start);
   AutoddlResult result;
   result.num_pruned = pruned.num_pruned;
   TreeDescent trees(g);
-  std::vector<int> best;
-  for (auto& [name, choice] : starts) {
+  std::unique_ptr<TreeDescent> original_trees;
+  std::vector<int> best;  // over the original graph's candidates
+  for (size_t s = 0; s < starts.size(); ++s) {
+    auto& [name, choice] = starts[s];
+    // Internal starts run on the pruned graph, extra ones on the original.
+    const bool extra = s >= num_internal;
+    const CostGraph& h = extra ? graph : g;
+    if (extra && original_trees == nullptr) original_trees = std::make_unique<TreeDescent>(graph);
+    TreeDescent& t = extra ? *original_trees : trees;
     AutoddlStart report;
     report.name = name;
-    report.start_seconds = g.TotalSeconds(choice);
-    report.sweeps = CoordinateDescent(g, choice, options.max_sweeps, &report.moves);
-    trees.Reset();
+    report.start_seconds = h.TotalSeconds(choice);
+    report.sweeps = CoordinateDescent(h, choice, options.max_sweeps, &report.moves);
+    t.Reset();
     for (int pass = 0, idle = 0; pass < options.max_tree_passes && idle < 2; ++pass) {
-      int moved = trees.Pass(choice);
+      int moved = t.Pass(choice);
       idle = moved == 0 ? idle + 1 : 0;
       report.tree_moves += moved;
       if (moved > 0)
-        report.sweeps += CoordinateDescent(g, choice, options.max_sweeps, &report.moves);
+        report.sweeps += CoordinateDescent(h, choice, options.max_sweeps, &report.moves);
     }
-    report.final_seconds = g.TotalSeconds(choice);
+    report.final_seconds = h.TotalSeconds(choice);
     if (result.starts.empty() ||
         report.final_seconds < result.starts[result.best_start].final_seconds) {
       result.best_start = result.starts.size();
-      best = choice;
+      best = extra ? choice : pruned.ToOriginal(choice);
     }
     result.starts.push_back(report);
   }
-  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(pruned.ToOriginal(best)));
+  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(best));
   return result;
 }
 

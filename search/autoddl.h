@@ -20,12 +20,14 @@
 //   "min_memory": every node's smallest-memory candidate (the cheapest of
 //     those).
 //   "random_<i>": seeded random feasible choices (options.num_random_starts).
+//   then options.extra_starts, under their own names.
 // Dominated candidates (dominance.h) are pruned first unless switched off.
 // Stateless functions; a const CostGraph may be searched from many threads.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "search/cost_graph.h"
@@ -39,6 +41,12 @@ struct AutoddlOptions {
   bool prune_dominated = true;
   int lagrangian_iterations = 24;  // for the spanning-tree start under a binding limit
   int max_tree_passes = 100;       // per start; 0: only single-node sweeps (DESIGN.md)
+  // Extra starts given by the caller (e.g. graph/'s best expert preset), run
+  // after the others under their names: choices over the graph as given,
+  // each within the memory limit. Descent from them runs on the unpruned
+  // graph (their candidates may be pruned ones), so the answer is never
+  // worse than any of them.
+  std::vector<std::pair<std::string, std::vector<int>>> extra_starts;
 };
 
 struct AutoddlStart {
@@ -58,7 +66,8 @@ struct AutoddlResult {
 };
 
 // Errors: an infeasible memory limit (the message gives the smallest
-// per-device memory any assignment needs).
+// per-device memory any assignment needs); an extra start of the wrong
+// length, with an unknown candidate, or over the memory limit.
 Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions& options = {});
 
 // Coordinate descent alone, from `choice` (which must keep the limit);

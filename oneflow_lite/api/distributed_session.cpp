@@ -41,7 +41,8 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
     s->source_registers_[t.op_conf().name()].push_back(&s->plan_.registers(t.outputs(0)));
   }
   for (const std::string& v : graph.variable_names()) {
-    OFL_RETURN_IF_ERROR(s->SetVariable(v, graph.variable(v).init));
+    OFL_ASSIGN_OR_RETURN(Tensor init, graph.InitialValue(v));
+    OFL_RETURN_IF_ERROR(s->SetVariable(v, init));
   }
   return s;
 }

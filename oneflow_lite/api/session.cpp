@@ -28,7 +28,8 @@ Maybe<std::unique_ptr<Session>> Session::Create(const OpGraph& graph,
   OFL_ASSIGN_OR_RETURN(s->plan_, LowerSingleDevice(graph));
   OFL_ASSIGN_OR_RETURN(s->executor_, SequentialExecutor::Create(s->plan_));
   for (const std::string& v : graph.variable_names()) {
-    OFL_RETURN_IF_ERROR(s->executor_->SetVariable(v, graph.variable(v).init));
+    OFL_ASSIGN_OR_RETURN(Tensor init, graph.InitialValue(v));
+    OFL_RETURN_IF_ERROR(s->executor_->SetVariable(v, init));
   }
   return s;
 }

@@ -1,0 +1,252 @@
+// PlanStrategy: cost model, searcher, Strategy (auto_parallel.h).
+#include "graph/auto_parallel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include "graph/expert_presets.h"
+
+namespace ofl {
+
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool IsPreset(const std::string& name) {
+  const auto presets = ExpertPresetNames();
+  return std::find(presets.begin(), presets.end(), name) != presets.end();
+}
+
+// `graph` with node u keeping only allowed[u] (empty: all); edge matrices
+// are cut to the kept rows and columns (shared again where the cuts agree).
+struct Restricted {
+  CostGraph graph;
+  std::vector<std::vector<int>> kept;  // per node: original candidate indices
+};
+
+Maybe<Restricted> Restrict(const CostGraph& graph, const std::vector<std::vector<int>>& allowed) {
+  Restricted out;
+  for (int u = 0; u < graph.num_nodes(); ++u) {
+    std::vector<int> kept = allowed[u];
+    if (kept.empty()) {
+      kept.resize(graph.num_candidates(u));
+      for (int c = 0; c < graph.num_candidates(u); ++c) kept[c] = c;
+    }
+    std::vector<Candidate> candidates;
+    for (int c : kept) candidates.push_back(graph.node(u).candidates[c]);
+    OFL_RETURN_IF_ERROR(out.graph.AddNode(graph.node(u).name, std::move(candidates)).status());
+    out.kept.push_back(std::move(kept));
+  }
+  std::map<std::tuple<const EdgeMatrix*, const std::vector<int>*, const std::vector<int>*>,
+           EdgeMatrixPtr>
+      cut;
+  for (int e = 0; e < graph.num_edges(); ++e) {
+    const CostEdge& edge = graph.edge(e);
+    EdgeMatrixPtr m = edge.matrix;
+    if (!allowed[edge.from].empty() || !allowed[edge.to].empty()) {
+      const std::vector<int>& rows = out.kept[edge.from];
+      const std::vector<int>& cols = out.kept[edge.to];
+      auto key = std::make_tuple(m.get(), &allowed[edge.from], &allowed[edge.to]);
+      auto it = cut.find(key);
+      if (it == cut.end()) {
+        std::vector<double> seconds;
+        for (int r : rows) {
+          for (int c : cols) seconds.push_back(m->at(r, c));
+        }
+        OFL_ASSIGN_OR_RETURN(EdgeMatrixPtr sub,
+                             EdgeMatrix::Create(static_cast<int>(rows.size()),
+                                                static_cast<int>(cols.size()), std::move(seconds)));
+        it = cut.emplace(key, sub).first;
+      }
+      m = it->second;
+    }
+    OFL_RETURN_IF_ERROR(out.graph.AddEdge(edge.from, edge.to, m).status());
+  }
+  OFL_RETURN_IF_ERROR(out.graph.SetMemoryLimit(graph.memory_limit()));
+  return out;
+}
+
+std::vector<int> ToOriginal(const Restricted& r, const std::vector<int>& choice) {
+  std::vector<int> out(choice.size());
+  for (size_t u = 0; u < choice.size(); ++u) out[u] = r.kept[u][choice[u]];
+  return out;
+}
+
+// `choice` (original indices) in `r`'s indices; empty when some pick was cut.
+std::vector<int> ToRestricted(const Restricted& r, const std::vector<int>& choice) {
+  std::vector<int> out(choice.size());
+  for (size_t u = 0; u < choice.size(); ++u) {
+    auto it = std::find(r.kept[u].begin(), r.kept[u].end(), choice[u]);
+    if (it == r.kept[u].end()) return {};
+    out[u] = static_cast<int>(it - r.kept[u].begin());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> SearcherNames() {
+  std::vector<std::string> names = {"autoddl", "exact"};
+  for (const std::string& p : ExpertPresetNames()) names.push_back(p);
+  names.push_back("manual");
+  return names;
+}
+
+Maybe<Strategy> PlacementsFor(const OpGraph& graph, const Placement& placement,
+                              const PlanOptions& options) {
+  Strategy s(placement);
+  if (!options.stages.empty()) {
+    OFL_RETURN_IF_ERROR(AssignStages(graph, options.stages, options.stage_boundaries, &s));
+  }
+  return s;
+}
+
+Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph,
+                                                       const CostModel& model,
+                                                       const std::map<std::string, NdSbp>& fixed) {
+  std::vector<std::vector<int>> allowed(model.nodes().size());
+  std::map<std::string, std::pair<int, int>> outputs;  // op output -> (node, index)
+  for (const OpNode& op : graph.ops()) {
+    for (size_t o = 0; o < op.outputs.size(); ++o) {
+      outputs[op.outputs[o]] = {model.NodeOf(op.name), static_cast<int>(o)};
+    }
+  }
+  std::map<std::string, std::pair<int, bool>> states;  // state -> (node, follows)
+  for (size_t u = 0; u < model.nodes().size(); ++u) {
+    for (const auto& [state, follows] : model.nodes()[u].states) {
+      states[state] = {static_cast<int>(u), follows};
+    }
+  }
+  for (const auto& [name, sbp] : fixed) {
+    int node = -1, output = -1;
+    bool follows = true, is_state = false;
+    if (auto s = states.find(name); s != states.end()) {
+      node = s->second.first;
+      follows = s->second.second;
+      is_state = true;
+    } else if (auto o = outputs.find(name); o != outputs.end()) {
+      node = o->second.first;
+      output = o->second.second;
+    } else if (graph.IsInput(name) || graph.IsVariable(name)) {
+      node = model.NodeOf(name);
+    }
+    OFL_ENSURE(node >= 0, "plan: pinned tensor '", name, "' is not in the graph");
+    const CostNodeInfo& n = model.nodes()[node];
+    if (is_state && !follows) {
+      OFL_ENSURE(sbp == NdSbp(std::vector<Sbp>(sbp.size(), Sbp::Broadcast())),
+                 "plan: optimizer state '", name, "' is always B, cannot be pinned to ", sbp);
+      continue;
+    }
+    std::vector<int> keep;
+    const int k = static_cast<int>(n.kind == CostNodeKind::kOp ? n.signatures.size()
+                                                               : n.sbps.size());
+    for (int c = 0; c < k; ++c) {
+      const NdSbp& made = output >= 0 ? n.signatures[c].outputs[output] : n.sbps[c];
+      if (made != sbp) continue;
+      if (allowed[node].empty() ||
+          std::find(allowed[node].begin(), allowed[node].end(), c) != allowed[node].end()) {
+        keep.push_back(c);
+      }
+    }
+    OFL_ENSURE(!keep.empty(), "plan: tensor '", name, "' cannot be ", sbp, " (",
+               output >= 0 ? "no signature of op '" + n.name + "' produces it"
+                           : "not a valid layout of it on " + n.placement.ToString(),
+               ", or it conflicts with another pin)");
+    allowed[node] = std::move(keep);
+  }
+  return allowed;
+}
+
+Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph,
+                                     std::shared_ptr<const CostModel> model,
+                                     const PlanOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::string> names = SearcherNames();
+  if (std::find(names.begin(), names.end(), options.searcher) == names.end()) {
+    std::ostringstream valid;
+    for (size_t i = 0; i < names.size(); ++i) valid << (i ? ", " : "") << names[i];
+    return InvalidArgument("plan: unknown searcher '", options.searcher, "'; valid: ",
+                           valid.str());
+  }
+  const CostGraph& full = model->graph();
+  PlannedStrategy out;
+  out.searcher = options.searcher;
+  out.model = model;
+  std::vector<int> choice;
+  if (options.searcher == "manual") {
+    Strategy manual = options.manual;
+    if (manual.signatures().empty() && manual.sources().empty()) {
+      OFL_ASSIGN_OR_RETURN(manual,
+                           DeduceStrategy(graph, model->placements().placement(), options.pinned));
+    }
+    OFL_ASSIGN_OR_RETURN(choice, model->ChoiceOf(manual));
+  } else {
+    std::map<std::string, NdSbp> fixed;
+    if (IsPreset(options.searcher)) {
+      OFL_ASSIGN_OR_RETURN(fixed, ExpertPresetSources(options.searcher, graph,
+                                                      model->placements().placement()));
+    }
+    for (const auto& [name, sbp] : options.pinned) fixed[name] = sbp;
+    OFL_ASSIGN_OR_RETURN(auto allowed, AllowedCandidates(graph, *model, fixed));
+    OFL_ASSIGN_OR_RETURN(Restricted r, Restrict(full, allowed));
+    if (r.graph.SmallestMemoryNeed() > r.graph.memory_limit()) {
+      return InvalidArgument("plan ", options.searcher, ": no strategy with these sources fits "
+                             "device memory: it needs at least ",
+                             FormatBytes(r.graph.SmallestMemoryNeed()), " per device, above the "
+                             "limit of ", FormatBytes(r.graph.memory_limit()));
+    }
+    if (options.searcher == "exact") {
+      OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, options.exact));
+      choice = ToOriginal(r, e.solution.choice);
+      out.stats.exact_proved = e.proved_optimal;
+      out.stats.lower_bound = e.lower_bound;
+      out.stats.pruned = e.num_pruned;
+      out.stats.note = e.note;
+    } else {
+      AutoddlOptions autoddl = options.autoddl;
+      if (options.searcher == "autoddl" && options.autoddl_starts_from_presets) {
+        std::vector<std::string> tried;
+        auto best = BestExpertPreset(graph, model, options, &tried);
+        if (best.ok()) {
+          std::vector<int> start = ToRestricted(r, best.value().solution.choice);
+          if (!start.empty()) {
+            autoddl.extra_starts.push_back({"preset:" + best.value().searcher, start});
+          }
+        }
+      }
+      OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph, autoddl));
+      choice = ToOriginal(r, a.solution.choice);
+      out.stats.pruned = a.num_pruned;
+      out.stats.autoddl_start = a.starts[a.best_start].name;
+    }
+  }
+  OFL_ASSIGN_OR_RETURN(out.solution, full.Evaluate(choice));
+  OFL_ASSIGN_OR_RETURN(out.strategy, model->ToStrategy(choice));
+  OFL_RETURN_IF_ERROR(out.strategy.Validate(graph));
+  out.stats.ops = model->stats().ops;
+  out.stats.cost_nodes = full.num_nodes();
+  out.stats.cost_edges = full.num_edges();
+  out.stats.mean_candidates = full.num_nodes() == 0 ? 0.0
+                                                    : static_cast<double>(full.num_candidates_total()) /
+                                                          full.num_nodes();
+  out.stats.build_seconds = model->stats().build_seconds;
+  out.stats.search_seconds = SecondsSince(start);
+  out.stats.seconds = out.stats.build_seconds + out.stats.search_seconds;
+  return out;
+}
+
+Maybe<PlannedStrategy> PlanStrategy(const OpGraph& graph, const Placement& placement,
+                                    const Cluster& cluster, const PlanOptions& options) {
+  const std::vector<std::string> names = SearcherNames();
+  if (std::find(names.begin(), names.end(), options.searcher) == names.end()) {
+    return PlanWithModel(graph, nullptr, options);  // the unknown-searcher error
+  }
+  OFL_ASSIGN_OR_RETURN(Strategy placements, PlacementsFor(graph, placement, options));
+  OFL_ASSIGN_OR_RETURN(auto model, BuildCostModel(graph, placements, cluster, options.cost));
+  return PlanWithModel(graph, std::move(model), options);
+}
+
+}  // namespace ofl

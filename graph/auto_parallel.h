@@ -1,0 +1,94 @@
+// Auto-parallel planning: builds the cost model (cost_model.h), runs one
+// searcher and turns its Solution back into a Strategy (DESIGN.md section 6).
+// Searchers: "autoddl" and "exact" (search/), the expert presets
+// "data_parallel", "megatron", "2d", "vgg" (expert_presets.h: sources fixed
+// by the expert rule, the ops' signatures then chosen cost-optimally), and
+// "manual" (options.manual as given, or deduced from the pinned NdSbps).
+// Pinned NdSbps are honoured by every searcher: a pinned source (or op
+// output) keeps only the candidates that produce it. "autoddl" also starts
+// from the best applicable expert preset's choice, so it is never worse than
+// its own starts nor than that preset. Pipeline stages and micro-batch
+// counts are inputs (options.stages, options.cost.micro_batches); nothing
+// here searches them. Stateless functions; thread-safe on const inputs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/cost_model.h"
+#include "search/autoddl.h"
+#include "search/exact.h"
+
+namespace ofl {
+
+struct PlanOptions {
+  std::string searcher = "autoddl";
+  // Source tensors (inputs, variables) or op outputs -> the NdSbp they must have.
+  std::map<std::string, NdSbp> pinned;
+  CostOptions cost;  // micro-batches, compute dtype, bytes per parameter, memory limit
+  // Pipeline stages: when not empty, AssignStages(graph, stages,
+  // stage_boundaries) sets the placements (the `placement` argument is then
+  // the default for anything AssignStages leaves).
+  std::vector<Placement> stages;
+  std::vector<int64_t> stage_boundaries;
+  // "manual": this strategy's signatures and source NdSbps when it has any,
+  // else DeduceStrategy from `pinned`.
+  Strategy manual;
+  // "autoddl": also start from the best applicable expert preset.
+  bool autoddl_starts_from_presets = true;
+  AutoddlOptions autoddl;
+  ExactOptions exact;
+};
+
+struct PlanStats {
+  int64_t ops = 0;                 // OpGraph ops: forward, backward, updates
+  int64_t cost_nodes = 0;
+  int64_t cost_edges = 0;
+  double mean_candidates = 0;      // per cost node
+  int64_t pruned = 0;              // dominated candidates the searcher removed
+  double build_seconds = 0;        // cost model
+  double search_seconds = 0;       // searcher (presets included) + conversion
+  double seconds = 0;              // in-memory graph to Strategy
+  bool exact_proved = false;       // "exact" only
+  double lower_bound = 0;          // "exact" only
+  std::string autoddl_start;       // "autoddl": the start whose result was kept
+  std::string note;                // e.g. why exact did not prove, which preset was used
+};
+
+struct PlannedStrategy {
+  std::string searcher;
+  Strategy strategy;                       // passes Strategy::Validate
+  Solution solution;                       // over model->graph()
+  std::shared_ptr<const CostModel> model;  // what it was costed with
+  PlanStats stats;
+};
+
+// The valid searcher names, in the order above.
+std::vector<std::string> SearcherNames();
+
+// Builds the cost model and plans. Errors: an unknown searcher (listing the
+// valid names), a preset that does not apply (saying why), a bad pin, an
+// infeasible memory limit (the smallest need and the limit in GiB).
+Maybe<PlannedStrategy> PlanStrategy(const OpGraph& graph, const Placement& placement,
+                                    const Cluster& cluster, const PlanOptions& options = {});
+
+// Plans with a model already built for `graph` (reuse it across searchers;
+// options.cost and options.stages are then ignored: the model's hold).
+Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph,
+                                     std::shared_ptr<const CostModel> model,
+                                     const PlanOptions& options = {});
+
+// The placements PlanStrategy costs with: `placement`, then options.stages.
+Maybe<Strategy> PlacementsFor(const OpGraph& graph, const Placement& placement,
+                              const PlanOptions& options);
+
+// Per node, the candidates that keep `fixed` (sources or op outputs ->
+// NdSbp); empty = all. Errors name the tensor and NdSbp no candidate keeps.
+Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph,
+                                                       const CostModel& model,
+                                                       const std::map<std::string, NdSbp>& fixed);
+
+}  // namespace ofl

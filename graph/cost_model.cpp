@@ -1,0 +1,167 @@
+// BuildCostModel and the CostModel's map back to a Strategy (cost_model.h).
+#include "graph/cost_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+
+#include "graph/cost_model_internal.h"
+#include "search/collective_time.h"
+
+namespace ofl {
+
+const char* CostNodeKindName(CostNodeKind kind) {
+  switch (kind) {
+    case CostNodeKind::kInput: return "input";
+    case CostNodeKind::kVariable: return "variable";
+    case CostNodeKind::kOp: return "op";
+  }
+  return "?";
+}
+
+OpRole RoleOf(const OpNode& node) {
+  const OpDef* def = OpRegistry::Find(node.type).value();
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (def->is_mutable_input(static_cast<int>(i))) return OpRole::kUpdate;
+  }
+  return node.name.rfind("grad/", 0) == 0 ? OpRole::kBackward : OpRole::kForward;
+}
+
+int CostModel::NodeOf(const std::string& op_or_source) const {
+  auto it = node_of_.find(op_or_source);
+  return it == node_of_.end() ? -1 : it->second;
+}
+
+namespace {
+
+NdSbp AllBroadcast(int64_t axes) { return NdSbp(std::vector<Sbp>(axes, Sbp::Broadcast())); }
+
+// The NdSbp a node's candidate gives tensor `output_index` (sources: the
+// tensor itself, or a state variable that follows it).
+const NdSbp& Produced(const CostNodeInfo& n, int output_index, int candidate) {
+  if (n.kind != CostNodeKind::kOp) return n.sbps[candidate];
+  return n.signatures[candidate].outputs[output_index];
+}
+
+}  // namespace
+
+const NdSbp& CostModel::ProducedSbp(int edge, int candidate) const {
+  const CostEdgeInfo& e = edges_[edge];
+  return Produced(nodes_[e.producer], e.output_index, candidate);
+}
+
+const NdSbp& CostModel::WantedSbp(int edge, int candidate) const {
+  const CostEdgeInfo& e = edges_[edge];
+  return nodes_[e.consumer].signatures[candidate].inputs[e.input_index];
+}
+
+Maybe<BoxingPlan> CostModel::EdgeBoxing(int edge, int producer_candidate,
+                                        int consumer_candidate) const {
+  OFL_ENSURE(edge >= 0 && edge < static_cast<int>(edges_.size()), "cost model: no edge ", edge);
+  const CostEdgeInfo& e = edges_[edge];
+  OFL_ENSURE(producer_candidate >= 0 &&
+                 producer_candidate < graph_.num_candidates(e.producer) &&
+                 consumer_candidate >= 0 && consumer_candidate < graph_.num_candidates(e.consumer),
+             "cost model: edge '", e.tensor, "' has no candidates (", producer_candidate, ", ",
+             consumer_candidate, ")");
+  return PlanBoxing(e.desc, nodes_[e.producer].placement, ProducedSbp(edge, producer_candidate),
+                    nodes_[e.consumer].placement, WantedSbp(edge, consumer_candidate), e.tensor);
+}
+
+Maybe<double> CostModel::BoxingSeconds(const BoxingPlan& plan) const {
+  return internal::BoxingPlanSeconds(cluster_, plan);
+}
+
+Maybe<Strategy> CostModel::ToStrategy(const std::vector<int>& choice) const {
+  OFL_ENSURE(choice.size() == nodes_.size(), "cost model: a choice of ", choice.size(),
+             " candidates for ", nodes_.size(), " nodes");
+  Strategy s = placements_;
+  for (size_t u = 0; u < nodes_.size(); ++u) {
+    const CostNodeInfo& n = nodes_[u];
+    const int c = choice[u];
+    OFL_ENSURE(c >= 0 && c < graph_.num_candidates(static_cast<int>(u)), "cost model: node '",
+               n.name, "' has no candidate ", c);
+    if (n.kind == CostNodeKind::kOp) {
+      s.SetSignature(n.name, n.signatures[c]);
+      continue;
+    }
+    s.SetSourceSbp(n.name, n.sbps[c]);
+    if (n.update_op.empty()) continue;
+    s.SetSignature(n.update_op, n.signatures[c]);
+    for (const auto& [state, follows] : n.states) {
+      s.SetSourceSbp(state, follows ? n.sbps[c] : AllBroadcast(n.sbps[c].size()));
+    }
+  }
+  return s;
+}
+
+Maybe<std::vector<int>> CostModel::ChoiceOf(const Strategy& strategy) const {
+  std::vector<int> choice(nodes_.size(), -1);
+  for (size_t u = 0; u < nodes_.size(); ++u) {
+    const CostNodeInfo& n = nodes_[u];
+    const int k = graph_.num_candidates(static_cast<int>(u));
+    if (n.kind == CostNodeKind::kOp || !n.update_op.empty()) {
+      const std::string& op = n.kind == CostNodeKind::kOp ? n.name : n.update_op;
+      auto it = strategy.signatures().find(op);
+      OFL_ENSURE(it != strategy.signatures().end(), "cost model: the strategy has no signature "
+                 "for op '", op, "'");
+      for (int c = 0; c < k && choice[u] < 0; ++c) {
+        if (n.signatures[c] == it->second) choice[u] = c;
+      }
+      OFL_ENSURE(choice[u] >= 0, "cost model: op '", op, "' signature ", it->second.ToString(),
+                 " is no candidate here (a P parameter, or state that does not follow it)");
+      continue;
+    }
+    auto it = strategy.sources().find(n.name);
+    OFL_ENSURE(it != strategy.sources().end(), "cost model: the strategy has no NdSbp for '",
+               n.name, "'");
+    for (int c = 0; c < k && choice[u] < 0; ++c) {
+      if (n.sbps[c] == it->second) choice[u] = c;
+    }
+    OFL_ENSURE(choice[u] >= 0, "cost model: ", CostNodeKindName(n.kind), " '", n.name, "' NdSbp ",
+               it->second, " is no candidate here");
+  }
+  return choice;
+}
+
+Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
+                                                       const Strategy& placements,
+                                                       const Cluster& cluster,
+                                                       const CostOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  OFL_ENSURE(options.micro_batches >= 1, "cost model: micro_batches=", options.micro_batches,
+             " must be >= 1");
+  OFL_ENSURE(options.bytes_per_parameter >= 0, "cost model: bytes_per_parameter=",
+             options.bytes_per_parameter, " is negative");
+  OFL_ENSURE(options.memory_limit_bytes >= 0, "cost model: memory_limit_bytes=",
+             options.memory_limit_bytes, " is negative");
+  OFL_ENSURE(placements.placement().size() > 0, "cost model: the strategy has no placement");
+  std::shared_ptr<CostModel> model(new CostModel(cluster));
+  model->options_ = options;
+  model->placements_ = Strategy(placements.placement());
+  internal::Builder builder(graph, placements, cluster, options);
+  OFL_RETURN_IF_ERROR(builder.Run(&model->graph_, &model->nodes_, &model->edges_,
+                                  &model->placements_, &model->stats_));
+  for (size_t u = 0; u < model->nodes_.size(); ++u) {
+    const CostNodeInfo& n = model->nodes_[u];
+    model->node_of_[n.name] = static_cast<int>(u);
+    if (!n.update_op.empty()) model->node_of_[n.update_op] = static_cast<int>(u);
+  }
+  const int64_t limit =
+      options.memory_limit_bytes > 0 ? options.memory_limit_bytes : cluster.memory_bytes();
+  OFL_RETURN_IF_ERROR(model->graph_.SetMemoryLimit(limit));
+  const int64_t need = model->graph_.SmallestMemoryNeed();
+  if (need > limit) {
+    return InvalidArgument("cost model: no strategy fits device memory: the smallest per-device "
+                           "memory any strategy needs is ",
+                           internal::GiB(need), " GiB, above the limit of ", internal::GiB(limit),
+                           " GiB (cluster '", cluster.name(), "', ", options.micro_batches,
+                           " micro-batch(es)); use more devices, pipeline stages or micro-batches");
+  }
+  model->stats_.ops = static_cast<int64_t>(graph.ops().size());
+  model->stats_.build_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::shared_ptr<const CostModel>(model);
+}
+
+}  // namespace ofl

@@ -1,0 +1,169 @@
+// Cost model: builds search/'s abstract CostGraph from an OpGraph, the
+// placements of a Strategy and a Cluster (DESIGN.md sections 5, 6), and keeps
+// the map back from cost nodes and candidates to ops, sources and SBP.
+//
+// Nodes, in graph order: every fed input, every variable not written in
+// place as optimizer state, then every op except optimizer updates. A
+// trainable variable written in place by an update op is ONE node with the
+// update folded in: its candidates are the update's signatures whose
+// parameter NdSbp has no P and whose state inputs follow the parameter (same
+// shape: same NdSbp; else B), so a choice always gives Strategy::Validate a
+// consistent variable/update pair. Its state variables ("<var>/m", ...) get
+// no node.
+//
+// Units: seconds, bytes per device. Rules (all per step, no overlap of
+// compute and communication; see search/cost_graph.h):
+//  - Compute of an op candidate = multiplier x FLOPs of the busiest rank /
+//    the cluster's FLOP/s for the compute dtype (options.compute_dtype, else
+//    the op's first output dtype (first input when it has none); non-floating
+//    dtypes use float32's figure). FLOPs of the busiest rank = the op's
+//    logical FLOPs (OpDef::EstimateCost) x the product over hierarchy axes of
+//    that axis's largest share: on an axis where some output (else input) of
+//    the signature is S(d), the reference tensor is the first such output
+//    (else input), and the share is the largest balanced part of dimension d
+//    (after the outer axes' splits of d, largest parts) over that size; an
+//    axis with only B and P does the full work redundantly (share 1).
+//  - Edge matrix entry (producer candidate, consumer candidate) = multiplier
+//    x the seconds of PlanBoxing(tensor, produced NdSbp, wanted NdSbp) with
+//    every step charged as CollectiveSeconds(kind, the busiest rank's bytes
+//    of that step, group size, level): axis steps on the hierarchy axis's
+//    group and Cluster::AxisLevels level; SEND_RECV (general fallback and
+//    cross-placement) on the slowest level the union of both placements'
+//    ranks spans, group size = that union's size. Local steps cost 0. The
+//    N-D conversion is planned as a whole, never one axis at a time.
+//  - Multiplier: options.micro_batches for forward and backward ops, fed
+//    inputs and the edges into them; 1 for a variable's folded update and
+//    the (accumulated) gradient edges into it.
+//  - Memory of a candidate (per device, the busiest rank): forward op ->
+//    bytes of its output slices (kept for backward, one micro-batch);
+//    backward op -> 0 (transient; gradients of weights are counted with the
+//    weight); fed input -> its slice; trainable variable -> bytes_per_parameter
+//    x its slice's elements (default 4 x sizeof(dtype) = weight + gradient +
+//    two Adam moments; state variables and gradients are not counted again);
+//    non-trainable variable -> its slice bytes.
+//  - Bytes: floating tensors use options.compute_dtype's size when set.
+// Caches: one boxing cost per distinct (tensor desc, placements, NdSbps);
+// one EdgeMatrix per distinct (desc, placements, candidate NdSbp lists,
+// multiplier), so identical layers share one matrix and still choose apart.
+// A CostModel is an immutable value once built; const methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/boxing.h"
+#include "graph/op_graph.h"
+#include "graph/strategy.h"
+#include "search/cluster.h"
+#include "search/cost_graph.h"
+
+namespace ofl {
+
+struct CostOptions {
+  int64_t micro_batches = 1;                // >= 1
+  std::optional<DataType> compute_dtype;    // overrides floating tensors' dtype
+  double bytes_per_parameter = 0;           // 0: 4 x sizeof(dtype)
+  int64_t memory_limit_bytes = 0;           // 0: the cluster's memory; kNoMemoryLimit: none
+};
+
+enum class CostNodeKind { kInput, kVariable, kOp };
+const char* CostNodeKindName(CostNodeKind kind);  // "input", "variable", "op"
+
+struct CostNodeInfo {
+  CostNodeKind kind = CostNodeKind::kOp;
+  std::string name;       // op name or source tensor name
+  std::string op_type;    // ops and folded updates; empty for other sources
+  std::string update_op;  // a variable written in place: its update op, folded in
+  int64_t multiplier = 1;
+  Placement placement;
+  // Ops and folded updates: the signature per candidate (else empty).
+  std::vector<NdSbpSignature> signatures;
+  // Sources: the variable's or input's NdSbp per candidate (else empty).
+  std::vector<NdSbp> sbps;
+  // Per candidate: FLOPs the busiest rank does in one execution.
+  std::vector<double> flops;
+  // State variables of a folded update, each with whether it follows the
+  // parameter's NdSbp (same shape) or is B.
+  std::vector<std::pair<std::string, bool>> states;
+};
+
+struct CostEdgeInfo {
+  std::string tensor;
+  TensorDesc desc;      // as costed (compute dtype applied)
+  int producer = 0;     // cost node indices; same as the CostGraph edge
+  int consumer = 0;
+  int output_index = 0; // the producer's output (sources: 0)
+  int input_index = 0;  // the consumer's (or folded update's) input argument
+  int64_t multiplier = 1;
+};
+
+struct CostModelStats {
+  double build_seconds = 0;
+  int64_t ops = 0;                // ops of the OpGraph (updates included)
+  int64_t boxing_plans = 0;       // distinct PlanBoxing calls
+  int64_t distinct_matrices = 0;  // distinct EdgeMatrix objects
+};
+
+class CostModel {
+ public:
+  const CostGraph& graph() const { return graph_; }
+  const std::vector<CostNodeInfo>& nodes() const { return nodes_; }
+  const std::vector<CostEdgeInfo>& edges() const { return edges_; }
+  const CostModelStats& stats() const { return stats_; }
+  const CostOptions& options() const { return options_; }
+  const Strategy& placements() const { return placements_; }
+  const Cluster& cluster() const { return cluster_; }
+  // The node of an op or a source (a folded update op's name finds its
+  // variable's node); -1 when none.
+  int NodeOf(const std::string& op_or_source) const;
+
+  // The NdSbp edge `edge`'s producer makes at `candidate`, and the one its
+  // consumer wants at `candidate`.
+  const NdSbp& ProducedSbp(int edge, int candidate) const;
+  const NdSbp& WantedSbp(int edge, int candidate) const;
+  // The boxing behind one entry of an edge matrix (for reports).
+  Maybe<BoxingPlan> EdgeBoxing(int edge, int producer_candidate, int consumer_candidate) const;
+  // Seconds of one boxing plan on this model's cluster (one execution).
+  Maybe<double> BoxingSeconds(const BoxingPlan& plan) const;
+
+  // A choice (candidate per node) as a Strategy with the model's
+  // placements; it passes Strategy::Validate. Errors: a bad choice.
+  Maybe<Strategy> ToStrategy(const std::vector<int>& choice) const;
+  // The choice that reproduces `strategy`'s signatures and source NdSbps.
+  // Errors name the op or source whose layout is no candidate here.
+  Maybe<std::vector<int>> ChoiceOf(const Strategy& strategy) const;
+
+ private:
+  friend Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph&, const Strategy&,
+                                                                const Cluster&,
+                                                                const CostOptions&);
+  explicit CostModel(Cluster cluster) : cluster_(std::move(cluster)) {}
+  Cluster cluster_;
+  CostGraph graph_;
+  std::vector<CostNodeInfo> nodes_;
+  std::vector<CostEdgeInfo> edges_;
+  std::map<std::string, int> node_of_;
+  CostModelStats stats_;
+  CostOptions options_;
+  Strategy placements_;
+};
+
+// Builds the cost model. `placements` gives the default placement and any
+// per-op and per-source placements (pipeline stages, e.g. from
+// AssignStages); its signatures are ignored. Errors: bad options, a dtype
+// the cluster has no FLOP/s for, a mesh larger than the cluster, and an
+// infeasible memory limit: "needs at least X GiB per device ... limit Y GiB".
+Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
+                                                       const Strategy& placements,
+                                                       const Cluster& cluster,
+                                                       const CostOptions& options = {});
+
+// Forward, backward or optimizer update (an op with in-place inputs).
+enum class OpRole { kForward, kBackward, kUpdate };
+OpRole RoleOf(const OpNode& node);
+
+}  // namespace ofl

@@ -1,0 +1,206 @@
+// The cost model's builder and rules (cost_model_internal.h).
+#include <algorithm>
+#include <cmath>
+
+#include "graph/cost_model_internal.h"
+#include "search/collective_time.h"
+
+namespace ofl::internal {
+
+double GiB(int64_t bytes) {
+  return std::round(static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30) * 1000.0) /
+         1000.0;
+}
+
+int64_t LargestSliceElements(const Shape& shape, const Shape& hierarchy, const NdSbp& nd_sbp) {
+  std::vector<int64_t> dims = shape.dims();
+  for (int64_t a = 0; a < nd_sbp.size(); ++a) {
+    if (!nd_sbp[a].is_split()) continue;
+    int64_t& d = dims[nd_sbp[a].axis()];
+    d = (d + hierarchy[a] - 1) / hierarchy[a];
+  }
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+double BusiestShare(const NdSbpSignature& signature, const std::vector<TensorDesc>& inputs,
+                    const std::vector<TensorDesc>& outputs, const Shape& hierarchy) {
+  double share = 1.0;
+  for (int64_t a = 0; a < hierarchy.ndim(); ++a) {
+    // The reference tensor: the first output split on axis a, else the first input.
+    const TensorDesc* ref = nullptr;
+    const NdSbp* ref_sbp = nullptr;
+    for (size_t o = 0; o < outputs.size() && ref == nullptr; ++o) {
+      if (signature.outputs[o][a].is_split()) {
+        ref = &outputs[o];
+        ref_sbp = &signature.outputs[o];
+      }
+    }
+    for (size_t i = 0; i < inputs.size() && ref == nullptr; ++i) {
+      if (signature.inputs[i][a].is_split()) {
+        ref = &inputs[i];
+        ref_sbp = &signature.inputs[i];
+      }
+    }
+    if (ref == nullptr) continue;  // B and P only: redundant full work
+    const int64_t d = (*ref_sbp)[a].axis();
+    int64_t size = ref->shape[d];
+    for (int64_t b = 0; b < a; ++b) {  // outer splits of the same dimension, largest parts
+      if ((*ref_sbp)[b].is_split() && (*ref_sbp)[b].axis() == d) {
+        size = (size + hierarchy[b] - 1) / hierarchy[b];
+      }
+    }
+    if (size <= 0) {
+      share /= static_cast<double>(hierarchy[a]);
+      continue;
+    }
+    const int64_t largest = (size + hierarchy[a] - 1) / hierarchy[a];
+    share *= static_cast<double>(largest) / static_cast<double>(size);
+  }
+  return share;
+}
+
+std::vector<NdSbp> SourceSbps(const Shape& shape, const Shape& hierarchy) {
+  std::vector<Sbp> one_axis = {Sbp::Broadcast()};
+  for (int64_t d = 0; d < shape.ndim(); ++d) one_axis.push_back(Sbp::Split(d));
+  std::vector<std::vector<Sbp>> out = {{}};
+  for (int64_t a = 0; a < hierarchy.ndim(); ++a) {
+    std::vector<std::vector<Sbp>> next;
+    for (const auto& prefix : out) {
+      for (const Sbp& s : one_axis) {
+        next.push_back(prefix);
+        next.back().push_back(s);
+      }
+    }
+    out = std::move(next);
+  }
+  std::vector<NdSbp> result;
+  for (auto& axes : out) result.emplace_back(std::move(axes));
+  return result;
+}
+
+int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks) {
+  for (int l = 0; l < cluster.num_levels(); ++l) {
+    const int64_t size = cluster.level(l).size;
+    if (size == 0) return l;
+    bool one_group = true;
+    for (int64_t r : ranks) one_group = one_group && r / size == ranks.front() / size;
+    if (one_group) return l;
+  }
+  return cluster.num_levels() - 1;
+}
+
+Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan) {
+  using Conf = proto::BoxingConf;
+  double seconds = 0;
+  for (const BoxingStep& step : plan.steps) {
+    CollectiveKind kind;
+    switch (step.kind) {
+      case Conf::ALL_REDUCE: kind = CollectiveKind::kAllReduce; break;
+      case Conf::REDUCE_SCATTER: kind = CollectiveKind::kReduceScatter; break;
+      case Conf::ALL_GATHER: kind = CollectiveKind::kAllGather; break;
+      case Conf::ALL_TO_ALL: kind = CollectiveKind::kAllToAll; break;
+      case Conf::SEND_RECV: kind = CollectiveKind::kSendRecv; break;
+      default: continue;  // local steps move nothing
+    }
+    int64_t bytes = 0;
+    for (const auto& [rank, b] : step.bytes_sent) bytes = std::max(bytes, b);
+    if (step.hierarchy_axis >= 0) {
+      const Shape& h = step.from_placement.hierarchy();
+      OFL_ASSIGN_OR_RETURN(std::vector<int> levels, cluster.AxisLevels(h.dims()));
+      seconds += CollectiveSeconds(kind, static_cast<double>(bytes), h[step.hierarchy_axis],
+                                   cluster.level(levels[step.hierarchy_axis]));
+    } else {
+      std::vector<int64_t> ranks = step.from_placement.ranks();
+      for (int64_t r : step.to_placement.ranks()) {
+        if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+      }
+      seconds += CollectiveSeconds(kind, static_cast<double>(bytes),
+                                   static_cast<int64_t>(ranks.size()),
+                                   cluster.level(SpanLevel(cluster, ranks)));
+    }
+  }
+  return seconds;
+}
+
+TensorDesc Builder::Costed(const TensorDesc& desc) const {
+  TensorDesc out = desc;
+  if (options_.compute_dtype && IsFloating(desc.dtype)) out.dtype = *options_.compute_dtype;
+  return out;
+}
+
+int Builder::PlacementId(const Placement& placement) {
+  for (size_t i = 0; i < placement_list_.size(); ++i) {
+    if (placement_list_[i] == placement) return static_cast<int>(i);
+  }
+  placement_list_.push_back(placement);
+  return static_cast<int>(placement_list_.size()) - 1;
+}
+
+Maybe<double> Builder::FlopsPerSecond(DataType dtype) {
+  DataType dt = options_.compute_dtype.value_or(dtype);
+  if (!IsFloating(dt)) dt = DataType::kFloat32;
+  auto it = flops_.find(dt);
+  if (it != flops_.end()) return it->second;
+  OFL_ASSIGN_OR_RETURN(double f, cluster_.Flops(dt));
+  flops_[dt] = f;
+  return f;
+}
+
+Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_placement,
+                                           const NdSbp& from, int to_placement, const NdSbp& to,
+                                           const std::string& name) {
+  if (from_placement == to_placement && from == to) return 0.0;
+  std::vector<int64_t> key_desc = desc.shape.dims();
+  key_desc.push_back(static_cast<int64_t>(desc.dtype));
+  BoxKey key{std::move(key_desc), from_placement, from, to_placement, to};
+  auto it = box_cache_.find(key);
+  if (it != box_cache_.end()) return it->second;
+  OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxing(desc, placement_list_[from_placement], from,
+                                                   placement_list_[to_placement], to, name));
+  ++boxing_plans_;
+  OFL_ASSIGN_OR_RETURN(double seconds, BoxingPlanSeconds(cluster_, plan));
+  box_cache_.emplace(std::move(key), seconds);
+  return seconds;
+}
+
+Maybe<EdgeMatrixPtr> Builder::Matrix(const CostEdgeInfo& edge, const CostNodeInfo& producer,
+                                     const CostNodeInfo& consumer) {
+  const int rows = static_cast<int>(producer.kind == CostNodeKind::kOp ? producer.signatures.size()
+                                                                       : producer.sbps.size());
+  const int cols = static_cast<int>(consumer.signatures.size());
+  std::vector<NdSbp> produced, wanted;
+  produced.reserve(rows);
+  wanted.reserve(cols);
+  for (int r = 0; r < rows; ++r) {
+    produced.push_back(producer.kind == CostNodeKind::kOp
+                           ? producer.signatures[r].outputs[edge.output_index]
+                           : producer.sbps[r]);
+  }
+  for (int c = 0; c < cols; ++c) wanted.push_back(consumer.signatures[c].inputs[edge.input_index]);
+  auto intern = [&](std::vector<NdSbp> list) {
+    auto it = sbp_lists_.emplace(std::move(list), static_cast<int>(sbp_lists_.size())).first;
+    return it->second;
+  };
+  const int from_pl = PlacementId(producer.placement);
+  const int to_pl = PlacementId(consumer.placement);
+  std::vector<int64_t> key_desc = edge.desc.shape.dims();
+  key_desc.push_back(static_cast<int64_t>(edge.desc.dtype));
+  MatrixKey key{key_desc, from_pl, to_pl, intern(produced), intern(wanted), edge.multiplier};
+  auto it = matrix_cache_.find(key);
+  if (it != matrix_cache_.end()) return it->second;
+  std::vector<double> seconds(static_cast<size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      OFL_ASSIGN_OR_RETURN(double s, CachedBoxingSeconds(edge.desc, from_pl, produced[r], to_pl,
+                                                         wanted[c], edge.tensor));
+      seconds[static_cast<size_t>(r) * cols + c] = s * static_cast<double>(edge.multiplier);
+    }
+  }
+  OFL_ASSIGN_OR_RETURN(EdgeMatrixPtr m, EdgeMatrix::Create(rows, cols, std::move(seconds)));
+  matrix_cache_.emplace(std::move(key), m);
+  return m;
+}
+
+}  // namespace ofl::internal

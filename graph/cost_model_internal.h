@@ -1,0 +1,80 @@
+// Internal to the cost model (cost_model.h): the builder that turns an
+// OpGraph into cost nodes and edges, its caches, and the shared rules
+// (busiest rank's share of work and bytes, seconds of a boxing plan).
+// Exposed only for cost_model.cpp and tests. Not synchronised: one Builder
+// per build.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "graph/cost_model.h"
+
+namespace ofl::internal {
+
+double GiB(int64_t bytes);  // bytes / 2^30, rounded to 3 decimals
+
+// Elements of the largest slice of `shape` under `nd_sbp` on `hierarchy`
+// (balanced splits: rank (0, ..., 0) holds the largest part of every axis).
+int64_t LargestSliceElements(const Shape& shape, const Shape& hierarchy, const NdSbp& nd_sbp);
+
+// The busiest rank's share of an op's work under `signature` (cost_model.h).
+double BusiestShare(const NdSbpSignature& signature, const std::vector<TensorDesc>& inputs,
+                    const std::vector<TensorDesc>& outputs, const Shape& hierarchy);
+
+// Every NdSbp a source may take on `hierarchy`: S(d) for each tensor axis
+// or B on every hierarchy axis (no P: a fed tensor or variable holds values).
+std::vector<NdSbp> SourceSbps(const Shape& shape, const Shape& hierarchy);
+
+// The slowest level the ranks span (devices numbered group by group).
+int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks);
+
+// Seconds of `plan` on `cluster` (one execution; each step charged by
+// CollectiveSeconds with its busiest rank's bytes).
+Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan);
+
+class Builder {
+ public:
+  Builder(const OpGraph& graph, const Strategy& placements, const Cluster& cluster,
+          const CostOptions& options)
+      : graph_(graph), placements_(placements), cluster_(cluster), options_(options) {}
+
+  Status Run(CostGraph* cost_graph, std::vector<CostNodeInfo>* nodes,
+             std::vector<CostEdgeInfo>* edges, Strategy* placements_out, CostModelStats* stats);
+
+ private:
+  TensorDesc Costed(const TensorDesc& desc) const;
+  int PlacementId(const Placement& placement);
+  Maybe<double> FlopsPerSecond(DataType dtype);
+  Maybe<double> CachedBoxingSeconds(const TensorDesc& desc, int from_placement, const NdSbp& from,
+                                    int to_placement, const NdSbp& to, const std::string& name);
+  Maybe<EdgeMatrixPtr> Matrix(const CostEdgeInfo& edge, const CostNodeInfo& producer,
+                              const CostNodeInfo& consumer);
+  Status AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes);
+  Status AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes);
+  Status AddEdges(CostGraph* g, const std::vector<CostNodeInfo>& nodes,
+                  std::vector<CostEdgeInfo>* edges);
+  Status AddNode(CostGraph* g, std::vector<CostNodeInfo>* nodes, CostNodeInfo info,
+                 std::vector<Candidate> candidates);
+
+  const OpGraph& graph_;
+  const Strategy& placements_;
+  const Cluster& cluster_;
+  const CostOptions& options_;
+  std::vector<Placement> placement_list_;
+  std::map<DataType, double> flops_;
+  // tensor -> (node, output index) for op outputs and sources.
+  std::map<std::string, std::pair<int, int>> producer_of_;
+  std::map<std::string, std::string> update_of_;  // written variable -> update op
+  std::map<std::string, int> node_of_;            // op or source -> node
+  using BoxKey = std::tuple<std::vector<int64_t>, int, NdSbp, int, NdSbp>;
+  std::map<BoxKey, double> box_cache_;
+  std::map<std::vector<NdSbp>, int> sbp_lists_;
+  using MatrixKey = std::tuple<std::vector<int64_t>, int, int, int, int, int64_t>;
+  std::map<MatrixKey, EdgeMatrixPtr> matrix_cache_;
+  int64_t boxing_plans_ = 0;
+};
+
+}  // namespace ofl::internal

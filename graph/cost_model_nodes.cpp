@@ -1,0 +1,241 @@
+// The cost model's nodes and edges from the OpGraph (cost_model.h rules).
+#include <cmath>
+
+#include "graph/cost_model_internal.h"
+
+namespace ofl::internal {
+
+namespace {
+
+std::vector<TensorDesc> OutputDescs(const OpGraph& graph, const OpNode& node) {
+  std::vector<TensorDesc> out;
+  for (const std::string& o : node.outputs) out.push_back(graph.Desc(o).value());
+  return out;
+}
+
+std::vector<int> MutableInputIndices(const OpNode& node) {
+  const OpDef* def = OpRegistry::Find(node.type).value();
+  std::vector<int> out;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (def->is_mutable_input(static_cast<int>(i))) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Builder::AddNode(CostGraph* g, std::vector<CostNodeInfo>* nodes, CostNodeInfo info,
+                        std::vector<Candidate> candidates) {
+  OFL_ASSIGN_OR_RETURN(int index, g->AddNode(info.name, std::move(candidates)));
+  CHECK_EQ(index, static_cast<int>(nodes->size()));
+  node_of_[info.name] = index;
+  if (!info.update_op.empty()) node_of_[info.update_op] = index;
+  nodes->push_back(std::move(info));
+  return Status::OK();
+}
+
+Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
+  const int64_t k = options_.micro_batches;
+  // Updates: the written parameter (first in-place input) and its state.
+  std::map<std::string, const OpNode*> update_of;
+  std::map<std::string, std::string> state_owner;
+  for (const OpNode& node : graph_.ops()) {
+    std::vector<int> mut = MutableInputIndices(node);
+    if (mut.empty()) continue;
+    const std::string& param = node.inputs[mut[0]];
+    update_of[param] = &node;
+    for (size_t j = 1; j < mut.size(); ++j) state_owner[node.inputs[mut[j]]] = param;
+  }
+  auto slice_bytes = [&](const TensorDesc& d, const Placement& p, const NdSbp& s) {
+    return LargestSliceElements(d.shape, p.hierarchy(), s) * SizeOf(d.dtype);
+  };
+  for (const std::string& name : graph_.input_names()) {
+    CostNodeInfo info;
+    info.kind = CostNodeKind::kInput;
+    info.name = name;
+    info.multiplier = k;
+    info.placement = placements_.SourcePlacement(name);
+    const TensorDesc desc = Costed(graph_.Desc(name).value());
+    info.sbps = SourceSbps(desc.shape, info.placement.hierarchy());
+    std::vector<Candidate> candidates;
+    for (const NdSbp& s : info.sbps) candidates.push_back({0.0, slice_bytes(desc, info.placement, s)});
+    info.flops.assign(info.sbps.size(), 0.0);
+    producer_of_[name] = {static_cast<int>(nodes->size()), 0};
+    OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
+  }
+  for (const std::string& name : graph_.variable_names()) {
+    if (state_owner.count(name) > 0) continue;  // follows its parameter's node
+    const VariableInfo& var = graph_.variable(name);
+    const TensorDesc desc = Costed(var.desc);
+    const double bpp = options_.bytes_per_parameter > 0
+                           ? options_.bytes_per_parameter
+                           : 4.0 * static_cast<double>(SizeOf(desc.dtype));
+    CostNodeInfo info;
+    info.kind = CostNodeKind::kVariable;
+    info.name = name;
+    info.placement = placements_.SourcePlacement(name);
+    const Shape& h = info.placement.hierarchy();
+    auto memory = [&](const NdSbp& s) {
+      if (!var.trainable) return slice_bytes(desc, info.placement, s);
+      return static_cast<int64_t>(
+          std::ceil(bpp * static_cast<double>(LargestSliceElements(desc.shape, h, s))));
+    };
+    std::vector<Candidate> candidates;
+    auto update = update_of.find(name);
+    if (update == update_of.end()) {
+      info.sbps = SourceSbps(desc.shape, h);
+      for (const NdSbp& s : info.sbps) candidates.push_back({0.0, memory(s)});
+      info.flops.assign(info.sbps.size(), 0.0);
+    } else {
+      const OpNode& op = *update->second;
+      OFL_ENSURE(placements_.PlacementOf(op.name) == info.placement, "cost model: op '", op.name,
+                 "' updates variable '", name, "' on ",
+                 placements_.PlacementOf(op.name).ToString(), " but the variable lives on ",
+                 info.placement.ToString());
+      info.update_op = op.name;
+      info.op_type = op.type;
+      std::vector<int> mut = MutableInputIndices(op);
+      for (size_t j = 1; j < mut.size(); ++j) {
+        const std::string& state = op.inputs[mut[j]];
+        info.states.push_back({state, graph_.Desc(state).value().shape == var.desc.shape});
+      }
+      OFL_ASSIGN_OR_RETURN(auto signatures, CandidateSignatures(graph_, op, info.placement));
+      const OpContext ctx = graph_.ContextOf(op);
+      const std::vector<TensorDesc> outs = OutputDescs(graph_, op);
+      const OpDef* def = OpRegistry::Find(op.type).value();
+      const double flops = def->EstimateCost(ctx, outs).flops;
+      double per_second = 1.0;
+      if (flops > 0) {
+        OFL_ASSIGN_OR_RETURN(per_second, FlopsPerSecond(var.desc.dtype));
+      }
+      for (const NdSbpSignature& sig : signatures) {
+        const NdSbp& p = sig.inputs[mut[0]];
+        bool ok = true;
+        for (const Sbp& s : p.axes()) ok = ok && !s.is_partial_sum();
+        for (size_t j = 1; j < mut.size() && ok; ++j) {
+          ok = sig.inputs[mut[j]] == (info.states[j - 1].second ? p : NdSbp(std::vector<Sbp>(
+                                                                          p.size(), Sbp::Broadcast())));
+        }
+        if (!ok) continue;
+        const double f = flops * BusiestShare(sig, ctx.inputs, outs, h);
+        info.signatures.push_back(sig);
+        info.sbps.push_back(p);
+        info.flops.push_back(f);
+        candidates.push_back({f / per_second, memory(p)});
+      }
+      OFL_ENSURE(!candidates.empty(), "cost model: op '", op.name, "' (", op.type,
+                 ") has no signature that keeps variable '", name, "' and its state alike");
+    }
+    producer_of_[name] = {static_cast<int>(nodes->size()), 0};
+    OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
+  }
+  for (const auto& [state, param] : state_owner) {
+    for (const OpNode& node : graph_.ops()) {
+      if (RoleOf(node) == OpRole::kUpdate) continue;
+      for (const std::string& in : node.inputs) {
+        if (in == state) {
+          return Unimplemented("cost model: optimizer state '", state, "' is read by op '",
+                               node.name, "'; only its update may use it");
+        }
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status Builder::AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
+  for (const OpNode& op : graph_.ops()) {
+    const OpRole role = RoleOf(op);
+    if (role == OpRole::kUpdate) continue;  // folded into its variable's node
+    CostNodeInfo info;
+    info.kind = CostNodeKind::kOp;
+    info.name = op.name;
+    info.op_type = op.type;
+    info.multiplier = options_.micro_batches;
+    info.placement = placements_.PlacementOf(op.name);
+    const Shape& h = info.placement.hierarchy();
+    OFL_ASSIGN_OR_RETURN(info.signatures, CandidateSignatures(graph_, op, info.placement));
+    const OpContext ctx = graph_.ContextOf(op);
+    const std::vector<TensorDesc> outs = OutputDescs(graph_, op);
+    const OpDef* def = OpRegistry::Find(op.type).value();
+    const double flops = def->EstimateCost(ctx, outs).flops;
+    double per_second = 1.0;
+    if (flops > 0) {
+      const DataType dt = outs.empty() ? ctx.input(0).dtype : outs[0].dtype;
+      OFL_ASSIGN_OR_RETURN(per_second, FlopsPerSecond(dt));
+    }
+    std::vector<Candidate> candidates;
+    for (const NdSbpSignature& sig : info.signatures) {
+      const double f = flops > 0 ? flops * BusiestShare(sig, ctx.inputs, outs, h) : 0.0;
+      int64_t memory = 0;
+      if (role == OpRole::kForward) {
+        for (size_t o = 0; o < outs.size(); ++o) {
+          const TensorDesc d = Costed(outs[o]);
+          memory += LargestSliceElements(d.shape, h, sig.outputs[o]) * SizeOf(d.dtype);
+        }
+      }
+      info.flops.push_back(f);
+      candidates.push_back({static_cast<double>(info.multiplier) * f / per_second, memory});
+    }
+    for (size_t o = 0; o < op.outputs.size(); ++o) {
+      producer_of_[op.outputs[o]] = {static_cast<int>(nodes->size()), static_cast<int>(o)};
+    }
+    OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
+  }
+  return Status::OK();
+}
+
+Status Builder::AddEdges(CostGraph* g, const std::vector<CostNodeInfo>& nodes,
+                         std::vector<CostEdgeInfo>* edges) {
+  for (const OpNode& op : graph_.ops()) {
+    const bool update = RoleOf(op) == OpRole::kUpdate;
+    std::vector<int> mut = update ? MutableInputIndices(op) : std::vector<int>{};
+    const int consumer = node_of_.at(op.name);
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (std::find(mut.begin(), mut.end(), static_cast<int>(i)) != mut.end()) continue;
+      auto p = producer_of_.find(op.inputs[i]);
+      CHECK(p != producer_of_.end()) << op.inputs[i];
+      if (p->second.first == consumer) continue;
+      CostEdgeInfo e;
+      e.tensor = op.inputs[i];
+      e.desc = Costed(graph_.Desc(e.tensor).value());
+      e.producer = p->second.first;
+      e.consumer = consumer;
+      e.output_index = p->second.second;
+      e.input_index = static_cast<int>(i);
+      e.multiplier = nodes[consumer].multiplier;
+      OFL_ASSIGN_OR_RETURN(EdgeMatrixPtr m, Matrix(e, nodes[e.producer], nodes[consumer]));
+      OFL_RETURN_IF_ERROR(g->AddEdge(e.producer, e.consumer, std::move(m)).status());
+      edges->push_back(std::move(e));
+    }
+  }
+  return Status::OK();
+}
+
+Status Builder::Run(CostGraph* cost_graph, std::vector<CostNodeInfo>* nodes,
+                    std::vector<CostEdgeInfo>* edges, Strategy* placements_out,
+                    CostModelStats* stats) {
+  const Placement& base = placements_.placement();
+  OFL_RETURN_IF_ERROR(cluster_.AxisLevels(base.hierarchy().dims()).status());
+  for (const OpNode& op : graph_.ops()) {
+    const Placement& p = placements_.PlacementOf(op.name);
+    if (p != base) {
+      OFL_RETURN_IF_ERROR(cluster_.AxisLevels(p.hierarchy().dims()).status());
+      placements_out->SetPlacement(op.name, p);
+    }
+  }
+  std::vector<std::string> sources = graph_.input_names();
+  sources.insert(sources.end(), graph_.variable_names().begin(), graph_.variable_names().end());
+  for (const std::string& s : sources) {
+    const Placement& p = placements_.SourcePlacement(s);
+    if (p != base) placements_out->SetSourcePlacement(s, p);
+  }
+  OFL_RETURN_IF_ERROR(AddSources(cost_graph, nodes));
+  OFL_RETURN_IF_ERROR(AddOps(cost_graph, nodes));
+  OFL_RETURN_IF_ERROR(AddEdges(cost_graph, *nodes, edges));
+  stats->boxing_plans = boxing_plans_;
+  stats->distinct_matrices = static_cast<int64_t>(matrix_cache_.size());
+  return Status::OK();
+}
+
+}  // namespace ofl::internal
