@@ -236,3 +236,40 @@ def load(path: str, expected: Optional[Mapping[str, Tuple[Sequence[int], str]]] 
     tensors = {e["name"]: _read_tensor(path, e, verify) for e in index["tensors"]}
     return Checkpoint(tensors=tensors, model=index["model"], fingerprint=index["fingerprint"],
                       meta=index.get("meta", {}))
+
+
+def eager_tensors(model, optimizer=None) -> Dict[str, np.ndarray]:
+    """An eager model's state_dict plus its optimizer's state (names as the
+    graph's: the optimizer must have been given ``model.named_parameters()``)."""
+    out = {k: np.asarray(v.numpy()) for k, v in model.state_dict().items()}
+    if optimizer is not None:
+        out.update({k: np.asarray(v.numpy()) for k, v in optimizer.state_dict().items()})
+    return out
+
+
+def save_eager(path: str, model, optimizer=None, model_name: str = "",
+               meta: Optional[Mapping[str, Any]] = None) -> None:
+    """A checkpoint of an eager model (and optimizer) that nn.Graph.load reads."""
+    save(path, eager_tensors(model, optimizer), model_name, meta)
+
+
+def load_eager(path: str, model, optimizer=None, model_name: Optional[str] = None) -> Checkpoint:
+    """Loads a checkpoint (from eager or from any nn.Graph plan) into an
+    eager model and optimizer; checks names, shapes and dtypes first."""
+    specs = {k: (list(v.shape), v.dtype.name) for k, v in model.state_dict().items()}
+    ck = load(path, model=model_name)
+    state = {k: v for k, v in ck.tensors.items() if is_state(k)}
+    params = {k: v for k, v in ck.tensors.items() if not is_state(k)}
+    check_compatible(path, {"model": ck.model, "tensors": [
+        {"name": k, "shape": list(v.shape), "dtype": v.dtype.name} for k, v in params.items()]},
+        specs)
+    model.load_state_dict({k: _tensor(v) for k, v in params.items()})
+    if optimizer is not None and state:
+        optimizer.load_state_dict({k: _tensor(v) for k, v in state.items()})
+    return ck
+
+
+def _tensor(array: np.ndarray):
+    from oneflow_lite._tensor import Tensor
+
+    return Tensor._wrap(np.array(array, copy=True))
