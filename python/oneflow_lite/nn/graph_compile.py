@@ -166,8 +166,9 @@ class Compiled:
                 else:
                     out.append(np.concatenate(values, axis=0))
         self.steps += 1
-        if self.parallel is not None:
-            self.bytes_history.append(list(self.session.bytes_sent()))
+        if self.parallel is not None:  # cumulative counters, rank -> bytes
+            sent = dict(self.session.bytes_sent())
+            self.bytes_history.append([int(sent.get(r, 0)) for r in self.parallel.ranks])
         return out
 
     # ---- state --------------------------------------------------------------------
@@ -182,7 +183,7 @@ class Compiled:
         return {v: (list(self.program.shape(v)), self.program.dtype(v)) for v in self.variables}
 
     def step_bytes(self) -> Optional[List[int]]:
-        """Bytes each rank sent in the last step (the counters are cumulative)."""
+        """Bytes each rank (in placement order) sent in the last step."""
         if not self.bytes_history:
             return None
         last = self.bytes_history[-1]
