@@ -2,6 +2,7 @@
 #include "search/exact.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -22,7 +23,8 @@ bool GapClosed(double upper, double lower) {
 // Depth-first branch and bound; see exact.h, step 4.
 class BranchAndBound {
  public:
-  BranchAndBound(const CostGraph& graph, int64_t budget) : graph_(graph), budget_(budget) {
+  BranchAndBound(const CostGraph& graph, int64_t budget, double time_budget_seconds)
+      : graph_(graph), budget_(budget), time_budget_seconds_(time_budget_seconds) {
     int n = graph.num_nodes();
     std::vector<int> position(n, -1);
     for (int s = 0; s < n; ++s) {  // breadth-first order, components by index
@@ -93,10 +95,15 @@ class BranchAndBound {
     std::vector<double> least;  // per later candidate: the edge's least time
   };
 
+  bool OverTime() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >
+           time_budget_seconds_;
+  }
+
   bool Prunes(double bound) const { return bound >= *best_cost_ - 1e-12 * *best_cost_; }
 
   void Visit(int depth, double cost, int64_t used) {
-    if (++nodes_ > budget_) {
+    if (++nodes_ > budget_ || (time_budget_seconds_ > 0 && nodes_ % 4096 == 0 && OverTime())) {
       aborted_ = true;
       return;
     }
@@ -155,6 +162,8 @@ class BranchAndBound {
 
   const CostGraph& graph_;
   int64_t budget_;
+  double time_budget_seconds_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::vector<int> order_;
   std::vector<std::vector<double>> partial_;  // exact against assigned earlier neighbours
   std::vector<std::vector<Later>> later_;
@@ -254,7 +263,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     best.Offer(a.solution.choice);
   }
   if (!proved) {
-    BranchAndBound search(g, options.max_branch_nodes);
+    BranchAndBound search(g, options.max_branch_nodes, options.time_budget_seconds);
     best.lower = std::max(best.lower, search.root_bound());
     bool finished = search.Run(best.choice, best.cost);
     result.branch_nodes = search.nodes();
@@ -265,7 +274,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     } else {
       if (!result.note.empty()) result.note += "; ";
       result.note += StrCat("branch and bound stopped after ", search.nodes(),
-                            " nodes (max_branch_nodes), lower bound ", FormatSeconds(best.lower),
+                            " nodes (max_branch_nodes or time_budget_seconds), lower bound ", FormatSeconds(best.lower),
                             ", best ", FormatSeconds(best.cost));
     }
   }

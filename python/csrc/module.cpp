@@ -90,6 +90,7 @@ py::dict OpSchema(const std::string& op_type) {
 
 void BindDistributed(py::module_& m);  // distributed.cpp
 void BindGlobal(py::module_& m);       // global_tensor.cpp
+void BindPlanning(py::module_& m);     // planning.cpp
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
@@ -166,6 +167,7 @@ PYBIND11_MODULE(_C, m) {
 
   BindDistributed(m);
   BindGlobal(m);
+  BindPlanning(m);
   m.def("list_ops", &OpRegistry::ListOps);
   m.def("op_schema", &OpSchema, py::arg("op_type"));
   m.def(

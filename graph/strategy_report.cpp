@@ -1,0 +1,259 @@
+#include "graph/strategy_report.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+#include "graph/report_json.h"
+#include "search/matmul_lower_bound.h"
+
+namespace ofl {
+namespace {
+
+std::string SignatureOf(const CostNodeInfo& info, int candidate) {
+  if (!info.signatures.empty()) return info.signatures[candidate].ToString();
+  if (!info.sbps.empty()) return info.sbps[candidate].ToString();
+  return "";
+}
+
+bool HasPartial(const NdSbp& sbp) {
+  for (const Sbp& s : sbp.axes()) {
+    if (s.is_partial_sum()) return true;
+  }
+  return false;
+}
+
+bool IsMatmul(const std::string& op_type) {
+  return op_type == "matmul" || op_type == "batch_matmul";
+}
+
+// m, n, k of a matmul whose second operand is a matrix: the first's batch
+// dimensions fold into m (they share that matrix). nullopt otherwise.
+std::optional<MatmulBoundReport> MatmulDims(const OpGraph& graph, const std::string& op_name) {
+  for (const OpNode& node : graph.ops()) {
+    if (node.name != op_name) continue;
+    if (!IsMatmul(node.type) || node.inputs.size() != 2) return std::nullopt;
+    auto a = graph.Desc(node.inputs[0]);
+    auto b = graph.Desc(node.inputs[1]);
+    if (!a.ok() || !b.ok() || b.value().shape.ndim() != 2 || a.value().shape.ndim() < 2) {
+      return std::nullopt;
+    }
+    const bool ta = node.attrs.Has("transpose_a") && node.attrs.Get<bool>("transpose_a");
+    const bool tb = node.attrs.Has("transpose_b") && node.attrs.Get<bool>("transpose_b");
+    const Shape& as = a.value().shape;
+    const Shape& bs = b.value().shape;
+    MatmulBoundReport r;
+    r.k = ta ? as[as.ndim() - 2] : as[as.ndim() - 1];
+    r.n = tb ? bs[0] : bs[1];
+    r.m = r.k > 0 ? as.NumElements() / r.k : 0;
+    r.element_bytes = SizeOf(a.value().dtype);
+    if (r.m < 1 || r.n < 1 || r.k < 1) return std::nullopt;
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::string Pad(const std::string& s, size_t width, bool right = false) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+std::string FormatNumber(double v) {
+  std::ostringstream out;
+  out.precision(4);
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
+Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& model,
+                                     const Solution& solution) {
+  const CostGraph& cost = model.graph();
+  OFL_ENSURE(static_cast<int>(solution.choice.size()) == cost.num_nodes(),
+             "strategy report: the solution chooses for ", solution.choice.size(),
+             " nodes, the cost model has ", cost.num_nodes());
+  for (int i = 0; i < cost.num_nodes(); ++i) {
+    OFL_ENSURE(solution.choice[i] >= 0 && solution.choice[i] < cost.num_candidates(i),
+               "strategy report: node '", cost.node(i).name, "' has candidate ",
+               solution.choice[i], " of ", cost.num_candidates(i));
+  }
+  OFL_ASSIGN_OR_RETURN(Solution eval, cost.Evaluate(solution.choice));
+  StrategyReport report;
+  report.cluster = model.cluster().name();
+  report.placement = model.placements().placement().ToString();
+  report.micro_batches = model.options().micro_batches;
+  report.total_seconds = eval.total_seconds;
+  report.compute_seconds = eval.compute_seconds;
+  report.transfer_seconds = eval.transfer_seconds;
+  report.memory_bytes = eval.memory_bytes;
+  report.memory_limit_bytes = cost.memory_limit();
+
+  std::vector<NodeReport> nodes(cost.num_nodes());
+  for (int i = 0; i < cost.num_nodes(); ++i) {
+    const CostNodeInfo& info = model.nodes()[i];
+    const int c = solution.choice[i];
+    NodeReport& r = nodes[i];
+    r.node = i;
+    r.name = info.name;
+    r.kind = CostNodeKindName(info.kind);
+    r.op_type = info.op_type;
+    r.signature = SignatureOf(info, c);
+    r.compute_seconds = eval.node_seconds[i];
+    r.memory_bytes = cost.node(i).candidates[c].memory_bytes;
+    r.flops = c < static_cast<int>(info.flops.size()) ? info.flops[c] : 0;
+    if (info.kind == CostNodeKind::kOp && IsMatmul(info.op_type)) {
+      r.matmul = MatmulDims(graph, info.name);
+      if (r.matmul) {
+        r.matmul->processors = info.placement.size();
+        if (model.options().compute_dtype) {
+          r.matmul->element_bytes = SizeOf(*model.options().compute_dtype);
+        }
+      }
+    }
+  }
+  for (int e = 0; e < cost.num_edges(); ++e) {
+    const CostEdgeInfo& info = model.edges()[e];
+    const int pc = solution.choice[info.producer];
+    const int cc = solution.choice[info.consumer];
+    nodes[info.consumer].communication_seconds += eval.edge_seconds[e];
+    const NdSbp& from = model.ProducedSbp(e, pc);
+    const NdSbp& to = model.WantedSbp(e, cc);
+    const bool same_place = model.nodes()[info.producer].placement ==
+                            model.nodes()[info.consumer].placement;
+    if (from == to && same_place) continue;
+    OFL_ASSIGN_OR_RETURN(BoxingPlan plan, model.EdgeBoxing(e, pc, cc));
+    EdgeReport r;
+    r.edge = e;
+    r.tensor = info.tensor;
+    r.producer = model.nodes()[info.producer].name;
+    r.consumer = model.nodes()[info.consumer].name;
+    r.from = from.ToString();
+    r.to = to.ToString();
+    for (const BoxingStep& step : plan.steps) {
+      int64_t busiest = 0;
+      for (const auto& [rank, bytes] : step.bytes_sent) busiest = std::max(busiest, bytes);
+      r.steps.push_back({BoxingKindName(step.kind), step.hierarchy_axis, busiest});
+    }
+    r.max_bytes = plan.MaxBytesSent();
+    r.multiplier = info.multiplier;
+    r.seconds = eval.edge_seconds[e];
+    // A matmul's own communication: the boxing into its inputs and the
+    // reduction of a partial-sum output.
+    if (nodes[info.consumer].matmul) nodes[info.consumer].matmul->bytes += r.max_bytes;
+    if (nodes[info.producer].matmul && HasPartial(from)) {
+      nodes[info.producer].matmul->bytes += r.max_bytes;
+    }
+    if (r.max_bytes > 0 || r.seconds > 0) report.edges.push_back(std::move(r));
+  }
+  for (NodeReport& r : nodes) {
+    if (!r.matmul) continue;
+    MatmulBound bound =
+        MatmulCommunicationLowerBound(r.matmul->m, r.matmul->n, r.matmul->k, r.matmul->processors);
+    r.matmul->lower_bound_bytes = bound.words * r.matmul->element_bytes;
+    r.matmul->bound_case = MatmulBoundCaseName(bound.which);
+  }
+  std::stable_sort(nodes.begin(), nodes.end(), [](const NodeReport& a, const NodeReport& b) {
+    return a.seconds() > b.seconds();
+  });
+  std::stable_sort(report.edges.begin(), report.edges.end(),
+                   [](const EdgeReport& a, const EdgeReport& b) { return a.seconds > b.seconds; });
+  report.nodes = std::move(nodes);
+  return report;
+}
+
+std::string StrategyReport::ToText(bool full, int max_rows) const {
+  std::ostringstream out;
+  out << "predicted step " << FormatSeconds(total_seconds) << " = compute "
+      << FormatSeconds(compute_seconds) << " + communication " << FormatSeconds(transfer_seconds)
+      << "; memory " << FormatBytes(memory_bytes) << " per device";
+  if (memory_limit_bytes != kNoMemoryLimit) out << " (limit " << FormatBytes(memory_limit_bytes) << ")";
+  out << "\ncluster " << cluster << ", " << placement << ", " << micro_batches
+      << " micro-batch(es)\n";
+  const size_t node_rows = full ? nodes.size() : std::min<size_t>(nodes.size(), max_rows);
+  out << "\n" << Pad("seconds", 11, true) << Pad("compute", 11, true) << Pad("comm", 11, true)
+      << Pad("memory", 11, true) << "  " << Pad("kind", 9) << Pad("op", 28) << "signature\n";
+  for (size_t i = 0; i < node_rows; ++i) {
+    const NodeReport& r = nodes[i];
+    out << Pad(FormatSeconds(r.seconds()), 11, true) << Pad(FormatSeconds(r.compute_seconds), 11, true)
+        << Pad(FormatSeconds(r.communication_seconds), 11, true)
+        << Pad(FormatBytes(r.memory_bytes), 11, true) << "  "
+        << Pad(r.op_type.empty() ? r.kind : r.op_type, 9) << Pad(r.name, 28) << r.signature;
+    if (r.matmul) {
+      out << "  [matmul " << r.matmul->m << "x" << r.matmul->k << "x" << r.matmul->n << " on "
+          << r.matmul->processors << ": moves " << FormatBytes(static_cast<int64_t>(r.matmul->bytes))
+          << ", SPAA bound " << FormatBytes(static_cast<int64_t>(r.matmul->lower_bound_bytes))
+          << " (" << r.matmul->bound_case << ")]";
+    }
+    out << "\n";
+  }
+  if (node_rows < nodes.size()) out << "  ... " << nodes.size() - node_rows << " more (full)\n";
+  const size_t edge_rows = full ? edges.size() : std::min<size_t>(edges.size(), max_rows);
+  out << "\n" << Pad("seconds", 11, true) << Pad("bytes", 11, true) << "  "
+      << Pad("tensor", 36) << "boxing\n";
+  for (size_t i = 0; i < edge_rows; ++i) {
+    const EdgeReport& r = edges[i];
+    out << Pad(FormatSeconds(r.seconds), 11, true)
+        << Pad(FormatBytes(r.max_bytes), 11, true) << "  " << Pad(r.tensor, 36) << r.from
+        << " -> " << r.to << " into " << r.consumer << ":";
+    for (const BoxingStepReport& s : r.steps) {
+      out << " " << s.kind;
+      if (s.hierarchy_axis >= 0) out << "@axis" << s.hierarchy_axis;
+      out << " " << FormatBytes(s.max_bytes);
+    }
+    if (r.multiplier != 1) out << " (x" << r.multiplier << ")";
+    out << "\n";
+  }
+  if (edge_rows < edges.size()) out << "  ... " << edges.size() - edge_rows << " more (full)\n";
+  return out.str();
+}
+
+std::string StrategyReport::ToJson() const {
+  std::ostringstream out;
+  out << "{\"cluster\": " << JsonString(cluster) << ", \"placement\": " << JsonString(placement)
+      << ", \"micro_batches\": " << micro_batches
+      << ", \"predicted_step_s\": " << JsonNumber(total_seconds)
+      << ", \"compute_s\": " << JsonNumber(compute_seconds)
+      << ", \"communication_s\": " << JsonNumber(transfer_seconds)
+      << ", \"memory_bytes\": " << memory_bytes << ", \"memory_limit_bytes\": "
+      << (memory_limit_bytes == kNoMemoryLimit ? std::string("null")
+                                               : std::to_string(memory_limit_bytes))
+      << ",\n \"ops\": [";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeReport& r = nodes[i];
+    out << (i ? ",\n  " : "\n  ") << "{\"name\": " << JsonString(r.name)
+        << ", \"kind\": " << JsonString(r.kind) << ", \"op_type\": " << JsonString(r.op_type)
+        << ", \"signature\": " << JsonString(r.signature)
+        << ", \"compute_s\": " << JsonNumber(r.compute_seconds)
+        << ", \"communication_s\": " << JsonNumber(r.communication_seconds)
+        << ", \"memory_bytes\": " << r.memory_bytes << ", \"flops\": " << JsonNumber(r.flops);
+    if (r.matmul) {
+      out << ", \"matmul\": {\"m\": " << r.matmul->m << ", \"n\": " << r.matmul->n
+          << ", \"k\": " << r.matmul->k << ", \"p\": " << r.matmul->processors
+          << ", \"bytes\": " << JsonNumber(r.matmul->bytes)
+          << ", \"lower_bound_bytes\": " << JsonNumber(r.matmul->lower_bound_bytes)
+          << ", \"bound_case\": " << JsonString(r.matmul->bound_case) << "}";
+    }
+    out << "}";
+  }
+  out << "],\n \"edges\": [";
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const EdgeReport& r = edges[i];
+    out << (i ? ",\n  " : "\n  ") << "{\"tensor\": " << JsonString(r.tensor)
+        << ", \"producer\": " << JsonString(r.producer)
+        << ", \"consumer\": " << JsonString(r.consumer) << ", \"from\": " << JsonString(r.from)
+        << ", \"to\": " << JsonString(r.to) << ", \"bytes\": " << r.max_bytes
+        << ", \"multiplier\": " << r.multiplier << ", \"seconds\": " << JsonNumber(r.seconds)
+        << ", \"steps\": [";
+    for (size_t s = 0; s < r.steps.size(); ++s) {
+      out << (s ? ", " : "") << "{\"kind\": " << JsonString(r.steps[s].kind)
+          << ", \"axis\": " << r.steps[s].hierarchy_axis << ", \"bytes\": " << r.steps[s].max_bytes
+          << "}";
+    }
+    out << "]}";
+  }
+  out << "]}\n";
+  return out.str();
+}
+
+}  // namespace ofl

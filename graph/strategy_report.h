@@ -1,0 +1,97 @@
+// Strategy report: what a chosen strategy costs, op by op and edge by edge
+// (DESIGN.md section 6, issue 4 deliverable 4). From a CostModel (the cost
+// graph and its map back to ops, sources and NdSbps) and a Solution (one
+// candidate per cost node, search/cost_graph.h):
+//  - per cost node (op, source, or variable with its folded update): the
+//    chosen signature (or NdSbp), its predicted compute, its communication
+//    (the seconds of its incoming edges) and its memory per device;
+//  - per edge that moves bytes: the boxing steps (kind, hierarchy axis, bytes
+//    of the busiest rank), the busiest rank's bytes over all steps, and the
+//    seconds charged (x the edge's multiplier: micro-batches);
+//  - the predicted step time (the Solution's total);
+//  - per matmul whose second operand is a matrix: the bytes the busiest rank
+//    moves for it (boxing into its inputs plus the reduction of a P output,
+//    one execution) beside the SPAA 2022 memory-independent lower bound for
+//    that m, n, k and P (search/matmul_lower_bound.h), in the same bytes.
+//    The bound assumes each rank starts with 1/P of the data: a strategy
+//    that keeps an operand replicated (B) can move less than it.
+// Text (an aligned table, costliest first; `full` lists every row) and
+// JSON. Value types; building one reads the model and the graph only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/cost_model.h"
+#include "graph/op_graph.h"
+#include "search/cost_graph.h"
+
+namespace ofl {
+
+struct BoxingStepReport {
+  std::string kind;            // "ALL_REDUCE", ...
+  int64_t hierarchy_axis = -1;  // -1: SEND_RECV over the placements
+  int64_t max_bytes = 0;       // busiest rank of this step
+};
+
+struct EdgeReport {
+  int edge = 0;
+  std::string tensor;
+  std::string producer;  // cost node names
+  std::string consumer;
+  std::string from;  // NdSbp produced
+  std::string to;    // NdSbp wanted
+  std::vector<BoxingStepReport> steps;
+  int64_t max_bytes = 0;  // busiest rank over all steps, one execution
+  int64_t multiplier = 1;
+  double seconds = 0;  // as charged in the total (x multiplier)
+};
+
+struct MatmulBoundReport {
+  int64_t m = 0, n = 0, k = 0, processors = 0;
+  int64_t element_bytes = 0;
+  double bytes = 0;              // the strategy's, busiest rank, one execution
+  double lower_bound_bytes = 0;  // SPAA 2022 words x element_bytes
+  std::string bound_case;        // "1d", "2d", "3d"
+};
+
+struct NodeReport {
+  int node = 0;
+  std::string name;
+  std::string kind;     // "op", "input", "variable"
+  std::string op_type;  // empty for a plain source
+  std::string signature;
+  double compute_seconds = 0;        // as charged (x multiplier)
+  double communication_seconds = 0;  // its incoming edges, as charged
+  int64_t memory_bytes = 0;
+  double flops = 0;  // busiest rank, one execution
+  std::optional<MatmulBoundReport> matmul;
+  double seconds() const { return compute_seconds + communication_seconds; }
+};
+
+struct StrategyReport {
+  std::string cluster;
+  std::string placement;
+  int64_t micro_batches = 1;
+  double total_seconds = 0;  // the predicted step time
+  double compute_seconds = 0;
+  double transfer_seconds = 0;
+  int64_t memory_bytes = 0;  // per device
+  int64_t memory_limit_bytes = 0;
+  std::vector<NodeReport> nodes;  // costliest first (ties: graph order)
+  std::vector<EdgeReport> edges;  // edges that move bytes, costliest first
+
+  // A summary, then the ops table and the edges table; `full` lists every
+  // node and edge, otherwise the `max_rows` costliest of each.
+  std::string ToText(bool full = false, int max_rows = 20) const;
+  std::string ToJson() const;
+};
+
+// Errors: a solution whose length is not the model's node count, or a
+// candidate index out of range (named).
+Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& model,
+                                     const Solution& solution);
+
+}  // namespace ofl

@@ -1,0 +1,282 @@
+// Binding of planning (api/planning.h, graph/auto_parallel.h): clusters
+// (load, presets, calibration of this machine), plan(program, hierarchy,
+// cluster, searcher, ...) -> PlannedStrategy with its report, per-rank
+// bytes, stats, diff and save; load_strategy(path) reads a saved one back
+// as the dict _C.DistributedSession(strategy=...) accepts ("manual").
+// Declared-only variables: Program.add_variable_desc.
+#include <pybind11/stl.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "convert.h"
+#include "oneflow_lite/api/calibrate.h"
+#include "oneflow_lite/api/planning.h"
+#include "oneflow_lite/api/session.h"
+
+namespace ofl::python {
+namespace {
+
+// A planned strategy with the graph it was planned for (a copy: the
+// program may change afterwards).
+struct PyPlanned {
+  std::shared_ptr<const OpGraph> graph;
+  PlannedStrategy planned;
+};
+
+Cluster ClusterFrom(const py::object& cluster) {
+  if (py::isinstance<Cluster>(cluster)) return cluster.cast<Cluster>();
+  if (py::isinstance<py::str>(cluster)) {
+    const std::string name = cluster.cast<std::string>();
+    auto preset = Cluster::Preset(name);
+    if (preset.ok()) return preset.value();
+    std::ifstream probe(name);
+    if (probe.good()) return Unwrap(Cluster::Load(name));
+    std::string names;
+    for (const std::string& n : Cluster::PresetNames()) names += (names.empty() ? "" : ", ") + n;
+    throw py::value_error("cluster '" + name + "' is neither a preset (" + names +
+                          ") nor a readable file");
+  }
+  throw py::type_error("cluster must be a Cluster, a preset name or a file path");
+}
+
+py::dict StrategyDict(const Strategy& strategy) {
+  StrategyText text = ToStrategyText(strategy);
+  py::dict d;
+  d["kind"] = "manual";
+  d["sources"] = text.sources;
+  d["signatures"] = text.signatures;
+  return d;
+}
+
+py::dict StatsDict(const PlannedStrategy& p) {
+  const PlanStats& s = p.stats;
+  py::dict d;
+  d["searcher"] = p.searcher;
+  d["ops"] = s.ops;
+  d["cost_nodes"] = s.cost_nodes;
+  d["cost_edges"] = s.cost_edges;
+  d["candidates"] = s.mean_candidates;
+  d["pruned"] = s.pruned;
+  d["build_seconds"] = s.build_seconds;
+  d["search_seconds"] = s.search_seconds;
+  d["seconds"] = s.seconds;
+  d["exact_proved"] = s.exact_proved;
+  d["lower_bound"] = s.lower_bound;
+  d["autoddl_start"] = s.autoddl_start;
+  d["note"] = s.note;
+  d["predicted_step_s"] = p.solution.total_seconds;
+  d["compute_s"] = p.solution.compute_seconds;
+  d["communication_s"] = p.solution.transfer_seconds;
+  d["memory_bytes"] = p.solution.memory_bytes;
+  return d;
+}
+
+PyPlanned Plan(const Program& program, const std::vector<int64_t>& hierarchy,
+               const py::object& cluster_arg, const std::string& searcher,
+               const std::map<std::string, std::string>& pinned, int64_t micro_batches,
+               const std::optional<std::string>& compute_dtype,
+               const std::optional<double>& bytes_per_parameter,
+               const std::optional<int64_t>& memory_limit,
+               const std::optional<std::vector<int64_t>>& ranks_arg,
+               const std::optional<double>& exact_time_budget) {
+  Cluster cluster = ClusterFrom(cluster_arg);
+  int64_t size = 1;
+  for (int64_t h : hierarchy) size *= h;
+  std::vector<int64_t> ranks;
+  if (ranks_arg) {
+    ranks = *ranks_arg;
+  } else {
+    for (int64_t r = 0; r < size; ++r) ranks.push_back(r);
+  }
+  Placement placement = Unwrap(Placement::Create(DeviceType::kCPU, ranks, Shape(hierarchy)));
+  PlanOptions options;
+  options.searcher = searcher;
+  for (const auto& [tensor, text] : pinned) {
+    auto parsed = NdSbp::Parse(text);
+    if (!parsed.ok()) throw py::value_error("pinned '" + tensor + "': " + parsed.status().message());
+    options.pinned[tensor] = parsed.value();
+  }
+  if (micro_batches < 1) {
+    throw py::value_error("plan: micro_batches=" + std::to_string(micro_batches) + " (needs >= 1)");
+  }
+  options.cost.micro_batches = micro_batches;
+  if (compute_dtype) options.cost.compute_dtype = Unwrap(ParseDataType(*compute_dtype));
+  if (bytes_per_parameter) options.cost.bytes_per_parameter = *bytes_per_parameter;
+  if (memory_limit) {
+    if (*memory_limit < 0) {
+      options.cost.memory_limit_bytes = kNoMemoryLimit;
+    } else if (*memory_limit == 0) {
+      throw py::value_error("plan: memory_limit=0 (bytes per device; None: the cluster's, "
+                            "-1: no limit)");
+    } else {
+      options.cost.memory_limit_bytes = *memory_limit;
+    }
+  }
+  if (exact_time_budget) options.exact.time_budget_seconds = *exact_time_budget;
+  auto graph = std::make_shared<const OpGraph>(program.graph());
+  Maybe<PlannedStrategy> planned = PlannedStrategy{};
+  {
+    py::gil_scoped_release release;
+    planned = PlanStrategy(*graph, placement, cluster, options);
+  }
+  return PyPlanned{graph, Unwrap(std::move(planned))};
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.good()) throw py::value_error("cannot open '" + path + "' for reading");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+void BindPlanning(py::module_& m) {
+  using namespace pybind11::literals;
+  // Declared-only variables (a desc, no value) for planning models too large to hold.
+  py::reinterpret_borrow<py::class_<Program>>(m.attr("Program"))
+      .def("add_variable_desc",
+           [](Program& p, const std::string& name, const std::vector<int64_t>& shape,
+              const std::string& dtype, bool trainable) {
+             ThrowIfError(p.graph().AddVariable(
+                 name, TensorDesc{Shape(shape), Unwrap(ParseDataType(dtype))}, trainable));
+           },
+           py::arg("name"), py::arg("shape"), py::arg("dtype") = "float32",
+           py::arg("trainable") = true,
+           "declares a variable by shape and dtype only (planning; a session reports it)");
+  py::class_<Cluster>(m, "Cluster")
+      .def_property_readonly("name", &Cluster::name)
+      .def_property_readonly("memory_bytes", &Cluster::memory_bytes)
+      .def("flops", [](const Cluster& c, const std::string& dtype) {
+        return Unwrap(c.Flops(Unwrap(ParseDataType(dtype))));
+      })
+      .def("levels",
+           [](const Cluster& c) {
+             py::list out;
+             for (int i = 0; i < c.num_levels(); ++i) {
+               const LinkLevel& l = c.level(i);
+               py::dict d;
+               d["name"] = l.name;
+               d["size"] = l.size;
+               d["bandwidth_bytes_per_s"] = l.bandwidth_bytes_per_s;
+               d["latency_s"] = l.latency_s;
+               out.append(d);
+             }
+             return out;
+           })
+      .def("save", [](const Cluster& c, const std::string& path) { ThrowIfError(c.Save(path)); })
+      .def("__str__", &Cluster::ToText);
+  m.def("load_cluster", [](const std::string& path) { return Unwrap(Cluster::Load(path)); },
+        py::arg("path"));
+  m.def("preset_cluster", [](const std::string& name) { return Unwrap(Cluster::Preset(name)); },
+        py::arg("name"));
+  m.def("cluster_presets", &Cluster::PresetNames);
+  m.def("searchers", &SearcherNames);
+  m.def(
+      "calibrate",
+      [](int64_t devices, int num_threads, int64_t memcpy_bytes, int64_t matmul_size,
+         int64_t allreduce_bytes, int reps, const std::string& name) {
+        CalibrationOptions o;
+        o.devices = devices;
+        o.num_threads = num_threads;
+        o.memcpy_bytes = memcpy_bytes;
+        o.matmul_size = matmul_size;
+        o.allreduce_bytes = allreduce_bytes;
+        o.reps = reps;
+        o.name = name;
+        Maybe<Calibration> c = Calibration{};
+        {
+          py::gil_scoped_release release;
+          c = Calibrate(o);
+        }
+        Calibration cal = Unwrap(std::move(c));
+        py::dict d;
+        d["memcpy_gbps"] = cal.memcpy_gbps;
+        d["matmul_flops"] = cal.matmul_flops;
+        d["allreduce_seconds"] = cal.allreduce_seconds;
+        d["allreduce_bytes_sent"] = cal.allreduce_bytes_sent;
+        d["latency_seconds"] = cal.latency_seconds;
+        d["bandwidth_bytes_per_s"] = cal.bandwidth_bytes_per_s;
+        d["memory_bytes"] = cal.memory_bytes;
+        d["measured_at"] = cal.measured_at;
+        d["text"] = cal.ToText();
+        return py::make_tuple(*cal.cluster, d);
+      },
+      py::arg("devices") = 2, py::arg("num_threads") = 1, py::arg("memcpy_bytes") = 64 << 20,
+      py::arg("matmul_size") = 512, py::arg("allreduce_bytes") = 16 << 20, py::arg("reps") = 5,
+      py::arg("name") = "local",
+      "Measures this machine; returns (Cluster, figures dict whose 'text' is the file form)");
+
+  py::class_<StrategyDiff>(m, "StrategyDiff")
+      .def_property_readonly("delta_s", &StrategyDiff::delta)
+      .def_readonly("before_s", &StrategyDiff::before_seconds)
+      .def_readonly("after_s", &StrategyDiff::after_seconds)
+      .def("num_changed_nodes", [](const StrategyDiff& d) { return d.nodes.size(); })
+      .def("num_changed_edges", [](const StrategyDiff& d) { return d.edges.size(); })
+      .def("to_text", &StrategyDiff::ToText, py::arg("full") = false, py::arg("max_rows") = 20)
+      .def("to_json", &StrategyDiff::ToJson)
+      .def("__str__", [](const StrategyDiff& d) { return d.ToText(); });
+
+  py::class_<PyPlanned>(m, "PlannedStrategy")
+      .def_property_readonly("searcher", [](const PyPlanned& p) { return p.planned.searcher; })
+      .def_property_readonly("strategy",
+                             [](const PyPlanned& p) { return StrategyDict(p.planned.strategy); })
+      .def_property_readonly("predicted_step_s",
+                             [](const PyPlanned& p) { return p.planned.solution.total_seconds; })
+      .def_property_readonly("predicted_bytes",
+                             [](const PyPlanned& p) { return Unwrap(PredictedBytesSent(p.planned)); })
+      .def_property_readonly("stats", [](const PyPlanned& p) { return StatsDict(p.planned); })
+      .def("report",
+           [](const PyPlanned& p, bool full, int max_rows) {
+             return Unwrap(ReportPlanned(*p.graph, p.planned)).ToText(full, max_rows);
+           },
+           py::arg("full") = false, py::arg("max_rows") = 20)
+      .def("report_json",
+           [](const PyPlanned& p) { return Unwrap(ReportPlanned(*p.graph, p.planned)).ToJson(); })
+      .def("diff",
+           [](const PyPlanned& p, const PyPlanned& other) {
+             return Unwrap(DiffPlanned(p.planned, other.planned));
+           },
+           py::arg("other"), "what changes from this strategy to `other` (same graph)")
+      .def("strategy_text",
+           [](const PyPlanned& p) { return p.planned.strategy.ToString(*p.graph); })
+      .def("save",
+           [](const PyPlanned& p, const std::string& path) {
+             py::dict d = StrategyDict(p.planned.strategy);
+             d["searcher"] = p.planned.searcher;
+             d["placement"] = p.planned.strategy.placement().ToString();
+             d["predicted_step_s"] = p.planned.solution.total_seconds;
+             std::string text = py::module_::import("json").attr("dumps")(d, "indent"_a = 1)
+                                    .cast<std::string>();
+             std::ofstream out(path);
+             if (!out.good()) throw py::value_error("cannot open '" + path + "' for writing");
+             out << text << "\n";
+           },
+           py::arg("path"), "writes the strategy as JSON (the 'manual' dict plus its origin)")
+      .def("__str__", [](const PyPlanned& p) { return p.planned.strategy.ToString(*p.graph); });
+
+  m.def(
+      "plan", &Plan, py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
+      py::arg("searcher") = "autoddl",
+      py::arg("pinned") = std::map<std::string, std::string>{}, py::arg("micro_batches") = 1,
+      py::arg("compute_dtype") = py::none(), py::arg("bytes_per_parameter") = py::none(),
+      py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
+      py::arg("exact_time_budget_s") = py::none(),
+      "Plans a strategy for `program` on a mesh `hierarchy` of `cluster` (a Cluster, a preset "
+      "name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none.");
+  m.def(
+      "load_strategy",
+      [](const std::string& path) {
+        py::dict d = py::module_::import("json").attr("loads")(ReadFile(path));
+        if (!d.contains("kind") || !d.contains("signatures")) {
+          throw py::value_error("'" + path + "' is not a saved strategy (no kind/signatures)");
+        }
+        return d;
+      },
+      py::arg("path"), "a saved strategy as the dict DistributedSession(strategy=...) accepts");
+}
+
+}  // namespace ofl::python
