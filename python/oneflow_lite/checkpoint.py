@@ -106,7 +106,7 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
     for name, value in tensors.items():
         if not isinstance(name, str) or not name:
             raise CheckpointError(f"checkpoint {path}: tensor name {name!r} is not a non-empty str")
-        arrays[name] = np.ascontiguousarray(np.asarray(value))
+        arrays[name] = np.require(np.asarray(value), requirements="C")  # keeps 0-d as 0-d
         if arrays[name].dtype == object:
             raise CheckpointError(f"checkpoint {path}: tensor '{name}' is not numeric "
                                   f"(dtype object)")

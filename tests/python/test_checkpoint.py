@@ -26,6 +26,7 @@ def test_round_trip_keeps_values_shapes_dtypes_and_order(tmp_path):
     assert list(got.tensors) == list(want)
     for name, value in want.items():
         assert got.tensors[name].dtype == value.dtype
+        assert got.tensors[name].shape == value.shape, name  # 0-d stays 0-d
         np.testing.assert_array_equal(got.tensors[name], value)
     assert got.meta == {"step": 2} and got.model == "mlp"
     index = json.load(open(os.path.join(d, "index.json")))

@@ -92,6 +92,7 @@ class Graph:
         self._compiled: Optional[Compiled] = None
         self._tracer: Optional[Tracer] = None
         self._pending_state: Optional[Dict[str, np.ndarray]] = None
+        self._pending_checkpoint = None
 
     def build(self, *args):
         raise NotImplementedError(f"{type(self).__name__}: define build(self, ...) with the "
@@ -138,11 +139,18 @@ class Graph:
         for name, m in modules.items():
             tracer.add_module(m, name if len(with_params) > 1 else "")
         names = []
+        k = self.config.parallel.micro_batches if self.config.parallel is not None else 1
         with tracer:
             lazy = []
             for i, a in enumerate(args):
                 array = a._array() if isinstance(a, Tensor) else np.asarray(a)
-                t = tracer.input(f"input{i}", array.shape, dtypes.get(array.dtype))
+                shape = list(array.shape)
+                if k > 1:  # the graph is traced for one micro-batch
+                    if not shape or shape[0] % k != 0:
+                        raise ValueError(f"nn.Graph: input {i} of shape {shape} does not split "
+                                         f"into {k} equal micro-batches along axis 0")
+                    shape[0] //= k
+                t = tracer.input(f"input{i}", shape, dtypes.get(array.dtype))
                 if isinstance(a, Tensor) and a._placement is not None:
                     t = t.to_global(a._placement, a._sbp)
                 lazy.append(t)
@@ -182,6 +190,9 @@ class Graph:
         if self._pending_state is not None:
             state, self._pending_state = self._pending_state, None
             self.load_state_dict(state)
+        if self._pending_checkpoint is not None:
+            (path, ck), self._pending_checkpoint = self._pending_checkpoint, None
+            self._apply_checkpoint(path, ck)
 
     # ---- running ------------------------------------------------------------------
     def __call__(self, *args):
@@ -285,15 +296,26 @@ class Graph:
 
     def load(self, path: str, model: Optional[str] = None) -> checkpoint.Checkpoint:
         """Loads a checkpoint saved by ``save`` (any plan, any device count)
-        or by an eager model and optimizer (``checkpoint.save_eager``)."""
-        c = self.compiled
-        specs = {k: v for k, v in c.specs().items() if not k.startswith("_const")}
-        ck = checkpoint.load(path, expected=specs, model=model,
-                             allow_missing_state=self._optimizer is None)
+        or from an eager model and optimizer (``checkpoint.save_eager``).
+        Files are checked now; names, shapes and dtypes against the graph's
+        variables now, or at the first call when the graph is not compiled yet."""
+        ck = checkpoint.load(path, model=model)
+        if self._compiled is None:
+            self._pending_checkpoint = (path, ck)
+        else:
+            self._apply_checkpoint(path, ck)
+        return ck
+
+    def _apply_checkpoint(self, path: str, ck: checkpoint.Checkpoint) -> None:
+        specs = {k: v for k, v in self._compiled.specs().items() if not k.startswith("_const")}
+        index = {"model": ck.model, "tensors": [
+            {"name": k, "shape": list(v.shape), "dtype": v.dtype.name}
+            for k, v in ck.tensors.items()]}
+        checkpoint.check_compatible(path, index, specs,
+                                    allow_missing_state=self._optimizer is None)
         self.load_state_dict(ck.tensors)
         if self._scheduler is not None and "lr_scheduler" in ck.meta:
             self._scheduler.load_state_dict(ck.meta["lr_scheduler"])
-        return ck
 
     def copy_to_modules(self) -> None:
         """Writes the graph's parameters and buffers back into the modules."""

@@ -176,7 +176,7 @@ class Compiled:
         return np.asarray(self.session.get_variable(name))
 
     def set(self, name: str, value: np.ndarray) -> None:
-        self.session.set_variable(name, np.ascontiguousarray(value))
+        self.session.set_variable(name, np.require(value, requirements="C"))  # 0-d stays 0-d
 
     def specs(self) -> Dict[str, tuple]:
         """name -> (shape, dtype) of every variable."""
