@@ -219,7 +219,8 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
             "predicted": predicted_of(c.planned, list(range(args.devices))),
             "measured": {"step_s": rep.steady_median(times), "bytes_per_rank": c.step_bytes(),
                          "peak_bytes_per_rank": peak},
-            "strategy": c.session.strategy(), "plan": c.planned.report_json()}
+            "strategy": c.session.strategy(), "plan": c.planned.report_json(),
+            "_program": c.program}
 
 
 def best_expert(program, args, cluster, skip: str):
@@ -314,9 +315,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         cluster = resolve_cluster(args.cluster, args.devices)
         runs = [train_run(args, config, data, args.searcher, args.searcher, cluster)]
         experts = []
-        if args.compare == "expert":
-            program = traced_program(args, config, meta=False)
-            best, experts = best_expert(program, args, cluster, args.searcher)
+        if args.compare == "expert":  # ranked on the very program the first run compiled
+            best, experts = best_expert(runs[0]["_program"], args, cluster, args.searcher)
             print("\nexpert presets:\n" + "\n".join(experts))
             if best is not None:
                 runs.append(train_run(args, config, data, best[0], f"{best[0]} (best expert)",
@@ -324,6 +324,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         print("\n" + rep.comparison_table(runs))
         for line in rep.summary_lines(runs):
             print(line)
+        for run in runs:
+            run.pop("_program")
         report = {"runs": runs, "experts": experts}
     report.update(args={k: v for k, v in vars(args).items()}, model=describe(args, config),
                   config=asdict(config), command=" ".join(sys.argv))
