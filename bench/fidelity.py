@@ -13,6 +13,9 @@ CPU devices as a 2 x 2 mesh under six strategies:
   B or S(d) of a dimension at least as large as the axis; seeded), the ops
   then deduced from them (searcher "manual"), and costed like the others.
 
+Registers have one slot (``num_slots=1``): steps run one at a time here, and
+two slots would double the activations' memory (about 4.4 GB per rank with
+two under autoddl, too much for four ranks on the 24 GiB machine).
 Every strategy runs in its own process (no thread pool or allocator state
 leaks between them), ``--warmup`` untimed steps then ``--steps`` timed
 ones on fixed batches. Per strategy: ``predicted_step_s`` (the planner's
@@ -98,7 +101,7 @@ def run_one(name: str, cluster_path: str, threads: int, warmup: int, steps: int)
     planned = plan(prog, name, _C.load_cluster(cluster_path))
     ranks = list(range(int(np.prod(HIERARCHY))))
     session = _C.DistributedSession(prog, ranks, HIERARCHY, planned.strategy, [loss],
-                                    num_threads=threads, timeout_ms=600000)
+                                    num_threads=threads, timeout_ms=600000, num_slots=1)
     rng = np.random.default_rng(0)
     ids = rng.integers(0, CONFIG["vocab_size"], (BATCH, CONFIG["seq_len"]))
     feeds = {"ids": ids, "labels": np.roll(ids, -1, axis=1)}

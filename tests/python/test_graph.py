@@ -143,6 +143,17 @@ def test_pinned_input_sbp_is_honoured_and_the_plan_is_shown(tmp_path):
     graph(flow.tensor(x).to_global(MESH, pin), flow.tensor(y))
     strategy = graph.compiled.session.strategy()
     assert "input0: (B, S(0))" in strategy
+    # a parameter made global before tracing keeps its layout too
+    model = make_model("mlp")
+    key, weight = [(k, p) for k, p in model.named_parameters() if k.endswith("weight")][-1]
+    owner = model
+    for part in key.split(".")[:-1]:
+        owner = getattr(owner, part) if not part.isdigit() else owner[int(part)]
+    owner.weight = nn.Parameter(weight.to_global(MESH, [flow.sbp.split(0), flow.sbp.broadcast]))
+    graph2 = TrainGraph(model, flow.optim.SGD(model.named_parameters(), lr=0.1))
+    graph2.config.auto_parallel(cluster=CLUSTER, searcher="autoddl", placement=MESH)
+    graph2(x, y)
+    assert f"{key}: (S(0), B)" in graph2.compiled.session.strategy()
     text = repr(graph)
     assert "TrainGraph" in text and "S(" in text
     dot = graph.to_dot(str(tmp_path / "plan.dot"))
