@@ -6,10 +6,14 @@ namespace ofl {
 
 namespace {
 
-// DOT double-quoted string body: backslash and quote escaped.
+// A DOT double-quoted string: backslash and quote escaped, a newline as \n.
 std::string Quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
@@ -33,9 +37,9 @@ std::string StrategyToDot(const OpGraph& graph, const Strategy& strategy) {
   std::map<std::string, std::string> producer;  // tensor -> DOT node id
   auto source = [&](const std::string& name) {
     auto sbp = strategy.sources().find(name);
-    std::string label = name + "\\n" + (sbp == strategy.sources().end() ? "?" : sbp->second.ToString());
+    std::string label = name + "\n" + (sbp == strategy.sources().end() ? "?" : sbp->second.ToString());
     const Placement& p = strategy.SourcePlacement(name);
-    if (!(p == home)) label += "\\non " + p.ToString();
+    if (!(p == home)) label += "\non " + p.ToString();
     out << "  " << Quote("src:" + name) << " [shape=ellipse, label=" << Quote(label) << "];\n";
     producer[name] = "src:" + name;
   };
@@ -43,10 +47,10 @@ std::string StrategyToDot(const OpGraph& graph, const Strategy& strategy) {
   for (const std::string& name : graph.variable_names()) source(name);
   for (const OpNode& node : graph.ops()) {
     auto sig = strategy.signatures().find(node.name);
-    std::string label = node.name + " = " + node.type + "\\n" +
+    std::string label = node.name + " = " + node.type + "\n" +
                         (sig == strategy.signatures().end() ? "?" : sig->second.ToString());
     const Placement& p = strategy.PlacementOf(node.name);
-    if (!(p == home)) label += "\\non " + p.ToString();
+    if (!(p == home)) label += "\non " + p.ToString();
     out << "  " << Quote("op:" + node.name) << " [shape=box, label=" << Quote(label)
         << (IsAuxiliary(node.name) ? ", color=grey, fontcolor=grey40" : "") << "];\n";
     for (size_t i = 0; i < node.inputs.size(); ++i) {
