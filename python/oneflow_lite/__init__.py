@@ -54,9 +54,10 @@ from oneflow_lite._dtype import (bfloat16, double, dtype, float16, float32,  # n
                                  float64, int32, int64, long)
 from oneflow_lite._global import placement, sbp  # noqa: E402
 from oneflow_lite._random import manual_seed  # noqa: E402
-from oneflow_lite._tensor import (Tensor, arange, device, empty, from_numpy, full,  # noqa: E402
-                                  ones, ones_like, rand, randint, randn, tensor, zeros,
-                                  zeros_like)
+from oneflow_lite._creation import (arange, device, empty, from_numpy, full,  # noqa: E402
+                                    ones, ones_like, rand, randint, randn, tensor, zeros,
+                                    zeros_like)
+from oneflow_lite._tensor import Tensor  # noqa: E402
 from oneflow_lite.serialization import load, save  # noqa: E402
 from oneflow_lite import nn, optim  # noqa: E402
 from oneflow_lite import models  # noqa: E402

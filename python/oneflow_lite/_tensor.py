@@ -1,6 +1,7 @@
 """``flow.Tensor``: an eager tensor over a numpy array on one CPU device.
 
-A Tensor owns its array (``_value``), or holds none when it lives on the
+Creation functions (``flow.tensor``, ``zeros``, ``randn``, ...) are in
+``_creation``. A Tensor owns its array (``_value``), or holds none when it lives on the
 "meta" device (shape and dtype only, for models too large to allocate) or is
 a graph tensor met while tracing (``nn.graph_trace.LazyTensor``). Every
 operator and method forwards to ``_dispatch.apply``, the one route of every
@@ -12,13 +13,13 @@ Not thread-safe: the eager frontend is single-threaded.
 """
 from __future__ import annotations
 
+import copy
 from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from oneflow_lite import _autograd
 from oneflow_lite import _dtype as dtypes
-from oneflow_lite import _random
 
 Number = Union[int, float]
 
@@ -137,7 +138,9 @@ class Tensor:
         return out
 
     def clone(self) -> "Tensor":
-        return self * 1 if self.requires_grad else tensor(np.array(self._array(), copy=True))
+        if self.requires_grad:
+            return self * 1
+        return Tensor._wrap(np.array(self._array(), copy=True))
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad and not self._dtype.is_floating_point:
@@ -151,7 +154,7 @@ class Tensor:
 
     def to(self, dtype) -> "Tensor":
         """A copy in ``dtype`` (not differentiable: there is no cast op)."""
-        return tensor(self._array().astype(dtypes.numpy_of(dtypes.get(dtype))))
+        return Tensor._wrap(self._array().astype(dtypes.numpy_of(dtypes.get(dtype))))
 
     def float(self) -> "Tensor":
         return self.to(dtypes.float32)
@@ -180,6 +183,7 @@ class Tensor:
         return apply(op_type, [self, *others], attrs)
 
     def __add__(self, other):
+        other = _operand(other)
         if isinstance(other, Tensor):
             return self._op("add", other)
         return self._op("scalar_add", value=float(other))
@@ -187,6 +191,7 @@ class Tensor:
     __radd__ = __add__
 
     def __sub__(self, other):
+        other = _operand(other)
         if isinstance(other, Tensor):
             return self._op("sub", other)
         return self._op("scalar_add", value=-float(other))
@@ -195,6 +200,7 @@ class Tensor:
         return (-self)._op("scalar_add", value=float(other))
 
     def __mul__(self, other):
+        other = _operand(other)
         if isinstance(other, Tensor):
             return self._op("mul", other)
         return self._op("scalar_mul", value=float(other))
@@ -202,6 +208,7 @@ class Tensor:
     __rmul__ = __mul__
 
     def __truediv__(self, other):
+        other = _operand(other)
         if isinstance(other, Tensor):
             return self._op("div", other)
         return self._op("scalar_mul", value=1.0 / float(other))
@@ -304,6 +311,20 @@ class Tensor:
 
     __hash__ = object.__hash__
 
+    def __deepcopy__(self, memo) -> "Tensor":
+        """A copy with its own array (and grad), off the tape; Modules
+        deep-copy with their parameters this way."""
+        out = object.__new__(type(self))
+        memo[id(self)] = out
+        for key, value in self.__dict__.items():
+            out.__dict__[key] = None if key == "_node" else copy.deepcopy(value, memo)
+        return out
+
+
+def _operand(other):
+    """numpy arrays take part in operators as tensors; numbers stay numbers."""
+    return Tensor._wrap(other) if isinstance(other, np.ndarray) else other
+
 
 def _shape_arg(shape) -> list:
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
@@ -360,117 +381,3 @@ def _basic_index(index, shape) -> tuple:
             raise IndexError(f"unsupported index {i!r} on axis {axis} (ints, slices and ... "
                              f"only)")
     return start, stop, step, keep
-
-
-# ---- creation -----------------------------------------------------------------------
-_default_device = ["cpu"]
-
-
-def _make(array_fn, shape, dtype, requires_grad) -> Tensor:
-    d = dtypes.get(dtype)
-    if _default_device[-1] == "meta" or d.numpy is None:
-        if _default_device[-1] != "meta":
-            dtypes.numpy_of(d)  # raises: planning-only dtype outside meta
-        return Tensor._wrap(None, shape, d, "meta", requires_grad)
-    return Tensor._wrap(array_fn(tuple(shape), d.numpy), requires_grad=requires_grad)
-
-
-def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
-    """A new tensor holding a copy of ``data`` (numpy array, list, number or
-    Tensor). Python floats become float32, Python ints int64."""
-    if isinstance(data, Tensor):
-        data = data._array()
-    if dtype is None:
-        array = np.array(data)
-        if array.dtype.kind == "f" and not isinstance(data, np.ndarray):
-            array = array.astype(np.float32)
-        elif array.dtype.kind in "iub" and not isinstance(data, np.ndarray):
-            array = array.astype(np.int64)
-    else:
-        array = np.array(data, dtype=dtypes.numpy_of(dtypes.get(dtype)))
-    dtypes.get(array.dtype)  # raises on an unsupported dtype
-    t = Tensor._wrap(array)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor sharing ``array``'s memory."""
-    if not isinstance(array, np.ndarray):
-        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
-    dtypes.get(array.dtype)
-    return Tensor._wrap(np.ascontiguousarray(array))
-
-
-def zeros(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    return _make(np.zeros, _shape_arg(shape), dtype, requires_grad)
-
-
-def ones(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    return _make(np.ones, _shape_arg(shape), dtype, requires_grad)
-
-
-def full(shape, value: Number, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    return _make(lambda s, d: np.full(s, value, d), _shape_arg([shape]), dtype, requires_grad)
-
-
-def empty(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    return _make(np.zeros, _shape_arg(shape), dtype, requires_grad)
-
-
-def randn(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    """Standard normal draws from the generator ``flow.manual_seed`` resets."""
-    return _make(lambda s, d: _random.generator().standard_normal(s).astype(d),
-                 _shape_arg(shape), dtype, requires_grad)
-
-
-def rand(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    """Uniform [0, 1) draws from the generator ``flow.manual_seed`` resets."""
-    return _make(lambda s, d: _random.generator().random(s).astype(d),
-                 _shape_arg(shape), dtype, requires_grad)
-
-
-def randint(low: int, high: int, shape, dtype=dtypes.int64) -> Tensor:
-    return _make(lambda s, d: _random.generator().integers(low, high, s).astype(d),
-                 _shape_arg([shape]), dtype, False)
-
-
-def arange(start, end=None, step=1, dtype=None) -> Tensor:
-    if end is None:
-        start, end = 0, start
-    array = np.arange(start, end, step)
-    if dtype is None:
-        dtype = dtypes.int64 if array.dtype.kind in "iu" else dtypes.float32
-    return tensor(array, dtype=dtype)
-
-
-def zeros_like(t: Tensor, dtype=None) -> Tensor:
-    return zeros(*t.shape, dtype=dtype or t.dtype)
-
-
-def ones_like(t: Tensor, dtype=None) -> Tensor:
-    return ones(*t.shape, dtype=dtype or t.dtype)
-
-
-class device:  # noqa: N801 (PyTorch's spelling)
-    """``with flow.device("meta"):`` creates tensors (and so module
-    parameters) with shape and dtype only; ``"cpu"`` is the default."""
-
-    _KINDS = ("cpu", "meta")
-
-    def __init__(self, kind: str) -> None:
-        if kind not in self._KINDS:
-            raise ValueError(f"device: unknown device '{kind}' (expected one of {self._KINDS})")
-        self.type = kind
-
-    def __enter__(self):
-        _default_device.append(self.type)
-        return self
-
-    def __exit__(self, *exc):
-        _default_device.pop()
-        return False
-
-    def __repr__(self) -> str:
-        return f"device(type='{self.type}')"

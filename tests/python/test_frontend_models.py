@@ -202,6 +202,12 @@ def test_trace_names_variables_pins_and_constants():
     assert r.builder.shape(r.output_names[0]) == [5, 2]
     assert isinstance(r.outputs[0], nn.graph_trace.LazyTensor)
     assert "net.0/matmul" in str(r.program) and "net.1/relu" in str(r.program)
+    loose = nn.Parameter(flow.ones(2))  # a parameter of no registered module
+    tracer = nn.graph_trace.Tracer()
+    with tracer:
+        y = tracer.input("x", [2]) * loose + const
+    assert list(tracer.variables) == ["_param0", "_const1"] and tracer.trainable == ["_param0"]
+    assert y.shape == (2,) and tracer.builder.shape(y.graph_name) == [2]
     with pytest.raises(RuntimeError, match="graph tensor of a finished trace"):
         r.outputs[0] + r.outputs[0]
     with pytest.raises(TypeError, match="input 'input0' must be a Tensor, numpy array or Spec"):

@@ -4,6 +4,7 @@ in float64; Module bookkeeping (names, modes, state_dict, load errors),
 flow.save / flow.load, and the shape-mismatch message naming the module."""
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -234,6 +235,18 @@ def test_module_names_modes_and_state_dict():
     assert not any(m.training for m in net.modules())
     assert net(flow.ones(2, 3)).shape == (2, 4)
     assert "Linear(in_features=3, out_features=4, bias=True)" in repr(net)
+
+
+def test_deepcopy_gives_an_independent_module():
+    net = Net()
+    twin = copy.deepcopy(net)
+    for (k, a), b in zip(net.state_dict().items(), twin.state_dict().values()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
+    twin.body[0].weight.numpy()[...] = 0
+    assert net.body[0].weight.numpy().any()
+    assert isinstance(twin.body[0].weight, nn.Parameter) and twin.body[0].weight.requires_grad
+    x = flow.ones(2, 3)
+    np.testing.assert_array_equal(net.eval()(x).numpy(), copy.deepcopy(net)(x).numpy())
 
 
 def test_load_state_dict_checks_before_changing_anything():

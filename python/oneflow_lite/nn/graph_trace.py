@@ -8,8 +8,8 @@ shape, dtype and a graph tensor name, no value), ops are named after the
 module path being called ("h.0.attn.qkv/matmul"). A real tensor met as an
 op input becomes a graph variable once: a Parameter or buffer of a module
 given to ``add_module`` is named by its state_dict key
-("h.0.attn.qkv.weight") and a Parameter is trainable; any other tensor is a
-non-trainable constant "_const<N>". A variable starts at the tensor's
+("h.0.attn.qkv.weight"); a Parameter (trainable) of no registered module is
+"_param<N>"; any other tensor is a non-trainable constant "_const<N>". A variable starts at the tensor's
 current value; a meta tensor (no value) is declared by shape and dtype only
 (``Program.add_variable_desc``). A tensor that is global, or a LazyTensor
 passed through ``to_global``, records its NdSbp in ``pinned`` for the
@@ -94,8 +94,9 @@ class Tracer:
         name = self._declared.get(id(t))
         if name is not None:
             return name
-        name = self._names.get(id(t)) or f"_const{len(self._declared)}"
         trainable = isinstance(t, Parameter) and t.requires_grad
+        name = self._names.get(id(t)) or (f"_param{len(self._declared)}" if trainable
+                                          else f"_const{len(self._declared)}")
         if t._value is not None:
             self.builder.variable(name, t._value, trainable=trainable)
         else:

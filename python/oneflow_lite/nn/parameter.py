@@ -30,6 +30,3 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
-
-    def __reduce_ex__(self, protocol):
-        raise TypeError("Parameter is not picklable; save a state_dict with flow.save")

@@ -9,7 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-from oneflow_lite import _tensor
+from oneflow_lite import _creation, _dtype
 from oneflow_lite.nn import functional as F
 from oneflow_lite.nn.module import Module
 from oneflow_lite.nn.modules.activation import Dropout
@@ -37,8 +37,8 @@ class CausalSelfAttention(Module):
         self.qkv = Linear(n_embd, 3 * n_embd, dtype=dtype)
         self.proj = Linear(n_embd, n_embd, dtype=dtype)
         self.attn_dropout = Dropout(dropout, dropout_seed)
-        dtype = dtype or _tensor.dtypes.float32
-        mask = _tensor.empty(seq_len, seq_len, dtype=dtype)
+        dtype = dtype or _dtype.float32
+        mask = _creation.empty(seq_len, seq_len, dtype=dtype)
         if mask._value is not None:
             mask._value[...] = causal_mask(seq_len, mask._value.dtype)
         self.register_buffer("mask", mask, persistent=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from oneflow_lite import _tensor
+from oneflow_lite import _creation, _dtype
 from oneflow_lite.nn import functional as F
 from oneflow_lite.nn import init
 from oneflow_lite.nn.module import Module
@@ -20,12 +20,12 @@ class Conv2d(Module):
         k = F._pair(kernel_size, "Conv2d kernel_size")
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
         self.stride, self.padding, self.dilation = stride, padding, dilation
-        dtype = dtype or _tensor.dtypes.float32
+        dtype = dtype or _dtype.float32
         bound = 1.0 / math.sqrt(in_channels * k[0] * k[1])
         self.weight = Parameter(init.uniform_(
-            _tensor.empty(out_channels, in_channels, *k, dtype=dtype), -bound, bound))
+            _creation.empty(out_channels, in_channels, *k, dtype=dtype), -bound, bound))
         if bias:
-            self.bias = Parameter(init.uniform_(_tensor.empty(out_channels, dtype=dtype),
+            self.bias = Parameter(init.uniform_(_creation.empty(out_channels, dtype=dtype),
                                                 -bound, bound))
         else:
             self.register_parameter("bias", None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from oneflow_lite import _tensor
+from oneflow_lite import _creation, _dtype
 from oneflow_lite.nn import functional as F
 from oneflow_lite.nn import init
 from oneflow_lite.nn.module import Module
@@ -21,12 +21,12 @@ class Linear(Module):
             raise ValueError(f"Linear: in_features={in_features} and out_features="
                              f"{out_features} must be positive")
         self.in_features, self.out_features = in_features, out_features
-        dtype = dtype or _tensor.dtypes.float32
+        dtype = dtype or _dtype.float32
         bound = 1.0 / math.sqrt(in_features)
-        self.weight = Parameter(init.uniform_(_tensor.empty(out_features, in_features,
+        self.weight = Parameter(init.uniform_(_creation.empty(out_features, in_features,
                                                             dtype=dtype), -bound, bound))
         if bias:
-            self.bias = Parameter(init.uniform_(_tensor.empty(out_features, dtype=dtype),
+            self.bias = Parameter(init.uniform_(_creation.empty(out_features, dtype=dtype),
                                                 -bound, bound))
         else:
             self.register_parameter("bias", None)

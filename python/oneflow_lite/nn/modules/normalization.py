@@ -2,7 +2,7 @@
 as PyTorch). Not thread-safe."""
 from __future__ import annotations
 
-from oneflow_lite import _tensor
+from oneflow_lite import _creation, _dtype
 from oneflow_lite.nn import functional as F
 from oneflow_lite.nn import init
 from oneflow_lite.nn.module import Module
@@ -14,9 +14,9 @@ class LayerNorm(Module):
         super().__init__()
         shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
         self.normalized_shape, self.eps = shape, float(eps)
-        dtype = dtype or _tensor.dtypes.float32
-        self.weight = Parameter(init.ones_(_tensor.empty(*shape, dtype=dtype)))
-        self.bias = Parameter(init.zeros_(_tensor.empty(*shape, dtype=dtype)))
+        dtype = dtype or _dtype.float32
+        self.weight = Parameter(init.ones_(_creation.empty(*shape, dtype=dtype)))
+        self.bias = Parameter(init.zeros_(_creation.empty(*shape, dtype=dtype)))
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -29,8 +29,8 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        dtype = dtype or _tensor.dtypes.float32
-        self.weight = Parameter(init.normal_(_tensor.empty(num_embeddings, embedding_dim,
+        dtype = dtype or _dtype.float32
+        self.weight = Parameter(init.normal_(_creation.empty(num_embeddings, embedding_dim,
                                                            dtype=dtype)))
 
     def forward(self, ids):
