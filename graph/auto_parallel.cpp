@@ -188,6 +188,10 @@ Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph,
     if (IsPreset(options.searcher)) {
       OFL_ASSIGN_OR_RETURN(fixed, ExpertPresetSources(options.searcher, graph,
                                                       model->placements().placement()));
+      // Optimizer state follows its parameter (which a pin may override).
+      for (const CostNodeInfo& n : model->nodes()) {
+        for (const auto& [state, follows] : n.states) fixed.erase(state);
+      }
     }
     for (const auto& [name, sbp] : options.pinned) fixed[name] = sbp;
     OFL_ASSIGN_OR_RETURN(auto allowed, AllowedCandidates(graph, *model, fixed));

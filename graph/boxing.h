@@ -79,6 +79,13 @@ Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_pl
                              const NdSbp& from, const Placement& to_placement, const NdSbp& to,
                              const std::string& name = "tensor");
 
+// PlanBoxing without the SEND_RECV boxes: the same steps and bytes, with
+// every step's `transfers` left empty. What the cost model charges; it skips
+// the per-box allocations (millions on a 1,024-rank mesh).
+Maybe<BoxingPlan> PlanBoxingBytes(const TensorDesc& logical, const Placement& from_placement,
+                                  const NdSbp& from, const Placement& to_placement,
+                                  const NdSbp& to, const std::string& name = "tensor");
+
 const char* BoxingKindName(proto::BoxingConf::Kind kind);  // "ALL_GATHER"
 
 }  // namespace ofl

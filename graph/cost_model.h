@@ -31,6 +31,10 @@
 //    cross-placement) on the slowest level the union of both placements'
 //    ranks spans, group size = that union's size. Local steps cost 0. The
 //    N-D conversion is planned as a whole, never one axis at a time.
+//  - Feeding a fed input: its candidate's "compute" is multiplier x its
+//    slice bytes / the innermost level's bandwidth (a stand-in for the host
+//    link, which the Cluster does not describe): replicated data costs p
+//    times split data. Variables cost nothing to hold.
 //  - Multiplier: options.micro_batches for forward and backward ops, fed
 //    inputs and the edges into them; 1 for a variable's folded update and
 //    the (accumulated) gradient edges into it.

@@ -157,7 +157,7 @@ Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_plac
   BoxKey key{std::move(key_desc), from_placement, from, to_placement, to};
   auto it = box_cache_.find(key);
   if (it != box_cache_.end()) return it->second;
-  OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxing(desc, placement_list_[from_placement], from,
+  OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxingBytes(desc, placement_list_[from_placement], from,
                                                    placement_list_[to_placement], to, name));
   ++boxing_plans_;
   OFL_ASSIGN_OR_RETURN(double seconds, BoxingPlanSeconds(cluster_, plan));

@@ -57,8 +57,16 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     info.placement = placements_.SourcePlacement(name);
     const TensorDesc desc = Costed(graph_.Desc(name).value());
     info.sbps = SourceSbps(desc.shape, info.placement.hierarchy());
+    // Feeding: every device loads its slice from the host, charged at the
+    // innermost level's bandwidth (the Cluster has no host-link figure), so
+    // replicating data costs p times splitting it.
+    const double load_per_byte =
+        static_cast<double>(k) / cluster_.level(0).bandwidth_bytes_per_s;
     std::vector<Candidate> candidates;
-    for (const NdSbp& s : info.sbps) candidates.push_back({0.0, slice_bytes(desc, info.placement, s)});
+    for (const NdSbp& s : info.sbps) {
+      const int64_t bytes = slice_bytes(desc, info.placement, s);
+      candidates.push_back({load_per_byte * static_cast<double>(bytes), bytes});
+    }
     info.flops.assign(info.sbps.size(), 0.0);
     producer_of_[name] = {static_cast<int>(nodes->size()), 0};
     OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
@@ -129,14 +137,12 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     producer_of_[name] = {static_cast<int>(nodes->size()), 0};
     OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
   }
-  for (const auto& [state, param] : state_owner) {
-    for (const OpNode& node : graph_.ops()) {
-      if (RoleOf(node) == OpRole::kUpdate) continue;
-      for (const std::string& in : node.inputs) {
-        if (in == state) {
-          return Unimplemented("cost model: optimizer state '", state, "' is read by op '",
-                               node.name, "'; only its update may use it");
-        }
+  for (const OpNode& node : graph_.ops()) {
+    if (RoleOf(node) == OpRole::kUpdate) continue;
+    for (const std::string& in : node.inputs) {
+      if (state_owner.count(in) > 0) {
+        return Unimplemented("cost model: optimizer state '", in, "' is read by op '", node.name,
+                             "'; only its update may use it");
       }
     }
   }
