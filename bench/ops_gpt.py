@@ -1,19 +1,23 @@
 """ops_gpt: milliseconds per GPT training step, ours next to numpy and PyTorch.
 
 What it measures: the wall time of one AdamW training step (forward,
-backward, update) of the GPT-style model of ``oneflow_lite.models.gpt`` with
-4 layers, hidden 256, 4 heads, sequence 128, vocabulary 2048, batch 8,
-float32, median over ``--steps`` steps after ``--warmup`` steps, for
-- ``gpt_step_ms``: an oneflow_lite Session (``num_threads=--threads``);
+backward, update) of ``oneflow_lite.models.GPT`` with 4 layers, hidden 256,
+4 heads, sequence 128, vocabulary 2048, batch 8, float32, median over
+``--steps`` steps after ``--warmup`` steps, for
+- ``gpt_step_ms``: an oneflow_lite Session (``num_threads=--threads``) of
+  the model traced with its loss (``models.trace_loss``);
 - ``numpy_gpt_step_ms``: the independent numpy implementation with
   hand-written backward in tests/python/reference (numpy's BLAS limited to
   ``--threads`` with threadpoolctl when it is installed, else through the
-  OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set by bench/run.sh);
+  OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set by bench/run.sh), given the
+  model's weights under the reference's names (tests/python/reference/
+  state_dict.py);
 - ``torch_gpt_step_ms``: the same model in PyTorch on CPU with
   ``torch.set_num_threads(--threads)``, run by ``--torch-python`` (default:
   this interpreter); null with ``torch_error`` when torch does not import.
-All three start from the same weights and batches; their first losses are
-reported so a reader can see they compute the same thing.
+All three start from the same weights (``make_model``: the GPT built after
+``flow.manual_seed(SEED)``, its state_dict) and batches; their first losses
+are reported so a reader can see they compute the same thing.
 
 Prints one JSON object on stdout (merged by bench/merge_results.py).
 Rerun: ``bench/run.sh ops`` (builds first), or
@@ -33,13 +37,22 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 
-from oneflow_lite.graph_builder import GraphBuilder  # noqa: E402
-from oneflow_lite.models import gpt  # noqa: E402
+import oneflow_lite as flow  # noqa: E402
+from oneflow_lite.models import GPT, GPTConfig, trace_loss  # noqa: E402
 from reference import numpy_gpt, numpy_optim  # noqa: E402
+from reference.state_dict import from_state_dict  # noqa: E402
 
 CONFIG = dict(n_layer=4, n_embd=256, n_head=4, seq_len=128, vocab_size=2048)
 BATCH = 8
 HYPER = dict(lr=1e-3, weight_decay=0.01)
+SEED = 0
+
+
+def make_model() -> GPT:
+    """The benchmarked model with its initial weights (every peer starts
+    from its state_dict)."""
+    flow.manual_seed(SEED)
+    return GPT(GPTConfig(**CONFIG))
 
 
 def batches(n: int, seed: int = 0):
@@ -50,23 +63,22 @@ def batches(n: int, seed: int = 0):
         yield ids, labels
 
 
-def time_ours(params, data, threads):
-    b = GraphBuilder()
-    names = gpt.build(b, gpt.GPTConfig(**CONFIG), params, BATCH)
-    b.minimize(names["loss"], "adamw", **HYPER)
-    sess = b.session(threads)
+def time_ours(model, data, threads):
+    g = trace_loss(model, BATCH)
+    g.builder.minimize(g.loss, "adamw", **HYPER)
+    sess = g.builder.session(threads)
     times, losses = [], []
     for ids, labels in data:
         t0 = time.perf_counter()
-        (loss,) = sess.run({names["data"]: ids, names["labels"]: labels}, [names["loss"]])
+        (loss,) = sess.run({g.data: ids, g.labels: labels}, [g.loss])
         times.append(time.perf_counter() - t0)
         losses.append(float(loss))
     return times, losses
 
 
-def time_numpy(params, data):
-    config = gpt.GPTConfig(**CONFIG)
-    params = {k: v.copy() for k, v in params.items() if k != gpt.CAUSAL_MASK}
+def time_numpy(model, data):
+    config = GPTConfig(**CONFIG)
+    params = from_state_dict("gpt", model.state_dict(), dtype=np.float32, config=config)
     opt = numpy_optim.AdamW(**HYPER)
     times, losses = [], []
     for batch in data:
@@ -108,11 +120,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=7)
     parser.add_argument("--torch-python", default=sys.executable)
     args = parser.parse_args()
-    params = gpt.init_params(gpt.GPTConfig(**CONFIG), seed=0)
+    model = make_model()
     n = args.warmup + args.steps
-    ours, ours_losses = time_ours(params, list(batches(n)), args.threads)
+    ours, ours_losses = time_ours(model, list(batches(n)), args.threads)
     limiter = limit_numpy_threads(args.threads)
-    ref, ref_losses = time_numpy(params, list(batches(n)))
+    ref, ref_losses = time_numpy(model, list(batches(n)))
     del limiter
     torch = time_torch(args.torch_python, args.threads, args.warmup, args.steps)
     med = lambda ts: 1e3 * float(np.median(ts[args.warmup:]))  # noqa: E731

@@ -1,10 +1,11 @@
 """runtime_dp: data-parallel training throughput on 2 virtual devices over 1.
 
 What it measures: samples/s of AdamW training steps (forward, backward,
-update) of the GPT-style model of ``oneflow_lite.models.gpt`` (the config of
+update) of ``oneflow_lite.models.GPT`` (the config and initial weights of
 bench/ops_gpt.py: 4 layers, hidden 256, 4 heads, sequence 128, vocabulary
-2048, float32) with global batch 16, in three configurations, each using the
-machine's 2 cores in total (``num_threads=--threads`` in every one):
+2048, float32; traced with its loss by ``models.trace_loss``) with global
+batch 16, in three configurations, each using the machine's 2 cores in
+total (``num_threads=--threads`` in every one):
 
 - ``session``: the plain single-device ``_C.Session`` (sequential executor);
 - ``dist1``: a 1-rank ``_C.DistributedSession`` (the actor runtime, one rank);
@@ -50,6 +51,7 @@ import numpy as np
 CONFIG = dict(n_layer=4, n_embd=256, n_head=4, seq_len=128, vocab_size=2048)
 BATCH = 16
 HYPER = dict(lr=1e-3, weight_decay=0.01)
+SEED = 0  # flow.manual_seed before building the model, as bench/ops_gpt.py
 CONFIGS = ("session", "dist1", "dist2", "dist2_ids")
 
 
@@ -62,7 +64,7 @@ def batches(n: int, seed: int = 0):
     return out
 
 
-def batch_pins(program, names) -> dict:
+def batch_pins(program, g) -> dict:
     """S(0) for ids, labels and every op output whose axis 0 is the batch or
     batch x sequence, except parameter gradients; names come from the
     program's text form ("op = type(inputs) {attrs} -> (shape) dtype, ...")
@@ -71,7 +73,7 @@ def batch_pins(program, names) -> dict:
 
     batch_dims = {BATCH, BATCH * CONFIG["seq_len"]}
     param_grads = set(program.gradients().values())
-    pins = {names["data"]: "S(0)", names["labels"]: "S(0)"}
+    pins = {g.data: "S(0)", g.labels: "S(0)"}
     for line in str(program).splitlines():
         m = re.match(r"^(\S+) = (\w+)\(.*?\) \{.*?\} -> (.*)$", line)
         if not m:
@@ -89,26 +91,25 @@ def batch_pins(program, names) -> dict:
 
 def run_one(config: str, threads: int, warmup: int, steps: int) -> dict:
     """Runs one configuration in this process; returns its step times and losses."""
+    import oneflow_lite as flow
     from oneflow_lite import _C
-    from oneflow_lite.graph_builder import GraphBuilder
-    from oneflow_lite.models import gpt
+    from oneflow_lite.models import GPT, GPTConfig, trace_loss
 
-    params = gpt.init_params(gpt.GPTConfig(**CONFIG), seed=0)
-    b = GraphBuilder()
-    names = gpt.build(b, gpt.GPTConfig(**CONFIG), params, BATCH)
-    b.minimize(names["loss"], "adamw", **HYPER)
-    data_name, labels_name, loss = names["data"], names["labels"], names["loss"]
+    flow.manual_seed(SEED)
+    g = trace_loss(GPT(GPTConfig(**CONFIG)), BATCH)
+    g.builder.minimize(g.loss, "adamw", **HYPER)
+    data_name, labels_name, loss = g.data, g.labels, g.loss
     if config == "session":
-        sess = b.session(threads)
+        sess = g.builder.session(threads)
         strategy = None
     else:
         ranks = [0] if config == "dist1" else [0, 1]
         if config == "dist2":
-            pinned = batch_pins(b.program, names)
+            pinned = batch_pins(g.program, g)
         else:
             pinned = {data_name: "S(0)", labels_name: "S(0)"}
         spec = {"kind": "deduce", "pinned": pinned}
-        sess = _C.DistributedSession(b.program, ranks, [len(ranks)], spec, [loss],
+        sess = _C.DistributedSession(g.program, ranks, [len(ranks)], spec, [loss],
                                      num_threads=threads)
         strategy = sess.strategy()
     times, losses = [], []

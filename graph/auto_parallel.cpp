@@ -69,6 +69,41 @@ Maybe<Restricted> Restrict(const CostGraph& graph, const std::vector<std::vector
   return out;
 }
 
+int64_t MaxAxes(const CostModel& model) {
+  int64_t axes = 0;
+  for (const CostNodeInfo& n : model.nodes()) axes = std::max(axes, n.placement.hierarchy().ndim());
+  return axes;
+}
+
+// Per node of a graph restricted to `kept` (original indices), the positions
+// of its candidates that hold every tensor B on hierarchy `axis` (nodes on a
+// placement without that axis keep all); empty when some node has none.
+std::vector<std::vector<int>> ReplicatingCandidates(const CostModel& model, int64_t axis,
+                                                    const std::vector<std::vector<int>>& kept) {
+  std::vector<std::vector<int>> out(kept.size());
+  for (size_t u = 0; u < kept.size(); ++u) {
+    const CostNodeInfo& n = model.nodes()[u];
+    if (axis >= n.placement.hierarchy().ndim()) {
+      for (size_t i = 0; i < kept[u].size(); ++i) out[u].push_back(static_cast<int>(i));
+      continue;
+    }
+    for (size_t i = 0; i < kept[u].size(); ++i) {
+      const int c = kept[u][i];
+      bool replicated = true;
+      if (n.signatures.empty()) {
+        replicated = n.sbps[c][axis].is_broadcast();
+      } else {
+        const NdSbpSignature& sig = n.signatures[c];
+        for (const NdSbp& t : sig.inputs) replicated = replicated && t[axis].is_broadcast();
+        for (const NdSbp& t : sig.outputs) replicated = replicated && t[axis].is_broadcast();
+      }
+      if (replicated) out[u].push_back(static_cast<int>(i));
+    }
+    if (out[u].empty()) return {};
+  }
+  return out;
+}
+
 std::vector<int> ToOriginal(const Restricted& r, const std::vector<int>& choice) {
   std::vector<int> out(choice.size());
   for (size_t u = 0; u < choice.size(); ++u) out[u] = r.kept[u][choice[u]];
@@ -104,8 +139,7 @@ Maybe<Strategy> PlacementsFor(const OpGraph& graph, const Placement& placement,
   return s;
 }
 
-Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph,
-                                                       const CostModel& model,
+Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph, const CostModel& model,
                                                        const std::map<std::string, NdSbp>& fixed) {
   std::vector<std::vector<int>> allowed(model.nodes().size());
   std::map<std::string, std::pair<int, int>> outputs;  // op output -> (node, index)
@@ -141,8 +175,8 @@ Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph,
       continue;
     }
     std::vector<int> keep;
-    const int k = static_cast<int>(n.kind == CostNodeKind::kOp ? n.signatures.size()
-                                                               : n.sbps.size());
+    const int k =
+        static_cast<int>(n.kind == CostNodeKind::kOp ? n.signatures.size() : n.sbps.size());
     for (int c = 0; c < k; ++c) {
       const NdSbp& made = output >= 0 ? n.signatures[c].outputs[output] : n.sbps[c];
       if (made != sbp) continue;
@@ -160,82 +194,133 @@ Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph,
   return allowed;
 }
 
-Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph,
-                                     std::shared_ptr<const CostModel> model,
+namespace {
+
+// The chosen candidate per node under options.searcher (a known name).
+Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
+                               const PlanOptions& options, PlanStats* stats) {
+  const CostGraph& full = model.graph();
+  if (options.searcher == "manual") {
+    Strategy manual = options.manual;
+    if (manual.signatures().empty() && manual.sources().empty()) {
+      OFL_ASSIGN_OR_RETURN(manual,
+                           DeduceStrategy(graph, model.placements().placement(), options.pinned));
+    }
+    return model.ChoiceOf(manual);
+  }
+  std::map<std::string, NdSbp> fixed;
+  if (IsPreset(options.searcher)) {
+    OFL_ASSIGN_OR_RETURN(
+        fixed, ExpertPresetSources(options.searcher, graph, model.placements().placement()));
+    // Optimizer state follows its parameter (which a pin may override).
+    for (const CostNodeInfo& n : model.nodes()) {
+      for (const auto& [state, follows] : n.states) fixed.erase(state);
+    }
+  }
+  for (const auto& [name, sbp] : options.pinned) fixed[name] = sbp;
+  OFL_ASSIGN_OR_RETURN(auto allowed, AllowedCandidates(graph, model, fixed));
+  OFL_ASSIGN_OR_RETURN(Restricted r, Restrict(full, allowed));
+  if (r.graph.SmallestMemoryNeed() > r.graph.memory_limit()) {
+    return InvalidArgument("plan ", options.searcher,
+                           ": no strategy with these sources fits "
+                           "device memory: it needs at least ",
+                           FormatBytes(r.graph.SmallestMemoryNeed()),
+                           " per device, above the "
+                           "limit of ",
+                           FormatBytes(r.graph.memory_limit()));
+  }
+  if (options.searcher == "exact") {
+    OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, options.exact));
+    stats->exact_proved = e.proved_optimal;
+    stats->lower_bound = e.lower_bound;
+    stats->pruned = e.num_pruned;
+    stats->note = e.note;
+    return ToOriginal(r, e.solution.choice);
+  }
+  AutoddlOptions autoddl = options.autoddl;
+  if (options.searcher == "autoddl" && options.autoddl_starts_from_presets) {
+    // The cheapest applicable preset's choice is one more start.
+    std::string best_name;
+    std::vector<int> best;
+    double best_seconds = 0;
+    for (const std::string& name : ExpertPresetNames()) {
+      PlanOptions o = options;
+      o.searcher = name;
+      PlanStats ignored;
+      Maybe<std::vector<int>> c = Choose(graph, model, o, &ignored);
+      if (!c.ok()) continue;
+      const double seconds = full.TotalSeconds(c.value());
+      if (best.empty() || seconds < best_seconds) {
+        best_name = name;
+        best = std::move(c).value();
+        best_seconds = seconds;
+      }
+    }
+    std::vector<int> start = best.empty() ? best : ToRestricted(r, best);
+    if (!start.empty()) autoddl.extra_starts.push_back({"preset:" + best_name, start});
+    if (!best_name.empty()) stats->note = "best expert preset: " + best_name;
+  }
+  if (options.searcher == "autoddl" && options.autoddl_starts_from_submeshes) {
+    // One start per hierarchy axis: the best choice that replicates that
+    // axis (every tensor B on it), i.e. the problem on the other axes alone.
+    // (On a 1-D mesh that is no parallelism at all: no start.)
+    const int64_t axes = MaxAxes(model);
+    for (int64_t axis = 0; axes >= 2 && axis < axes; ++axis) {
+      std::vector<std::vector<int>> keep = ReplicatingCandidates(model, axis, r.kept);
+      if (keep.empty()) continue;  // some node cannot replicate the axis
+      Maybe<Restricted> sub = Restrict(r.graph, keep);
+      if (!sub.ok() || sub.value().graph.SmallestMemoryNeed() > sub.value().graph.memory_limit()) {
+        continue;
+      }
+      AutoddlOptions plain = options.autoddl;
+      plain.extra_starts.clear();
+      Maybe<AutoddlResult> a = AutoddlSearch(sub.value().graph, plain);
+      if (!a.ok()) continue;
+      autoddl.extra_starts.push_back(
+          {StrCat("replicate_axis_", axis), ToOriginal(sub.value(), a.value().solution.choice)});
+    }
+  }
+  OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph, autoddl));
+  stats->pruned = a.num_pruned;
+  stats->autoddl_start = a.starts[a.best_start].name;
+  return ToOriginal(r, a.solution.choice);
+}
+
+}  // namespace
+
+Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph, std::shared_ptr<const CostModel> model,
                                      const PlanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> names = SearcherNames();
   if (std::find(names.begin(), names.end(), options.searcher) == names.end()) {
     std::ostringstream valid;
     for (size_t i = 0; i < names.size(); ++i) valid << (i ? ", " : "") << names[i];
-    return InvalidArgument("plan: unknown searcher '", options.searcher, "'; valid: ",
-                           valid.str());
+    return InvalidArgument("plan: unknown searcher '", options.searcher, "'; valid: ", valid.str());
   }
+  OFL_ENSURE(model != nullptr, "plan: no cost model");
   const CostGraph& full = model->graph();
   PlannedStrategy out;
   out.searcher = options.searcher;
   out.model = model;
-  std::vector<int> choice;
-  if (options.searcher == "manual") {
-    Strategy manual = options.manual;
-    if (manual.signatures().empty() && manual.sources().empty()) {
-      OFL_ASSIGN_OR_RETURN(manual,
-                           DeduceStrategy(graph, model->placements().placement(), options.pinned));
-    }
-    OFL_ASSIGN_OR_RETURN(choice, model->ChoiceOf(manual));
-  } else {
-    std::map<std::string, NdSbp> fixed;
-    if (IsPreset(options.searcher)) {
-      OFL_ASSIGN_OR_RETURN(fixed, ExpertPresetSources(options.searcher, graph,
-                                                      model->placements().placement()));
-      // Optimizer state follows its parameter (which a pin may override).
-      for (const CostNodeInfo& n : model->nodes()) {
-        for (const auto& [state, follows] : n.states) fixed.erase(state);
-      }
-    }
-    for (const auto& [name, sbp] : options.pinned) fixed[name] = sbp;
-    OFL_ASSIGN_OR_RETURN(auto allowed, AllowedCandidates(graph, *model, fixed));
-    OFL_ASSIGN_OR_RETURN(Restricted r, Restrict(full, allowed));
-    if (r.graph.SmallestMemoryNeed() > r.graph.memory_limit()) {
-      return InvalidArgument("plan ", options.searcher, ": no strategy with these sources fits "
-                             "device memory: it needs at least ",
-                             FormatBytes(r.graph.SmallestMemoryNeed()), " per device, above the "
-                             "limit of ", FormatBytes(r.graph.memory_limit()));
-    }
-    if (options.searcher == "exact") {
-      OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, options.exact));
-      choice = ToOriginal(r, e.solution.choice);
-      out.stats.exact_proved = e.proved_optimal;
-      out.stats.lower_bound = e.lower_bound;
-      out.stats.pruned = e.num_pruned;
-      out.stats.note = e.note;
-    } else {
-      AutoddlOptions autoddl = options.autoddl;
-      if (options.searcher == "autoddl" && options.autoddl_starts_from_presets) {
-        std::vector<std::string> tried;
-        auto best = BestExpertPreset(graph, model, options, &tried);
-        if (best.ok()) {
-          std::vector<int> start = ToRestricted(r, best.value().solution.choice);
-          if (!start.empty()) {
-            autoddl.extra_starts.push_back({"preset:" + best.value().searcher, start});
-          }
-        }
-      }
-      OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph, autoddl));
-      choice = ToOriginal(r, a.solution.choice);
-      out.stats.pruned = a.num_pruned;
-      out.stats.autoddl_start = a.starts[a.best_start].name;
-    }
-  }
+  OFL_ASSIGN_OR_RETURN(std::vector<int> choice, Choose(graph, *model, options, &out.stats));
   OFL_ASSIGN_OR_RETURN(out.solution, full.Evaluate(choice));
   OFL_ASSIGN_OR_RETURN(out.strategy, model->ToStrategy(choice));
   OFL_RETURN_IF_ERROR(out.strategy.Validate(graph));
   out.stats.ops = model->stats().ops;
   out.stats.cost_nodes = full.num_nodes();
   out.stats.cost_edges = full.num_edges();
-  out.stats.mean_candidates = full.num_nodes() == 0 ? 0.0
-                                                    : static_cast<double>(full.num_candidates_total()) /
-                                                          full.num_nodes();
+  out.stats.mean_candidates =
+      full.num_nodes() == 0 ? 0.0
+                            : static_cast<double>(full.num_candidates_total()) / full.num_nodes();
+  int64_t op_nodes = 0, op_candidates = 0;
+  for (int u = 0; u < full.num_nodes(); ++u) {
+    const CostNodeInfo& n = model->nodes()[u];
+    if (n.kind != CostNodeKind::kOp && n.update_op.empty()) continue;
+    ++op_nodes;
+    op_candidates += full.num_candidates(u);
+  }
+  out.stats.mean_op_candidates =
+      op_nodes == 0 ? 0.0 : static_cast<double>(op_candidates) / static_cast<double>(op_nodes);
   out.stats.build_seconds = model->stats().build_seconds;
   out.stats.search_seconds = SecondsSince(start);
   out.stats.seconds = out.stats.build_seconds + out.stats.search_seconds;

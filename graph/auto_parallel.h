@@ -7,7 +7,8 @@
 // Pinned NdSbps are honoured by every searcher: a pinned source (or op
 // output) keeps only the candidates that produce it. "autoddl" also starts
 // from the best applicable expert preset's choice, so it is never worse than
-// its own starts nor than that preset. Pipeline stages and micro-batch
+// its own starts nor than that preset, and from each "replicate one mesh
+// axis" optimum. Pipeline stages and micro-batch
 // counts are inputs (options.stages, options.cost.micro_batches); nothing
 // here searches them. Stateless functions; thread-safe on const inputs.
 #pragma once
@@ -39,23 +40,29 @@ struct PlanOptions {
   Strategy manual;
   // "autoddl": also start from the best applicable expert preset.
   bool autoddl_starts_from_presets = true;
+  // "autoddl": also start, for each hierarchy axis, from the best choice that
+  // replicates that axis (the problem on the other axes alone: a plan for
+  // [8] is one for [2, 8] with the outer axis B, which descent from the
+  // built-in starts does not always find).
+  bool autoddl_starts_from_submeshes = true;
   AutoddlOptions autoddl;
   ExactOptions exact;
 };
 
 struct PlanStats {
-  int64_t ops = 0;                 // OpGraph ops: forward, backward, updates
+  int64_t ops = 0;  // OpGraph ops: forward, backward, updates
   int64_t cost_nodes = 0;
   int64_t cost_edges = 0;
-  double mean_candidates = 0;      // per cost node
-  int64_t pruned = 0;              // dominated candidates the searcher removed
-  double build_seconds = 0;        // cost model
-  double search_seconds = 0;       // searcher (presets included) + conversion
-  double seconds = 0;              // in-memory graph to Strategy
-  bool exact_proved = false;       // "exact" only
-  double lower_bound = 0;          // "exact" only
-  std::string autoddl_start;       // "autoddl": the start whose result was kept
-  std::string note;                // e.g. why exact did not prove, which preset was used
+  double mean_candidates = 0;     // per cost node
+  double mean_op_candidates = 0;  // per op node (and folded update): signatures per op
+  int64_t pruned = 0;             // dominated candidates the searcher removed
+  double build_seconds = 0;       // cost model
+  double search_seconds = 0;      // searcher (presets included) + conversion
+  double seconds = 0;             // in-memory graph to Strategy
+  bool exact_proved = false;      // "exact" only
+  double lower_bound = 0;         // "exact" only
+  std::string autoddl_start;      // "autoddl": the start whose result was kept
+  std::string note;               // e.g. why exact did not prove, which preset was used
 };
 
 struct PlannedStrategy {
@@ -77,8 +84,7 @@ Maybe<PlannedStrategy> PlanStrategy(const OpGraph& graph, const Placement& place
 
 // Plans with a model already built for `graph` (reuse it across searchers;
 // options.cost and options.stages are then ignored: the model's hold).
-Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph,
-                                     std::shared_ptr<const CostModel> model,
+Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph, std::shared_ptr<const CostModel> model,
                                      const PlanOptions& options = {});
 
 // The placements PlanStrategy costs with: `placement`, then options.stages.
@@ -87,8 +93,7 @@ Maybe<Strategy> PlacementsFor(const OpGraph& graph, const Placement& placement,
 
 // Per node, the candidates that keep `fixed` (sources or op outputs ->
 // NdSbp); empty = all. Errors name the tensor and NdSbp no candidate keeps.
-Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph,
-                                                       const CostModel& model,
+Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph, const CostModel& model,
                                                        const std::map<std::string, NdSbp>& fixed);
 
 }  // namespace ofl

@@ -51,11 +51,11 @@ int64_t ProductExcept(const Shape& shape, int64_t skip) {
   return n;
 }
 
-// Bytes one rank sends in an axis step, from its slices before and after
-// and the group size p, as runtime/inprocess_communicator.cpp counts them.
-int64_t AxisStepBytes(Conf::Kind kind, const TensorSlice& before, const TensorSlice& after,
-                      int64_t p, int64_t position, int64_t to_split_axis, int64_t element_size) {
-  const int64_t n = before.shape.NumElements();
+// Bytes one rank sends in an axis step, from its slice shapes before and
+// after and the group size p, as runtime/inprocess_communicator.cpp counts them.
+int64_t AxisStepBytes(Conf::Kind kind, const Shape& before, const Shape& after, int64_t p,
+                      int64_t position, int64_t to_split_axis, int64_t element_size) {
+  const int64_t n = before.NumElements();
   int64_t elements = 0;
   switch (kind) {
     case Conf::ALL_REDUCE: {  // direct: reduce-scatter phase, then all-gather phase
@@ -64,19 +64,31 @@ int64_t AxisStepBytes(Conf::Kind kind, const TensorSlice& before, const TensorSl
       break;
     }
     case Conf::REDUCE_SCATTER:  // every peer's part of this rank's addend
-      elements = n - after.shape.NumElements();
+      elements = n - after.NumElements();
       break;
     case Conf::ALL_GATHER:  // this rank's part to each of the p - 1 peers
       elements = (p - 1) * n;
       break;
     case Conf::ALL_TO_ALL: {  // its rows of every peer's columns
       const int64_t e = to_split_axis;
-      elements = ProductExcept(before.shape, e) * (before.shape[e] - after.shape[e]);
+      elements = ProductExcept(before, e) * (before[e] - after[e]);
       break;
     }
     default: break;  // local steps move nothing
   }
   return elements * element_size;
+}
+
+// SliceOf's shape for the rank at `coords`, written into `*shape` (which
+// holds the logical shape's rank): no checks, no allocation.
+void SliceShape(const Shape& logical, const Shape& hierarchy, const NdSbp& nd_sbp,
+                const std::vector<int64_t>& coords, Shape* shape) {
+  for (int64_t d = 0; d < logical.ndim(); ++d) (*shape)[d] = logical[d];
+  for (int64_t a = 0; a < hierarchy.ndim(); ++a) {
+    if (!nd_sbp[a].is_split()) continue;
+    int64_t& size = (*shape)[nd_sbp[a].axis()];
+    size = BalancedPart(size, hierarchy[a], coords[a]).size;
+  }
 }
 
 // One step on hierarchy axis `axis` of `placement` from `cur` to cur[axis] = y.
@@ -89,13 +101,19 @@ BoxingStep AxisStep(const TensorDesc& logical, const Placement& placement, const
   step.from = cur;
   step.to = With(cur, axis, y);
   const Shape& hierarchy = placement.hierarchy();
+  std::vector<int64_t> coords(hierarchy.ndim(), 0);  // row-major odometer over the ranks
+  Shape before = logical.shape, after = logical.shape;
   for (int64_t i = 0; i < placement.size(); ++i) {
-    std::vector<int64_t> coords = placement.Coordinates(i);
-    TensorSlice before = SliceOf(logical.shape, hierarchy, step.from, coords);
-    TensorSlice after = SliceOf(logical.shape, hierarchy, step.to, coords);
-    step.bytes_sent[placement.ranks()[i]] =
+    SliceShape(logical.shape, hierarchy, step.from, coords, &before);
+    SliceShape(logical.shape, hierarchy, step.to, coords, &after);
+    step.bytes_sent.emplace_hint(
+        step.bytes_sent.end(), placement.ranks()[i],
         AxisStepBytes(step.kind, before, after, hierarchy[axis], coords[axis],
-                      y.is_split() ? y.axis() : -1, SizeOf(logical.dtype));
+                      y.is_split() ? y.axis() : -1, SizeOf(logical.dtype)));
+    for (int64_t a = hierarchy.ndim() - 1; a >= 0; --a) {
+      if (++coords[a] < hierarchy[a]) break;
+      coords[a] = 0;
+    }
   }
   return step;
 }
@@ -103,7 +121,19 @@ BoxingStep AxisStep(const TensorDesc& logical, const Placement& placement, const
 std::map<int64_t, int64_t> SumBytes(const std::vector<BoxingStep>& steps) {
   std::map<int64_t, int64_t> sum;
   for (const BoxingStep& s : steps) {
-    for (const auto& [rank, bytes] : s.bytes_sent) sum[rank] += bytes;
+    if (sum.empty()) {
+      sum = s.bytes_sent;
+      continue;
+    }
+    auto hint = sum.begin();  // both maps are sorted: walk them together
+    for (const auto& [rank, bytes] : s.bytes_sent) {
+      while (hint != sum.end() && hint->first < rank) ++hint;
+      if (hint != sum.end() && hint->first == rank) {
+        hint->second += bytes;
+      } else {
+        hint = sum.emplace_hint(hint, rank, bytes);
+      }
+    }
   }
   return sum;
 }
@@ -321,7 +351,9 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
         if (c.holders[*i].first.offset[c.axis] >= end) break;
         meeting.push_back(*i);
       }
-      std::sort(meeting.begin(), meeting.end());
+      // Source order, for the transfers' order; the bytes do not depend on
+      // it (boxes have disjoint holders).
+      if (with_transfers) std::sort(meeting.begin(), meeting.end());
     }
     for (size_t h : meeting) {
       const auto& [box, ranks] = c.holders[h];
@@ -462,8 +494,8 @@ Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_pl
 }
 
 Maybe<BoxingPlan> PlanBoxingBytes(const TensorDesc& logical, const Placement& from_placement,
-                                  const NdSbp& from, const Placement& to_placement,
-                                  const NdSbp& to, const std::string& name) {
+                                  const NdSbp& from, const Placement& to_placement, const NdSbp& to,
+                                  const std::string& name) {
   return Plan(logical, from_placement, from, to_placement, to, name, /*with_transfers=*/false);
 }
 

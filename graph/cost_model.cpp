@@ -12,9 +12,12 @@ namespace ofl {
 
 const char* CostNodeKindName(CostNodeKind kind) {
   switch (kind) {
-    case CostNodeKind::kInput: return "input";
-    case CostNodeKind::kVariable: return "variable";
-    case CostNodeKind::kOp: return "op";
+    case CostNodeKind::kInput:
+      return "input";
+    case CostNodeKind::kVariable:
+      return "variable";
+    case CostNodeKind::kOp:
+      return "op";
   }
   return "?";
 }
@@ -59,8 +62,7 @@ Maybe<BoxingPlan> CostModel::EdgeBoxing(int edge, int producer_candidate,
                                         int consumer_candidate) const {
   OFL_ENSURE(edge >= 0 && edge < static_cast<int>(edges_.size()), "cost model: no edge ", edge);
   const CostEdgeInfo& e = edges_[edge];
-  OFL_ENSURE(producer_candidate >= 0 &&
-                 producer_candidate < graph_.num_candidates(e.producer) &&
+  OFL_ENSURE(producer_candidate >= 0 && producer_candidate < graph_.num_candidates(e.producer) &&
                  consumer_candidate >= 0 && consumer_candidate < graph_.num_candidates(e.consumer),
              "cost model: edge '", e.tensor, "' has no candidates (", producer_candidate, ", ",
              consumer_candidate, ")");
@@ -103,8 +105,10 @@ Maybe<std::vector<int>> CostModel::ChoiceOf(const Strategy& strategy) const {
     if (n.kind == CostNodeKind::kOp || !n.update_op.empty()) {
       const std::string& op = n.kind == CostNodeKind::kOp ? n.name : n.update_op;
       auto it = strategy.signatures().find(op);
-      OFL_ENSURE(it != strategy.signatures().end(), "cost model: the strategy has no signature "
-                 "for op '", op, "'");
+      OFL_ENSURE(it != strategy.signatures().end(),
+                 "cost model: the strategy has no signature "
+                 "for op '",
+                 op, "'");
       for (int c = 0; c < k && choice[u] < 0; ++c) {
         if (n.signatures[c] == it->second) choice[u] = c;
       }
@@ -131,10 +135,10 @@ Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
   const auto start = std::chrono::steady_clock::now();
   OFL_ENSURE(options.micro_batches >= 1, "cost model: micro_batches=", options.micro_batches,
              " must be >= 1");
-  OFL_ENSURE(options.bytes_per_parameter >= 0, "cost model: bytes_per_parameter=",
-             options.bytes_per_parameter, " is negative");
-  OFL_ENSURE(options.memory_limit_bytes >= 0, "cost model: memory_limit_bytes=",
-             options.memory_limit_bytes, " is negative");
+  OFL_ENSURE(options.bytes_per_parameter >= 0,
+             "cost model: bytes_per_parameter=", options.bytes_per_parameter, " is negative");
+  OFL_ENSURE(options.memory_limit_bytes >= 0,
+             "cost model: memory_limit_bytes=", options.memory_limit_bytes, " is negative");
   OFL_ENSURE(placements.placement().size() > 0, "cost model: the strategy has no placement");
   std::shared_ptr<CostModel> model(new CostModel(cluster));
   model->options_ = options;
@@ -152,11 +156,12 @@ Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
   OFL_RETURN_IF_ERROR(model->graph_.SetMemoryLimit(limit));
   const int64_t need = model->graph_.SmallestMemoryNeed();
   if (need > limit) {
-    return InvalidArgument("cost model: no strategy fits device memory: the smallest per-device "
-                           "memory any strategy needs is ",
-                           internal::GiB(need), " GiB, above the limit of ", internal::GiB(limit),
-                           " GiB (cluster '", cluster.name(), "', ", options.micro_batches,
-                           " micro-batch(es)); use more devices, pipeline stages or micro-batches");
+    return InvalidArgument(
+        "cost model: no strategy fits device memory: the smallest per-device "
+        "memory any strategy needs is ",
+        internal::GiB(need), " GiB, above the limit of ", internal::GiB(limit), " GiB (cluster '",
+        cluster.name(), "', ", options.micro_batches,
+        " micro-batch(es)); use more devices, pipeline stages or micro-batches");
   }
   model->stats_.ops = static_cast<int64_t>(graph.ops().size());
   model->stats_.build_seconds =

@@ -68,10 +68,10 @@
 namespace ofl {
 
 struct CostOptions {
-  int64_t micro_batches = 1;                // >= 1
-  std::optional<DataType> compute_dtype;    // overrides floating tensors' dtype
-  double bytes_per_parameter = 0;           // 0: 4 x sizeof(dtype)
-  int64_t memory_limit_bytes = 0;           // 0: the cluster's memory; kNoMemoryLimit: none
+  int64_t micro_batches = 1;              // >= 1
+  std::optional<DataType> compute_dtype;  // overrides floating tensors' dtype
+  double bytes_per_parameter = 0;         // 0: 4 x sizeof(dtype)
+  int64_t memory_limit_bytes = 0;         // 0: the cluster's memory; kNoMemoryLimit: none
 };
 
 enum class CostNodeKind { kInput, kVariable, kOp };
@@ -97,11 +97,11 @@ struct CostNodeInfo {
 
 struct CostEdgeInfo {
   std::string tensor;
-  TensorDesc desc;      // as costed (compute dtype applied)
-  int producer = 0;     // cost node indices; same as the CostGraph edge
+  TensorDesc desc;   // as costed (compute dtype applied)
+  int producer = 0;  // cost node indices; same as the CostGraph edge
   int consumer = 0;
-  int output_index = 0; // the producer's output (sources: 0)
-  int input_index = 0;  // the consumer's (or folded update's) input argument
+  int output_index = 0;  // the producer's output (sources: 0)
+  int input_index = 0;   // the consumer's (or folded update's) input argument
   int64_t multiplier = 1;
 };
 
@@ -143,8 +143,7 @@ class CostModel {
 
  private:
   friend Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph&, const Strategy&,
-                                                                const Cluster&,
-                                                                const CostOptions&);
+                                                                const Cluster&, const CostOptions&);
   explicit CostModel(Cluster cluster) : cluster_(std::move(cluster)) {}
   Cluster cluster_;
   CostGraph graph_;

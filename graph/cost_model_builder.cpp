@@ -97,12 +97,23 @@ Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan) 
   for (const BoxingStep& step : plan.steps) {
     CollectiveKind kind;
     switch (step.kind) {
-      case Conf::ALL_REDUCE: kind = CollectiveKind::kAllReduce; break;
-      case Conf::REDUCE_SCATTER: kind = CollectiveKind::kReduceScatter; break;
-      case Conf::ALL_GATHER: kind = CollectiveKind::kAllGather; break;
-      case Conf::ALL_TO_ALL: kind = CollectiveKind::kAllToAll; break;
-      case Conf::SEND_RECV: kind = CollectiveKind::kSendRecv; break;
-      default: continue;  // local steps move nothing
+      case Conf::ALL_REDUCE:
+        kind = CollectiveKind::kAllReduce;
+        break;
+      case Conf::REDUCE_SCATTER:
+        kind = CollectiveKind::kReduceScatter;
+        break;
+      case Conf::ALL_GATHER:
+        kind = CollectiveKind::kAllGather;
+        break;
+      case Conf::ALL_TO_ALL:
+        kind = CollectiveKind::kAllToAll;
+        break;
+      case Conf::SEND_RECV:
+        kind = CollectiveKind::kSendRecv;
+        break;
+      default:
+        continue;  // local steps move nothing
     }
     int64_t bytes = 0;
     for (const auto& [rank, b] : step.bytes_sent) bytes = std::max(bytes, b);
@@ -116,9 +127,9 @@ Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan) 
       for (int64_t r : step.to_placement.ranks()) {
         if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
       }
-      seconds += CollectiveSeconds(kind, static_cast<double>(bytes),
-                                   static_cast<int64_t>(ranks.size()),
-                                   cluster.level(SpanLevel(cluster, ranks)));
+      seconds +=
+          CollectiveSeconds(kind, static_cast<double>(bytes), static_cast<int64_t>(ranks.size()),
+                            cluster.level(SpanLevel(cluster, ranks)));
     }
   }
   return seconds;
@@ -158,7 +169,7 @@ Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_plac
   auto it = box_cache_.find(key);
   if (it != box_cache_.end()) return it->second;
   OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxingBytes(desc, placement_list_[from_placement], from,
-                                                   placement_list_[to_placement], to, name));
+                                                        placement_list_[to_placement], to, name));
   ++boxing_plans_;
   OFL_ASSIGN_OR_RETURN(double seconds, BoxingPlanSeconds(cluster_, plan));
   box_cache_.emplace(std::move(key), seconds);

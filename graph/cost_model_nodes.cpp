@@ -60,8 +60,7 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     // Feeding: every device loads its slice from the host, charged at the
     // innermost level's bandwidth (the Cluster has no host-link figure), so
     // replicating data costs p times splitting it.
-    const double load_per_byte =
-        static_cast<double>(k) / cluster_.level(0).bandwidth_bytes_per_s;
+    const double load_per_byte = static_cast<double>(k) / cluster_.level(0).bandwidth_bytes_per_s;
     std::vector<Candidate> candidates;
     for (const NdSbp& s : info.sbps) {
       const int64_t bytes = slice_bytes(desc, info.placement, s);
@@ -97,9 +96,8 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     } else {
       const OpNode& op = *update->second;
       OFL_ENSURE(placements_.PlacementOf(op.name) == info.placement, "cost model: op '", op.name,
-                 "' updates variable '", name, "' on ",
-                 placements_.PlacementOf(op.name).ToString(), " but the variable lives on ",
-                 info.placement.ToString());
+                 "' updates variable '", name, "' on ", placements_.PlacementOf(op.name).ToString(),
+                 " but the variable lives on ", info.placement.ToString());
       info.update_op = op.name;
       info.op_type = op.type;
       std::vector<int> mut = MutableInputIndices(op);
@@ -121,8 +119,9 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
         bool ok = true;
         for (const Sbp& s : p.axes()) ok = ok && !s.is_partial_sum();
         for (size_t j = 1; j < mut.size() && ok; ++j) {
-          ok = sig.inputs[mut[j]] == (info.states[j - 1].second ? p : NdSbp(std::vector<Sbp>(
-                                                                          p.size(), Sbp::Broadcast())));
+          ok =
+              sig.inputs[mut[j]] ==
+              (info.states[j - 1].second ? p : NdSbp(std::vector<Sbp>(p.size(), Sbp::Broadcast())));
         }
         if (!ok) continue;
         const double f = flops * BusiestShare(sig, ctx.inputs, outs, h);

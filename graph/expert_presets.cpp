@@ -8,7 +8,8 @@ namespace ofl {
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 NdSbp Same(int64_t axes, const Sbp& sbp) { return NdSbp(std::vector<Sbp>(axes, sbp)); }
@@ -50,7 +51,8 @@ Maybe<std::map<std::string, int64_t>> MegatronSplits(const OpGraph& graph) {
     OFL_ASSIGN_OR_RETURN(splits[v], FeatureAxis(graph, v, column));
     if (column && graph.IsVariable(BiasOf(v))) splits[BiasOf(v)] = 0;
   }
-  OFL_ENSURE(!splits.empty(), "expert preset megatron: no Transformer block weights (variables "
+  OFL_ENSURE(!splits.empty(),
+             "expert preset megatron: no Transformer block weights (variables "
              "named *.attn.qkv.weight, *.attn.proj.weight, *.mlp.fc.weight, *.mlp.proj.weight)");
   return splits;
 }
@@ -75,7 +77,8 @@ Maybe<std::map<std::string, int64_t>> ClassifierSplits(const OpGraph& graph) {
       }
     }
   }
-  OFL_ENSURE(!splits.empty(), "expert preset vgg: no classifier weight (a variable read by a "
+  OFL_ENSURE(!splits.empty(),
+             "expert preset vgg: no classifier weight (a variable read by a "
              "matmul as its second input)");
   return splits;
 }
@@ -121,8 +124,10 @@ Maybe<std::map<std::string, NdSbp>> ExpertPresetSources(const std::string& prese
     OFL_ASSIGN_OR_RETURN(splits, MegatronSplits(graph));
     data_axes.assign(axes, Sbp::Broadcast());
   } else if (preset == "2d") {
-    OFL_ENSURE(axes == 2, "expert preset 2d: needs a 2-D mesh (data x tensor parallel), got "
-               "hierarchy ", placement.hierarchy());
+    OFL_ENSURE(axes == 2,
+               "expert preset 2d: needs a 2-D mesh (data x tensor parallel), got "
+               "hierarchy ",
+               placement.hierarchy());
     OFL_ASSIGN_OR_RETURN(splits, MegatronSplits(graph));
     data_axes = {Sbp::Split(0), Sbp::Broadcast()};
   } else if (preset == "vgg") {

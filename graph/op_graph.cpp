@@ -64,7 +64,8 @@ Status OpGraph::AddVariable(const std::string& name, const TensorDesc& desc, boo
 Maybe<Tensor> OpGraph::InitialValue(const std::string& name) const {
   auto it = variables_.find(name);
   OFL_ENSURE(it != variables_.end(), "graph: no variable '", name, "'");
-  OFL_ENSURE(!it->second.lazy, "variable '", name, "' was declared without an initial value "
+  OFL_ENSURE(!it->second.lazy, "variable '", name,
+             "' was declared without an initial value "
              "(lazy, for planning only); give it a value to run the graph");
   return it->second.init;
 }

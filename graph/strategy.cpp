@@ -69,7 +69,7 @@ Status CheckSource(const OpGraph& graph, const Placement& placement, const std::
 Maybe<std::vector<NdSbpSignature>> CandidateSignatures(const OpGraph& graph, const OpNode& node,
                                                        const Placement& placement) {
   OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(node.type));
-  return NdSbpSignatures(*def, graph.ContextOf(node), placement.hierarchy().ndim());
+  return NdSbpSignatures(*def, graph.ContextOf(node), placement.hierarchy().dims());
 }
 
 const Placement& Strategy::PlacementOf(const std::string& op) const {

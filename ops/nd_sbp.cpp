@@ -121,4 +121,13 @@ Maybe<std::vector<NdSbpSignature>> NdSbpSignatures(const OpDef& def, const OpCon
   return ExpandSbpSignatures(one_d, hierarchy_ndim);
 }
 
+Maybe<std::vector<NdSbpSignature>> NdSbpSignatures(const OpDef& def, OpContext ctx,
+                                                   const std::vector<int64_t>& hierarchy) {
+  for (int64_t size : hierarchy) {
+    OFL_ENSURE(size >= 1, ctx.where(), ": hierarchy axes must be >= 1, got ", size);
+  }
+  ctx.hierarchy = hierarchy;
+  return NdSbpSignatures(def, ctx, static_cast<int64_t>(hierarchy.size()));
+}
+
 }  // namespace ofl

@@ -51,5 +51,9 @@ std::vector<NdSbpSignature> ExpandSbpSignatures(const std::vector<SbpSignature>&
 // it: inputs and complete attrs) on a hierarchy of `hierarchy_ndim` axes.
 Maybe<std::vector<NdSbpSignature>> NdSbpSignatures(const OpDef& def, const OpContext& ctx,
                                                    int64_t hierarchy_ndim);
+// The same for a known mesh: ctx.hierarchy is set to `hierarchy` first, so
+// divisibility-dependent 1-D signatures (see OpContext::hierarchy) join.
+Maybe<std::vector<NdSbpSignature>> NdSbpSignatures(const OpDef& def, OpContext ctx,
+                                                   const std::vector<int64_t>& hierarchy);
 
 }  // namespace ofl

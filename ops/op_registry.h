@@ -38,6 +38,10 @@ struct OpContext {
   std::string op_name;              // the instance's name in its graph
   std::vector<TensorDesc> inputs;   // in argument order
   AttrMap attrs;                    // complete: defaults filled in
+  // The mesh (outer axis first) the SBP signatures are asked for; empty when
+  // unknown. Signatures whose soundness depends on divisibility (reshape's
+  // merge and split of a split axis) are offered only when it is known.
+  std::vector<int64_t> hierarchy;
   // "matmul" or "matmul 'fc1'": the prefix of every error message.
   std::string where() const {
     return op_name.empty() || op_name == op_type ? op_type : op_type + " '" + op_name + "'";

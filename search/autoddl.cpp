@@ -200,8 +200,21 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
   for (int i = 0; i < options.num_random_starts; ++i) {
     starts.emplace_back(StrCat("random_", i), SequentialStart(g, &rng));
   }
-  const size_t num_internal = starts.size();
-  for (const auto& start : options.extra_starts) starts.push_back(start);
+  // Extra starts run on the pruned graph when none of their candidates was
+  // pruned (mapped to its indices), else on the original graph.
+  std::vector<bool> on_original(starts.size(), false);
+  for (const auto& [name, choice] : options.extra_starts) {
+    std::vector<int> mapped(choice.size());
+    bool kept = true;
+    for (size_t u = 0; u < choice.size() && kept; ++u) {
+      const std::vector<int>& k = pruned.kept[u];
+      auto it = std::find(k.begin(), k.end(), choice[u]);
+      kept = it != k.end();
+      if (kept) mapped[u] = static_cast<int>(it - k.begin());
+    }
+    starts.emplace_back(name, kept ? mapped : choice);
+    on_original.push_back(!kept);
+  }
   AutoddlResult result;
   result.num_pruned = pruned.num_pruned;
   TreeDescent trees(g);
@@ -209,8 +222,7 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
   std::vector<int> best;  // over the original graph's candidates
   for (size_t s = 0; s < starts.size(); ++s) {
     auto& [name, choice] = starts[s];
-    // Internal starts run on the pruned graph, extra ones on the original.
-    const bool extra = s >= num_internal;
+    const bool extra = on_original[s];
     const CostGraph& h = extra ? graph : g;
     if (extra && original_trees == nullptr) original_trees = std::make_unique<TreeDescent>(graph);
     TreeDescent& t = extra ? *original_trees : trees;

@@ -43,9 +43,9 @@ struct AutoddlOptions {
   int max_tree_passes = 100;       // per start; 0: only single-node sweeps (DESIGN.md)
   // Extra starts given by the caller (e.g. graph/'s best expert preset), run
   // after the others under their names: choices over the graph as given,
-  // each within the memory limit. Descent from them runs on the unpruned
-  // graph (their candidates may be pruned ones), so the answer is never
-  // worse than any of them.
+  // each within the memory limit. Descent from one runs on the pruned graph
+  // when none of its candidates was pruned, else on the unpruned graph, so
+  // the answer is never worse than any of them.
   std::vector<std::pair<std::string, std::vector<int>>> extra_starts;
 };
 

@@ -178,14 +178,17 @@ Maybe<OpInfo> InspectOp(const std::string& op_type, const std::vector<TensorDesc
 
 Maybe<std::vector<NdSbpSignature>> InspectNdSbp(const std::string& op_type,
                                                 const std::vector<TensorDesc>& inputs,
-                                                const AttrMap& attrs, int64_t hierarchy_ndim) {
+                                                const AttrMap& attrs,
+                                                const std::vector<int64_t>& hierarchy,
+                                                bool known_sizes) {
   OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
   OpContext ctx;
   ctx.op_type = op_type;
   ctx.inputs = inputs;
   ctx.attrs = attrs;
   OFL_RETURN_IF_ERROR(def->Infer(&ctx).status());
-  return NdSbpSignatures(*def, ctx, hierarchy_ndim);
+  if (!known_sizes) return NdSbpSignatures(*def, ctx, static_cast<int64_t>(hierarchy.size()));
+  return NdSbpSignatures(*def, ctx, hierarchy);
 }
 
 }  // namespace ofl

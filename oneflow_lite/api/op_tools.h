@@ -52,11 +52,15 @@ struct OpInfo {
 Maybe<OpInfo> InspectOp(const std::string& op_type, const std::vector<TensorDesc>& inputs,
                         const AttrMap& attrs);
 
-// The op's N-D SBP signatures on a hierarchy of `hierarchy_ndim` axes, for
-// logical inputs `inputs` (validated as InspectOp does); see ops/nd_sbp.h for
-// the order.
+// The op's N-D SBP signatures on the mesh `hierarchy` (axis sizes, outer
+// first; a list of ones when only the axis count is known), for logical
+// inputs `inputs` (validated as InspectOp does); see ops/nd_sbp.h for the
+// order. `known_sizes` false leaves OpContext::hierarchy empty (no
+// divisibility-dependent signatures).
 Maybe<std::vector<NdSbpSignature>> InspectNdSbp(const std::string& op_type,
                                                 const std::vector<TensorDesc>& inputs,
-                                                const AttrMap& attrs, int64_t hierarchy_ndim);
+                                                const AttrMap& attrs,
+                                                const std::vector<int64_t>& hierarchy,
+                                                bool known_sizes);
 
 }  // namespace ofl

@@ -7,7 +7,9 @@
 //
 // SBP: the data order never changes, so a split of a leading axis that the
 // reshape leaves unchanged (and every axis before it unchanged too) stays the
-// same split; all-B; P -> P (the op is linear).
+// same split; on a known mesh, a split axis may also merge or split when
+// the mesh divides both extents (AppendMergeSplits); all-B; P -> P (the op
+// is linear).
 #include <algorithm>
 
 #include "ops/grad.h"
@@ -64,8 +66,37 @@ Maybe<std::vector<TensorDesc>> InferFlatten(const OpContext& ctx) {
   return std::vector<TensorDesc>{{Shape(dims), x.dtype}};
 }
 
-// Splits on the leading axes that input and output share, all-B, and P -> P
-// for floating x (integer tensors are ids and counters, never partial sums).
+// S(a) -> S(b) for axes that start at the same flat offset (equal products
+// of the axes before them) when the mesh is known and both extents divide
+// by every rank count it holds (the product of its axes): then every rank's
+// balanced slice of x along a is, element for element, its slice of y along
+// b, whatever subset of the mesh axes splits. E.g. [B, T, D] -> [B*T, D]
+// with S(0) -> S(0) when B divides (data parallel through a merge), and
+// [B*T, D] -> [B, T, H, Dh] with S(1) -> S(2) when D and H do (attention
+// split by heads). Pairs with a == b and equal leading axes are excluded:
+// they are always sound and listed first without a condition.
+void AppendMergeSplits(const Shape& in, const Shape& out, const std::vector<int64_t>& hierarchy,
+                       int64_t shared, std::vector<SbpSignature>* sigs) {
+  if (hierarchy.empty()) return;
+  int64_t ranks = 1;
+  for (int64_t size : hierarchy) ranks *= size;
+  int64_t in_prefix = 1;
+  for (int64_t a = 0; a < in.ndim(); ++a) {
+    int64_t out_prefix = 1;
+    for (int64_t b = 0; b < out.ndim(); ++b) {
+      if (out_prefix == in_prefix && !(a == b && a < shared) && in[a] > 1 && out[b] > 1 &&
+          in[a] % ranks == 0 && out[b] % ranks == 0) {
+        sigs->push_back({{Sbp::Split(a)}, {Sbp::Split(b)}});
+      }
+      out_prefix *= out[b];
+    }
+    in_prefix *= in[a];
+  }
+}
+
+// Splits on the leading axes that input and output share, merge/split
+// pairs (AppendMergeSplits), all-B, and P -> P for floating x (integer
+// tensors are ids and counters, never partial sums).
 SbpFn ReshapeSbp(Maybe<std::vector<TensorDesc>> (*infer)(const OpContext&)) {
   return [infer](const OpContext& ctx) {
     std::vector<SbpSignature> sigs;
@@ -73,10 +104,13 @@ SbpFn ReshapeSbp(Maybe<std::vector<TensorDesc>> (*infer)(const OpContext&)) {
     if (out.ok()) {
       const Shape& in_shape = ctx.input(0).shape;
       const Shape& out_shape = out.value()[0].shape;
+      int64_t shared = 0;
       for (int64_t a = 0; a < std::min(in_shape.ndim(), out_shape.ndim()); ++a) {
         if (in_shape[a] != out_shape[a]) break;
         sigs.push_back({{Sbp::Split(a)}, {Sbp::Split(a)}});
+        shared = a + 1;
       }
+      AppendMergeSplits(in_shape, out_shape, ctx.hierarchy, shared, &sigs);
     }
     sigs.push_back({{Sbp::Broadcast()}, {Sbp::Broadcast()}});
     if (IsFloating(ctx.input(0).dtype)) {

@@ -237,16 +237,26 @@ PYBIND11_MODULE(_C, m) {
       "op_nd_sbp_signatures",
       [](const std::string& op_type,
          const std::vector<std::pair<std::vector<int64_t>, std::string>>& input_descs,
-         const py::dict& attrs, int64_t hierarchy_ndim) {
+         const py::dict& attrs, const py::object& hierarchy) {
+        // An int: the axis count only; a list: the mesh's axis sizes (adds
+        // the signatures that need divisibility, e.g. reshape's merges).
+        std::vector<int64_t> dims;
+        bool known = !py::isinstance<py::int_>(hierarchy);
+        if (known) {
+          dims = hierarchy.cast<std::vector<int64_t>>();
+        } else {
+          int64_t ndim = hierarchy.cast<int64_t>();
+          if (ndim < 0) throw py::value_error("hierarchy_ndim must be >= 0, got " + std::to_string(ndim));
+          dims.assign(ndim, 1);
+        }
         std::vector<std::string> out;
-        for (const NdSbpSignature& s :
-             Unwrap(InspectNdSbp(op_type, DescsFromList(input_descs),
-                                 AttrsFromDict(attrs, op_type), hierarchy_ndim))) {
+        for (const NdSbpSignature& s : Unwrap(InspectNdSbp(
+                 op_type, DescsFromList(input_descs), AttrsFromDict(attrs, op_type), dims, known))) {
           out.push_back(s.ToString());
         }
         return out;
       },
-      py::arg("op_type"), py::arg("input_descs"), py::arg("attrs"), py::arg("hierarchy_ndim"));
+      py::arg("op_type"), py::arg("input_descs"), py::arg("attrs"), py::arg("hierarchy"));
 }
 
 }  // namespace ofl::python

@@ -1,7 +1,8 @@
 """Property test of distributed execution (the distributed-execution issue):
-a model from {MLP, GPT, small VGG} with random small sizes and dropout on, a
-device count in {2, 3, 4, 8} with a hierarchy from {flat, [2, 2], [2, 4],
-[4, 2]}, and a random valid strategy (a random N-D signature per op) must
+a model of flow.models from {MLP, GPT, small VGG} with random small sizes
+and dropout on, traced with its loss (models.trace_loss), a device count in
+{2, 3, 4, 8} with a hierarchy from {flat, [2, 2], [2, 4], [4, 2]}, and a
+random valid strategy (a random N-D signature per op) must
 give, over three SGD steps, the losses and parameters of the single-device
 session (itself checked against numpy in test_models.py): float32, rtol
 1e-4, atol 1e-5.
@@ -9,7 +10,7 @@ session (itself checked against numpy in test_models.py): float32, rtol
 About a third of the cases on an even device count are pipelines instead:
 2 stages on disjoint flat placements (ranks [0, n/2) and [n/2, n)) split at
 a random forward op, k in {1, 2, 4} micro-batches per step with gradient
-accumulation, dropout 0. The model is built for one micro-batch; the
+accumulation, dropout 0. The model is traced for one micro-batch; the
 single-device session gets the k micro-batches concatenated: the mean of
 the k micro-batch losses equals its loss, and the parameters after three
 steps equal its parameters.
@@ -28,9 +29,9 @@ import random
 import numpy as np
 import pytest
 
+import oneflow_lite as flow
 from oneflow_lite import _C
-from oneflow_lite.graph_builder import GraphBuilder
-from oneflow_lite.models import GPTConfig, MLPConfig, VGGConfig, gpt, mlp, vgg
+from oneflow_lite.models import GPTConfig, MLPConfig, VGGConfig, trace_loss
 
 BASE_SEED = int(os.environ.get("OFL_PROPERTY_SEED", "20261129"))
 NUM_CASES = int(os.environ.get("OFL_PROPERTY_CASES", "200"))
@@ -72,9 +73,6 @@ def make_case(index: int) -> dict:
     return case
 
 
-MODULES = {"mlp": mlp, "gpt": gpt, "vgg": vgg}
-
-
 def batches(case: dict) -> list:
     """Per step: (data, labels) of the global batch (micro_batches * batch rows)."""
     rng = np.random.default_rng(case["data_seed"])
@@ -95,19 +93,24 @@ def batches(case: dict) -> list:
     return out
 
 
-def build(case: dict, batch: int):
-    module = MODULES[case["model"]]
-    params = module.init_params(case["config"], seed=case["data_seed"] % 1000)
-    b = GraphBuilder()
-    names = module.build(b, case["config"], params, batch)
-    b.minimize(names["loss"], "sgd", **SGD)
-    return b, names, sorted(params)
+def make_model(case: dict):
+    flow.manual_seed(case["data_seed"] % 1000)
+    return flow.models.create(case["model"], case["config"])
 
 
-def train(session, names, data) -> list:
+def build(model, batch: int):
+    """The model's loss traced for ``batch`` rows, with SGD appended; its
+    variables start at the model's weights, so every build of one model
+    starts from the same point."""
+    g = trace_loss(model, batch)
+    g.builder.minimize(g.loss, "sgd", **SGD)
+    return g, sorted(g.trainable)
+
+
+def train(session, g, data) -> list:
     losses = []
     for x, y in data:
-        (loss,) = session.run({names["data"]: x, names["labels"]: y}, [names["loss"]])
+        (loss,) = session.run({g.data: x, g.labels: y}, [g.loss])
         losses.append(float(loss))
     return losses
 
@@ -117,13 +120,12 @@ def test_seed_is_printed(capsys):
         print(f"\n[test_distributed] OFL_PROPERTY_SEED={BASE_SEED}, {NUM_CASES} cases")
 
 
-def train_micro_batches(session, names, data, k: int) -> list:
+def train_micro_batches(session, g, data, k: int) -> list:
     """Per step, the mean of its k micro-batch losses."""
     losses = []
     for x, y in data:
-        feeds = [{names["data"]: xs, names["labels"]: ys}
-                 for xs, ys in zip(np.split(x, k), np.split(y, k))]
-        per_micro_batch = session.run(feeds, [names["loss"]])
+        feeds = [{g.data: xs, g.labels: ys} for xs, ys in zip(np.split(x, k), np.split(y, k))]
+        per_micro_batch = session.run(feeds, [g.loss])
         assert len(per_micro_batch) == k
         losses.append(float(np.mean([float(loss) for (loss,) in per_micro_batch])))
     return losses
@@ -134,19 +136,20 @@ def test_random_strategy_matches_one_device(index):
     case = make_case(index)
     data = batches(case)
     k = case["micro_batches"]
-    b, names, params = build(case, case["batch"] * k)
-    single = b.session(num_threads=1)
-    want_losses = train(single, names, data)
-    micro, micro_names, _ = build(case, case["batch"]) if k > 1 else (b, names, params)
+    model = make_model(case)
+    g, params = build(model, case["batch"] * k)
+    single = g.builder.session(num_threads=1)
+    want_losses = train(single, g, data)
+    micro, _ = build(model, case["batch"]) if k > 1 else (g, params)
     ranks = list(range(case["devices"]))
     strategy = {"kind": "random", "seed": case["strategy_seed"], "stages": case["stages"]}
     dist = _C.DistributedSession(micro.program, ranks, case["hierarchy"], strategy,
-                                 [micro_names["loss"]], num_threads=2, timeout_ms=30000,
+                                 [micro.loss], num_threads=2, timeout_ms=30000,
                                  micro_batches=k)
     if case["stages"] > 1:
-        got_losses = train_micro_batches(dist, micro_names, data, k)
+        got_losses = train_micro_batches(dist, micro, data, k)
     else:
-        got_losses = train(dist, names, data)
+        got_losses = train(dist, g, data)
     where = (f"seed {BASE_SEED} case {index}: {case['model']} {case['config']} batch "
              f"{case['batch']} x {k} micro-batches, {case['stages']} stages on "
              f"{case['hierarchy']}, strategy seed {case['strategy_seed']}\n{dist.strategy()}")

@@ -5,20 +5,19 @@ parameters, and a traced GPT with dropout trained through a session giving
 the eager losses.
 
 The references use the GraphBuilder-era names and [in, out] Linear weights;
-``to_reference`` maps a Module's state_dict onto them (Linear weights
-transposed, LayerNorm weight/bias -> gamma/beta). The key third of GPT's
+``to_reference`` maps a Module's state_dict onto them (reference.state_dict:
+Linear weights transposed, LayerNorm weight/bias -> gamma/beta). The key third of GPT's
 qkv bias is compared as in test_models.py (its gradient is zero in exact
 arithmetic, so Adam turns float32 noise into steps).
 """
 from __future__ import annotations
-
-import re
 
 import numpy as np
 import pytest
 
 import oneflow_lite as flow
 from reference import numpy_gpt, numpy_mlp, numpy_optim, numpy_vgg
+from reference.state_dict import from_state_dict
 
 nn = flow.nn
 F = flow.nn.functional
@@ -37,35 +36,8 @@ OPTIMIZERS = {
 }
 
 
-def reference_names(name: str, model: nn.Module) -> dict:
-    """Module state_dict key -> (reference name, transposed?)."""
-    out = {}
-    if name == "vgg":
-        convs = [p for p, m in model.named_modules() if isinstance(m, nn.Conv2d)]
-        fcs = [p for p, m in model.named_modules() if isinstance(m, nn.Linear)]
-        for i, p in enumerate(convs):
-            out.update({f"{p}.weight": (f"conv{i}.weight", False),
-                        f"{p}.bias": (f"conv{i}.bias", False)})
-        for j, p in enumerate(fcs):
-            out.update({f"{p}.weight": (f"fc{j}.weight", True),
-                        f"{p}.bias": (f"fc{j}.bias", False)})
-        return out
-    for key in model.state_dict():
-        ref = re.sub(r"^h\.(\d+)\.", r"h\1.", key)
-        if key in ("wte.weight", "wpe.weight"):
-            out[key] = (key.split(".")[0], False)
-        elif re.search(r"(^|\.)ln(1|2|_f)\.", key):
-            out[key] = (ref.replace(".weight", ".gamma").replace(".bias", ".beta"), False)
-        else:
-            out[key] = (ref, ref.endswith(".weight"))
-    return out
-
-
 def to_reference(name, model) -> dict:
-    names = reference_names(name, model)
-    sd = model.state_dict()
-    return {ref: (sd[k].numpy().T if t else sd[k].numpy()).astype(np.float64)
-            for k, (ref, t) in names.items()}
+    return from_state_dict(name, model.state_dict(), config=getattr(model, "config", None))
 
 
 def make_batches(reference, config, batch_size, seed=1):

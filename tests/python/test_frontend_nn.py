@@ -43,8 +43,8 @@ def _pool(x, k, reduce):
 
 def _attention(x, wqkv, bqkv, wp, bp, heads):
     b, t, d = x.shape
-    qkv = x.reshape(b * t, d) @ wqkv.T + bqkv
-    q, k, v = (qkv[:, i * d:(i + 1) * d].reshape(b, t, heads, -1).transpose(0, 2, 1, 3)
+    qkv = (x.reshape(b * t, d) @ wqkv.T + bqkv).reshape(b, t, heads, 3, -1)  # head-major
+    q, k, v = (qkv[:, :, :, i].transpose(0, 2, 1, 3)
                for i in range(3))
     mask = np.where(np.triu(np.ones((t, t), bool), 1), -1e9, 0.0)
     p = _softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(d // heads) + mask)

@@ -6,12 +6,15 @@
 
 ``MODELS`` maps a name to the model's module (``gpt``, ``mlp``, ``vgg``),
 each with its config class, its Module class and the legacy GraphBuilder
-``init_params``/``build`` (see ``models.legacy``).
+``init_params``/``build`` (see ``models.legacy``; kept only for train.py).
+``trace_loss(model, batch_size)`` (trace.py) gives a model with its loss as
+a graph for code that drives ``_C.Session`` directly.
 """
 from oneflow_lite.models import gpt, mlp, vgg
 from oneflow_lite.models.config import GPTConfig, MLPConfig, VGGConfig, vgg16_config, vgg19_config
 from oneflow_lite.models.gpt import GPT
 from oneflow_lite.models.mlp import MLP
+from oneflow_lite.models.trace import LossGraph, input_specs, trace_loss
 from oneflow_lite.models.vgg import VGG, VGG16, VGG19
 
 MODELS = {"mlp": mlp, "gpt": gpt, "vgg": vgg}
@@ -28,4 +31,4 @@ def create(name: str, config=None, dtype=None):
 
 __all__ = ["MODELS", "MODEL_CLASSES", "create", "gpt", "mlp", "vgg", "GPT", "MLP", "VGG",
            "VGG16", "VGG19", "GPTConfig", "MLPConfig", "VGGConfig", "vgg16_config",
-           "vgg19_config"]
+           "vgg19_config", "LossGraph", "input_specs", "trace_loss"]

@@ -39,8 +39,8 @@ void ExpectNear(double actual, double expected) {
 }
 
 TEST(CostModelBoxingTest, OneDimensionalMeshEveryKind) {
-  const Placement p = Mesh({4});   // groups of 4 run on the fast level
-  const Shape s{1024, 256};        // T = 1024 * 256 * 4 = 1 MiB
+  const Placement p = Mesh({4});  // groups of 4 run on the fast level
+  const Shape s{1024, 256};       // T = 1024 * 256 * 4 = 1 MiB
   const double t = 1048576.0;
   // P -> B: all-reduce, 2(p-1)/p T = 1.5 T, 2(p-1) = 6 steps.
   ExpectNear(Seconds(s, p, "(P)", "(B)"), 6 * kFastLat + 1.5 * t / kFastBw);
@@ -273,7 +273,7 @@ TEST(CostModelTest, EdgeEntriesAreTheBoxingSecondsAndIdenticalLayersShareMatrice
     }
     return -1;
   };
-  const int e1 = edge_into("h1.attn.qkv/matmul", 0), e2 = edge_into("h2.attn.qkv/matmul", 0);
+  const int e1 = edge_into("h.1.attn.qkv/matmul", 0), e2 = edge_into("h.2.attn.qkv/matmul", 0);
   ASSERT_GE(e1, 0);
   ASSERT_GE(e2, 0);
   EXPECT_EQ(model->graph().edge(e1).matrix.get(), model->graph().edge(e2).matrix.get());

@@ -31,7 +31,7 @@ TEST(ExpertPresetsTest, MegatronReadsTheSplitAxisFromTransposeB) {
     auto s = ExpertPresetSources("megatron", g, Mesh({4})).value();
     const std::string out_axis = transpose_b ? "(S(0))" : "(S(1))";
     const std::string in_axis = transpose_b ? "(S(1))" : "(S(0))";
-    for (const std::string p : {"h0", "h1"}) {
+    for (const std::string p : {"h.0", "h.1"}) {
       EXPECT_EQ(s.at(p + ".attn.qkv.weight"), Sbp1(out_axis));
       EXPECT_EQ(s.at(p + ".attn.qkv.bias"), Sbp1("(S(0))"));
       EXPECT_EQ(s.at(p + ".mlp.fc.weight"), Sbp1(out_axis));
@@ -39,7 +39,7 @@ TEST(ExpertPresetsTest, MegatronReadsTheSplitAxisFromTransposeB) {
       EXPECT_EQ(s.at(p + ".attn.proj.weight"), Sbp1(in_axis));
       EXPECT_EQ(s.at(p + ".attn.proj.bias"), Sbp1("(B)"));
       EXPECT_EQ(s.at(p + ".mlp.proj.weight"), Sbp1(in_axis));
-      EXPECT_EQ(s.at(p + ".ln1.gamma"), Sbp1("(B)"));
+      EXPECT_EQ(s.at(p + ".ln1.weight"), Sbp1("(B)"));
       // Adam moments follow their parameter; the step counter is B.
       EXPECT_EQ(s.at(p + ".mlp.fc.weight/m"), Sbp1(out_axis));
       EXPECT_EQ(s.at(p + ".mlp.fc.weight/step"), Sbp1("(B)"));
@@ -53,9 +53,9 @@ TEST(ExpertPresetsTest, TwoDimensionalIsDataOuterTensorInner) {
   const OpGraph g = testing::TransformerModel(1, 2, 8, 16, 2);
   auto s = ExpertPresetSources("2d", g, Mesh({2, 2})).value();
   EXPECT_EQ(s.at("x"), Sbp1("(S(0), B)"));
-  EXPECT_EQ(s.at("h0.attn.qkv.weight"), Sbp1("(B, S(1))"));
-  EXPECT_EQ(s.at("h0.mlp.proj.weight"), Sbp1("(B, S(0))"));
-  EXPECT_EQ(s.at("h0.ln2.beta"), Sbp1("(B, B)"));
+  EXPECT_EQ(s.at("h.0.attn.qkv.weight"), Sbp1("(B, S(0))"));  // [out, in]: output features
+  EXPECT_EQ(s.at("h.0.mlp.proj.weight"), Sbp1("(B, S(1))"));  // input features
+  EXPECT_EQ(s.at("h.0.ln2.bias"), Sbp1("(B, B)"));
 }
 
 TEST(ExpertPresetsTest, VggSplitsTheClassifierOnly) {
@@ -81,8 +81,7 @@ TEST(ExpertPresetsTest, PresetsThatDoNotApplySayWhy) {
   EXPECT_NE(vgg.status().message().find("no conv2d"), std::string::npos);
   auto unknown = ExpertPresetSources("zero3", gpt, Mesh({4}));
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("data_parallel, megatron, 2d, vgg"),
-            std::string::npos);
+  EXPECT_NE(unknown.status().message().find("data_parallel, megatron, 2d, vgg"), std::string::npos);
 }
 
 TEST(ExpertPresetsTest, PlannedPresetsAreValidAndKeepTheirSources) {

@@ -1,14 +1,14 @@
 // Test helpers for the cost model and planner tests: meshes, a two-level
 // cluster with round numbers, and small real models built from registered
-// ops (a linear layer, GPT-style Transformer blocks as
-// python/oneflow_lite/models/gpt.py builds them, a VGG-style conv net), each
+// ops (a linear layer, GPT-style Transformer blocks as flow.models.GPT
+// traces them, a VGG-style conv net), each
 // with its backward and optimizer. Variables are lazy (desc only).
 #pragma once
 
+#include <glog/logging.h>
+
 #include <string>
 #include <vector>
-
-#include <glog/logging.h>
 
 #include "graph/autodiff.h"
 #include "graph/op_graph.h"
@@ -36,7 +36,8 @@ inline Cluster TwoLevelCluster(int64_t memory_bytes = int64_t{1} << 40, double f
              "name: 'two_level'\n"
              "levels { name: 'fast' size: 4 bandwidth_gbps: 100 latency_us: 1 }\n"
              "levels { name: 'slow' size: 0 bandwidth_gbps: 10 latency_us: 10 }\n"
-             "device { name: 'dev' flops { key: 'float32' value: " + std::to_string(flops) +
+             "device { name: 'dev' flops { key: 'float32' value: " +
+                 std::to_string(flops) +
                  " }\n  flops { key: 'bfloat16' value: " + std::to_string(2 * flops) +
                  " } memory_bytes: " + std::to_string(memory_bytes) + " }\n",
              "two_level.pbtxt")
@@ -71,6 +72,8 @@ inline OpGraph LinearModel(int64_t batch, int64_t in, int64_t out,
   return g;
 }
 
+// A Linear layer on 2-D x [n, in]: weight [out, in] applied with
+// transpose_b (PyTorch's layout, as flow.nn.Linear) or [in, out] without.
 inline std::string Linear(OpGraph& g, const std::string& x, const std::string& prefix, int64_t in,
                           int64_t out, bool transpose_b) {
   const Shape w = transpose_b ? Shape{out, in} : Shape{in, out};
@@ -81,31 +84,45 @@ inline std::string Linear(OpGraph& g, const std::string& x, const std::string& p
   return Op(g, "bias_add", {y, prefix + ".bias"}, {{"axis", int64_t{1}}}, prefix + "/bias_add");
 }
 
-inline std::string LayerNorm(OpGraph& g, const std::string& x, const std::string& prefix,
-                             int64_t d) {
-  CHECK(g.AddVariable(prefix + ".gamma", TensorDesc{Shape{d}, DataType::kFloat32}, true).ok());
-  CHECK(g.AddVariable(prefix + ".beta", TensorDesc{Shape{d}, DataType::kFloat32}, true).ok());
-  return Op(g, "layer_norm", {x, prefix + ".gamma", prefix + ".beta"}, {}, prefix);
+// flow.nn.Linear on x [b, t, in]: flattened to [b*t, in] and back.
+inline std::string Linear3d(OpGraph& g, const std::string& x, const std::string& prefix,
+                            int64_t b, int64_t t, int64_t in, int64_t out, bool transpose_b) {
+  std::string y = Op(g, "reshape", {x}, {{"shape", Ints{b * t, in}}}, prefix + "/flatten");
+  y = Linear(g, y, prefix, in, out, transpose_b);
+  return Op(g, "reshape", {y}, {{"shape", Ints{b, t, out}}}, prefix + "/unflatten");
 }
 
-// gpt.py's blocks on x [b*t, d] (no embeddings, no dropout), then mean, Adam.
+inline std::string LayerNorm(OpGraph& g, const std::string& x, const std::string& prefix,
+                             int64_t d) {
+  CHECK(g.AddVariable(prefix + ".weight", TensorDesc{Shape{d}, DataType::kFloat32}, true).ok());
+  CHECK(g.AddVariable(prefix + ".bias", TensorDesc{Shape{d}, DataType::kFloat32}, true).ok());
+  return Op(g, "layer_norm", {x, prefix + ".weight", prefix + ".bias"}, {}, prefix);
+}
+
+// The traced graph of flow.models.GPT's blocks (python/oneflow_lite/models/
+// gpt.py, nn/modules/attention.py) on x [b, t, d] (no embeddings, no
+// dropout), then mean, Adam. Fused qkv features are head-major ([b*t, 3d] ->
+// [b, t, h, 3, dh]), so a split of them by whole heads can reach attention.
 inline OpGraph TransformerModel(int64_t layers, int64_t b, int64_t t, int64_t d, int64_t heads,
-                                bool transpose_b = false) {
+                                bool transpose_b = true) {
   OpGraph g;
-  CHECK(g.AddInput("x", {Shape{b * t, d}, DataType::kFloat32}).ok());
+  CHECK(g.AddInput("x", {Shape{b, t, d}, DataType::kFloat32}).ok());
   CHECK(g.AddVariable("causal_mask", TensorDesc{Shape{t, t}, DataType::kFloat32}, false).ok());
   std::string x = "x";
   const int64_t dh = d / heads;
   for (int64_t i = 0; i < layers; ++i) {
-    const std::string p = "h" + std::to_string(i);
+    const std::string p = "h." + std::to_string(i);
     std::string a = LayerNorm(g, x, p + ".ln1", d);
+    a = Op(g, "reshape", {a}, {{"shape", Ints{b * t, d}}}, p + ".attn/flatten");
     std::string qkv = Linear(g, a, p + ".attn.qkv", d, 3 * d, transpose_b);
+    qkv = Op(g, "reshape", {qkv}, {{"shape", Ints{b, t, heads, 3, dh}}}, p + ".attn/heads");
     std::vector<std::string> parts;
     for (int64_t c = 0; c < 3; ++c) {
       const std::string n = p + ".attn/" + std::string(1, "qkv"[c]);
       std::string s = Op(g, "slice", {qkv},
-                         {{"start", Ints{0, c * d}}, {"stop", Ints{b * t, (c + 1) * d}},
-                          {"step", Ints{1, 1}}},
+                         {{"start", Ints{0, 0, 0, c, 0}},
+                          {"stop", Ints{b, t, heads, c + 1, dh}},
+                          {"step", Ints{1, 1, 1, 1, 1}}},
                          n + "/slice");
       s = Op(g, "reshape", {s}, {{"shape", Ints{b, t, heads, dh}}}, n + "/reshape");
       parts.push_back(Op(g, "transpose", {s}, {{"perm", Ints{0, 2, 1, 3}}}, n + "/transpose"));
@@ -119,11 +136,12 @@ inline OpGraph TransformerModel(int64_t layers, int64_t b, int64_t t, int64_t d,
     y = Op(g, "transpose", {y}, {{"perm", Ints{0, 2, 1, 3}}}, p + ".attn/merge/transpose");
     y = Op(g, "reshape", {y}, {{"shape", Ints{b * t, d}}}, p + ".attn/merge/reshape");
     y = Linear(g, y, p + ".attn.proj", d, d, transpose_b);
+    y = Op(g, "reshape", {y}, {{"shape", Ints{b, t, d}}}, p + ".attn/unflatten");
     x = Op(g, "add", {x, y}, {}, p + "/residual1");
     std::string m = LayerNorm(g, x, p + ".ln2", d);
-    m = Linear(g, m, p + ".mlp.fc", d, 4 * d, transpose_b);
+    m = Linear3d(g, m, p + ".mlp.fc", b, t, d, 4 * d, transpose_b);
     m = Op(g, "gelu", {m}, {}, p + ".mlp/gelu");
-    m = Linear(g, m, p + ".mlp.proj", 4 * d, d, transpose_b);
+    m = Linear3d(g, m, p + ".mlp.proj", b, t, 4 * d, d, transpose_b);
     x = Op(g, "add", {x, m}, {}, p + "/residual2");
   }
   Train(g, Op(g, "reduce_mean", {x}, {}, "loss"), "adam");
@@ -134,9 +152,9 @@ inline OpGraph TransformerModel(int64_t layers, int64_t b, int64_t t, int64_t d,
 inline OpGraph ConvNetModel(int64_t batch, int64_t channels, int64_t side, int64_t classes) {
   OpGraph g;
   CHECK(g.AddInput("images", {Shape{batch, 3, side, side}, DataType::kFloat32}).ok());
-  CHECK(g.AddVariable("conv1.weight", TensorDesc{Shape{channels, 3, 3, 3}, DataType::kFloat32},
-                      true)
-            .ok());
+  CHECK(
+      g.AddVariable("conv1.weight", TensorDesc{Shape{channels, 3, 3, 3}, DataType::kFloat32}, true)
+          .ok());
   std::string y = Op(g, "conv2d", {"images", "conv1.weight"}, {{"padding", Ints{1, 1}}}, "conv1");
   y = Op(g, "relu", {y}, {}, "relu1");
   y = Op(g, "flatten", {y}, {}, "flatten");

@@ -98,3 +98,46 @@ TEST(AutoddlTest, EmptyGraph) {
 
 }  // namespace
 }  // namespace ofl
+
+namespace ofl {
+namespace {
+
+// Extra starts (graph/ passes the best expert preset's choice): run after
+// the built-in ones under their names, from the unpruned graph (candidate 1
+// of `a` is dominated and pruned, yet a start may pick it), never worse than
+// where they start; bad ones are errors naming them.
+TEST(AutoddlTest, ExtraStartsRunFromTheUnprunedGraph) {
+  CostGraph g;
+  int a = g.AddNode("a", {{1, 0}, {2, 0}}).value();  // candidate 1 dominated
+  int b = g.AddNode("b", {{1, 0}, {1, 0}}).value();
+  ASSERT_TRUE(g.AddEdge(a, b, EdgeMatrix::Create(2, 2, {0, 3, 3, 0}).value()).ok());
+  AutoddlOptions o;
+  o.extra_starts.push_back({"given", {1, 1}});  // total 2 + 1 + 0 = 3
+  AutoddlResult r = AutoddlSearch(g, o).value();
+  ASSERT_EQ(r.starts.size(), 4u);
+  EXPECT_EQ(r.starts[3].name, "given");
+  EXPECT_DOUBLE_EQ(r.starts[3].start_seconds, 3);
+  EXPECT_LE(r.starts[3].final_seconds, 3);
+  EXPECT_DOUBLE_EQ(r.solution.total_seconds, 2);  // (0, 0): 1 + 1
+  EXPECT_LE(r.solution.total_seconds, r.starts[3].final_seconds);
+
+  o.extra_starts = {{"short", {0}}};
+  auto e1 = AutoddlSearch(g, o);
+  ASSERT_FALSE(e1.ok());
+  EXPECT_EQ(e1.status().message(), "autoddl: start 'short' has 1 candidates for 2 nodes");
+  o.extra_starts = {{"far", {0, 5}}};
+  auto e2 = AutoddlSearch(g, o);
+  ASSERT_FALSE(e2.ok());
+  EXPECT_EQ(e2.status().message(),
+            "autoddl: start 'far' picks candidate 5 of node 'b' (2 candidates)");
+  CostGraph m;
+  ASSERT_TRUE(m.AddNode("p", {{1, 100}, {3, 10}}).ok());
+  ASSERT_TRUE(m.SetMemoryLimit(50).ok());
+  o.extra_starts = {{"big", {0}}};
+  auto e3 = AutoddlSearch(m, o);
+  ASSERT_FALSE(e3.ok());
+  EXPECT_NE(e3.status().message().find("start 'big' needs"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ofl

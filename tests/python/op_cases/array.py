@@ -65,6 +65,22 @@ RESHAPE = [
             ErrorCase([([2, 3, 4], F32)], {"shape": 24}, ["reshape", "'shape' must be list[int]"]),
         ],
     ),
+    # Merges and splits of a split axis (S(a) -> S(b) when the mesh divides
+    # both extents): [6, 4, 2] -> [24, 2] keeps rows together on [2], [3],
+    # [3, 2] and [2, 1, 3]; [4, 12] -> [2, 2, 6, 2] also splits by heads
+    # (S(1) -> S(2)) on [2] and [3].
+    OpCase(
+        id="reshape_merge_leading", op="reshape", attrs={"shape": [24, 2]},
+        make_inputs=randn(6, 4, 2),
+        forward=lambda xs, a: [xs[0].reshape(a["shape"])],
+        backward=lambda xs, a, dys: [dys[0].reshape(xs[0].shape)],
+    ),
+    OpCase(
+        id="reshape_split_heads", op="reshape", attrs={"shape": [2, 2, 6, 2]},
+        make_inputs=randn(4, 12),
+        forward=lambda xs, a: [xs[0].reshape(a["shape"])],
+        backward=lambda xs, a, dys: [dys[0].reshape(xs[0].shape)],
+    ),
     OpCase(
         id="reshape_keep_leading", op="reshape", attrs={"shape": [2, 12, 1]},
         make_inputs=randn(2, 3, 4),

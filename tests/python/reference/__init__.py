@@ -2,8 +2,9 @@
 
 Forward and hand-written backward passes of the MLP, GPT and VGG models of
 ``oneflow_lite.models`` and the SGD, Adam and AdamW optimizers, written with
-numpy only (this package never imports oneflow_lite). They take the same
-params dict (parameter name -> array) and the same batches, and compute in
+numpy only (this package never imports oneflow_lite). They take a params
+dict (parameter name -> array; ``state_dict.from_state_dict`` makes it from
+a model's state_dict) and the same batches as the models, and compute in
 the dtype of the params they are given (float64 for oracles). Configs are
 duck-typed: any object with the model config's fields will do.
 

@@ -3,7 +3,9 @@
 Per block: x += proj(causal_attention(ln1(x))); x += fc2(gelu(fc1(ln2(x)))).
 Embeddings wte [V, D] + wpe [T, D]; final LayerNorm; head [D, V] without
 bias; mean cross-entropy over the B*T tokens. The causal mask adds -1e9 above
-the diagonal. Parameter names match ``oneflow_lite.models.gpt``.
+the diagonal. Parameter names and layouts are its own
+(``h0.attn.qkv.weight`` [D, 3D]); reference/state_dict.py maps a
+``flow.models.GPT`` state_dict onto them.
 
 Config fields used: vocab_size, seq_len, n_layer, n_head, n_embd,
 layer_norm_epsilon. Dropout is not modelled. A batch is ``(ids [B, T],

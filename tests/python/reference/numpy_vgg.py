@@ -3,7 +3,9 @@
 Features: an int is a 3x3 conv (stride 1, padding 1) + bias + ReLU, "M" a
 2x2 max pool with stride 2; then flatten (C-order, as ``reshape(B, -1)``),
 Linear + ReLU per entry of ``config.fc``, and a Linear to the logits; mean
-sparse cross-entropy. Parameter names match ``oneflow_lite.models.vgg``.
+sparse cross-entropy. Parameter names are its own (``conv{i}``, ``fc{j}``
+[in, out]); reference/state_dict.py maps a ``flow.models.VGG`` state_dict
+onto them.
 
 Config fields used: features, in_channels, image_size, fc, num_classes.
 Dropout is not modelled. A batch is ``(images [B, C, H, W], labels [B])``.

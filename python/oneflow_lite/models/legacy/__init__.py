@@ -1,6 +1,6 @@
 """The models as GraphBuilder builders (``init_params`` + ``build``), kept
-for the code that still builds graphs by hand (tests/python/
-test_distributed.py, test_models.py, bench/ops_gpt.py, bench/runtime_dp.py,
-train.py). The nn.Module definitions in ``oneflow_lite.models`` are the
-frontend's models; these go once their users move to flow.nn.Graph.
+only for python/oneflow_lite/train.py, which still builds its graph by hand.
+The nn.Module definitions in ``oneflow_lite.models`` are the frontend's
+models (tests and bench trace them with ``models.trace_loss``); this package
+goes when train.py moves to flow.nn.Graph.
 """

@@ -1,7 +1,11 @@
 """``nn.CausalSelfAttention``: GPT-2's multi-head self-attention with a
-causal mask. Submodules ``qkv`` (Linear D -> 3D: q, k, v by thirds of the
-output) and ``proj`` (Linear D -> D); the additive mask [T, T] (0 on and
-below the diagonal, -1e9 above) is a non-persistent buffer ``mask``.
+causal mask. Submodules ``qkv`` (Linear D -> 3D) and ``proj`` (Linear D
+-> D); the additive mask [T, T] (0 on and below the diagonal, -1e9 above) is
+a non-persistent buffer ``mask``. The 3D features of ``qkv`` are ordered
+head by head, each head's q, k and v (Dh each) in turn, as Megatron-LM lays
+out its fused projection: a contiguous split of them over p ranks (p
+dividing the head count) gives each rank whole heads, so the planner can
+split attention by heads ([B*T, 3D] S(1) -> [B, T, H, 3, Dh] S(2)).
 Not thread-safe."""
 from __future__ import annotations
 
@@ -43,18 +47,18 @@ class CausalSelfAttention(Module):
             mask._value[...] = causal_mask(seq_len, mask._value.dtype)
         self.register_buffer("mask", mask, persistent=False)
 
-    def _heads(self, qkv2d, third: int, b: int, t: int):
-        d, h = self.n_embd, self.n_head
-        part = qkv2d[:, third * d:(third + 1) * d]
-        return part.reshape(b, t, h, d // h).permute(0, 2, 1, 3)
+    def _heads(self, qkv5d, which: int):
+        """q (0), k (1) or v (2) of qkv [B, T, H, 3, Dh] as [B, H, T, Dh]."""
+        return qkv5d[:, :, :, which].permute(0, 2, 1, 3)
 
     def forward(self, x):
         if x.ndim != 3 or x.shape[2] != self.n_embd or x.shape[1] > self.seq_len:
             raise ValueError(f"input shape {list(x.shape)} is not [B, T <= {self.seq_len}, "
                              f"{self.n_embd}]")
         b, t, d = x.shape
-        qkv = self.qkv(x.reshape(b * t, d))
-        q, k, v = (self._heads(qkv, i, b, t) for i in range(3))
+        h = self.n_head
+        qkv = self.qkv(x.reshape(b * t, d)).reshape(b, t, h, 3, d // h)
+        q, k, v = (self._heads(qkv, i) for i in range(3))
         mask = self.mask if t == self.seq_len else self.mask[:t, :t]
         drop = self.attn_dropout
         active = drop.training and drop.p > 0
