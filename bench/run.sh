@@ -15,6 +15,12 @@
 #         under 6 strategies on the calibrated local cluster, predicted vs
 #         measured step time and bytes, into bench/results/fidelity.json,
 #         plotted by bench/plot_fidelity.py into bench/results/fidelity.png.
+#   search  bench/search_bench.py search: every searcher on GPT-style models (2-96
+#         layers, meshes [8] to [128, 8]), a 4-layer MLP and VGG16 (predicted step
+#         times, search seconds on one core) -> bench/results/search.json, plotted by
+#         bench/plot_search.py into search_time.png and search_step.png.
+#   paper   bench/search_bench.py paper: best expert vs autoddl on VGG16 and a
+#         Transformer, beside the AutoDDL paper's reductions -> paper.json, paper.png.
 # Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part;
 # OFL_BENCH_TORCH_PYTHON, an interpreter that imports torch, for the PyTorch
 # peer (default: the project venv's, which has no torch: the field is null).
@@ -24,7 +30,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops|runtime|fidelity" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime|search|paper|fidelity" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -101,11 +107,29 @@ run_fidelity() {
   return $rc
 }
 
+run_search() {  # $1: search or paper; one core, one thread everywhere
+  local results=bench/results load_before pin=()
+  mkdir -p "$results"
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  if command -v taskset >/dev/null; then pin=(taskset -c 0); fi
+  echo "bench: search_bench.py $1 (one core)" >&2
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH="$OFL_ROOT/python" \
+    "${pin[@]}" "$OFL_PY" bench/search_bench.py "$1" --out "$results/$1.json" \
+    --load-before "$load_before" || return 1
+  "$OFL_PY" bench/plot_search.py || return 1
+  echo "bench: wrote $results/$1.json and its plots" >&2
+}
+
 case $suite in
   fidelity)
     ofl_setup
     cd "$OFL_ROOT"
     run_fidelity
+    ;;
+  search|paper)
+    ofl_setup
+    cd "$OFL_ROOT"
+    run_search "$suite"
     ;;
   runtime)
     ofl_setup

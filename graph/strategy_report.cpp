@@ -171,14 +171,16 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
   out << "\ncluster " << cluster << ", " << placement << ", " << micro_batches
       << " micro-batch(es)\n";
   const size_t node_rows = full ? nodes.size() : std::min<size_t>(nodes.size(), max_rows);
-  out << "\n" << Pad("seconds", 11, true) << Pad("compute", 11, true) << Pad("comm", 11, true)
-      << Pad("memory", 11, true) << "  " << Pad("kind", 9) << Pad("op", 28) << "signature\n";
+  out << "\n" << Pad("seconds", 12, true) << Pad("compute", 12, true) << Pad("comm", 12, true)
+      << Pad("memory", 12, true) << "  " << Pad("kind", 12) << Pad("op", 28) << "signature\n";
   for (size_t i = 0; i < node_rows; ++i) {
     const NodeReport& r = nodes[i];
-    out << Pad(FormatSeconds(r.seconds()), 11, true) << Pad(FormatSeconds(r.compute_seconds), 11, true)
-        << Pad(FormatSeconds(r.communication_seconds), 11, true)
-        << Pad(FormatBytes(r.memory_bytes), 11, true) << "  "
-        << Pad(r.op_type.empty() ? r.kind : r.op_type, 9) << Pad(r.name, 28) << r.signature;
+    out << Pad(" " + FormatSeconds(r.seconds()), 12, true)
+        << Pad(" " + FormatSeconds(r.compute_seconds), 12, true)
+        << Pad(" " + FormatSeconds(r.communication_seconds), 12, true)
+        << Pad(" " + FormatBytes(r.memory_bytes), 12, true) << "  "
+        << Pad((r.op_type.empty() ? r.kind : r.op_type) + " ", 12) << Pad(r.name + " ", 28)
+        << r.signature;
     if (r.matmul) {
       out << "  [matmul " << r.matmul->m << "x" << r.matmul->k << "x" << r.matmul->n << " on "
           << r.matmul->processors << ": moves " << FormatBytes(static_cast<int64_t>(r.matmul->bytes))
@@ -189,12 +191,12 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
   }
   if (node_rows < nodes.size()) out << "  ... " << nodes.size() - node_rows << " more (full)\n";
   const size_t edge_rows = full ? edges.size() : std::min<size_t>(edges.size(), max_rows);
-  out << "\n" << Pad("seconds", 11, true) << Pad("bytes", 11, true) << "  "
+  out << "\n" << Pad("seconds", 12, true) << Pad("bytes", 12, true) << "  "
       << Pad("tensor", 36) << "boxing\n";
   for (size_t i = 0; i < edge_rows; ++i) {
     const EdgeReport& r = edges[i];
-    out << Pad(FormatSeconds(r.seconds), 11, true)
-        << Pad(FormatBytes(r.max_bytes), 11, true) << "  " << Pad(r.tensor, 36) << r.from
+    out << Pad(" " + FormatSeconds(r.seconds), 12, true)
+        << Pad(" " + FormatBytes(r.max_bytes), 12, true) << "  " << Pad(r.tensor + " ", 36) << r.from
         << " -> " << r.to << " into " << r.consumer << ":";
     for (const BoxingStepReport& s : r.steps) {
       out << " " << s.kind;

@@ -6,6 +6,7 @@
 // Declared-only variables: Program.add_variable_desc.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -57,7 +58,8 @@ py::dict StatsDict(const PlannedStrategy& p) {
   d["ops"] = s.ops;
   d["cost_nodes"] = s.cost_nodes;
   d["cost_edges"] = s.cost_edges;
-  d["candidates"] = s.mean_candidates;
+  d["candidates"] = s.mean_candidates;          // per cost node
+  d["op_candidates"] = s.mean_op_candidates;    // signatures per op (folded updates included)
   d["pruned"] = s.pruned;
   d["build_seconds"] = s.build_seconds;
   d["search_seconds"] = s.search_seconds;
@@ -73,15 +75,63 @@ py::dict StatsDict(const PlannedStrategy& p) {
   return d;
 }
 
-PyPlanned Plan(const Program& program, const std::vector<int64_t>& hierarchy,
-               const py::object& cluster_arg, const std::string& searcher,
-               const std::map<std::string, std::string>& pinned, int64_t micro_batches,
-               const std::optional<std::string>& compute_dtype,
-               const std::optional<double>& bytes_per_parameter,
-               const std::optional<int64_t>& memory_limit,
-               const std::optional<std::vector<int64_t>>& ranks_arg,
-               const std::optional<double>& exact_time_budget) {
-  Cluster cluster = ClusterFrom(cluster_arg);
+struct PlanArgs {
+  std::string searcher = "autoddl";
+  std::map<std::string, std::string> pinned;
+  int64_t micro_batches = 1;
+  std::optional<std::string> compute_dtype;
+  std::optional<double> bytes_per_parameter;
+  std::optional<int64_t> memory_limit;
+  std::optional<double> exact_time_budget;
+  std::optional<int64_t> exact_max_table_entries;
+  int autoddl_random_starts = 0;
+};
+
+PlanOptions OptionsFrom(const PlanArgs& a) {
+  PlanOptions options;
+  options.searcher = a.searcher;
+  for (const auto& [tensor, text] : a.pinned) {
+    auto parsed = NdSbp::Parse(text);
+    if (!parsed.ok()) throw py::value_error("pinned '" + tensor + "': " + parsed.status().message());
+    options.pinned[tensor] = parsed.value();
+  }
+  if (a.micro_batches < 1) {
+    throw py::value_error("plan: micro_batches=" + std::to_string(a.micro_batches) +
+                          " (needs >= 1)");
+  }
+  options.cost.micro_batches = a.micro_batches;
+  if (a.compute_dtype) options.cost.compute_dtype = Unwrap(ParseDataType(*a.compute_dtype));
+  if (a.bytes_per_parameter) options.cost.bytes_per_parameter = *a.bytes_per_parameter;
+  if (a.memory_limit) {
+    if (*a.memory_limit < 0) {
+      options.cost.memory_limit_bytes = kNoMemoryLimit;
+    } else if (*a.memory_limit == 0) {
+      throw py::value_error("plan: memory_limit=0 (bytes per device; None: the cluster's, "
+                            "-1: no limit)");
+    } else {
+      options.cost.memory_limit_bytes = *a.memory_limit;
+    }
+  }
+  if (a.exact_time_budget) options.exact.time_budget_seconds = *a.exact_time_budget;
+  if (a.exact_max_table_entries) {
+    if (*a.exact_max_table_entries < 1) {
+      throw py::value_error("plan: exact_max_table_entries=" +
+                            std::to_string(*a.exact_max_table_entries) + " (needs >= 1)");
+    }
+    options.exact.max_table_entries = *a.exact_max_table_entries;
+    options.exact.max_total_entries =
+        std::max(options.exact.max_total_entries, 8 * *a.exact_max_table_entries);
+  }
+  if (a.autoddl_random_starts < 0) {
+    throw py::value_error("plan: autoddl_random_starts=" +
+                          std::to_string(a.autoddl_random_starts) + " (needs >= 0)");
+  }
+  options.autoddl.num_random_starts = a.autoddl_random_starts;
+  return options;
+}
+
+Placement MeshPlacement(const std::vector<int64_t>& hierarchy,
+                        const std::optional<std::vector<int64_t>>& ranks_arg) {
   int64_t size = 1;
   for (int64_t h : hierarchy) size *= h;
   std::vector<int64_t> ranks;
@@ -90,31 +140,21 @@ PyPlanned Plan(const Program& program, const std::vector<int64_t>& hierarchy,
   } else {
     for (int64_t r = 0; r < size; ++r) ranks.push_back(r);
   }
-  Placement placement = Unwrap(Placement::Create(DeviceType::kCPU, ranks, Shape(hierarchy)));
-  PlanOptions options;
-  options.searcher = searcher;
-  for (const auto& [tensor, text] : pinned) {
-    auto parsed = NdSbp::Parse(text);
-    if (!parsed.ok()) throw py::value_error("pinned '" + tensor + "': " + parsed.status().message());
-    options.pinned[tensor] = parsed.value();
-  }
-  if (micro_batches < 1) {
-    throw py::value_error("plan: micro_batches=" + std::to_string(micro_batches) + " (needs >= 1)");
-  }
-  options.cost.micro_batches = micro_batches;
-  if (compute_dtype) options.cost.compute_dtype = Unwrap(ParseDataType(*compute_dtype));
-  if (bytes_per_parameter) options.cost.bytes_per_parameter = *bytes_per_parameter;
-  if (memory_limit) {
-    if (*memory_limit < 0) {
-      options.cost.memory_limit_bytes = kNoMemoryLimit;
-    } else if (*memory_limit == 0) {
-      throw py::value_error("plan: memory_limit=0 (bytes per device; None: the cluster's, "
-                            "-1: no limit)");
-    } else {
-      options.cost.memory_limit_bytes = *memory_limit;
-    }
-  }
-  if (exact_time_budget) options.exact.time_budget_seconds = *exact_time_budget;
+  return Unwrap(Placement::Create(DeviceType::kCPU, ranks, Shape(hierarchy)));
+}
+
+// A cost model with the graph it was built for, reusable across searchers.
+struct PyModel {
+  std::shared_ptr<const OpGraph> graph;
+  std::shared_ptr<const CostModel> model;
+};
+
+PyPlanned Plan(const Program& program, const std::vector<int64_t>& hierarchy,
+               const py::object& cluster_arg, const PlanArgs& args,
+               const std::optional<std::vector<int64_t>>& ranks_arg) {
+  Cluster cluster = ClusterFrom(cluster_arg);
+  Placement placement = MeshPlacement(hierarchy, ranks_arg);
+  PlanOptions options = OptionsFrom(args);
   auto graph = std::make_shared<const OpGraph>(program.graph());
   Maybe<PlannedStrategy> planned = PlannedStrategy{};
   {
@@ -259,14 +299,96 @@ void BindPlanning(py::module_& m) {
       .def("__str__", [](const PyPlanned& p) { return p.planned.strategy.ToString(*p.graph); });
 
   m.def(
-      "plan", &Plan, py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
+      "plan",
+      [](const Program& program, const std::vector<int64_t>& hierarchy, const py::object& cluster,
+         const std::string& searcher, const std::map<std::string, std::string>& pinned,
+         int64_t micro_batches, const std::optional<std::string>& compute_dtype,
+         const std::optional<double>& bytes_per_parameter,
+         const std::optional<int64_t>& memory_limit,
+         const std::optional<std::vector<int64_t>>& ranks,
+         const std::optional<double>& exact_time_budget_s,
+         const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts) {
+        PlanArgs a{searcher, pinned, micro_batches, compute_dtype, bytes_per_parameter,
+                   memory_limit, exact_time_budget_s, exact_max_table_entries,
+                   autoddl_random_starts};
+        return Plan(program, hierarchy, cluster, a, ranks);
+      },
+      py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
       py::arg("searcher") = "autoddl",
       py::arg("pinned") = std::map<std::string, std::string>{}, py::arg("micro_batches") = 1,
       py::arg("compute_dtype") = py::none(), py::arg("bytes_per_parameter") = py::none(),
       py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
-      py::arg("exact_time_budget_s") = py::none(),
+      py::arg("exact_time_budget_s") = py::none(), py::arg("exact_max_table_entries") = py::none(),
+      py::arg("autoddl_random_starts") = 0,
       "Plans a strategy for `program` on a mesh `hierarchy` of `cluster` (a Cluster, a preset "
       "name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none.");
+
+  py::class_<PyModel>(m, "CostModel")
+      .def_property_readonly("build_seconds",
+                             [](const PyModel& p) { return p.model->stats().build_seconds; })
+      .def_property_readonly("num_nodes",
+                             [](const PyModel& p) { return p.model->graph().num_nodes(); })
+      .def_property_readonly("num_edges",
+                             [](const PyModel& p) { return p.model->graph().num_edges(); })
+      .def_property_readonly("smallest_memory_need_bytes",
+                             [](const PyModel& p) { return p.model->graph().SmallestMemoryNeed(); })
+      .def("plan",
+           [](const PyModel& p, const std::string& searcher,
+              const std::map<std::string, std::string>& pinned,
+              const std::optional<double>& exact_time_budget_s,
+              const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts) {
+             PlanArgs a;
+             a.searcher = searcher;
+             a.pinned = pinned;
+             a.exact_time_budget = exact_time_budget_s;
+             a.exact_max_table_entries = exact_max_table_entries;
+             a.autoddl_random_starts = autoddl_random_starts;
+             PlanOptions options = OptionsFrom(a);
+             Maybe<PlannedStrategy> planned = PlannedStrategy{};
+             {
+               py::gil_scoped_release release;
+               planned = PlanWithModel(*p.graph, p.model, options);
+             }
+             return PyPlanned{p.graph, Unwrap(std::move(planned))};
+           },
+           py::arg("searcher") = "autoddl",
+           py::arg("pinned") = std::map<std::string, std::string>{},
+           py::arg("exact_time_budget_s") = py::none(),
+           py::arg("exact_max_table_entries") = py::none(), py::arg("autoddl_random_starts") = 0,
+           "plans on this model (built once, reused across searchers); stats['seconds'] "
+           "includes the model's build time");
+  m.def(
+      "build_cost_model",
+      [](const Program& program, const std::vector<int64_t>& hierarchy, const py::object& cluster_arg,
+         int64_t micro_batches, const std::optional<std::string>& compute_dtype,
+         const std::optional<double>& bytes_per_parameter,
+         const std::optional<int64_t>& memory_limit,
+         const std::optional<std::vector<int64_t>>& ranks) {
+        PlanArgs a;
+        a.micro_batches = micro_batches;
+        a.compute_dtype = compute_dtype;
+        a.bytes_per_parameter = bytes_per_parameter;
+        a.memory_limit = memory_limit;
+        PlanOptions options = OptionsFrom(a);
+        Cluster cluster = ClusterFrom(cluster_arg);
+        Placement placement = MeshPlacement(hierarchy, ranks);
+        auto graph = std::make_shared<const OpGraph>(program.graph());
+        Maybe<std::shared_ptr<const CostModel>> model = std::shared_ptr<const CostModel>();
+        {
+          py::gil_scoped_release release;
+          auto placements = PlacementsFor(*graph, placement, options);
+          if (!placements.ok()) {
+            model = placements.status();
+          } else {
+            model = BuildCostModel(*graph, placements.value(), cluster, options.cost);
+          }
+        }
+        return PyModel{graph, Unwrap(std::move(model))};
+      },
+      py::arg("program"), py::arg("hierarchy"), py::arg("cluster"), py::arg("micro_batches") = 1,
+      py::arg("compute_dtype") = py::none(), py::arg("bytes_per_parameter") = py::none(),
+      py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
+      "builds the cost model once, to plan with several searchers (CostModel.plan)");
   m.def(
       "load_strategy",
       [](const std::string& path) {

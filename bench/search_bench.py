@@ -1,0 +1,230 @@
+"""``bench/run.sh search`` and ``bench/run.sh paper``: the AutoDDL search on
+model graphs, every searcher, predicted step times (no training runs).
+
+search: one row per (model, layers, mesh, searcher) with model, layers, mesh,
+searcher, ops (forward, backward, optimizer), candidates (mean signatures
+per op, folded optimizer updates included; node_candidates: per cost node,
+sources included), seconds (wall time on one core from the in-memory graph to
+the Strategy, cost-model building included: PlanStats.seconds),
+predicted_step_s, exact_proved (exact rows), gap_to_exact (autoddl rows,
+where exact proved its optimum: autoddl / optimum - 1). A configuration
+where nothing fits gives rows with fits=false, the error and the smallest
+per-device need.
+
+paper: VGG16 (global batch 256) and a Transformer (12 layers, hidden 1024,
+16 heads, sequence 512, vocabulary 32000, global batch 128) on 16
+single-GPU nodes of p100_nodes (mesh [16]) and on 4 nodes of v100_8gpu
+(mesh [4, 8]): the best expert preset and autoddl, reduction = 1 - autoddl
+/ expert, beside the AutoDDL paper's reported reduction for that pair.
+
+Model graphs come from bench/search_models.py (declared-only variables).
+Run on one core: bench/run.sh pins the process (taskset) and sets the
+thread counts to 1.
+
+    PYTHONPATH=python .venv/bin/python bench/search_bench.py search --out bench/results/search.json
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from merge_results import cpu_model, git_commit  # noqa: E402
+from search_models import build_program  # noqa: E402
+
+from oneflow_lite import _C  # noqa: E402
+
+EXACT_BUDGET_S = 120.0
+EXACT_TABLE = 1 << 26  # elimination table cap for exact (default 2^22 entries)
+EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
+GPT = dict(hidden=4096, heads=32, seq=2048, vocab=51200)
+GPT_MICRO_BATCH, GPT_GLOBAL_BATCH = 8, 512
+TRANSFORMER_MICRO = 8  # paper suite: sequences per micro-batch
+PAPER_REDUCTION = {("transformer", "p100_nodes"): 0.311, ("transformer", "v100_8gpu"): 0.10,
+                   ("vgg16", "p100_nodes"): 0.177, ("vgg16", "v100_8gpu"): 0.715}
+
+
+def _need_bytes(message: str):
+    """The smallest per-device need from an infeasible-memory error, in bytes."""
+    m = re.search(r"needs (?:at least |is )?([0-9.]+) ?(GiB|MiB|KiB|bytes|B)\b", message)
+    if not m:
+        return None
+    scale = {"GiB": 2**30, "MiB": 2**20, "KiB": 2**10, "bytes": 1, "B": 1}[m.group(2)]
+    return int(float(m.group(1)) * scale)
+
+
+def plan_row(model, base: dict, searcher: str) -> dict:
+    row = dict(base, searcher=searcher)
+    extra = {}
+    if searcher == "exact":
+        extra = dict(exact_time_budget_s=EXACT_BUDGET_S, exact_max_table_entries=EXACT_TABLE)
+    try:
+        planned = model.plan(searcher, **extra)
+    except (ValueError, RuntimeError) as error:
+        message = str(error)
+        row.update(predicted_step_s=None, error=message)
+        if "not apply" in message or "needs a 2-D mesh" in message or "no Transformer" in message \
+                or "needs a conv2d" in message:
+            row["applicable"] = False
+        else:
+            row.update(fits=False, smallest_need_bytes=_need_bytes(message))
+        return row
+    stats = planned.stats
+    row.update(ops=stats["ops"], cost_nodes=stats["cost_nodes"],
+               candidates=round(stats["op_candidates"], 3),
+               node_candidates=round(stats["candidates"], 3), pruned=stats["pruned"],
+               seconds=round(stats["seconds"], 4), build_seconds=round(stats["build_seconds"], 4),
+               search_seconds=round(stats["search_seconds"], 4),
+               predicted_step_s=planned.predicted_step_s, memory_bytes=stats["memory_bytes"],
+               compute_s=stats["compute_s"], communication_s=stats["communication_s"], fits=True)
+    if searcher == "exact":
+        row["exact_proved"] = bool(stats["exact_proved"])
+        row["lower_bound_s"] = stats["lower_bound"]
+    if stats["note"]:
+        row["note"] = stats["note"]
+    if searcher == "autoddl" and stats["autoddl_start"]:
+        row["autoddl_start"] = stats["autoddl_start"]
+    return row
+
+
+def run_config(program, base, mesh, cluster, searchers, log, **cost_args) -> list:
+    """One cost model for the configuration, every searcher on it. Each row's
+    seconds = the model's build seconds + that searcher's search seconds."""
+    base = dict(base, mesh=list(mesh), cluster=cluster)
+    started = time.perf_counter()
+    try:
+        model = _C.build_cost_model(program, list(mesh), cluster, **cost_args)
+    except (ValueError, RuntimeError) as error:
+        message = str(error)
+        log(f"  {base['model']} L={base['layers']} mesh={mesh}: nothing fits ({message[:160]})")
+        return [dict(base, searcher=s, predicted_step_s=None, fits=False, error=message,
+                     smallest_need_bytes=_need_bytes(message),
+                     seconds=round(time.perf_counter() - started, 4)) for s in searchers]
+    log(f"  {base['model']} L={base['layers']} mesh={mesh}: cost model built in "
+        f"{model.build_seconds:.2f} s ({model.num_nodes} nodes)")
+    rows = []
+    for searcher in searchers:
+        row = plan_row(model, base, searcher)
+        log(f"    {searcher}: {row.get('predicted_step_s')} s predicted, {row.get('seconds')} s"
+            + (f" ({row['error'][:120]})" if "error" in row else "")
+            + (f" proved={row.get('exact_proved')}" if searcher == "exact" else ""))
+        if row.get("applicable") is False:
+            continue
+        rows.append(row)
+    exact = next((r for r in rows if r["searcher"] == "exact"), None)
+    for r in rows:
+        if r["searcher"] == "autoddl" and exact and exact.get("exact_proved") and \
+                r.get("predicted_step_s") and exact.get("predicted_step_s"):
+            r["gap_to_exact"] = r["predicted_step_s"] / exact["predicted_step_s"] - 1
+    return rows
+
+
+def search_suite(args, log, save) -> dict:
+    rows = []
+    searchers = ("autoddl", "exact") + EXPERTS
+    gpt_args = dict(micro_batches=GPT_GLOBAL_BATCH // GPT_MICRO_BATCH, compute_dtype="bfloat16",
+                    bytes_per_parameter=16.0)
+    program, _ = build_program("mlp", layers=4, batch=64, hidden=8192)
+    rows += run_config(program, dict(model="mlp", layers=4, batch=64), [2, 8], "h100_8gpu",
+                       searchers, log)
+    program, _ = build_program("vgg16", layers=16, batch=256)
+    for mesh in ([4], [8], [4, 8]):
+        rows += run_config(program, dict(model="vgg16", layers=16, batch=256), mesh,
+                           "v100_8gpu", searchers, log)
+    save({"rows": rows})
+    # Small meshes first, so that a partial run still has every model.
+    for mesh in args.meshes:
+        for layers in args.layers:
+            program, _ = build_program("gpt", layers=layers, batch=GPT_MICRO_BATCH, **GPT)
+            base = dict(model="gpt", layers=layers, batch=GPT_GLOBAL_BATCH,
+                        micro_batch=GPT_MICRO_BATCH)
+            rows += run_config(program, base, mesh, "h100_8gpu", searchers, log, **gpt_args)
+            save({"rows": rows, "partial": True})
+    return {"rows": rows}
+
+
+def paper_suite(args, log, save) -> dict:
+    rows = []
+    models = [("vgg16", lambda: build_program("vgg16", layers=16, batch=256), 256),
+              ("transformer", lambda: build_program("gpt", layers=12, batch=TRANSFORMER_MICRO,
+                                                    hidden=1024, heads=16, seq=512, vocab=32000),
+               128)]
+    for model, build, batch in models:
+        program, _ = build()
+        cost_args = {}
+        if model == "transformer":  # 128 sequences as 16 micro-batches of 8
+            cost_args = dict(micro_batches=128 // TRANSFORMER_MICRO)
+        for cluster, mesh in (("p100_nodes", [16]), ("v100_8gpu", [4, 8])):
+            base = dict(model=model, layers=12 if model == "transformer" else 16, batch=batch)
+            found = run_config(program, base, mesh, cluster, ("autoddl",) + EXPERTS, log,
+                               **cost_args)
+            auto = next((r for r in found if r["searcher"] == "autoddl"), None)
+            experts = [r for r in found if r["searcher"] in EXPERTS and r.get("predicted_step_s")]
+            best = min(experts, key=lambda r: r["predicted_step_s"]) if experts else None
+            row = dict(model=model, cluster=cluster, mesh=mesh, batch=batch,
+                       micro_batches=cost_args.get("micro_batches", 1),
+                       nodes=mesh[0], gpus_per_node=mesh[1] if len(mesh) > 1 else 1,
+                       autoddl_step_s=auto.get("predicted_step_s") if auto else None,
+                       autoddl_seconds=auto.get("seconds") if auto else None,
+                       expert=best["searcher"] if best else None,
+                       expert_step_s=best["predicted_step_s"] if best else None,
+                       experts={r["searcher"]: r.get("predicted_step_s") for r in found
+                                if r["searcher"] in EXPERTS},
+                       paper_reduction=PAPER_REDUCTION[(model, cluster)])
+            if best and auto and auto.get("predicted_step_s"):
+                row["reduction"] = 1 - auto["predicted_step_s"] / best["predicted_step_s"]
+            else:
+                row["reduction"] = None
+                row["error"] = (auto or {}).get("error") or "no expert preset fits"
+            rows.append(row)
+            save({"rows": rows, "partial": True})
+    return {"rows": rows}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("suite", choices=["search", "paper"])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--layers", type=int, nargs="*", default=[2, 8, 24, 48, 96])
+    parser.add_argument("--meshes", type=json.loads, default=[[8], [2, 8], [16, 8], [128, 8]],
+                        help="JSON list of meshes")
+    parser.add_argument("--load-before", default="")
+    args = parser.parse_args()
+
+    def log(text):
+        print(text, file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+
+    def save(result):
+        with open("/proc/loadavg") as f:
+            load_after = " ".join(f.read().split()[:3])
+        result.update(
+        suite=args.suite, wall_seconds=round(time.perf_counter() - started, 1),
+        machine=dict(uname=" ".join(platform.uname()), cpu=cpu_model(), cores=os.cpu_count(),
+                     affinity=sorted(os.sched_getaffinity(0)), load_before=args.load_before,
+                     load_after=load_after),
+        commit=git_commit(), date_utc=datetime.datetime.utcnow().isoformat(timespec="seconds"),
+        how_to_rerun=f"bench/run.sh {args.suite}",
+        exact_time_budget_s=EXACT_BUDGET_S, exact_max_table_entries=EXACT_TABLE,
+        seconds_note="seconds = the configuration's cost-model build (done once, shared by "
+                     "its searchers) + the searcher's own time, on one core")
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+        os.replace(args.out + ".tmp", args.out)
+
+    suite = search_suite if args.suite == "search" else paper_suite
+    save(suite(args, log, save))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
