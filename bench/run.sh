@@ -11,6 +11,10 @@
 #         merged by bench/merge_runtime.py into bench/results/runtime.json,
 #         plotted by bench/plot_runtime.py into bench/results/runtime.png.
 #         Thread counts are fixed by what each part measures (README.md).
+#   fidelity  bench/fidelity.py: a GPT planned and trained on 4 virtual devices
+#         under 6 strategies on the calibrated local cluster, predicted vs
+#         measured step time and bytes, into bench/results/fidelity.json,
+#         plotted by bench/plot_fidelity.py into bench/results/fidelity.png.
 #   search  bench/search_bench.py search: every searcher on GPT-style models (2-96
 #         layers, meshes [8] to [128, 8]), a 4-layer MLP and VGG16 (predicted step
 #         times, search seconds on one core) -> bench/results/search.json, plotted by
@@ -26,7 +30,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops|runtime|search|paper" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime|search|paper|fidelity" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -91,6 +95,18 @@ run_runtime() {
   echo "bench: wrote $results/runtime.json and $results/runtime.png" >&2
 }
 
+run_fidelity() {
+  local results=bench/results rc=0
+  mkdir -p "$results"
+  echo "bench: fidelity.py (6 strategies, threads=${OFL_BENCH_THREADS:-2})" >&2
+  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/fidelity.py --threads "${OFL_BENCH_THREADS:-2}" \
+    >"$results/fidelity.json.tmp" || rc=$?
+  mv "$results/fidelity.json.tmp" "$results/fidelity.json"
+  "$OFL_PY" bench/plot_fidelity.py || rc=1
+  echo "bench: wrote $results/fidelity.json and $results/fidelity.png (exit $rc)" >&2
+  return $rc
+}
+
 run_search() {  # $1: search or paper; one core, one thread everywhere
   local results=bench/results load_before pin=()
   mkdir -p "$results"
@@ -105,6 +121,11 @@ run_search() {  # $1: search or paper; one core, one thread everywhere
 }
 
 case $suite in
+  fidelity)
+    ofl_setup
+    cd "$OFL_ROOT"
+    run_fidelity
+    ;;
   search|paper)
     ofl_setup
     cd "$OFL_ROOT"

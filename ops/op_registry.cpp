@@ -25,6 +25,16 @@ std::string SbpSignature::ToString() const {
 
 OpDef& OpDef::Input(const std::string& name) {
   CHECK(!variadic_input_) << type_ << ": an InputList must be the only input";
+  CHECK_EQ(num_required_inputs_, static_cast<int>(input_names_.size()))
+      << type_ << ": input '" << name << "' follows an optional input";
+  input_names_.push_back(name);
+  input_mutable_.push_back(false);
+  ++num_required_inputs_;
+  return *this;
+}
+
+OpDef& OpDef::OptionalInput(const std::string& name) {
+  CHECK(!variadic_input_) << type_ << ": an InputList must be the only input";
   input_names_.push_back(name);
   input_mutable_.push_back(false);
   return *this;
@@ -35,6 +45,7 @@ OpDef& OpDef::InputList(const std::string& name) {
   input_names_.push_back(name);
   input_mutable_.push_back(false);
   variadic_input_ = true;
+  num_required_inputs_ = 1;
   return *this;
 }
 
@@ -77,9 +88,14 @@ Status OpDef::CompleteAttrs(OpContext* ctx) const {
   const std::string where = ctx->where();
   if (variadic_input_) {
     OFL_ENSURE(ctx->num_inputs() >= 1, where, ": expects at least one input, got 0");
-  } else {
+  } else if (num_required_inputs_ == static_cast<int>(input_names_.size())) {
     OFL_ENSURE(ctx->num_inputs() == static_cast<int>(input_names_.size()), where, ": expects ",
                input_names_.size(), " inputs, got ", ctx->num_inputs());
+  } else {
+    OFL_ENSURE(ctx->num_inputs() >= num_required_inputs_ &&
+                   ctx->num_inputs() <= static_cast<int>(input_names_.size()),
+               where, ": expects ", num_required_inputs_, " to ", input_names_.size(),
+               " inputs, got ", ctx->num_inputs());
   }
   AttrMap complete;
   for (const auto& [name, value] : ctx->attrs.values()) {

@@ -84,6 +84,9 @@ class OpDef {
   OpDef& Input(const std::string& name);
   // One or more tensors under one name; must be the only input argument.
   OpDef& InputList(const std::string& name);
+  // A trailing input the caller may leave out (after every Input; e.g. the
+  // updates' fed "lr"). Kernels see how many were given.
+  OpDef& OptionalInput(const std::string& name);
   // Written in place by the kernel (parameters and optimizer state).
   OpDef& MutableInput(const std::string& name);
   OpDef& Output(const std::string& name);
@@ -109,6 +112,8 @@ class OpDef {
   const std::vector<std::string>& input_names() const { return input_names_; }
   const std::vector<std::string>& output_names() const { return output_names_; }
   bool variadic_input() const { return variadic_input_; }
+  // Inputs a caller must give: all but the trailing OptionalInputs.
+  int num_required_inputs() const { return num_required_inputs_; }
   bool is_mutable_input(int i) const;
   const std::map<std::string, AttrValue>& attr_defaults() const { return attr_defaults_; }
   const std::map<std::string, bool>& attr_required() const { return attr_required_; }
@@ -133,6 +138,7 @@ class OpDef {
   std::vector<std::string> input_names_;
   std::vector<bool> input_mutable_;
   bool variadic_input_ = false;
+  int num_required_inputs_ = 0;
   std::vector<std::string> output_names_;
   std::map<std::string, AttrValue> attr_defaults_;
   std::map<std::string, bool> attr_required_;

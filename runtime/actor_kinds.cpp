@@ -29,8 +29,10 @@ class ComputeActor : public Actor {
       for (const auto& [k, v] : def.value()->attr_defaults()) attrs_.Set(k, v);
       const int want_in = static_cast<int>(def.value()->input_names().size());
       const int want_out = static_cast<int>(def.value()->output_names().size());
-      const bool in_ok =
-          def.value()->variadic_input() ? num_data_inputs() >= 1 : num_data_inputs() == want_in;
+      const int need_in = def.value()->num_required_inputs();
+      const bool in_ok = def.value()->variadic_input()
+                             ? num_data_inputs() >= 1
+                             : num_data_inputs() >= need_in && num_data_inputs() <= want_in;
       if (!in_ok || num_data_outputs() != want_out) {
         return Named(StatusCode::kInvalidArgument,
                      StrCat("has ", num_data_inputs(), " data inputs and ", num_data_outputs(),

@@ -2,6 +2,9 @@
 // parameter and its state in place (mutable inputs) and have no outputs.
 // graph/optimizer_pass.cpp appends one per trainable variable. Semantics
 // follow PyTorch's SGD, Adam and AdamW (decoupled_weight_decay=true).
+// Both take an optional last input "lr": a float scalar that, when given,
+// replaces the "lr" attribute, so a graph can feed a scheduled rate per
+// step without recompiling; callers that leave it out see no change.
 #include "ops/op_registry.h"
 
 namespace ofl {
@@ -25,6 +28,13 @@ Status CheckCommon(const OpContext& ctx, int num_same) {
   for (int i = 1; i < num_same; ++i) OFL_RETURN_IF_ERROR(SameAsParam(ctx, i));
   double lr = ctx.attrs.Get<double>("lr");
   OFL_ENSURE(lr >= 0, ctx.where(), ": lr=", lr, " is negative");
+  const int lr_index = num_same + (ctx.op_type == "adam_update" ? 1 : 0);
+  if (ctx.num_inputs() > lr_index) {
+    const TensorDesc& fed = ctx.input(lr_index);
+    OFL_ENSURE(fed.shape.NumElements() == 1 && IsComputeFloat(fed.dtype), ctx.where(),
+               ": lr input must be a float32 or float64 scalar, got shape ", fed.shape, " ",
+               DataTypeName(fed.dtype));
+  }
   double wd = ctx.attrs.Get<double>("weight_decay");
   OFL_ENSURE(wd >= 0, ctx.where(), ": weight_decay=", wd, " is negative");
   return Status::OK();
@@ -55,9 +65,11 @@ Maybe<std::vector<TensorDesc>> InferAdam(const OpContext& ctx) {
 SbpFn UpdateSbp(int num_elementwise, int num_scalar) {
   return [=](const OpContext& ctx) {
     std::vector<SbpSignature> sigs;
+    // Scalars (the step counter, the optional fed lr) are broadcast.
+    const int scalars = num_scalar + (ctx.num_inputs() - num_elementwise - num_scalar);
     auto with = [&](const Sbp& s) {
       std::vector<Sbp> ins(num_elementwise, s);
-      ins.insert(ins.end(), num_scalar, Sbp::Broadcast());
+      ins.insert(ins.end(), scalars, Sbp::Broadcast());
       return SbpSignature{ins, {}};
     };
     for (int64_t a = 0; a < ctx.input(0).shape.ndim(); ++a) sigs.push_back(with(Sbp::Split(a)));
@@ -83,13 +95,15 @@ OFL_REGISTER_OP("sgd_update")
     .MutableInput("param")
     .Input("grad")
     .MutableInput("momentum_buffer")
+    .OptionalInput("lr")
     .Attr("lr", 0.01)
     .Attr("momentum", 0.0)
     .Attr("weight_decay", 0.0)
     .InferShape(InferSgd)
     .Sbp(UpdateSbp(3, 0))
     .Cost([](const OpContext& c, const auto&) { return PerElement(c, kSgdFlopsPerElement); })
-    .Doc("SGD step in place: g += wd*p; buf = momentum*buf + g; p -= lr*buf (PyTorch).");
+    .Doc("SGD step in place: g += wd*p; buf = momentum*buf + g; p -= lr*buf (PyTorch). "
+         "The optional scalar input lr replaces the lr attribute.");
 
 OFL_REGISTER_OP("adam_update")
     .MutableInput("param")
@@ -97,6 +111,7 @@ OFL_REGISTER_OP("adam_update")
     .MutableInput("m")
     .MutableInput("v")
     .MutableInput("step")
+    .OptionalInput("lr")
     .Attr("lr", 0.001)
     .Attr("beta1", 0.9)
     .Attr("beta2", 0.999)
@@ -107,6 +122,7 @@ OFL_REGISTER_OP("adam_update")
     .Sbp(UpdateSbp(4, 1))
     .Cost([](const OpContext& c, const auto&) { return PerElement(c, kAdamFlopsPerElement); })
     .Doc("Adam step in place (AdamW when decoupled_weight_decay): step += 1, bias-corrected "
-         "moments, p -= lr * m_hat / (sqrt(v_hat) + eps).");
+         "moments, p -= lr * m_hat / (sqrt(v_hat) + eps). The optional scalar input lr "
+         "replaces the lr attribute.");
 
 }  // namespace ofl

@@ -9,8 +9,16 @@ namespace ofl {
 
 namespace {
 
+// The fed "lr" input (index `i`) when the caller gave one, else the attribute.
+double LearningRate(KernelContext& k, int i) {
+  if (static_cast<int>(k.inputs.size()) <= i) return k.attr().Get<double>("lr");
+  const Tensor& lr = k.in(i);
+  if (lr.dtype() == DataType::kFloat64) return lr.data<double>()[0];
+  return lr.data<float>()[0];
+}
+
 void SgdKernel(KernelContext& k) {
-  const double lr = k.attr().Get<double>("lr");
+  const double lr = LearningRate(k, 3);
   const double momentum = k.attr().Get<double>("momentum");
   const double wd = k.attr().Get<double>("weight_decay");
   Tensor& param = k.mutable_in(0);
@@ -32,7 +40,7 @@ void SgdKernel(KernelContext& k) {
 }
 
 void AdamKernel(KernelContext& k) {
-  const double lr = k.attr().Get<double>("lr");
+  const double lr = LearningRate(k, 5);
   const double b1 = k.attr().Get<double>("beta1");
   const double b2 = k.attr().Get<double>("beta2");
   const double eps = k.attr().Get<double>("eps");

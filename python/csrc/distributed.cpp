@@ -10,6 +10,7 @@
 #include "convert.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/session.h"
+#include "graph/strategy_dot.h"
 
 namespace ofl::python {
 namespace {
@@ -145,6 +146,9 @@ void BindDistributed(py::module_& m) {
       .def("bytes_sent", &DistributedSession::BytesSentByRank)
       .def("peak_bytes", &DistributedSession::PeakBytes)
       .def("strategy", [](const DistributedSession& s) { return s.strategy().ToString(s.graph()); })
+      .def("to_dot",
+           [](const DistributedSession& s) { return StrategyToDot(s.graph(), s.strategy()); },
+           "the strategy as Graphviz DOT (graph/strategy_dot.h)")
       .def("plan_bytes",
            [](const DistributedSession& s) { return py::bytes(s.plan().SerializeAsString()); });
 }

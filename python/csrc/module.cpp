@@ -47,6 +47,10 @@ OptimizerConf OptimizerFromArgs(const std::string& kind, const py::dict& hyper) 
   c.kind = kind;
   for (auto item : hyper) {
     std::string k = py::str(item.first);
+    if (k == "lr_input") {  // the name of a fed scalar that sets lr every step
+      c.lr_input = py::str(item.second);
+      continue;
+    }
     double v = item.second.cast<double>();
     if (k == "lr") c.lr = v;
     else if (k == "momentum") c.momentum = v;
@@ -54,6 +58,7 @@ OptimizerConf OptimizerFromArgs(const std::string& kind, const py::dict& hyper) 
     else if (k == "beta1") c.beta1 = v;
     else if (k == "beta2") c.beta2 = v;
     else if (k == "eps") c.eps = v;
+    else if (k == "clip_grad_max_norm") c.clip_grad_max_norm = v;
     else throw py::value_error("optimizer " + kind + ": unknown hyper-parameter '" + k + "'");
   }
   return c;

@@ -1,269 +1,350 @@
-"""Trains a reference model (oneflow_lite.models) on one device and reports
-the loss per step, then a summary (first vs last loss, ms/step).
+"""The main job: define a model from flow.models, let the planner lay it out
+over virtual devices (flow.nn.Graph with auto-parallel), train it, and show
+the chosen plan, predicted beside measured, and the best expert preset.
 
-    python -m oneflow_lite.train --model gpt --steps 30
+    python -m oneflow_lite.train --model gpt --devices 4 --hierarchy 2,2 --searcher autoddl \\
+        --steps 50 --compare expert --report out/train.json --plot out/train.png
     python -m oneflow_lite.train --model gpt --data /work/shared/data/tinyshakespeare.txt
-    python -m oneflow_lite.train --model mlp --optimizer sgd --lr 0.1
-    python -m oneflow_lite.train --model vgg --batch 16
+    python -m oneflow_lite.train --model mlp --devices 4 --searcher data_parallel
+    python -m oneflow_lite.train --plan-only --cluster h100_8gpu --mesh 128,8 --layers 96
 
-The default data is synthetic with learnable structure, so the loss clearly
-falls: for gpt, sequences from a fixed random Markov (bigram) table, whose
-entropy is printed as the floor the loss can reach; for mlp, labels of a
-fixed random linear teacher; for vgg, a fixed noisy image template per
-class. ``--data PATH`` trains gpt character-level on a text file instead.
+Runs train on ``--devices`` virtual CPU devices in this process (mesh
+``--hierarchy``), planned for ``--cluster`` ("local": this machine,
+calibrated first; a preset such as h100_8gpu; or a Cluster file). After the
+run: predicted beside measured step time (median after the first step),
+bytes sent per rank (the last step) and peak memory per rank. ``--compare
+expert`` also runs the expert preset the cost model ranks best and shows
+both side by side. ``--plan-only`` plans for a cluster the user does not
+have (parameters on the "meta" device: nothing is allocated) and prints the
+strategy report and the expert comparison; by default it plans a 96-layer
+GPT of width 1024 (16 heads, T=512, V=50257, batch 16; see PLAN_ONLY for why
+not GPT-3's width) unless sizes are given.
 
-``main(argv)`` returns the run's history (losses, timings) as a dict.
+Data: synthetic with learnable structure by default (oneflow_lite.train_data),
+or ``--data PATH`` for character-level GPT training on a text file.
+``main(argv)`` returns the report as a dict.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from dataclasses import asdict
+from typing import List, Optional, Sequence
 
 import numpy as np
 
-from oneflow_lite.graph_builder import GraphBuilder
-from oneflow_lite.models import gpt, mlp, vgg
+import oneflow_lite as flow
+from oneflow_lite import _C, train_data
+from oneflow_lite import train_report as rep
+from oneflow_lite.nn.graph_compile import resolve_cluster
 
-Batch = Tuple[np.ndarray, np.ndarray]
+MODELS = ("gpt", "mlp", "vgg")
+EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
+SMALL = {"layers": 2, "hidden": 64, "heads": 4, "seq": 32, "vocab": 32}
+# --plan-only's default model: 96 layers at GPT-2-medium width. GPT-3's own
+# width does not fit 80 GiB per device today: reshapes that merge the batch
+# and sequence axes keep no split (ops/array/reshape.cpp), so activations
+# around them are broadcast (2 layers at D=12288, 64 x 512 tokens already
+# need 70-80 GiB per device).
+PLAN_ONLY = {"layers": 96, "hidden": 1024, "heads": 16, "seq": 512, "vocab": 50257, "batch": 16}
+DEFAULT_BATCH = {"gpt": 8, "mlp": 64, "vgg": 16}
 
-DEFAULT_BATCH = {"gpt": 8, "mlp": 64, "vgg": 16, "vgg16": 16}
 
-
-def default_lr(model: str, optimizer: str) -> float:
-    """sgd: 0.1 (vgg16: 0.01); adam/adamw: 3e-3 for gpt, 1e-2 for mlp and vgg,
-    1e-4 for vgg16 (13 convs without normalisation blow up at larger rates)."""
-    if optimizer == "sgd":
-        return 0.01 if model == "vgg16" else 0.1
-    return {"gpt": 3e-3, "vgg16": 1e-4}.get(model, 1e-2)
+def _ints(text: str) -> List[int]:
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of integers")
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"'{text}': every size must be positive")
+    return values
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m oneflow_lite.train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", choices=["gpt", "mlp", "vgg", "vgg16"], default="gpt")
+    p.add_argument("--model", default="gpt", help="gpt, mlp or vgg")
+    p.add_argument("--devices", type=int, default=4, help="virtual CPU devices")
+    p.add_argument("--hierarchy", type=_ints, default=None, help="mesh, e.g. 2,2 (default flat)")
+    p.add_argument("--searcher", default="autoddl",
+                   help="autoddl, exact, data_parallel, megatron, 2d, vgg or manual")
+    p.add_argument("--cluster", default=None,
+                   help="local (default for runs), a preset (default h100_8gpu with "
+                        "--plan-only) or a Cluster file")
+    p.add_argument("--compare", choices=["none", "expert"], default="none")
+    p.add_argument("--plan-only", action="store_true")
+    p.add_argument("--mesh", type=_ints, default=None, help="--plan-only: the mesh, e.g. 128,8")
     p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--layers", type=int, default=2,
-                   help="gpt: blocks; mlp: hidden layers; vgg: conv stages (conv + pool)")
-    p.add_argument("--hidden", type=int, default=64,
-                   help="gpt: embedding width D; mlp: hidden width; vgg/vgg16: FC width")
-    p.add_argument("--heads", type=int, default=4, help="gpt: attention heads")
-    p.add_argument("--seq", type=int, default=32, help="gpt: context length T")
-    p.add_argument("--vocab", type=int, default=32,
-                   help="gpt: vocabulary of the synthetic data (--data sets its own)")
-    p.add_argument("--classes", type=int, default=10, help="mlp/vgg: number of classes")
-    p.add_argument("--features", type=int, default=32, help="mlp: input features")
-    p.add_argument("--image-size", type=int, default=16, help="vgg/vgg16: image side")
-    p.add_argument("--batch", type=int, default=None,
-                   help="batch size (default: 8 for gpt, 64 for mlp, 16 for vgg/vgg16)")
+    p.add_argument("--micro-batches", type=int, default=1)
+    for name, help_text in (("layers", "gpt blocks / mlp hidden layers / vgg conv stages"),
+                            ("hidden", "gpt D / mlp width / vgg FC width"),
+                            ("heads", "gpt heads"), ("seq", "gpt context T"),
+                            ("vocab", "gpt vocabulary (synthetic data)"), ("batch", "global batch")):
+        p.add_argument(f"--{name}", type=int, default=None, help=help_text)
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="adamw")
-    p.add_argument("--lr", type=float, default=None,
-                   help="learning rate (default: 0.1 for sgd; for adam/adamw 3e-3 for gpt, "
-                        "1e-2 for mlp and vgg; smaller for vgg16)")
-    p.add_argument("--momentum", type=float, default=0.9, help="sgd momentum")
+    p.add_argument("--lr", type=float, default=None, help="default 3e-3 (gpt), 1e-2 (mlp, vgg)")
     p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--dropout", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0, help="seeds the init and the data")
-    p.add_argument("--threads", type=int, default=0, help="kernel threads (0 = every core)")
-    p.add_argument("--data", default=None, help="gpt: a text file for character-level training")
+    p.add_argument("--clip", type=float, default=None, help="clip gradients to this global norm")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="kernel threads (0: every core)")
+    p.add_argument("--data", default=None, help="gpt: a text file, character-level")
+    p.add_argument("--report", default=None, help="write the JSON report here")
+    p.add_argument("--plot", default=None, help="write the PNG plot here")
     args = p.parse_args(argv)
+    if args.model not in MODELS:
+        p.error(f"unknown model '{args.model}' (expected one of {', '.join(MODELS)})")
+    searchers = list(_C.searchers())
+    if args.searcher not in searchers:
+        p.error(f"unknown searcher '{args.searcher}' (expected one of {', '.join(searchers)})")
     if args.data is not None and args.model != "gpt":
         p.error(f"--data is for --model gpt (character-level), got --model {args.model}")
+    defaults = PLAN_ONLY if args.plan_only and args.model == "gpt" else SMALL
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     if args.batch is None:
         args.batch = DEFAULT_BATCH[args.model]
-    for name in ("steps", "layers", "hidden", "heads", "seq", "vocab", "classes", "features",
-                 "image_size", "batch"):
+    if args.lr is None:
+        args.lr = 3e-3 if args.model == "gpt" else 1e-2
+    if args.cluster is None:
+        args.cluster = "h100_8gpu" if args.plan_only else "local"
+    args.hierarchy = args.hierarchy or [args.devices]
+    if args.plan_only:
+        args.hierarchy = args.mesh or args.hierarchy
+        args.devices = int(np.prod(args.hierarchy))
+    elif int(np.prod(args.hierarchy)) != args.devices:
+        p.error(f"--hierarchy {args.hierarchy} holds {int(np.prod(args.hierarchy))} devices, "
+                f"--devices is {args.devices}")
+    for name in ("steps", "devices", "layers", "hidden", "heads", "seq", "vocab", "batch",
+                 "micro_batches"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.lr is None:
-        args.lr = default_lr(args.model, args.optimizer)
     return args
 
 
-# ---------------------------------------------------------------- data
+# ---------------------------------------------------------------- model and data
 
-def markov_batches(vocab: int, seq: int, batch: int, rng: np.random.Generator
-                   ) -> Tuple[Iterator[Batch], float]:
-    """Sequences from a fixed random bigram table (each row Dirichlet(0.1),
-    so a few successors dominate). Returns the batches and the table's
-    entropy rate in nats, the loss a perfect model reaches."""
-    table = rng.dirichlet(np.full(vocab, 0.1), size=vocab)
-    stationary = np.full(vocab, 1.0 / vocab)
-    for _ in range(200):
-        stationary = stationary @ table
-    row_entropy = -(table * np.log(np.maximum(table, 1e-30))).sum(axis=1)
-    cumulative = np.cumsum(table, axis=1)
-
-    def gen() -> Iterator[Batch]:
-        while True:
-            tokens = np.empty((batch, seq + 1), np.int64)
-            tokens[:, 0] = rng.choice(vocab, size=batch, p=stationary / stationary.sum())
-            for t in range(seq):
-                u = rng.random(batch)[:, None]
-                nxt = (u > cumulative[tokens[:, t]]).sum(axis=1)
-                tokens[:, t + 1] = np.minimum(nxt, vocab - 1)
-            yield tokens[:, :-1], tokens[:, 1:]
-
-    return gen(), float(stationary @ row_entropy)
-
-
-def text_batches(path: str, seq: int, batch: int, rng: np.random.Generator
-                 ) -> Tuple[Iterator[Batch], List[str]]:
-    """Random windows of a text file, one token per character."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    if len(text) < seq + 2:
-        raise ValueError(f"--data {path}: {len(text)} characters, need more than --seq + 1 = "
-                         f"{seq + 1}")
-    chars = sorted(set(text))
-    index = {c: i for i, c in enumerate(chars)}
-    data = np.fromiter((index[c] for c in text), np.int64, len(text))
-
-    def gen() -> Iterator[Batch]:
-        while True:
-            starts = rng.integers(0, len(data) - seq - 1, batch)
-            window = np.stack([data[s:s + seq + 1] for s in starts])
-            yield window[:, :-1], window[:, 1:]
-
-    return gen(), chars
-
-
-def teacher_batches(features: int, classes: int, batch: int, rng: np.random.Generator
-                    ) -> Iterator[Batch]:
-    """x ~ N(0, 1), label = argmax(x @ W) of a fixed random linear teacher."""
-    teacher = rng.standard_normal((features, classes))
-    while True:
-        x = rng.standard_normal((batch, features))
-        yield x.astype(np.float32), np.argmax(x @ teacher, axis=1).astype(np.int64)
-
-
-def template_batches(channels: int, size: int, classes: int, batch: int,
-                     rng: np.random.Generator) -> Iterator[Batch]:
-    """A fixed random template image per class plus as much noise."""
-    templates = rng.standard_normal((classes, channels, size, size))
-    while True:
-        labels = rng.integers(0, classes, batch)
-        noise = rng.standard_normal((batch, channels, size, size))
-        yield (templates[labels] + noise).astype(np.float32), labels.astype(np.int64)
-
-
-# ---------------------------------------------------------------- models
-
-def make_model(args: argparse.Namespace, rng: np.random.Generator):
-    """Returns (model module, config, batches, description, notes)."""
+def make_config(args, vocab: int):
     if args.model == "gpt":
-        notes = []
-        if args.data is not None:
-            batches, chars = text_batches(args.data, args.seq, args.batch, rng)
-            vocab = len(chars)
-            notes.append(f"data: {args.data}, {vocab} distinct characters "
-                         f"(uniform guess {np.log(vocab):.3f})")
-        else:
-            vocab = args.vocab
-            batches, entropy = markov_batches(vocab, args.seq, args.batch, rng)
-            notes.append(f"data: synthetic bigram chain, V={vocab}; uniform guess "
-                         f"{np.log(vocab):.3f}, entropy floor {entropy:.3f}")
-        config = gpt.GPTConfig(vocab_size=vocab, seq_len=args.seq, n_layer=args.layers,
-                               n_head=args.heads, n_embd=args.hidden, dropout=args.dropout)
-        desc = (f"gpt: {config.n_layer} layers, D={config.n_embd}, {config.n_head} heads, "
-                f"T={config.seq_len}, V={config.vocab_size}")
-        return gpt, config, batches, desc, notes
+        return flow.models.GPTConfig(vocab_size=vocab, seq_len=args.seq, n_layer=args.layers,
+                                     n_head=args.heads, n_embd=args.hidden)
     if args.model == "mlp":
-        config = mlp.MLPConfig(in_features=args.features, hidden=(args.hidden,) * args.layers,
-                               num_classes=args.classes, dropout=args.dropout)
-        batches = teacher_batches(args.features, args.classes, args.batch, rng)
-        desc = (f"mlp: {args.features} -> {' -> '.join(map(str, config.hidden))} -> "
-                f"{args.classes}")
-        return mlp, config, batches, desc, ["data: synthetic linear-teacher labels"]
-    if args.model == "vgg":
-        features = []
-        for i in range(args.layers):
-            features += [8 * 2 ** i, "M"]
-        config = vgg.VGGConfig(features=tuple(features), in_channels=3,
-                               image_size=args.image_size, fc=(args.hidden,),
-                               num_classes=args.classes, dropout=args.dropout)
-    else:
-        base = vgg.vgg16_config(image_size=args.image_size, num_classes=args.classes)
-        config = vgg.VGGConfig(features=base.features, in_channels=3,
-                               image_size=args.image_size, fc=(args.hidden, args.hidden),
-                               num_classes=args.classes, dropout=args.dropout)
-    batches = template_batches(3, args.image_size, args.classes, args.batch, rng)
-    desc = (f"{args.model}: features {list(config.features)}, fc {list(config.fc)}, "
-            f"{config.image_size}x{config.image_size} images, {config.num_classes} classes")
-    return vgg, config, batches, desc, ["data: synthetic class templates + noise"]
+        return flow.models.MLPConfig(in_features=32, hidden=(args.hidden,) * args.layers,
+                                     num_classes=10)
+    features = []
+    for i in range(args.layers):
+        features += [8 * 2 ** i, "M"]
+    return flow.models.VGGConfig(features=tuple(features), in_channels=3,
+                                 image_size=2 ** max(args.layers, 4), fc=(args.hidden,),
+                                 num_classes=10)
 
 
-# ---------------------------------------------------------------- loop
+def make_data(args, rng):
+    """(batches iterator, vocab, notes)."""
+    if args.model == "gpt":
+        if args.data is not None:
+            batches, chars = train_data.text_batches(args.data, args.seq, args.batch, rng)
+            return batches, len(chars), [f"data: {args.data}, {len(chars)} characters"]
+        batches, entropy = train_data.markov_batches(args.vocab, args.seq, args.batch, rng)
+        return batches, args.vocab, [f"data: synthetic bigram chain, V={args.vocab}, uniform "
+                                     f"guess {np.log(args.vocab):.3f}, floor {entropy:.3f}"]
+    if args.model == "mlp":
+        return train_data.teacher_batches(32, 10, args.batch, rng), 0, ["data: linear teacher"]
+    size = 2 ** max(args.layers, 4)
+    return (train_data.template_batches(3, size, 10, args.batch, rng), 0,
+            ["data: class templates + noise"])
 
-def _progress(steps: int):
-    """A tqdm bar on a terminal; None (plain lines) otherwise."""
-    if not sys.stdout.isatty():
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=steps, unit="step", dynamic_ncols=True, file=sys.stdout)
+
+def describe(args, config) -> str:
+    if args.model == "gpt":
+        return (f"gpt: {config.n_layer} layers, D={config.n_embd}, {config.n_head} heads, "
+                f"T={config.seq_len}, V={config.vocab_size}, batch {args.batch}")
+    return f"{args.model}: {config}, batch {args.batch}"
 
 
-def _hyper(args: argparse.Namespace) -> Dict[str, float]:
-    hyper = {"lr": args.lr, "weight_decay": args.weight_decay}
+class TrainGraph(flow.nn.Graph):
+    def __init__(self, model, optimizer, clip):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(optimizer, clip_grad_max_norm=clip)
+
+    def build(self, data, labels):
+        return flow.nn.functional.cross_entropy(self.model(data), labels)
+
+
+def make_optimizer(args, model):
+    params = model.named_parameters()
     if args.optimizer == "sgd":
-        hyper["momentum"] = args.momentum
-    return hyper
+        return flow.optim.SGD(params, lr=args.lr, momentum=0.9, weight_decay=args.weight_decay)
+    cls = flow.optim.AdamW if args.optimizer == "adamw" else flow.optim.Adam
+    return cls(params, lr=args.lr, weight_decay=args.weight_decay)
+
+
+# ---------------------------------------------------------------- runs
+
+def predicted_of(planned, ranks) -> dict:
+    if planned is None:
+        return {}
+    by_rank = dict(planned.predicted_bytes)
+    memory = planned.stats.get("memory_bytes")
+    return {"step_s": planned.predicted_step_s,
+            "bytes_per_rank": [int(by_rank.get(r, 0)) for r in ranks],
+            "peak_bytes_per_rank": [memory] * len(ranks) if memory is not None else None}
+
+
+def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
+    flow.manual_seed(args.seed)
+    model = flow.models.create(args.model, config)
+    graph = TrainGraph(model, make_optimizer(args, model), args.clip)
+    placement = flow.placement("cpu", list(range(args.devices)), hierarchy=args.hierarchy)
+    graph.config.auto_parallel(cluster=cluster, searcher=searcher, placement=placement,
+                               micro_batches=args.micro_batches, num_threads=args.threads)
+    items = args.batch * (args.seq if args.model == "gpt" else 1)
+    unit = "tokens" if args.model == "gpt" else "samples"
+    bar = rep.Progress(args.steps, label, unit)
+    losses, times = [], []
+    compile_s = 0.0
+    for step, (x, y) in enumerate(data, start=1):
+        start = time.perf_counter()
+        loss = float(graph(x, y).numpy())
+        times.append(time.perf_counter() - start)  # step 1 includes planning and compiling
+        losses.append(loss)
+        if step == 1:
+            compile_s = times[0]
+            print(f"[{label}] traced, planned, compiled and ran step 1 in {compile_s:.2f} s; "
+                  f"predicted {rep.human_seconds(graph.compiled.planned.predicted_step_s)} "
+                  f"per step")
+            print(graph.plan_report(max_rows=12), flush=True)
+        bar.update(step, loss, times[-1], items)
+    bar.close()
+    c = graph.compiled
+    peak = list(c.session.peak_bytes())
+    return {"name": label, "searcher": searcher, "losses": losses, "step_seconds": times,
+            "compile_seconds": compile_s,
+            "predicted": predicted_of(c.planned, list(range(args.devices))),
+            "measured": {"step_s": rep.steady_median(times), "bytes_per_rank": c.step_bytes(),
+                         "peak_bytes_per_rank": peak},
+            "strategy": c.session.strategy(), "plan": c.planned.report_json(),
+            "_program": c.program}
+
+
+def best_expert(program, args, cluster, skip: str):
+    """(name, planned) of the expert preset the cost model ranks fastest, and
+    a line per preset (its predicted step or why it does not apply)."""
+    best, lines = None, []
+    for preset in EXPERTS:
+        if preset == skip:
+            continue
+        try:
+            planned = _C.plan(program, list(args.hierarchy), cluster, preset,
+                              micro_batches=args.micro_batches)
+        except ValueError as e:
+            lines.append(f"  {preset}: does not apply ({str(e).splitlines()[0][:100]})")
+            continue
+        lines.append(f"  {preset}: predicted {rep.human_seconds(planned.predicted_step_s)}")
+        if best is None or planned.predicted_step_s < best[1].predicted_step_s:
+            best = (preset, planned)
+    return best, lines
+
+
+def traced_program(args, config, meta: bool):
+    """The training program of the model (meta: parameters without values)."""
+    flow.manual_seed(args.seed)
+    if meta:
+        with flow.device("meta"):
+            model = flow.models.create(args.model, config)
+    else:
+        model = flow.models.create(args.model, config)
+    graph = TrainGraph(model, make_optimizer(args, model), args.clip)
+    if args.model == "gpt":
+        x = flow.nn.graph_trace.Spec([args.batch, args.seq], flow.int64)
+        y = x
+    elif args.model == "mlp":
+        x = flow.nn.graph_trace.Spec([args.batch, 32])
+        y = flow.nn.graph_trace.Spec([args.batch], flow.int64)
+    else:
+        size = config.image_size
+        x = flow.nn.graph_trace.Spec([args.batch, 3, size, size])
+        y = flow.nn.graph_trace.Spec([args.batch], flow.int64)
+    r = flow.nn.graph_trace.trace(_Loss(model), x, y, input_names=["data", "labels"])
+    opt = graph._optimizer
+    hyper = {k: float(opt.param_groups[0][k]) for k in type(opt)._HYPER}
+    r.builder.minimize(r.output_names[0], args.optimizer, **hyper)
+    return r.program
+
+
+class _Loss(flow.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, data, labels):
+        return flow.nn.functional.cross_entropy(self.model(data), labels)
+
+
+def plan_only(args, config) -> dict:
+    cluster = resolve_cluster(args.cluster, args.devices)
+    start = time.perf_counter()
+    program = traced_program(args, config, meta=True)
+    print(f"traced {program.num_ops()} ops in {time.perf_counter() - start:.1f} s", flush=True)
+    start = time.perf_counter()
+    planned = _C.plan(program, list(args.hierarchy), cluster, args.searcher)
+    print(f"planned with {args.searcher} in {time.perf_counter() - start:.1f} s\n")
+    print(planned.report(max_rows=20))
+    ranks = list(range(args.devices))
+    runs = [dict(name=args.searcher, predicted=predicted_of(planned, ranks))]
+    best, lines = best_expert(program, args, cluster, args.searcher)
+    print("\nexpert presets:\n" + "\n".join(lines))
+    if best is not None:
+        runs.append(dict(name=f"{best[0]} (best expert)", predicted=predicted_of(best[1], ranks)))
+        print(f"\n{args.searcher} vs {best[0]}:\n{planned.diff(best[1]).to_text()}")
+    print("\n" + rep.comparison_table(runs))
+    return {"plan_only": True, "runs": runs, "plan": planned.report_json(),
+            "experts": lines}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     args = parse_args(argv)
     rng = np.random.default_rng(args.seed)
-    model, config, batches, desc, notes = make_model(args, rng)
-    params = model.init_params(config, seed=args.seed)
-    num_params = sum(v.size for v in params.values())
-
-    t0 = time.perf_counter()
-    builder = GraphBuilder()
-    names = model.build(builder, config, params, args.batch, train=True)
-    builder.minimize(names["loss"], args.optimizer, **_hyper(args))
-    session = builder.session(num_threads=args.threads)
-    compile_s = time.perf_counter() - t0
-
-    hyper_text = ", ".join(f"{k} {v:g}" for k, v in _hyper(args).items())
-    print(f"{desc} | {num_params / 1e6:.3f}M parameters | batch {args.batch}")
+    if args.plan_only:  # no data: a V x V bigram table would not even fit at V=50257
+        batches, vocab, notes = None, args.vocab, []
+    else:
+        batches, vocab, notes = make_data(args, rng)
+    config = make_config(args, vocab or args.vocab)
+    print(describe(args, config))
     for note in notes:
         print(note)
-    print(f"optimizer {args.optimizer} ({hyper_text}) | threads {args.threads or 'all'} | "
-          f"built and compiled in {compile_s:.2f} s", flush=True)
-
-    losses, times = [], []
-    bar = _progress(args.steps)
-    for step in range(1, args.steps + 1):
-        data, labels = next(batches)
-        start = time.perf_counter()
-        (loss,) = session.run({names["data"]: data, names["labels"]: labels}, [names["loss"]])
-        times.append(time.perf_counter() - start)
-        losses.append(float(loss))
-        line = (f"step {step:>{len(str(args.steps))}}/{args.steps}  loss {losses[-1]:.4f}  "
-                f"{times[-1] * 1e3:.1f} ms")
-        if bar is not None:
-            bar.set_postfix(loss=f"{losses[-1]:.4f}")
-            bar.update(1)
-            bar.write(line)
-        else:
-            print(line, flush=True)
-        if not np.isfinite(losses[-1]):
-            print(f"loss is {losses[-1]} at step {step}: stopping", flush=True)
-            break
-    if bar is not None:
-        bar.close()
-
-    steady = times[1:] if len(times) > 1 else times
-    ms_per_step = 1e3 * float(np.mean(steady))
-    print(f"summary: loss {losses[0]:.4f} (step 1) -> {losses[-1]:.4f} (step {len(losses)}), "
-          f"min {min(losses):.4f}; {ms_per_step:.1f} ms/step (mean over steps "
-          f"{2 if len(times) > 1 else 1}..{len(times)}; step 1 took {times[0] * 1e3:.1f} ms)")
-    return {"losses": losses, "step_seconds": times, "ms_per_step": ms_per_step,
-            "compile_seconds": compile_s, "num_params": int(num_params)}
+    print(f"mesh {args.hierarchy} ({args.devices} devices), cluster {args.cluster}, searcher "
+          f"{args.searcher}, optimizer {args.optimizer} lr {args.lr:g}", flush=True)
+    if args.plan_only:
+        report = plan_only(args, config)
+    else:
+        data = [next(batches) for _ in range(args.steps)]
+        cluster = resolve_cluster(args.cluster, args.devices)
+        runs = [train_run(args, config, data, args.searcher, args.searcher, cluster)]
+        experts = []
+        if args.compare == "expert":  # ranked on the very program the first run compiled
+            best, experts = best_expert(runs[0]["_program"], args, cluster, args.searcher)
+            print("\nexpert presets:\n" + "\n".join(experts))
+            if best is not None:
+                runs.append(train_run(args, config, data, best[0], f"{best[0]} (best expert)",
+                                      cluster))
+        print("\n" + rep.comparison_table(runs))
+        for line in rep.summary_lines(runs):
+            print(line)
+        for run in runs:
+            run.pop("_program")
+        report = {"runs": runs, "experts": experts}
+    report.update(args={k: v for k, v in vars(args).items()}, model=describe(args, config),
+                  config=asdict(config), command=" ".join(sys.argv))
+    if args.report:
+        rep.write_json(args.report, report)
+        print(f"report: {args.report}")
+    if args.plot and not args.plan_only:
+        rep.plot_runs(args.plot, report["runs"], describe(args, config))
+        print(f"plot: {args.plot}")
+    return report
 
 
 if __name__ == "__main__":

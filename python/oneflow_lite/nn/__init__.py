@@ -11,8 +11,9 @@ from oneflow_lite.nn.modules.linear import Identity, Linear
 from oneflow_lite.nn.modules.loss import CrossEntropyLoss
 from oneflow_lite.nn.modules.normalization import Embedding, LayerNorm
 from oneflow_lite.nn.parameter import Parameter
+from oneflow_lite.nn.graph import Graph  # noqa: E402 (after graph_trace and module)
 
 __all__ = ["Module", "Parameter", "Linear", "Identity", "Conv2d", "MaxPool2d", "AvgPool2d",
            "Flatten", "ReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "Dropout", "LayerNorm",
            "Embedding", "CrossEntropyLoss", "CausalSelfAttention", "Sequential", "ModuleList",
-           "functional", "graph_trace", "init", "utils"]
+           "functional", "graph_trace", "init", "utils", "Graph"]

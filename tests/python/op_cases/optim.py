@@ -28,6 +28,16 @@ def _adam(xs, a):
     return [p.astype(xs[0].dtype), m.astype(xs[0].dtype), v.astype(xs[0].dtype), t]
 
 
+def _with_fed_lr(update):
+    """The update with the optional last input lr replacing the lr attribute."""
+    return lambda xs, a: update(xs[:-1], dict(a, lr=float(xs[-1])))
+
+
+def _clip_factor(xs, a):
+    norm = xs[0]
+    return [np.minimum(1.0, a["max_norm"] / (norm + 1e-6)).astype(norm.dtype)]
+
+
 def _adam_inputs(rng, dt):
     return [rng.standard_normal((3, 5)).astype(dt), rng.standard_normal((3, 5)).astype(dt),
             rng.standard_normal((3, 5)).astype(dt) * 0.1, rng.random((3, 5)).astype(dt) * 0.1,
@@ -53,7 +63,7 @@ CASES = [
                       ["sgd_update", "grad.shape=(3, 4)", "param.shape=(4, 3)"]),
             ErrorCase([([4], "float32"), ([4], "float64"), ([4], "float32")], {},
                       ["sgd_update", "grad.dtype=float64"]),
-            ErrorCase([([4], "float32"), ([4], "float32")], {}, ["sgd_update", "expects 3 inputs, got 2"]),
+            ErrorCase([([4], "float32"), ([4], "float32")], {}, ["sgd_update", "expects 3 to 4 inputs, got 2"]),
             ErrorCase([([4], "float32")] * 3, {"lr": -1.0}, ["sgd_update", "lr=-1"]),
             ErrorCase([([4], "float32")] * 3, {"nesterov": True}, ["sgd_update", "unknown attribute 'nesterov'"]),
         ],
@@ -95,5 +105,56 @@ CASES = [
         forward=_adam,
         mutates=True,
         no_grad_reason="an update writes parameters in place; nothing flows back through it",
+    ),
+    OpCase(
+        id="sgd_update_fed_lr",
+        op="sgd_update",
+        make_inputs=lambda rng, dt: [rng.standard_normal((4, 3)).astype(dt) for _ in range(3)]
+        + [np.array(0.25, np.float32)],
+        attrs={"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01},  # lr 0.1 is overridden
+        forward=_with_fed_lr(_sgd),
+        mutates=True,
+        no_grad_reason="an update writes parameters in place; nothing flows back through it",
+        errors=[
+            ErrorCase([([4], "float32")] * 3 + [([2], "float32")], {},
+                      ["sgd_update", "lr input must be a float32 or float64 scalar", "(2)"]),
+            ErrorCase([([4], "float32")] * 3 + [([], "int64")], {},
+                      ["sgd_update", "lr input", "int64"]),
+            ErrorCase([([4], "float32")] * 5, {}, ["sgd_update", "expects 3 to 4 inputs, got 5"]),
+        ],
+    ),
+    OpCase(
+        id="adamw_update_fed_lr",
+        op="adam_update",
+        make_inputs=lambda rng, dt: _adam_inputs(rng, dt) + [np.array(0.003, np.float64)],
+        attrs=dict(_ADAM_ATTRS, decoupled_weight_decay=True),
+        forward=_with_fed_lr(_adam),
+        mutates=True,
+        no_grad_reason="an update writes parameters in place; nothing flows back through it",
+    ),
+    OpCase(
+        id="clip_factor_scales",
+        op="clip_factor",
+        make_inputs=lambda rng, dt: [np.array(5.0 + rng.random(), dt)],
+        attrs={"max_norm": 2.0},
+        forward=_clip_factor,
+        no_grad_reason="applied to gradients after the backward; never differentiated",
+        cost_inputs=[([], "float32")],
+        flops=3,            # add eps, divide, min
+        memory_bytes=4,     # one float32 scalar out
+        errors=[
+            ErrorCase([([], "float32")], {"max_norm": 0.0}, ["clip_factor", "max_norm=0"]),
+            ErrorCase([([3], "float32")], {"max_norm": 1.0},
+                      ["clip_factor", "norm must be a scalar", "(3)"]),
+            ErrorCase([([], "int64")], {"max_norm": 1.0}, ["clip_factor", "int64"]),
+        ],
+    ),
+    OpCase(
+        id="clip_factor_keeps",
+        op="clip_factor",
+        make_inputs=lambda rng, dt: [np.array(0.5 * rng.random(), dt)],
+        attrs={"max_norm": 2.0},
+        forward=_clip_factor,
+        no_grad_reason="applied to gradients after the backward; never differentiated",
     ),
 ]

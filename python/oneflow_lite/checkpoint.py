@@ -1,0 +1,275 @@
+"""Checkpoints: logical tensors (parameters and optimizer state) on disk.
+
+A checkpoint is a directory::
+
+    ckpt/
+      index.json        format, version, model name, fingerprint, meta, and per
+                        tensor: name, shape, dtype, file, nbytes, sha256
+      tensors/00000.npy one numpy .npy file per logical tensor, in index order
+
+Tensors are *logical* (the global view, never a rank's shard), so a
+checkpoint saved under one plan loads under any other plan or device count.
+Names are the graph's variable names: parameters by their state_dict keys,
+optimizer state as ``<param>/m``, ``<param>/v``, ``<param>/step`` (Adam,
+AdamW) or ``<param>/momentum`` (SGD), as graph/optimizer_pass.cpp names them.
+``fingerprint`` hashes the sorted (name, shape, dtype) triples of the
+parameters alone, so two checkpoints of one model agree on it whatever
+optimizer state they carry.
+
+Writing is atomic: everything goes into ``<dir>.tmp-<pid>`` first (files
+flushed and fsync'ed), which then replaces ``<dir>`` by ``os.replace``. A
+crash leaves either the old checkpoint or the new one, never a mix; an
+existing ``<dir>`` is first moved aside to ``<dir>.old-<pid>`` and removed
+after the swap, so at worst a crash between the two renames leaves the old
+checkpoint under that name.
+
+Loading checks everything it reads: a missing or truncated file, a wrong
+checksum, a shape or dtype that differs from the index, and, when the
+caller says what it expects, missing, unexpected and mismatched tensors,
+each by name. Errors are ``CheckpointError`` (a ``ValueError``) and change
+nothing.
+
+    >>> import numpy as np, tempfile, os
+    >>> d = os.path.join(tempfile.mkdtemp(), "ckpt")
+    >>> save(d, {"w": np.ones((2, 3), np.float32)}, model="toy")
+    >>> load(d, model="toy").tensors["w"].shape
+    (2, 3)
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+FORMAT = "oneflow_lite-checkpoint"
+VERSION = 1
+INDEX = "index.json"
+STATE_SUFFIXES = ("/m", "/v", "/step", "/momentum")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be written or read as asked; names the culprit."""
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    tensors: Dict[str, np.ndarray]  # logical tensors by name, in index order
+    model: str
+    fingerprint: str
+    meta: Dict[str, Any]
+
+
+def is_state(name: str) -> bool:
+    """True for optimizer state (``<param>/m`` and the like), False for parameters."""
+    return name.endswith(STATE_SUFFIXES)
+
+
+def fingerprint(specs: Mapping[str, Tuple[Sequence[int], str]]) -> str:
+    """sha256 (16 hex digits) of the sorted (name, shape, dtype) of the parameters
+    in ``specs`` (optimizer state is left out)."""
+    h = hashlib.sha256()
+    for name in sorted(specs):
+        if is_state(name):
+            continue
+        shape, dtype = specs[name]
+        h.update(f"{name}|{list(map(int, shape))}|{np.dtype(dtype).name}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _write_file(path: str, write) -> None:
+    with open(path, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def save(path: str, tensors: Mapping[str, Any], model: str = "",
+         meta: Optional[Mapping[str, Any]] = None) -> None:
+    """Writes ``tensors`` (name -> array-like, logical) as a checkpoint at ``path``,
+    atomically (see the module docstring). ``meta`` must be JSON-serialisable."""
+    if not tensors:
+        raise CheckpointError(f"checkpoint {path}: nothing to save (no tensors)")
+    arrays = {}
+    for name, value in tensors.items():
+        if not isinstance(name, str) or not name:
+            raise CheckpointError(f"checkpoint {path}: tensor name {name!r} is not a non-empty str")
+        arrays[name] = np.require(np.asarray(value), requirements="C")  # keeps 0-d as 0-d
+        if arrays[name].dtype == object:
+            raise CheckpointError(f"checkpoint {path}: tensor '{name}' is not numeric "
+                                  f"(dtype object)")
+    try:
+        meta_json = json.loads(json.dumps(dict(meta or {})))
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"checkpoint {path}: meta is not JSON-serialisable: {e}") from None
+    path = os.path.abspath(path.rstrip("/"))
+    tmp = f"{path}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.join(tmp, "tensors"))
+    try:
+        entries = []
+        for i, (name, array) in enumerate(arrays.items()):
+            rel = f"tensors/{i:05d}.npy"
+            file = os.path.join(tmp, rel)
+            _write_file(file, lambda f, a=array: np.save(f, a, allow_pickle=False))
+            entries.append({"name": name, "shape": list(array.shape), "dtype": array.dtype.name,
+                            "file": rel, "nbytes": os.path.getsize(file), "sha256": _sha256(file)})
+        index = {"format": FORMAT, "version": VERSION, "model": model,
+                 "fingerprint": fingerprint({n: (a.shape, a.dtype) for n, a in arrays.items()}),
+                 "meta": meta_json, "tensors": entries}
+        _write_file(os.path.join(tmp, INDEX),
+                    lambda f: f.write(json.dumps(index, indent=1).encode()))
+        old = None
+        if os.path.exists(path):
+            old = f"{path}.old-{os.getpid()}"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+        os.replace(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_index(path: str) -> dict:
+    """The parsed and checked index.json of the checkpoint at ``path``."""
+    file = os.path.join(path, INDEX)
+    if not os.path.isdir(path):
+        raise CheckpointError(f"checkpoint {path}: no such directory")
+    try:
+        with open(file, encoding="utf-8") as f:
+            index = json.load(f)
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint {path}: {INDEX} is missing") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"checkpoint {path}: {INDEX} does not parse: {e}") from None
+    if not isinstance(index, dict) or index.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint {path}: {INDEX} is not a {FORMAT} index "
+                              f"(format={index.get('format') if isinstance(index, dict) else None!r})")
+    if index.get("version") != VERSION:
+        raise CheckpointError(f"checkpoint {path}: version {index.get('version')!r}, this reader "
+                              f"knows {VERSION}")
+    for key in ("model", "fingerprint", "tensors"):
+        if key not in index:
+            raise CheckpointError(f"checkpoint {path}: {INDEX} lacks '{key}'")
+    return index
+
+
+def _read_tensor(path: str, entry: dict, verify: bool) -> np.ndarray:
+    name, file = entry["name"], os.path.join(path, entry["file"])
+    if not os.path.isfile(file):
+        raise CheckpointError(f"checkpoint {path}: file {entry['file']} of tensor '{name}' "
+                              f"is missing")
+    size = os.path.getsize(file)
+    if size != entry["nbytes"]:
+        raise CheckpointError(f"checkpoint {path}: file {entry['file']} of tensor '{name}' has "
+                              f"{size} bytes, the index says {entry['nbytes']} (truncated or "
+                              f"overwritten)")
+    if verify and _sha256(file) != entry["sha256"]:
+        raise CheckpointError(f"checkpoint {path}: file {entry['file']} of tensor '{name}' fails "
+                              f"its sha256 check (corrupted)")
+    try:
+        array = np.load(file, allow_pickle=False)
+    except (ValueError, OSError) as e:
+        raise CheckpointError(f"checkpoint {path}: file {entry['file']} of tensor '{name}' does "
+                              f"not load: {e}") from None
+    if list(array.shape) != list(entry["shape"]) or array.dtype.name != entry["dtype"]:
+        raise CheckpointError(f"checkpoint {path}: tensor '{name}' in {entry['file']} is "
+                              f"{array.dtype.name}{list(array.shape)}, the index says "
+                              f"{entry['dtype']}{list(entry['shape'])}")
+    return array
+
+
+def check_compatible(path: str, index: dict,
+                     expected: Mapping[str, Tuple[Sequence[int], str]],
+                     allow_missing_state: bool = False) -> None:
+    """Raises CheckpointError naming every missing, unexpected and mismatched
+    tensor between the index and ``expected`` (name -> (shape, dtype))."""
+    have = {e["name"]: (list(e["shape"]), e["dtype"]) for e in index["tensors"]}
+    want = {n: (list(map(int, s)), np.dtype(d).name) for n, (s, d) in expected.items()}
+    missing = [n for n in want if n not in have and not (allow_missing_state and is_state(n))]
+    unexpected = [n for n in have if n not in want]
+    mismatched = [f"{n}: checkpoint {have[n][1]}{have[n][0]}, model {want[n][1]}{want[n][0]}"
+                  for n in want if n in have and have[n] != want[n]]
+    if missing or unexpected or mismatched:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)}: {', '.join(missing[:8])}"
+                         + (" ..." if len(missing) > 8 else ""))
+        if unexpected:
+            parts.append(f"unexpected {len(unexpected)}: {', '.join(unexpected[:8])}"
+                         + (" ..." if len(unexpected) > 8 else ""))
+        if mismatched:
+            parts.append(f"mismatched {len(mismatched)}: {'; '.join(mismatched[:8])}"
+                         + (" ..." if len(mismatched) > 8 else ""))
+        raise CheckpointError(f"checkpoint {path} (model '{index['model']}') does not fit this "
+                              f"model: " + " | ".join(parts))
+
+
+def load(path: str, expected: Optional[Mapping[str, Tuple[Sequence[int], str]]] = None,
+         model: Optional[str] = None, verify: bool = True,
+         allow_missing_state: bool = False) -> Checkpoint:
+    """Reads the checkpoint at ``path``. ``model``: the model name it must carry.
+    ``expected``: name -> (shape, dtype) it must hold exactly (optimizer state
+    may be absent when ``allow_missing_state``). ``verify``: check every
+    file's sha256."""
+    path = os.path.abspath(path.rstrip("/"))
+    index = read_index(path)
+    if model is not None and index["model"] != model:
+        raise CheckpointError(f"checkpoint {path} belongs to model '{index['model']}', "
+                              f"not '{model}'")
+    if expected is not None:
+        check_compatible(path, index, expected, allow_missing_state)
+    tensors = {e["name"]: _read_tensor(path, e, verify) for e in index["tensors"]}
+    return Checkpoint(tensors=tensors, model=index["model"], fingerprint=index["fingerprint"],
+                      meta=index.get("meta", {}))
+
+
+def eager_tensors(model, optimizer=None) -> Dict[str, np.ndarray]:
+    """An eager model's state_dict plus its optimizer's state (names as the
+    graph's: the optimizer must have been given ``model.named_parameters()``)."""
+    out = {k: np.asarray(v.numpy()) for k, v in model.state_dict().items()}
+    if optimizer is not None:
+        out.update({k: np.asarray(v.numpy()) for k, v in optimizer.state_dict().items()})
+    return out
+
+
+def save_eager(path: str, model, optimizer=None, model_name: str = "",
+               meta: Optional[Mapping[str, Any]] = None) -> None:
+    """A checkpoint of an eager model (and optimizer) that nn.Graph.load reads."""
+    save(path, eager_tensors(model, optimizer), model_name, meta)
+
+
+def load_eager(path: str, model, optimizer=None, model_name: Optional[str] = None) -> Checkpoint:
+    """Loads a checkpoint (from eager or from any nn.Graph plan) into an
+    eager model and optimizer; checks names, shapes and dtypes first."""
+    specs = {k: (list(v.shape), v.dtype.name) for k, v in model.state_dict().items()}
+    ck = load(path, model=model_name)
+    state = {k: v for k, v in ck.tensors.items() if is_state(k)}
+    params = {k: v for k, v in ck.tensors.items() if not is_state(k)}
+    check_compatible(path, {"model": ck.model, "tensors": [
+        {"name": k, "shape": list(v.shape), "dtype": v.dtype.name} for k, v in params.items()]},
+        specs)
+    model.load_state_dict({k: _tensor(v) for k, v in params.items()})
+    if optimizer is not None and state:
+        optimizer.load_state_dict({k: _tensor(v) for k, v in state.items()})
+    return ck
+
+
+def _tensor(array: np.ndarray):
+    from oneflow_lite._tensor import Tensor
+
+    return Tensor._wrap(np.array(array, copy=True))

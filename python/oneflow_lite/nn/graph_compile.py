@@ -1,0 +1,191 @@
+"""What ``nn.Graph`` compiles a trace into, and the auto-parallel setting.
+
+``ParallelConfig`` names the cluster, the searcher, the placement and the
+micro-batch count (``Graph.config.auto_parallel(...)``); ``plan`` costs and
+searches a program on it (``_C.plan``); ``Compiled`` holds the runnable
+session (``_C.Session`` on one device, ``_C.DistributedSession`` on a
+placement) with the names it feeds and fetches, runs one step, and reads and
+writes the logical variables (parameters and optimizer state).
+
+Clusters: a preset name (``_C.cluster_presets()``), a Cluster text file, or
+"local": this machine, calibrated once per process and device count
+(``_C.calibrate``; a few seconds). Not thread-safe.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from oneflow_lite import _C
+
+LR_INPUT = "_lr"  # the fed learning rate of graph-mode optimizers
+_local_clusters: Dict[tuple, object] = {}
+
+
+def searcher_names() -> List[str]:
+    """The valid searchers: the planner's (autoddl, exact, the expert presets,
+    manual)."""
+    return list(_C.searchers()) if hasattr(_C, "searchers") else []
+
+
+def resolve_cluster(spec, devices: int):
+    """A Cluster from a preset name, a file path, "local" or a Cluster."""
+    if not isinstance(spec, str):
+        return spec
+    if spec == "local":
+        key = (devices,)
+        if key not in _local_clusters:
+            cluster, _figures = _C.calibrate(devices=max(2, devices), num_threads=1,
+                                             memcpy_bytes=16 << 20, matmul_size=256,
+                                             allreduce_bytes=4 << 20, reps=3, name="local")
+            _local_clusters[key] = cluster
+        return _local_clusters[key]
+    if spec in _C.cluster_presets():
+        return _C.preset_cluster(spec)
+    if os.path.exists(spec):
+        return _C.load_cluster(spec)  # raises ValueError naming the file and the position
+    raise ValueError(f"cluster '{spec}' is neither a preset ({', '.join(_C.cluster_presets())}), "
+                     f"'local', nor an existing file")
+
+
+@dataclass
+class ParallelConfig:
+    """The auto-parallel setting of one nn.Graph (see ``GraphConfig.auto_parallel``)."""
+
+    ranks: List[int]
+    hierarchy: List[int]
+    cluster: object = "local"
+    searcher: str = "autoddl"
+    micro_batches: int = 1
+    strategy_path: Optional[str] = None   # a saved strategy: skips the search
+    memory_limit: Optional[int] = None    # bytes per device; None: the cluster's; -1: none
+    num_threads: int = 0
+    timeout_ms: int = 120000
+
+    def __post_init__(self) -> None:
+        names = searcher_names()
+        if names and self.searcher not in names:
+            raise ValueError(f"auto_parallel: unknown searcher '{self.searcher}' (expected one "
+                             f"of {', '.join(names)})")
+        if int(self.micro_batches) < 1:
+            raise ValueError(f"auto_parallel: micro_batches={self.micro_batches} must be >= 1")
+        if int(np.prod(self.hierarchy)) != len(self.ranks):
+            raise ValueError(f"auto_parallel: hierarchy {self.hierarchy} holds "
+                             f"{int(np.prod(self.hierarchy))} ranks, the placement has "
+                             f"{len(self.ranks)}")
+
+    @property
+    def devices(self) -> int:
+        return len(self.ranks)
+
+
+def plan(program, config: ParallelConfig, pinned: Dict[str, str]):
+    """Plans ``program`` under ``config``: a ``_C.PlannedStrategy``."""
+    cluster = resolve_cluster(config.cluster, config.devices)
+    return _C.plan(program, list(config.hierarchy), cluster, config.searcher,
+                   pinned=dict(pinned), micro_batches=int(config.micro_batches),
+                   memory_limit=config.memory_limit, ranks=list(config.ranks))
+
+
+@dataclass
+class Compiled:
+    """A compiled graph: its session and the names it feeds and fetches."""
+
+    program: object
+    session: object
+    inputs: List[str]
+    outputs: List[str]
+    variables: List[str]
+    parallel: Optional[ParallelConfig] = None
+    planned: object = None               # _C.PlannedStrategy, or None (loaded / one device)
+    strategy: Optional[dict] = None      # what the DistributedSession was built with
+    lr_input: Optional[str] = None       # fed every step when the graph trains
+    steps: int = 0
+    bytes_history: List[List[int]] = field(default_factory=list)
+
+    @staticmethod
+    def build(program, inputs: Sequence[str], outputs: Sequence[str],
+              parallel: Optional[ParallelConfig], pinned: Dict[str, str],
+              lr_input: Optional[str], num_threads: int = 0) -> "Compiled":
+        variables = list(program.variables())
+        if parallel is None:
+            session = _C.Session(program, num_threads)
+            return Compiled(program, session, list(inputs), list(outputs), variables,
+                            lr_input=lr_input)
+        planned = None
+        if parallel.strategy_path is not None:
+            strategy = _C.load_strategy(parallel.strategy_path)
+        else:
+            planned = plan(program, parallel, pinned)
+            strategy = planned.strategy
+        session = _C.DistributedSession(
+            program, list(parallel.ranks), list(parallel.hierarchy), strategy, list(outputs),
+            num_threads=parallel.num_threads, timeout_ms=parallel.timeout_ms,
+            micro_batches=int(parallel.micro_batches))
+        return Compiled(program, session, list(inputs), list(outputs), variables, parallel,
+                        planned, strategy, lr_input)
+
+    @property
+    def micro_batches(self) -> int:
+        return int(self.parallel.micro_batches) if self.parallel is not None else 1
+
+    def run(self, arrays: Sequence[np.ndarray], lr: Optional[float]) -> List[np.ndarray]:
+        """One step on the global batch ``arrays`` (one per input). With k
+        micro-batches each input is cut into k equal parts along axis 0 and
+        the fetched outputs are joined back: scalars averaged (a mean loss
+        over equal parts), others concatenated along axis 0."""
+        if len(arrays) != len(self.inputs):
+            raise ValueError(f"nn.Graph: {len(arrays)} inputs given, the graph was traced with "
+                             f"{len(self.inputs)}")
+        extra = {}
+        if self.lr_input is not None:
+            extra[self.lr_input] = np.array(lr, np.float32)
+        k = self.micro_batches
+        if k == 1:
+            feeds = dict(zip(self.inputs, arrays), **extra)
+            out = self.session.run(feeds, self.outputs)
+        else:
+            for name, a in zip(self.inputs, arrays):
+                if a.ndim == 0 or a.shape[0] % k != 0:
+                    raise ValueError(f"nn.Graph: input '{name}' of shape {list(a.shape)} does "
+                                     f"not split into {k} equal micro-batches along axis 0")
+            parts = [np.split(a, k) for a in arrays]
+            feeds = [dict({n: p[i] for n, p in zip(self.inputs, parts)}, **extra)
+                     for i in range(k)]
+            per_micro = self.session.run(feeds, self.outputs)
+            out = []
+            for j in range(len(self.outputs)):
+                values = [m[j] for m in per_micro]
+                if values[0] is None:
+                    out.append(None)
+                elif np.ndim(values[0]) == 0:
+                    out.append(np.mean(np.stack(values), axis=0).astype(values[0].dtype))
+                else:
+                    out.append(np.concatenate(values, axis=0))
+        self.steps += 1
+        if self.parallel is not None:  # cumulative counters, rank -> bytes
+            sent = dict(self.session.bytes_sent())
+            self.bytes_history.append([int(sent.get(r, 0)) for r in self.parallel.ranks])
+        return out
+
+    # ---- state --------------------------------------------------------------------
+    def get(self, name: str) -> np.ndarray:
+        return np.asarray(self.session.get_variable(name))
+
+    def set(self, name: str, value: np.ndarray) -> None:
+        self.session.set_variable(name, np.require(value, requirements="C"))  # 0-d stays 0-d
+
+    def specs(self) -> Dict[str, tuple]:
+        """name -> (shape, dtype) of every variable."""
+        return {v: (list(self.program.shape(v)), self.program.dtype(v)) for v in self.variables}
+
+    def step_bytes(self) -> Optional[List[int]]:
+        """Bytes each rank (in placement order) sent in the last step."""
+        if not self.bytes_history:
+            return None
+        last = self.bytes_history[-1]
+        prev = self.bytes_history[-2] if len(self.bytes_history) > 1 else [0] * len(last)
+        return [a - b for a, b in zip(last, prev)]

@@ -1,0 +1,72 @@
+"""The main job (python -m oneflow_lite.train): a short run on 4 virtual
+devices with the expert comparison writes its JSON report and plot, and its
+measured bytes per rank equal the planner's prediction; --plan-only plans a
+mesh this machine does not have; bad names are refused by name. The losses
+themselves are checked against eager in test_graph.py."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from oneflow_lite import train
+
+SMALL_GPT = ["--model", "gpt", "--layers", "1", "--hidden", "16", "--heads", "2", "--seq", "8",
+             "--vocab", "11", "--batch", "8"]
+
+
+def test_run_with_expert_comparison_writes_report_and_plot(tmp_path, capsys):
+    report_path, plot_path = tmp_path / "r.json", tmp_path / "p.png"
+    report = train.main(SMALL_GPT + ["--devices", "4", "--hierarchy", "2,2", "--steps", "3",
+                                     "--compare", "expert", "--cluster", "h100_8gpu",
+                                     "--threads", "2", "--report", str(report_path),
+                                     "--plot", str(plot_path)])
+    out = capsys.readouterr().out
+    assert "step time, predicted" in out and "best expert" in out and "report: " in out
+    saved = json.loads(report_path.read_text())
+    assert [r["name"] for r in saved["runs"]][0] == "autoddl" and len(saved["runs"]) == 2
+    assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for run in report["runs"]:
+        assert len(run["losses"]) == 3 and np.all(np.isfinite(run["losses"]))
+        assert len(run["measured"]["bytes_per_rank"]) == 4
+    # same model, same data, same init: the two layouts give the same first loss
+    np.testing.assert_allclose(report["runs"][0]["losses"][0], report["runs"][1]["losses"][0],
+                               rtol=1e-5)
+
+
+# Two presets' predicted bytes exceed what the communicators count (seen on
+# this model: data_parallel 7488 vs 7104, 2d 25568 vs 21216 bytes per rank;
+# megatron agreed after the cost model's fixes of 29 Nov): a bug between the
+# planner's PredictedBytesSent and the runtime, reported to its owners;
+# strict, so a fix shows up here.
+PRESET_BYTES_BUG = pytest.mark.xfail(strict=True, reason="predicted bytes != measured for presets")
+
+
+@pytest.mark.parametrize("searcher", [
+    "autoddl", pytest.param("data_parallel", marks=PRESET_BYTES_BUG),
+    "megatron", pytest.param("2d", marks=PRESET_BYTES_BUG)])
+def test_measured_bytes_per_rank_equal_the_prediction(searcher):
+    report = train.main(SMALL_GPT + ["--devices", "4", "--hierarchy", "2,2", "--steps", "2",
+                                     "--cluster", "h100_8gpu", "--searcher", searcher])
+    run = report["runs"][0]
+    assert run["measured"]["bytes_per_rank"] == run["predicted"]["bytes_per_rank"]
+
+
+def test_plan_only_plans_a_mesh_it_does_not_run(capsys):
+    report = train.main(SMALL_GPT + ["--plan-only", "--cluster", "h100_8gpu", "--mesh", "2,4"])
+    out = capsys.readouterr().out
+    assert report["plan_only"] and report["runs"][0]["predicted"]["step_s"] > 0
+    assert "expert presets:" in out and "megatron" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--model", "resnet"], "unknown model 'resnet'"),
+    (["--searcher", "fastest"], "unknown searcher 'fastest'"),
+    (["--devices", "4", "--hierarchy", "3,2"], "--hierarchy [3, 2] holds 6 devices"),
+    (["--hierarchy", "2,x"], "'2,x' is not a comma-separated list"),
+])
+def test_bad_arguments_name_the_culprit(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        train.main(argv)
+    assert message in capsys.readouterr().err
