@@ -1,5 +1,7 @@
 #include "oneflow_lite/api/planning.h"
 
+#include <set>
+
 namespace ofl {
 
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned) {
@@ -9,12 +11,21 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
   const std::vector<int>& choice = planned.solution.choice;
   std::map<int64_t, int64_t> bytes;
   for (int64_t rank : model.placements().placement().ranks()) bytes[rank] = 0;
+  // Lowering boxes a tensor once per (placement, wanted NdSbp), however many
+  // consumers want it so (graph/distributed_lowering.cpp); count it once too.
+  // (The cost graph's edges still charge each consumer: a pairwise model.)
+  std::set<std::string> boxed;
   for (int e = 0; e < model.graph().num_edges(); ++e) {
     const CostEdgeInfo& info = model.edges()[e];
     const int pc = choice[info.producer];
     const int cc = choice[info.consumer];
+    const Placement& to = model.nodes()[info.consumer].placement;
     if (model.ProducedSbp(e, pc) == model.WantedSbp(e, cc) &&
-        model.nodes()[info.producer].placement == model.nodes()[info.consumer].placement) {
+        model.nodes()[info.producer].placement == to) {
+      continue;
+    }
+    if (!boxed.insert(info.tensor + "|" + to.ToString() + "|" + model.WantedSbp(e, cc).ToString())
+             .second) {
       continue;
     }
     OFL_ASSIGN_OR_RETURN(BoxingPlan plan, model.EdgeBoxing(e, pc, cc));
