@@ -9,9 +9,10 @@
 //    of the busiest rank), the busiest rank's bytes over all steps, and the
 //    seconds charged (x the edge's multiplier: micro-batches);
 //  - the predicted step time (the Solution's total);
-//  - per matmul whose second operand is a matrix: the bytes the busiest rank
-//    moves for it (boxing into its inputs plus the reduction of a P output,
-//    one execution) beside the SPAA 2022 memory-independent lower bound for
+//  - per matmul whose second operand is a matrix: the bytes it moves (the
+//    boxing into its inputs plus the reduction of a P output, one execution;
+//    summed over those boxings, each counted at its busiest rank, so at least
+//    what any one rank sends) beside the SPAA 2022 memory-independent lower bound for
 //    that m, n, k and P (search/matmul_lower_bound.h), in the same bytes.
 //    The bound assumes each rank starts with 1/P of the data: a strategy
 //    that keeps an operand replicated (B) can move less than it.
@@ -52,7 +53,7 @@ struct EdgeReport {
 struct MatmulBoundReport {
   int64_t m = 0, n = 0, k = 0, processors = 0;
   int64_t element_bytes = 0;
-  double bytes = 0;              // the strategy's, busiest rank, one execution
+  double bytes = 0;              // the strategy's: per boxing its busiest rank, summed; one execution
   double lower_bound_bytes = 0;  // SPAA 2022 words x element_bytes
   std::string bound_case;        // "1d", "2d", "3d"
 };
