@@ -10,9 +10,7 @@ import pytest
 
 MODULES = ["oneflow_lite", "oneflow_lite.nn.graph_trace", "oneflow_lite.models",
            "oneflow_lite.models.mlp", "oneflow_lite.models.gpt", "oneflow_lite.models.vgg",
-           "oneflow_lite.models.trace",
-           "oneflow_lite.models.legacy.gpt", "oneflow_lite.models.legacy.mlp",
-           "oneflow_lite.models.legacy.vgg"]
+           "oneflow_lite.models.trace"]
 
 
 @pytest.mark.parametrize("name", MODULES)

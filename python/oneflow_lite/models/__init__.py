@@ -5,10 +5,9 @@
     ['gpt', 'mlp', 'vgg']
 
 ``MODELS`` maps a name to the model's module (``gpt``, ``mlp``, ``vgg``),
-each with its config class, its Module class and the legacy GraphBuilder
-``init_params``/``build`` (see ``models.legacy``; kept only for train.py).
-``trace_loss(model, batch_size)`` (trace.py) gives a model with its loss as
-a graph for code that drives ``_C.Session`` directly.
+each with its config class and its Module class. ``trace_loss(model,
+batch_size)`` (trace.py) gives a model with its loss as a graph for code
+that drives ``_C.Session`` directly.
 """
 from oneflow_lite.models import gpt, mlp, vgg
 from oneflow_lite.models.config import GPTConfig, MLPConfig, VGGConfig, vgg16_config, vgg19_config

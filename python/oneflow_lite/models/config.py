@@ -1,7 +1,6 @@
-"""Model configurations of ``flow.models``, shared by the nn.Module
-definitions (mlp.py, gpt.py, vgg.py) and the legacy GraphBuilder builders
-(legacy/), plus the layer-size helpers both use. Frozen dataclasses;
-thread-safe.
+"""Model configurations of ``flow.models``, used by the nn.Module
+definitions (mlp.py, gpt.py, vgg.py), plus their layer-size helpers. Frozen
+dataclasses; thread-safe.
 """
 from __future__ import annotations
 

@@ -13,9 +13,6 @@ sqrt(2 n_layer)), biases 0, LayerNorm 1 and 0. Dropout modules get seeds
 dropout_seed, +1, ... in the order embed, then per block attention
 probabilities, attention residual, MLP residual.
 
-``init_params``/``build`` are the legacy GraphBuilder form
-(``models.legacy.gpt``), re-exported until their users move to nn.Graph.
-
     >>> import oneflow_lite as flow
     >>> cfg = flow.models.GPTConfig(vocab_size=16, seq_len=8, n_layer=1, n_head=2, n_embd=8)
     >>> model = flow.models.GPT(cfg)
@@ -30,8 +27,6 @@ import math
 
 from oneflow_lite import nn
 from oneflow_lite.models.config import GPTConfig
-from oneflow_lite.models.legacy.gpt import (CAUSAL_MASK, MASK_VALUE, build,  # noqa: F401
-                                            causal_mask, init_params)
 from oneflow_lite.nn import init
 
 STD = 0.02

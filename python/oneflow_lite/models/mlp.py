@@ -2,9 +2,6 @@
 then ``fc{n}`` to the logits. Linears use PyTorch's layout ([out, in]) and
 default init, U(-1/sqrt(in), 1/sqrt(in)) for weight and bias.
 
-``init_params`` and ``build`` are the legacy GraphBuilder form
-(``models.legacy.mlp``), re-exported until their users move to nn.Graph.
-
     >>> import oneflow_lite as flow
     >>> model = flow.models.MLP(flow.models.MLPConfig(in_features=8, hidden=(16,), num_classes=4))
     >>> list(model.state_dict())
@@ -16,7 +13,6 @@ from __future__ import annotations
 
 from oneflow_lite import nn
 from oneflow_lite.models.config import MLPConfig, layer_sizes
-from oneflow_lite.models.legacy.mlp import build, init_params  # noqa: F401 (legacy API)
 
 
 class MLP(nn.Module):

@@ -8,9 +8,6 @@ normal (fan_out, ReLU) with bias 0, Linears PyTorch's default.
 ``VGG16``/``VGG19`` build torchvision's layouts (``image_size`` and
 ``num_classes`` scale them down).
 
-``init_params``/``build`` are the legacy GraphBuilder form
-(``models.legacy.vgg``), re-exported until their users move to nn.Graph.
-
     >>> import oneflow_lite as flow
     >>> cfg = flow.models.VGGConfig(features=(4, "M"), image_size=8, fc=(16,), num_classes=3)
     >>> flow.models.VGG(cfg)(flow.randn(2, 3, 8, 8)).shape
@@ -21,7 +18,6 @@ from __future__ import annotations
 from oneflow_lite import nn
 from oneflow_lite.models.config import (VGGConfig, conv_channels, fc_sizes,  # noqa: F401
                                         vgg16_config, vgg19_config)
-from oneflow_lite.models.legacy.vgg import build, init_params  # noqa: F401 (legacy API)
 from oneflow_lite.nn import init
 
 
