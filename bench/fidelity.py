@@ -18,8 +18,10 @@ two slots would double the activations' memory (about 4.4 GB per rank with
 two under autoddl, too much for four ranks on the 24 GiB machine).
 Every strategy runs in its own process (no thread pool or allocator state
 leaks between them), ``--warmup`` untimed steps then ``--steps`` timed
-ones on fixed batches. Per strategy: ``predicted_step_s`` (the planner's
-total), ``measured_step_s`` (median of the timed steps), ``predicted_bytes``
+ones on fixed batches, and ``--rounds`` times over (every strategy once per
+round, so a load change of the shared machine hits all of them alike).
+Per strategy: ``predicted_step_s`` (the planner's total),
+``measured_step_s`` (median of every round's timed steps), ``predicted_bytes``
 and ``measured_bytes`` (per rank, one step: the boxing planner's count and
 the communicators' own count of the last timed step), the first loss (equal
 across strategies: same weights, same batch). ``spearman``: the rank
@@ -159,7 +161,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=3, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cluster", default="bench/results/fidelity_cluster.pbtxt",
                         help="written by calibrating first unless --reuse-cluster")
     parser.add_argument("--reuse-cluster", action="store_true")
@@ -171,17 +174,38 @@ def main() -> int:
     calibration = None
     if not (args.reuse_cluster and os.path.exists(args.cluster)):
         calibration = calibrate(args.cluster, threads=1)
-    rows, errors = [], {}
-    for name in STRATEGIES:
-        print(f"fidelity: {name}", file=sys.stderr, flush=True)
-        cmd = [sys.executable, __file__, "--only", name, "--cluster", args.cluster,
-               "--threads", str(args.threads), "--warmup", str(args.warmup),
-               "--steps", str(args.steps)]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            errors[name] = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-            continue
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    # Rounds: every strategy once per round, so that a change of the shared
+    # machine's load during the run spreads over all strategies instead of
+    # favouring the ones measured last; the median runs over every round's
+    # timed steps.
+    by_name, errors = {}, {}
+    for round_index in range(args.rounds):
+        for name in STRATEGIES:
+            if name in errors:
+                continue
+            print(f"fidelity: round {round_index + 1}/{args.rounds}: {name}", file=sys.stderr,
+                  flush=True)
+            cmd = [sys.executable, __file__, "--only", name, "--cluster", args.cluster,
+                   "--threads", str(args.threads), "--warmup", str(args.warmup),
+                   "--steps", str(args.steps)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                errors[name] = (done.stderr.strip().splitlines()[-1:]
+                                or [f"exit {done.returncode}"])
+                by_name.pop(name, None)
+                continue
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            if name in by_name:
+                first = by_name[name]
+                first["step_s"] += row["step_s"]
+                if row["measured_bytes"] != first["measured_bytes"]:
+                    errors[name] = [f"bytes differ between rounds: {first['measured_bytes']} "
+                                    f"vs {row['measured_bytes']}"]
+            else:
+                by_name[name] = row
+    rows = [by_name[n] for n in STRATEGIES if n in by_name]
+    for row in rows:
+        row["measured_step_s"] = float(np.median(row["step_s"]))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from merge_results import cpu_model, git_commit  # noqa: E402
 
@@ -193,7 +217,7 @@ def main() -> int:
               "how_to_rerun": "bench/run.sh fidelity",
               "model": dict(CONFIG, batch=BATCH, dtype="float32", optimizer="adamw"),
               "hierarchy": HIERARCHY, "threads": args.threads, "warmup": args.warmup,
-              "steps": args.steps}
+              "steps": args.steps, "rounds": args.rounds}
     if len(rows) >= 2:
         result["spearman"] = spearman([r["predicted_step_s"] for r in rows],
                                       [r["measured_step_s"] for r in rows])
