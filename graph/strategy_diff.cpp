@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "graph/report_json.h"
+#include "oneflow_lite/core/json.h"
 
 namespace ofl {
 namespace {

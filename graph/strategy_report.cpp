@@ -4,7 +4,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "graph/report_json.h"
+#include "oneflow_lite/core/json.h"
 #include "search/matmul_lower_bound.h"
 
 namespace ofl {

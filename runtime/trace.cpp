@@ -6,38 +6,11 @@
 #include <set>
 #include <utility>
 
+#include "oneflow_lite/core/json.h"
+
 namespace ofl {
 
 namespace {
-
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string Micros(int64_t ns) {
   char buf[32];
@@ -73,7 +46,7 @@ std::string ChromeTraceJson(const std::vector<ActRecord>& acts,
   for (const ActRecord& a : acts) {
     const std::string& name =
         a.task < static_cast<int64_t>(task_names.size()) ? task_names[a.task] : std::string("task");
-    add(StrCat("{\"name\": ", Quoted(name), ", \"ph\": \"X\", \"pid\": ", a.rank,
+    add(StrCat("{\"name\": ", JsonString(name), ", \"ph\": \"X\", \"pid\": ", a.rank,
                ", \"tid\": ", a.stream, ", \"ts\": ", Micros(a.start_ns),
                ", \"dur\": ", Micros(a.end_ns - a.start_ns), ", \"args\": {\"task\": ", a.task,
                ", \"iteration\": ", a.iteration, "}}"));

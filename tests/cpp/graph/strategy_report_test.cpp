@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/cost_model.h"
-#include "graph/report_json.h"
+#include "oneflow_lite/core/json.h"
 #include "graph/strategy_diff.h"
 #include "graph/strategy_report.h"
 

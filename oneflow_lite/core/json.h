@@ -1,6 +1,6 @@
-// Small helpers that write JSON text for the strategy report and diff
-// (graph/strategy_report.h, graph/strategy_diff.h): a quoted, escaped string
-// and a number that round-trips (non-finite numbers become null).
+// Small helpers that write JSON text (the strategy report and diff in
+// graph/, the runtime's Chrome trace): a quoted, escaped string and a number
+// that round-trips (non-finite numbers become null).
 // Pure functions; thread-safe.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "graph/report_json.h"
+#include "oneflow_lite/core/json.h"
 
 #include <cmath>
 #include <cstdio>
