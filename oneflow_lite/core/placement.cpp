@@ -51,10 +51,21 @@ std::vector<int64_t> Placement::Coordinates(int64_t index) const {
 }
 
 std::string Placement::ToString() const {
+  // A run of more than kRun consecutive ranks is written "first..last", so a
+  // 1,024-rank placement reads cpu:[0..1023]; the text stays unique.
+  constexpr size_t kRun = 8;
   std::string s = std::string(DeviceTypeName(device_type_)) + ":[";
-  for (size_t i = 0; i < ranks_.size(); ++i) {
+  for (size_t i = 0; i < ranks_.size();) {
+    size_t j = i + 1;
+    while (j < ranks_.size() && ranks_[j] == ranks_[j - 1] + 1) ++j;
     if (i > 0) s += ", ";
-    s += std::to_string(ranks_[i]);
+    if (j - i > kRun) {
+      s += std::to_string(ranks_[i]) + ".." + std::to_string(ranks_[j - 1]);
+      i = j;
+    } else {
+      s += std::to_string(ranks_[i]);
+      ++i;
+    }
   }
   return s + "] hierarchy " + hierarchy_.ToString();
 }

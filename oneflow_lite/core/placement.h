@@ -29,7 +29,9 @@ class Placement {
   int64_t IndexOf(int64_t rank) const;
   // Coordinates of the rank at `index` in the hierarchy (row-major).
   std::vector<int64_t> Coordinates(int64_t index) const;
-  std::string ToString() const;  // "cpu:[0, 1, 2, 3] hierarchy (2, 2)"
+  // "cpu:[0, 1, 2, 3] hierarchy (2, 2)"; runs of more than 8 consecutive
+  // ranks as "first..last": "cpu:[0..1023] hierarchy (128, 8)".
+  std::string ToString() const;
 
   bool operator==(const Placement& o) const {
     return device_type_ == o.device_type_ && ranks_ == o.ranks_ && hierarchy_ == o.hierarchy_;

@@ -72,6 +72,17 @@ TEST(NdSbpTest, ParsesAndPrints) {
   EXPECT_NE(bad.status().message().find("'(S(0), Q)'"), std::string::npos);
 }
 
+TEST(PlacementTest, TextAbbreviatesLongRunsOfRanks) {
+  std::vector<int64_t> ranks(1024);
+  for (int64_t i = 0; i < 1024; ++i) ranks[i] = i;
+  EXPECT_EQ(Placement::Create(DeviceType::kCPU, ranks, Shape{128, 8}).value().ToString(),
+            "cpu:[0..1023] hierarchy (128, 8)");
+  // Runs of 8 or fewer stay spelled out; a longer run among them is cut.
+  std::vector<int64_t> mixed = {7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 20, 21, 22, 23, 24, 25, 26, 27, 28};
+  EXPECT_EQ(Placement::Create(DeviceType::kCPU, mixed).value().ToString(),
+            "cpu:[7, 0, 1, 2, 3, 4, 5, 6, 8, 9, 20..28] hierarchy (19)");
+}
+
 TEST(PlacementTest, ValidatesRanksAndHierarchy) {
   Placement p = Placement::Create(DeviceType::kCPU, {0, 1, 2, 3}, Shape{2, 2}).value();
   EXPECT_EQ(p.size(), 4);
