@@ -5,8 +5,9 @@
 // edges' transfer times with the neighbours fixed, among the candidates that
 // keep the memory limit; sweep until no node changes. Then tree-block
 // passes (tree_descent.h: whole forests of nodes re-chosen exactly with the
-// rest fixed), each followed by single-node sweeps again, until two passes
-// in a row move nothing. Every move strictly lowers the total (relative
+// rest fixed) and pair passes (pair_descent.h: both ends of an edge
+// re-chosen jointly), each round followed by single-node sweeps again,
+// until two rounds in a row move nothing. Every move strictly lowers the total (relative
 // 1e-12), so the result is never worse than its start, and it ends where no
 // single node and no tree block can improve it. The best result over the
 // starts wins (ties: the earlier start). Starts, in this order:
@@ -20,7 +21,11 @@
 //   "min_memory": every node's smallest-memory candidate (the cheapest of
 //     those).
 //   "random_<i>": seeded random feasible choices (options.num_random_starts).
-//   then options.extra_starts, under their own names.
+//   then options.extra_starts, under their own names;
+//   last "elimination" (only when cheap: options.elimination_max_entries):
+//     the exact optimum over the whole graph by variable elimination, under
+//     a binding limit the best of a Lagrangian bisection as above. Last, so
+//     it wins only where the coordinate descent from the others falls short.
 // Dominated candidates (dominance.h) are pruned first unless switched off.
 // Stateless functions; a const CostGraph may be searched from many threads.
 #pragma once
@@ -41,6 +46,13 @@ struct AutoddlOptions {
   bool prune_dominated = true;
   int lagrangian_iterations = 24;  // for the spanning-tree start under a binding limit
   int max_tree_passes = 100;       // per start; 0: only single-node sweeps (DESIGN.md)
+  // Each tree pass is followed by a pair pass (pair_descent.h): both ends of
+  // every edge re-chosen jointly. Off: the tree passes alone.
+  bool pair_moves = true;
+  // "Exact when cheap": when variable elimination over the whole (pruned)
+  // graph needs at most this many table entries in all, its answer is one
+  // more start, "elimination" (the optimum when memory does not bind). 0: off.
+  int64_t elimination_max_entries = int64_t{1} << 20;
   // Extra starts given by the caller (e.g. graph/'s best expert preset), run
   // after the others under their names: choices over the graph as given,
   // each within the memory limit. Descent from one runs on the pruned graph
@@ -56,6 +68,7 @@ struct AutoddlStart {
   int sweeps = 0;            // single-node sweeps
   int64_t moves = 0;         // single-node moves
   int64_t tree_moves = 0;    // tree blocks that moved
+  int64_t pair_moves = 0;    // edge pairs that moved
 };
 
 struct AutoddlResult {
