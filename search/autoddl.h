@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "search/ball_descent.h"
 #include "search/cost_graph.h"
 
 namespace ofl {
@@ -53,6 +54,10 @@ struct AutoddlOptions {
   // graph needs at most this many table entries in all, its answer is one
   // more start, "elimination" (the optimum when memory does not bind). 0: off.
   int64_t elimination_max_entries = int64_t{1} << 20;
+  // Ball passes (ball_descent.h) polishing the best start's answer, each
+  // round followed by tree, pair and single-node moves; 0: none.
+  int ball_passes = 4;
+  BallOptions ball;
   // Extra starts given by the caller (e.g. graph/'s best expert preset), run
   // after the others under their names: choices over the graph as given,
   // each within the memory limit. Descent from one runs on the pruned graph
@@ -76,6 +81,7 @@ struct AutoddlResult {
   std::vector<AutoddlStart> starts;
   int best_start = 0;
   int64_t num_pruned = 0;  // dominated candidates removed beforehand
+  int64_t ball_moves = 0;  // balls that moved while polishing the best start's answer
 };
 
 // Errors: an infeasible memory limit (the message gives the smallest

@@ -55,12 +55,13 @@ TEST(PairDescentTest, ParallelEdgesAddUp) {
 }
 
 // Seeded random graphs with cycles (found by scanning seeds) where autoddl
-// without pair moves, and without its elimination start, stops above the
-// brute-force optimum, and with pair moves reaches it.
+// without pair moves (and without its elimination start and ball polish)
+// stops above the brute-force optimum, and with pair moves reaches it.
 TEST(PairDescentTest, AutoddlWithPairMovesReachesTheOptimumWhereItWasStuck) {
   AutoddlOptions without, with;
   without.pair_moves = false;
   without.elimination_max_entries = with.elimination_max_entries = 0;
+  without.ball_passes = with.ball_passes = 0;
   for (uint64_t seed : {211, 560, 1343, 2303, 2304}) {
     int n = 3 + seed % 3;
     CostGraph g = testing::RandomGraph(seed, testing::Shape::kCyclic, n, 3, false, false);
