@@ -13,12 +13,18 @@ BallDescent::BallDescent(const CostGraph& graph, const BallOptions& options)
       options_(options),
       size_(graph.num_nodes(), options.max_nodes),
       local_(graph.num_nodes(), -1) {
+  budget_ = options.budget;
+  if (budget_ < 0) {
+    budget_ = std::clamp<int64_t>((int64_t{1} << 30) / std::max(1, graph.num_nodes()),
+                                  int64_t{1} << 18, int64_t{1} << 22);
+  }
   Reset();
 }
 
 void BallDescent::Reset() {
   checked_.assign(graph_.num_nodes(), -1);
   touched_.assign(graph_.num_nodes(), 0);
+  solved_.clear();
   clock_ = 0;
 }
 
@@ -100,18 +106,33 @@ BallDescent::Outcome BallDescent::Solve(const std::vector<int>& ball, std::vecto
 int BallDescent::Pass(std::vector<int>& choice) {
   int64_t used = graph_.MemoryBytes(choice);
   int moved = 0;
-  for (int u = 0; u < graph_.num_nodes() && work_ < options_.budget; ++u) {
+  for (int u = 0; u < graph_.num_nodes() && work_ < budget_; ++u) {
     std::vector<int> ball = Ball(u, size_[u]);
     bool fresh = checked_[u] < 0;
     for (size_t i = 0; i < ball.size() && !fresh; ++i) fresh = touched_[ball[i]] > checked_[u];
     checked_[u] = clock_;
     if (!fresh || ball.size() < 3) continue;  // pairs and single nodes are covered elsewhere
+    // Another centre's ball may hold the same nodes (on small graphs, all):
+    // skip it when none of them was touched since that one was solved.
+    std::vector<int> key = ball;
+    std::sort(key.begin(), key.end());
+    auto seen = solved_.find(key);
+    if (seen != solved_.end()) {
+      bool changed = false;
+      for (int w : key) changed = changed || touched_[w] > seen->second;
+      if (!changed) continue;
+    }
     Outcome outcome;
     while ((outcome = Solve(ball, choice, used)) == Outcome::kTooBig && ball.size() > 3) {
       size_[u] = std::max<int>(3, ball.size() / 2);  // remembered for later passes
       ball = Ball(u, size_[u]);
     }
-    if (outcome != Outcome::kMoved) continue;
+    if (outcome == Outcome::kTooBig) continue;
+    if (outcome == Outcome::kStays) {
+      std::sort(ball.begin(), ball.end());
+      solved_[ball] = clock_;
+      continue;
+    }
     ++moved;
     ++clock_;
     for (int w : ball) {

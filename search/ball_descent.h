@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "search/cost_graph.h"
@@ -23,13 +24,15 @@
 namespace ofl {
 
 struct BallOptions {
-  int radius = 3;
-  int max_nodes = 16;
-  int64_t max_entries = int64_t{1} << 16;
+  int radius = 8;
+  int max_nodes = 48;
+  int64_t max_entries = int64_t{1} << 20;
   int lagrangian_iterations = 16;
   // Work budget of a BallDescent over its lifetime, in table entries and
   // candidate-edge visits; passes stop (moving nothing more) once spent.
-  int64_t budget = int64_t{1} << 20;
+  // Negative: automatic, 2^30 / nodes clamped to [2^18, 2^22] (small graphs
+  // are cheap to search, so they get larger balls' worth of work).
+  int64_t budget = -1;
 };
 
 class BallDescent {
@@ -54,8 +57,10 @@ class BallDescent {
   std::vector<int64_t> touched_;  // per node: the clock when it or a neighbour moved
   std::vector<int> size_;         // per centre: the ball size that fit the table cap
   std::vector<int> local_;        // node -> index in the ball, -1 outside
+  std::map<std::vector<int>, int64_t> solved_;  // sorted ball -> the clock it stayed at
   int64_t clock_ = 0;
   int64_t work_ = 0;
+  int64_t budget_ = 0;
 };
 
 }  // namespace ofl
