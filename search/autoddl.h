@@ -7,9 +7,12 @@
 // passes (tree_descent.h: whole forests of nodes re-chosen exactly with the
 // rest fixed) and pair passes (pair_descent.h: both ends of an edge
 // re-chosen jointly), each round followed by single-node sweeps again,
-// until two rounds in a row move nothing. Every move strictly lowers the total (relative
-// 1e-12), so the result is never worse than its start, and it ends where no
-// single node and no tree block can improve it. The best result over the
+// until two rounds in a row move nothing. The best start's answer is then
+// polished by ball passes (ball_descent.h: small neighbourhoods re-chosen
+// exactly by elimination, within a work budget), each round followed by the
+// tree, pair and single-node moves again. Every move strictly lowers the
+// total (relative 1e-12), so the result is never worse than its start, and
+// it ends where no single node, tree block or pair can improve it. The best result over the
 // starts wins (ties: the earlier start). Starts, in this order:
 //   "spanning_tree": the exact optimum over a maximum spanning forest (edges
 //     weighted by their matrix's spread, the others left out), by

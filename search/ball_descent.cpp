@@ -46,7 +46,8 @@ std::vector<int> BallDescent::Ball(int centre, int max_nodes) {
   return ball;
 }
 
-BallDescent::Outcome BallDescent::Solve(const std::vector<int>& ball, std::vector<int>& choice, int64_t& used) {
+BallDescent::Outcome BallDescent::Solve(const std::vector<int>& ball, std::vector<int>& choice,
+                                        int64_t& used) {
   for (size_t i = 0; i < ball.size(); ++i) local_[ball[i]] = i;
   CostGraph sub;
   int64_t ball_memory = 0;

@@ -5,8 +5,8 @@
 // elimination over the induced subgraph (the fixed nodes' edges become
 // per-candidate costs); a ball whose elimination would need more than
 // `max_entries` table entries is halved until it fits. The work is capped
-// (BallOptions::budget), so large graphs get only as many balls as it pays. The ball moves only
-// when that strictly lowers the total (relative 1e-12) and keeps the memory
+// (BallOptions::budget), so large graphs get only as many balls as it pays.
+// A ball moves only when that strictly lowers the total (relative 1e-12) and keeps the memory
 // limit (a binding limit is handled by a Lagrangian weight, as autoddl's
 // spanning-tree start). This is the "re-choose a region exactly when its
 // table is small" move: a handful of neighbours that must switch together,
