@@ -290,21 +290,23 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
     const bool extra = on_original[result.best_start];
     const CostGraph& h = extra ? graph : g;
     std::vector<int> choice = starts[result.best_start].second;
-    BallDescent balls(h, options.ball);
     TreeDescent& t = extra ? *original_trees : trees;
     PairDescent& q = extra ? *original_pairs : pairs;
-    for (int pass = 0; pass < options.ball_passes; ++pass) {
-      int moved = balls.Pass(choice);
-      result.ball_moves += moved;
-      if (moved == 0) break;
-      CoordinateDescent(h, choice, options.max_sweeps, nullptr);
-      t.Reset();
-      q.Reset();
-      for (int round = 0, idle = 0; round < options.max_tree_passes && idle < 2; ++round) {
-        int m = t.Pass(choice);
-        if (options.pair_moves) m += q.Pass(choice);
-        idle = m == 0 ? idle + 1 : 0;
-        if (m > 0) CoordinateDescent(h, choice, options.max_sweeps, nullptr);
+    for (const BallOptions& tier : options.ball_tiers) {
+      BallDescent balls(h, tier);
+      for (int pass = 0; pass < options.ball_passes; ++pass) {
+        int moved = balls.Pass(choice);
+        result.ball_moves += moved;
+        if (moved == 0) break;
+        CoordinateDescent(h, choice, options.max_sweeps, nullptr);
+        t.Reset();
+        q.Reset();
+        for (int round = 0, idle = 0; round < options.max_tree_passes && idle < 2; ++round) {
+          int m = t.Pass(choice);
+          if (options.pair_moves) m += q.Pass(choice);
+          idle = m == 0 ? idle + 1 : 0;
+          if (m > 0) CoordinateDescent(h, choice, options.max_sweeps, nullptr);
+        }
       }
     }
     best = extra ? choice : pruned.ToOriginal(choice);

@@ -59,8 +59,13 @@ struct AutoddlOptions {
   int64_t elimination_max_entries = int64_t{1} << 20;
   // Ball passes (ball_descent.h) polishing the best start's answer, each
   // round followed by tree, pair and single-node moves; 0: none.
-  int ball_passes = 4;
-  BallOptions ball;
+  int ball_passes = 4;  // per tier
+  // Tiers in turn: small balls under a fixed budget, then the default
+  // (large balls, a budget that shrinks with the graph).
+  std::vector<BallOptions> ball_tiers = {
+      BallOptions{/*radius=*/3, /*max_nodes=*/16, /*max_entries=*/int64_t{1} << 16,
+                  /*lagrangian_iterations=*/16, /*budget=*/int64_t{1} << 20},
+      BallOptions{}};
   // Extra starts given by the caller (e.g. graph/'s best expert preset), run
   // after the others under their names: choices over the graph as given,
   // each within the memory limit. Descent from one runs on the pruned graph
