@@ -8,8 +8,10 @@
 #include <numeric>
 #include <random>
 
+#include "search/ball_descent.h"
 #include "search/dominance.h"
 #include "search/elimination.h"
+#include "search/pair_descent.h"
 #include "search/tree_descent.h"
 
 namespace ofl {
@@ -111,18 +113,18 @@ std::vector<char> MaxSpanningForest(const CostGraph& graph) {
   return use;
 }
 
-std::vector<int> SpanningTreeStart(const CostGraph& graph, int iterations) {
-  int64_t max_entries = std::numeric_limits<int64_t>::max();
-  Maybe<EliminationPlan> made =
-      EliminationPlan::Make(graph, MaxSpanningForest(graph), max_entries, max_entries);
-  if (!made.ok()) return MinMemoryStart(graph);  // over 65535 candidates at a node
-  const EliminationPlan& plan = made.value();
+// The optimum of `plan`'s problem within the memory limit when it fits;
+// else a Lagrangian weight on memory is bisected until the plan's optimum
+// fits (the cheapest such answer wins). Empty when even the decisive weight
+// does not fit (the plan leaves edges out, so its least-memory answer is one).
+std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& plan,
+                                 int iterations) {
   std::vector<int> choice = plan.Solve(0, nullptr);
   if (graph.MemoryBytes(choice) <= graph.memory_limit()) return choice;
   // Geometric bisection of the memory weight between ~0 and `high`.
   double high = DecisiveMemoryWeight(graph), low = high * 0x1p-64;
   std::vector<int> best = plan.Solve(high, nullptr);
-  if (graph.MemoryBytes(best) > graph.memory_limit()) return MinMemoryStart(graph);
+  if (graph.MemoryBytes(best) > graph.memory_limit()) return {};
   double best_cost = graph.TotalSeconds(best);
   for (int i = 0; i < iterations; ++i) {
     double mid = std::sqrt(low * high);
@@ -139,6 +141,26 @@ std::vector<int> SpanningTreeStart(const CostGraph& graph, int iterations) {
     }
   }
   return best;
+}
+
+std::vector<int> SpanningTreeStart(const CostGraph& graph, int iterations) {
+  int64_t max_entries = std::numeric_limits<int64_t>::max();
+  Maybe<EliminationPlan> made =
+      EliminationPlan::Make(graph, MaxSpanningForest(graph), max_entries, max_entries);
+  if (!made.ok()) return MinMemoryStart(graph);  // over 65535 candidates at a node
+  std::vector<int> choice = LagrangianSolve(graph, made.value(), iterations);
+  return choice.empty() ? MinMemoryStart(graph) : choice;
+}
+
+// Variable elimination over the whole graph when its tables stay within
+// `max_entries` in all (empty otherwise): "exact when cheap". Without a
+// binding memory limit it is the optimum; under one, the best answer the
+// Lagrangian bisection finds.
+std::vector<int> EliminationStart(const CostGraph& graph, int64_t max_entries, int iterations) {
+  if (max_entries <= 0) return {};
+  Maybe<EliminationPlan> made = EliminationPlan::Make(graph, {}, max_entries, max_entries);
+  if (!made.ok()) return {};
+  return LagrangianSolve(graph, made.value(), iterations);
 }
 
 }  // namespace
@@ -215,10 +237,18 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
     starts.emplace_back(name, kept ? mapped : choice);
     on_original.push_back(!kept);
   }
+  std::vector<int> eliminated =
+      EliminationStart(g, options.elimination_max_entries, options.lagrangian_iterations);
+  if (!eliminated.empty()) {
+    starts.emplace_back("elimination", std::move(eliminated));
+    on_original.push_back(false);
+  }
   AutoddlResult result;
   result.num_pruned = pruned.num_pruned;
   TreeDescent trees(g);
   std::unique_ptr<TreeDescent> original_trees;
+  PairDescent pairs(g);
+  std::unique_ptr<PairDescent> original_pairs;
   std::vector<int> best;  // over the original graph's candidates
   for (size_t s = 0; s < starts.size(); ++s) {
     auto& [name, choice] = starts[s];
@@ -226,15 +256,23 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
     const CostGraph& h = extra ? graph : g;
     if (extra && original_trees == nullptr) original_trees = std::make_unique<TreeDescent>(graph);
     TreeDescent& t = extra ? *original_trees : trees;
+    if (extra && original_pairs == nullptr) original_pairs = std::make_unique<PairDescent>(graph);
+    PairDescent& q = extra ? *original_pairs : pairs;
     AutoddlStart report;
     report.name = name;
     report.start_seconds = h.TotalSeconds(choice);
     report.sweeps = CoordinateDescent(h, choice, options.max_sweeps, &report.moves);
     t.Reset();
+    q.Reset();
     for (int pass = 0, idle = 0; pass < options.max_tree_passes && idle < 2; ++pass) {
       int moved = t.Pass(choice);
-      idle = moved == 0 ? idle + 1 : 0;
       report.tree_moves += moved;
+      if (options.pair_moves) {
+        int paired = q.Pass(choice);
+        report.pair_moves += paired;
+        moved += paired;
+      }
+      idle = moved == 0 ? idle + 1 : 0;
       if (moved > 0)
         report.sweeps += CoordinateDescent(h, choice, options.max_sweeps, &report.moves);
     }
@@ -245,6 +283,33 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
       best = extra ? choice : pruned.ToOriginal(choice);
     }
     result.starts.push_back(report);
+  }
+  if (options.ball_passes > 0 && !result.starts.empty()) {
+    // Polish the best answer with ball passes (ball_descent.h), each round
+    // followed by the tree, pair and single-node moves again.
+    const bool extra = on_original[result.best_start];
+    const CostGraph& h = extra ? graph : g;
+    std::vector<int> choice = starts[result.best_start].second;
+    TreeDescent& t = extra ? *original_trees : trees;
+    PairDescent& q = extra ? *original_pairs : pairs;
+    for (const BallOptions& tier : options.ball_tiers) {
+      BallDescent balls(h, tier);
+      for (int pass = 0; pass < options.ball_passes; ++pass) {
+        int moved = balls.Pass(choice);
+        result.ball_moves += moved;
+        if (moved == 0) break;
+        CoordinateDescent(h, choice, options.max_sweeps, nullptr);
+        t.Reset();
+        q.Reset();
+        for (int round = 0, idle = 0; round < options.max_tree_passes && idle < 2; ++round) {
+          int m = t.Pass(choice);
+          if (options.pair_moves) m += q.Pass(choice);
+          idle = m == 0 ? idle + 1 : 0;
+          if (m > 0) CoordinateDescent(h, choice, options.max_sweeps, nullptr);
+        }
+      }
+    }
+    best = extra ? choice : pruned.ToOriginal(choice);
   }
   OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(best));
   return result;

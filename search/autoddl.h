@@ -5,10 +5,14 @@
 // edges' transfer times with the neighbours fixed, among the candidates that
 // keep the memory limit; sweep until no node changes. Then tree-block
 // passes (tree_descent.h: whole forests of nodes re-chosen exactly with the
-// rest fixed), each followed by single-node sweeps again, until two passes
-// in a row move nothing. Every move strictly lowers the total (relative
-// 1e-12), so the result is never worse than its start, and it ends where no
-// single node and no tree block can improve it. The best result over the
+// rest fixed) and pair passes (pair_descent.h: both ends of an edge
+// re-chosen jointly), each round followed by single-node sweeps again,
+// until two rounds in a row move nothing. The best start's answer is then
+// polished by ball passes (ball_descent.h: small neighbourhoods re-chosen
+// exactly by elimination, within a work budget), each round followed by the
+// tree, pair and single-node moves again. Every move strictly lowers the
+// total (relative 1e-12), so the result is never worse than its start, and
+// it ends where no single node, tree block or pair can improve it. The best result over the
 // starts wins (ties: the earlier start). Starts, in this order:
 //   "spanning_tree": the exact optimum over a maximum spanning forest (edges
 //     weighted by their matrix's spread, the others left out), by
@@ -20,7 +24,11 @@
 //   "min_memory": every node's smallest-memory candidate (the cheapest of
 //     those).
 //   "random_<i>": seeded random feasible choices (options.num_random_starts).
-//   then options.extra_starts, under their own names.
+//   then options.extra_starts, under their own names;
+//   last "elimination" (only when cheap: options.elimination_max_entries):
+//     the exact optimum over the whole graph by variable elimination, under
+//     a binding limit the best of a Lagrangian bisection as above. Last, so
+//     it wins only where the coordinate descent from the others falls short.
 // Dominated candidates (dominance.h) are pruned first unless switched off.
 // Stateless functions; a const CostGraph may be searched from many threads.
 #pragma once
@@ -30,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "search/ball_descent.h"
 #include "search/cost_graph.h"
 
 namespace ofl {
@@ -41,6 +50,22 @@ struct AutoddlOptions {
   bool prune_dominated = true;
   int lagrangian_iterations = 24;  // for the spanning-tree start under a binding limit
   int max_tree_passes = 100;       // per start; 0: only single-node sweeps (DESIGN.md)
+  // Each tree pass is followed by a pair pass (pair_descent.h): both ends of
+  // every edge re-chosen jointly. Off: the tree passes alone.
+  bool pair_moves = true;
+  // "Exact when cheap": when variable elimination over the whole (pruned)
+  // graph needs at most this many table entries in all, its answer is one
+  // more start, "elimination" (the optimum when memory does not bind). 0: off.
+  int64_t elimination_max_entries = int64_t{1} << 20;
+  // Ball passes (ball_descent.h) polishing the best start's answer, each
+  // round followed by tree, pair and single-node moves; 0: none.
+  int ball_passes = 4;  // per tier
+  // Tiers in turn: small balls under a fixed budget, then the default
+  // (large balls, a budget that shrinks with the graph).
+  std::vector<BallOptions> ball_tiers = {
+      BallOptions{/*radius=*/3, /*max_nodes=*/16, /*max_entries=*/int64_t{1} << 16,
+                  /*lagrangian_iterations=*/16, /*budget=*/int64_t{1} << 20},
+      BallOptions{}};
   // Extra starts given by the caller (e.g. graph/'s best expert preset), run
   // after the others under their names: choices over the graph as given,
   // each within the memory limit. Descent from one runs on the pruned graph
@@ -56,6 +81,7 @@ struct AutoddlStart {
   int sweeps = 0;            // single-node sweeps
   int64_t moves = 0;         // single-node moves
   int64_t tree_moves = 0;    // tree blocks that moved
+  int64_t pair_moves = 0;    // edge pairs that moved
 };
 
 struct AutoddlResult {
@@ -63,6 +89,7 @@ struct AutoddlResult {
   std::vector<AutoddlStart> starts;
   int best_start = 0;
   int64_t num_pruned = 0;  // dominated candidates removed beforehand
+  int64_t ball_moves = 0;  // balls that moved while polishing the best start's answer
 };
 
 // Errors: an infeasible memory limit (the message gives the smallest

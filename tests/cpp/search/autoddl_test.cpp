@@ -47,7 +47,8 @@ TEST(AutoddlTest, SpanningTreeStartEscapesTheSingleMoveTrap) {
   EXPECT_EQ(r.solution.choice, (std::vector<int>{1, 1}));
   EXPECT_EQ(r.starts[r.best_start].name, "spanning_tree");
   EXPECT_EQ(r.solution.total_seconds, 0);
-  ASSERT_EQ(r.starts.size(), 3u);  // spanning_tree, greedy, min_memory
+  ASSERT_EQ(r.starts.size(), 4u);  // spanning_tree, greedy, min_memory, elimination
+  EXPECT_EQ(r.starts[3].name, "elimination");
   for (const AutoddlStart& s : r.starts) EXPECT_LE(s.final_seconds, s.start_seconds) << s.name;
 }
 
@@ -114,7 +115,7 @@ TEST(AutoddlTest, ExtraStartsRunFromTheUnprunedGraph) {
   AutoddlOptions o;
   o.extra_starts.push_back({"given", {1, 1}});  // total 2 + 1 + 0 = 3
   AutoddlResult r = AutoddlSearch(g, o).value();
-  ASSERT_EQ(r.starts.size(), 4u);
+  ASSERT_EQ(r.starts.size(), 5u);  // the built-in three, "given", elimination
   EXPECT_EQ(r.starts[3].name, "given");
   EXPECT_DOUBLE_EQ(r.starts[3].start_seconds, 3);
   EXPECT_LE(r.starts[3].final_seconds, 3);

@@ -81,7 +81,7 @@ TEST(SearchPropertyTest, AutoddlNeverWorseThanItsStartsNorBetterThanOptimum) {
     AutoddlResult r = AutoddlSearch(g, options).value();
     EXPECT_TRUE(r.solution.fits_memory) << Describe(c);
     EXPECT_GE(r.solution.total_seconds, brute - 1e-9 * (1 + brute)) << Describe(c);
-    ASSERT_EQ(r.starts.size(), 5u);
+    ASSERT_EQ(r.starts.size(), 6u);  // the three, two random, elimination (small graphs)
     for (const AutoddlStart& s : r.starts) {
       EXPECT_LE(s.final_seconds, s.start_seconds) << Describe(c) << " " << s.name;
       EXPECT_GE(s.final_seconds, r.solution.total_seconds - 1e-9) << Describe(c) << " " << s.name;
