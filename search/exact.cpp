@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -203,7 +204,8 @@ struct Incumbent {
 
 // Bisects the memory weight; every solve raises the lower bound or offers
 // an answer that fits. Returns true when the gap closed.
-bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best) {
+bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
+                const std::function<bool()>& over_time) {
   const CostGraph& g = *best.graph;
   double limit = static_cast<double>(g.memory_limit());
   auto solve = [&](double weight) {
@@ -215,7 +217,7 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best) {
   };
   double high = DecisiveMemoryWeight(g), low = high * 0x1p-64;
   CHECK(solve(high)) << "a least-memory assignment fits a feasible limit";
-  for (int i = 0; i < iterations && !best.Closed(); ++i) {
+  for (int i = 0; i < iterations && !best.Closed() && !over_time(); ++i) {
     double mid = std::sqrt(low * high);
     if (solve(mid)) {
       high = mid;
@@ -233,6 +235,15 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best) {
 
 Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& options) {
   OFL_RETURN_IF_ERROR(graph.CheckMemoryFeasible());
+  // time_budget_seconds bounds the Lagrangian bisection (each solve of a
+  // wide elimination can take seconds) and then branch and bound, together.
+  const auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  auto over_time = [&] {
+    return options.time_budget_seconds > 0 && elapsed() > options.time_budget_seconds;
+  };
   PrunedGraph pruned = options.prune_dominated ? PruneDominated(graph) : PruneNothing(graph);
   const CostGraph& g = pruned.graph;
   ExactResult result;
@@ -252,7 +263,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     proved = best.Closed();
     if (!proved) {
       result.method = "elimination + Lagrangian bound on memory";
-      proved = Lagrangian(plan.value(), options.lagrangian_iterations, best);
+      proved = Lagrangian(plan.value(), options.lagrangian_iterations, best, over_time);
     }
   } else {
     result.method = "autoddl start";
@@ -263,7 +274,10 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     best.Offer(a.solution.choice);
   }
   if (!proved) {
-    BranchAndBound search(g, options.max_branch_nodes, options.time_budget_seconds);
+    const double left = options.time_budget_seconds > 0
+                            ? std::max(1e-3, options.time_budget_seconds - elapsed())
+                            : 0.0;
+    BranchAndBound search(g, options.max_branch_nodes, left);
     best.lower = std::max(best.lower, search.root_bound());
     bool finished = search.Run(best.choice, best.cost);
     result.branch_nodes = search.nodes();

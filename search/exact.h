@@ -33,8 +33,9 @@ struct ExactOptions {
   int64_t max_total_entries = int64_t{1} << 27;  // all tables' argmins (2 bytes each)
   int lagrangian_iterations = 64;
   int64_t max_branch_nodes = int64_t{1} << 20;  // branch-and-bound budget
-  // Wall-clock seconds branch and bound may run (checked every 4096 nodes);
-  // 0: no limit. Past it the search stops unproved, like max_branch_nodes.
+  // Wall-clock seconds the Lagrangian bisection and branch and bound may run
+  // together (checked between solves and every 4096 nodes); 0: no limit.
+  // Past it the search stops unproved, like max_branch_nodes.
   double time_budget_seconds = 0;
   AutoddlOptions autoddl;                       // the start when elimination cannot run
 };
