@@ -61,6 +61,20 @@ inline void Train(OpGraph& g, const std::string& loss, const std::string& optimi
 }
 
 // x [batch, in] @ w [in, out] -> relu -> mean; trained with `optimizer`.
+// x [8, 4] @ w [4, 3] (w all ones, with a value) -> mean, trained by `conf`
+// (SGD by default): the small graph of the Strategy and DOT tests.
+inline OpGraph TinyTrainGraph(const OptimizerConf& conf = {}) {
+  OpGraph g;
+  CHECK(g.AddInput("x", {{8, 4}, DataType::kFloat32}).ok());
+  CHECK(g.AddVariable("w", Tensor::Full({4, 3}, DataType::kFloat32, 1.0), true).ok());
+  std::string y = g.AddOp("matmul", {"x", "w"}, {}, "fc").value()[0];
+  std::string loss = g.AddOp("reduce_mean", {y}, {}, "mean").value()[0];
+  CHECK(g.SetLoss(loss).ok());
+  auto grads = AppendBackwardOfLoss(&g).value();
+  CHECK(AppendOptimizer(&g, conf, grads).ok());
+  return g;
+}
+
 inline OpGraph LinearModel(int64_t batch, int64_t in, int64_t out,
                            const std::string& optimizer = "sgd") {
   OpGraph g;

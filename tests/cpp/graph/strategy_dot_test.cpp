@@ -8,21 +8,10 @@
 #include "graph/optimizer_pass.h"
 #include "graph/strategy.h"
 #include "graph/strategy_dot.h"
+#include "model_makers.h"
 
 namespace ofl {
 namespace {
-
-OpGraph TrainGraph(const OptimizerConf& conf) {
-  OpGraph g;
-  CHECK(g.AddInput("x", {{8, 4}, DataType::kFloat32}).ok());
-  CHECK(g.AddVariable("w", Tensor::Full({4, 3}, DataType::kFloat32, 1.0), true).ok());
-  std::string y = g.AddOp("matmul", {"x", "w"}, {}, "fc").value()[0];
-  std::string loss = g.AddOp("reduce_mean", {y}, {}, "mean").value()[0];
-  CHECK(g.SetLoss(loss).ok());
-  auto grads = AppendBackwardOfLoss(&g).value();
-  CHECK(AppendOptimizer(&g, conf, grads).ok());
-  return g;
-}
 
 const OpNode* Find(const OpGraph& g, const std::string& name) {
   for (const OpNode& n : g.ops()) {
@@ -32,7 +21,7 @@ const OpNode* Find(const OpGraph& g, const std::string& name) {
 }
 
 TEST(StrategyDotTest, NodesEdgesAndBoxings) {
-  OpGraph g = TrainGraph(OptimizerConf{});
+  OpGraph g = testing::TinyTrainGraph(OptimizerConf{});
   Placement p = Placement::Create(DeviceType::kCPU, {0, 1}).value();
   Strategy s = DeduceStrategy(g, p, {{"x", NdSbp::Parse("S(0)").value()}}).value();
   std::string dot = StrategyToDot(g, s);
@@ -49,7 +38,7 @@ TEST(OptimizerPassTest, ClippingAndFedLearningRate) {
   conf.kind = "adamw";
   conf.clip_grad_max_norm = 1.0;
   conf.lr_input = "lr";
-  OpGraph g = TrainGraph(conf);
+  OpGraph g = testing::TinyTrainGraph(conf);
   EXPECT_TRUE(g.IsInput("lr"));
   ASSERT_NE(Find(g, "clip/global_norm"), nullptr);
   EXPECT_EQ(Find(g, "clip/global_norm")->outputs[0], kGlobalNormTensor);
@@ -67,7 +56,7 @@ TEST(OptimizerPassTest, ClippingAndFedLearningRate) {
 }
 
 TEST(OptimizerPassTest, UpdatesWithoutTheOptionalLrKeepTheirArity) {
-  OpGraph g = TrainGraph(OptimizerConf{});
+  OpGraph g = testing::TinyTrainGraph(OptimizerConf{});
   EXPECT_EQ(Find(g, "update/w")->inputs.size(), 3u);  // sgd: param, grad, momentum
   Maybe<std::vector<std::string>> too_many =
       g.AddOp("sgd_update", {"w", "w", "w/momentum", "x", "x"}, {}, "extra");

@@ -5,27 +5,15 @@
 #include "graph/autodiff.h"
 #include "graph/optimizer_pass.h"
 #include "graph/strategy.h"
+#include "model_makers.h"
 
 namespace ofl {
 namespace {
 
-// x [8, 4] @ w [4, 3] -> mean -> SGD on w.
-OpGraph TrainGraph() {
-  OpGraph g;
-  CHECK(g.AddInput("x", {{8, 4}, DataType::kFloat32}).ok());
-  CHECK(g.AddVariable("w", Tensor::Full({4, 3}, DataType::kFloat32, 1.0), true).ok());
-  std::string y = g.AddOp("matmul", {"x", "w"}, {}, "fc").value()[0];
-  std::string loss = g.AddOp("reduce_mean", {y}, {}, "mean").value()[0];
-  CHECK(g.SetLoss(loss).ok());
-  auto grads = AppendBackwardOfLoss(&g).value();
-  CHECK(AppendOptimizer(&g, OptimizerConf{}, grads).ok());
-  return g;
-}
-
 NdSbp Nd(const std::string& text) { return NdSbp::Parse(text).value(); }
 
 TEST(StrategyTest, DataParallelIsDeducedFromASplitBatch) {
-  OpGraph g = TrainGraph();
+  OpGraph g = testing::TinyTrainGraph();
   Placement p = Placement::Create(DeviceType::kCPU, {0, 1}).value();
   Strategy s = DeduceStrategy(g, p, {{"x", Nd("S(0)")}}).value();
   EXPECT_EQ(s.signature("fc").ToString(), "(S(0)), (B) -> (S(0))");
@@ -42,7 +30,7 @@ TEST(StrategyTest, DataParallelIsDeducedFromASplitBatch) {
 }
 
 TEST(StrategyTest, RandomStrategiesAreValidAndSeeded) {
-  OpGraph g = TrainGraph();
+  OpGraph g = testing::TinyTrainGraph();
   Placement p = Placement::Create(DeviceType::kCPU, {0, 1, 2, 3}, Shape{2, 2}).value();
   for (uint64_t seed = 0; seed < 20; ++seed) {
     Strategy a = RandomStrategy(g, p, seed).value();
@@ -52,7 +40,7 @@ TEST(StrategyTest, RandomStrategiesAreValidAndSeeded) {
 }
 
 TEST(StrategyTest, BadStrategiesAreRejectedByName) {
-  OpGraph g = TrainGraph();
+  OpGraph g = testing::TinyTrainGraph();
   Placement p = Placement::Create(DeviceType::kCPU, {0, 1}).value();
   Strategy s = DeduceStrategy(g, p).value();
   s.SetSignature("fc", NdSbpSignature::Parse("(S(1)), (S(1)) -> (S(0))").value());
