@@ -159,6 +159,19 @@ Maybe<double> Builder::FlopsPerSecond(DataType dtype) {
   return f;
 }
 
+Maybe<Builder::OpWork> Builder::WorkOf(const OpNode& op, std::optional<DataType> dtype) {
+  OpWork work;
+  work.ctx = graph_.ContextOf(op);
+  for (const std::string& o : op.outputs) work.outs.push_back(graph_.Desc(o).value());
+  work.flops = OpRegistry::Find(op.type).value()->EstimateCost(work.ctx, work.outs).flops;
+  if (work.flops > 0) {
+    const DataType dt = dtype ? *dtype
+                              : (work.outs.empty() ? work.ctx.input(0).dtype : work.outs[0].dtype);
+    OFL_ASSIGN_OR_RETURN(work.per_second, FlopsPerSecond(dt));
+  }
+  return work;
+}
+
 Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_placement,
                                            const NdSbp& from, int to_placement, const NdSbp& to,
                                            const std::string& name) {

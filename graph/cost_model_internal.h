@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -37,6 +38,15 @@ Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan);
 
 class Builder {
  public:
+  // What an op costs before a signature is chosen: its context, outputs,
+  // whole FLOPs and the FLOP/s they run at (1 when it has no FLOPs).
+  struct OpWork {
+    OpContext ctx;
+    std::vector<TensorDesc> outs;
+    double flops = 0;
+    double per_second = 1.0;
+  };
+
   Builder(const OpGraph& graph, const Strategy& placements, const Cluster& cluster,
           const CostOptions& options)
       : graph_(graph), placements_(placements), cluster_(cluster), options_(options) {}
@@ -48,6 +58,9 @@ class Builder {
   TensorDesc Costed(const TensorDesc& desc) const;
   int PlacementId(const Placement& placement);
   Maybe<double> FlopsPerSecond(DataType dtype);
+  // `dtype`: the FLOP/s figure to use; unset: the op's first output's dtype
+  // (its first input's when it has no output).
+  Maybe<OpWork> WorkOf(const OpNode& op, std::optional<DataType> dtype = std::nullopt);
   Maybe<double> CachedBoxingSeconds(const TensorDesc& desc, int from_placement, const NdSbp& from,
                                     int to_placement, const NdSbp& to, const std::string& name);
   Maybe<EdgeMatrixPtr> Matrix(const CostEdgeInfo& edge, const CostNodeInfo& producer,

@@ -7,12 +7,6 @@ namespace ofl::internal {
 
 namespace {
 
-std::vector<TensorDesc> OutputDescs(const OpGraph& graph, const OpNode& node) {
-  std::vector<TensorDesc> out;
-  for (const std::string& o : node.outputs) out.push_back(graph.Desc(o).value());
-  return out;
-}
-
 std::vector<int> MutableInputIndices(const OpNode& node) {
   const OpDef* def = OpRegistry::Find(node.type).value();
   std::vector<int> out;
@@ -106,14 +100,8 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
         info.states.push_back({state, graph_.Desc(state).value().shape == var.desc.shape});
       }
       OFL_ASSIGN_OR_RETURN(auto signatures, CandidateSignatures(graph_, op, info.placement));
-      const OpContext ctx = graph_.ContextOf(op);
-      const std::vector<TensorDesc> outs = OutputDescs(graph_, op);
-      const OpDef* def = OpRegistry::Find(op.type).value();
-      const double flops = def->EstimateCost(ctx, outs).flops;
-      double per_second = 1.0;
-      if (flops > 0) {
-        OFL_ASSIGN_OR_RETURN(per_second, FlopsPerSecond(var.desc.dtype));
-      }
+      OFL_ASSIGN_OR_RETURN(const OpWork work, WorkOf(op, var.desc.dtype));
+      const auto& [ctx, outs, flops, per_second] = work;
       for (const NdSbpSignature& sig : signatures) {
         const NdSbp& p = sig.inputs[mut[0]];
         bool ok = true;
@@ -160,15 +148,8 @@ Status Builder::AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     info.placement = placements_.PlacementOf(op.name);
     const Shape& h = info.placement.hierarchy();
     OFL_ASSIGN_OR_RETURN(info.signatures, CandidateSignatures(graph_, op, info.placement));
-    const OpContext ctx = graph_.ContextOf(op);
-    const std::vector<TensorDesc> outs = OutputDescs(graph_, op);
-    const OpDef* def = OpRegistry::Find(op.type).value();
-    const double flops = def->EstimateCost(ctx, outs).flops;
-    double per_second = 1.0;
-    if (flops > 0) {
-      const DataType dt = outs.empty() ? ctx.input(0).dtype : outs[0].dtype;
-      OFL_ASSIGN_OR_RETURN(per_second, FlopsPerSecond(dt));
-    }
+    OFL_ASSIGN_OR_RETURN(const OpWork work, WorkOf(op));
+    const auto& [ctx, outs, flops, per_second] = work;
     std::vector<Candidate> candidates;
     for (const NdSbpSignature& sig : info.signatures) {
       const double f = flops > 0 ? flops * BusiestShare(sig, ctx.inputs, outs, h) : 0.0;
