@@ -247,3 +247,13 @@ def test_flow_save_keeps_user_files_named_like_its_temporaries(tmp_path):
     assert (tmp_path / f"model.npz.tmp-{pid}").read_bytes() == b"user data"
     assert sorted(os.listdir(tmp_path)) == sorted(["model.npz", f"model.npz.tmp{pid}",
                                                    f"model.npz.tmp-{pid}"])
+
+
+def test_the_train_report_writer_keeps_user_files_named_like_its_temporary(tmp_path):
+    from oneflow_lite import train_report
+
+    path = str(tmp_path / "r.json")
+    (tmp_path / f"r.json.tmp-{os.getpid()}").write_bytes(b"user data")
+    train_report.write_json(path, {"loss": np.float32(1.5)})
+    assert (tmp_path / f"r.json.tmp-{os.getpid()}").read_bytes() == b"user data"
+    assert sorted(os.listdir(tmp_path)) == ["r.json", f"r.json.tmp-{os.getpid()}"]
