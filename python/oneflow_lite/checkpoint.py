@@ -19,8 +19,8 @@ optimizer state they carry.
 Writing loses nothing of the user's and is atomic (the rule lives in
 oneflow_lite._save_paths): ``<dir>`` must be new, an empty directory, or an
 earlier checkpoint of ours (a directory holding the marker file
-``.oneflow_lite-checkpoint``, ``index.json`` and ``tensors/`` and nothing
-else; or such a checkpoint written before markers, with no marker); "" and
+``.oneflow_lite-checkpoint``, ``index.json`` and ``tensors/NNNNN.npy`` and
+nothing else; or such a checkpoint written before markers); "" and
 "/", a regular file, a symlink and a directory with other files are refused.
 Everything goes into a fresh marked folder ``<dir>.tmp-<pid>-<random>``
 first (files flushed and fsync'ed), which is then swapped with ``<dir>``
@@ -45,6 +45,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -130,6 +131,10 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
                                                 legacy=_is_unmarked_checkpoint)
     except _save_paths.SaveTargetError as e:
         raise CheckpointError(str(e)) from None
+    foreign = _foreign_tensor_files(path) if replace else []
+    if foreign:
+        raise CheckpointError(f"checkpoint {path}: {TENSORS}/ holds files that are not ours "
+                              f"({', '.join(foreign[:5])}); refusing to replace it")
     tmp = _save_paths.make_temp_dir(path)
     try:
         os.makedirs(os.path.join(tmp, TENSORS))
@@ -149,6 +154,16 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
     except BaseException:
         _save_paths.remove_ours(tmp)
         raise
+
+
+def _foreign_tensor_files(path: str) -> list:
+    """What in ``<path>/tensors/`` a writer of ours did not name (NNNNN.npy)."""
+    folder = os.path.join(path, TENSORS)
+    if not os.path.isdir(folder):
+        return []
+    return sorted(n for n in os.listdir(folder)
+                  if not (re.fullmatch(r"\d{5,}\.npy", n)
+                          and os.path.isfile(os.path.join(folder, n))))
 
 
 def _is_unmarked_checkpoint(path: str) -> bool:

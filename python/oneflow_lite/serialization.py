@@ -113,8 +113,8 @@ def load(path) -> "OrderedDict[str, Tensor]":
             raise ValueError(f"flow.load: '{path}' is a single numpy .npy array, not a "
                              f"flow.save file (a .npz archive of a state dict); read it with "
                              f"numpy.load, or save a dict with flow.save")
-        raise ValueError(f"flow.load: '{path}' is not a flow.save file (not a zip archive: "
-                         f"truncated or of another format)")
+        raise ValueError(f"flow.load: '{path}' is not a complete flow.save file (no zip "
+                         f"archive: truncated or of another format)")
     try:
         with np.load(path, allow_pickle=False) as data:
             return OrderedDict((k, Tensor._wrap(np.array(data[k]))) for k in data.files)

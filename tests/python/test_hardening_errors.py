@@ -108,7 +108,7 @@ def test_flow_load_of_a_npy_file_says_what_it_is(tmp_path):
     with pytest.raises(IsADirectoryError, match=rf"flow.load: '{tmp_path}' is a directory"):
         flow.load(str(tmp_path))
     (tmp_path / "t.txt").write_text("hello")
-    with pytest.raises(ValueError, match="is not a flow.save file"):
+    with pytest.raises(ValueError, match="is not a complete flow.save file \\(no zip archive"):
         flow.load(str(tmp_path / "t.txt"))
 
 

@@ -86,6 +86,14 @@ def test_our_checkpoint_with_a_user_file_added_is_refused(tmp_path):
     with pytest.raises(CheckpointError, match="holds notes.txt"):
         checkpoint.save(target, tensors(2.0))
     assert snapshot(tmp_path) == before
+    os.remove(os.path.join(target, "notes.txt"))
+    with open(os.path.join(target, "tensors", "mine.npy"), "w") as f:
+        f.write("my array")
+    before = snapshot(tmp_path)
+    with pytest.raises(CheckpointError, match=r"tensors/ holds files that are not ours "
+                                              r"\(mine.npy\)"):
+        checkpoint.save(target, tensors(2.0))
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("writer", ["checkpoint", "graph"])
