@@ -20,8 +20,20 @@ the target and published by ``publish``: on Linux an atomic exchange
 (``renameat2(RENAME_EXCHANGE)``), so at every moment the target is either
 the old checkpoint or the new one; where the exchange is not available, two
 renames, and a crash between them leaves the old one under
-``<target>.old-<pid>-<random>``. Stateless; thread-compatible (two writers
-of one target race as two ``mv`` would).
+``<target>.old-<pid>-<random>``. Folders are removed marker last, so a
+removal cut short still leaves a marked (ours) folder; marked temporaries
+of dead writers are removed by the next save of that target.
+
+A writer's steps (checkpoint.save; the sharded writer the same way)::
+
+    path = target_path(path, "my writer")               # refuses "", "/"
+    replace = check_replaceable(path, what, entries)    # refuses the user's
+    tmp = make_temp_dir(path)                           # marked, fresh name
+    try: ...write into tmp...; publish(tmp, path, replace)
+    except BaseException: remove_ours(tmp); raise
+
+Stateless; thread-compatible (two writers of one target race as two ``mv``
+would).
 
     >>> import os, tempfile
     >>> d = os.path.join(tempfile.mkdtemp(), "ck")

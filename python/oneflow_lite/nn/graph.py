@@ -44,7 +44,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from oneflow_lite import _C
+from oneflow_lite import _C, _global
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite import checkpoint
 from oneflow_lite._tensor import Tensor
@@ -71,13 +71,12 @@ class GraphConfig:
         is the mesh) for ``cluster`` (a preset name, a Cluster file, "local"
         or a _C.Cluster) with ``searcher`` (``_C.searchers()``: autoddl, exact,
         data_parallel, megatron, 2d, vgg, manual). SBP the user pins with
-        ``to_global`` on inputs or parameters is honoured by every searcher."""
-        from oneflow_lite._global import placement as placement_type
-
+        ``to_global`` on inputs or parameters is honoured by every searcher;
+        such a pin must use this same placement."""
         if placement is None:
             raise ValueError("auto_parallel: placement is required, e.g. "
                              "flow.placement('cpu', [[0, 1], [2, 3]])")
-        if not isinstance(placement, placement_type):
+        if not isinstance(placement, _global.placement):
             raise TypeError(f"auto_parallel: placement must be a flow.placement, got "
                             f"{type(placement).__name__} {placement!r} (write "
                             f"flow.placement('cpu', {placement!r}))")
