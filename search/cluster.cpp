@@ -5,6 +5,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -98,6 +99,10 @@ Maybe<Cluster> Cluster::Parse(const std::string& text, const std::string& file_n
 }
 
 Maybe<Cluster> Cluster::Load(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return InvalidArgument("cluster file ", path, ": is a directory, not a Cluster text file");
+  }
   std::ifstream in(path);
   if (!in) return NotFound("cluster file ", path, ": cannot be opened");
   std::stringstream text;

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -164,9 +165,13 @@ PyPlanned Plan(const Program& program, const std::vector<int64_t>& hierarchy,
   return PyPlanned{graph, Unwrap(std::move(planned))};
 }
 
-std::string ReadFile(const std::string& path) {
+std::string ReadFile(const std::string& what, const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw py::value_error(what + " '" + path + "' is a directory, not a file");
+  }
   std::ifstream in(path);
-  if (!in.good()) throw py::value_error("cannot open '" + path + "' for reading");
+  if (!in.good()) throw py::value_error("cannot open " + what + " '" + path + "' for reading");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -392,9 +397,25 @@ void BindPlanning(py::module_& m) {
   m.def(
       "load_strategy",
       [](const std::string& path) {
-        py::dict d = py::module_::import("json").attr("loads")(ReadFile(path));
+        const std::string text = ReadFile("strategy file", path);
+        py::object parsed;
+        try {  // UnicodeDecodeError and JSONDecodeError are both ValueErrors
+          parsed = py::module_::import("json").attr("loads")(py::bytes(text));
+        } catch (py::error_already_set& e) {
+          if (!e.matches(PyExc_ValueError)) throw;
+          throw py::value_error("strategy file '" + path + "' is not JSON: " +
+                                std::string(py::str(e.value())));
+        }
+        if (!py::isinstance<py::dict>(parsed)) {
+          throw py::value_error("strategy file '" + path + "' holds a JSON " +
+                                std::string(py::str(parsed.get_type().attr("__name__"))) +
+                                ", not an object with kind and signatures (write one with "
+                                "nn.Graph.save_strategy)");
+        }
+        py::dict d = parsed;
         if (!d.contains("kind") || !d.contains("signatures")) {
-          throw py::value_error("'" + path + "' is not a saved strategy (no kind/signatures)");
+          throw py::value_error("strategy file '" + path +
+                                "' is not a saved strategy (no kind/signatures)");
         }
         return d;
       },

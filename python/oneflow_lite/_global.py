@@ -26,7 +26,11 @@ class placement:  # noqa: N801 (OneFlow's spelling)
     def __init__(self, type: str = "cpu", ranks=None, hierarchy: Optional[Sequence[int]] = None):
         if ranks is None:
             raise ValueError("placement: ranks are required, e.g. flow.placement('cpu', [0, 1])")
-        array = np.asarray(ranks)
+        try:
+            array = np.asarray(ranks)
+        except ValueError:  # ragged nesting, e.g. [[0, 1], [2]]
+            raise ValueError(f"placement: ranks {ranks!r} are ragged; every row of a nested "
+                             f"list must have the same length (it is the mesh)") from None
         if array.dtype.kind not in "iu" or array.ndim == 0:
             raise ValueError(f"placement: ranks must be a (nested) list of integers, got "
                              f"{ranks!r}")

@@ -16,12 +16,16 @@ AdamW) or ``<param>/momentum`` (SGD), as graph/optimizer_pass.cpp names them.
 parameters alone, so two checkpoints of one model agree on it whatever
 optimizer state they carry.
 
-Writing is atomic: everything goes into ``<dir>.tmp-<pid>`` first (files
-flushed and fsync'ed), which then replaces ``<dir>`` by ``os.replace``. A
-crash leaves either the old checkpoint or the new one, never a mix; an
-existing ``<dir>`` is first moved aside to ``<dir>.old-<pid>`` and removed
-after the swap, so at worst a crash between the two renames leaves the old
-checkpoint under that name.
+Writing loses nothing of the user's and is atomic (the rule lives in
+oneflow_lite._save_paths): ``<dir>`` must be new, an empty directory, or an
+earlier checkpoint of ours (a directory holding the marker file
+``.oneflow_lite-checkpoint``, ``index.json`` and ``tensors/NNNNN.npy`` and
+nothing else; or such a checkpoint written before markers); "" and
+"/", a regular file, a symlink and a directory with other files are refused.
+Everything goes into a fresh marked folder ``<dir>.tmp-<pid>-<random>``
+first (files flushed and fsync'ed), which is then swapped with ``<dir>``
+atomically (Linux ``renameat2``), so a crash at any moment leaves the old
+checkpoint or the new one loadable, never a mix.
 
 Loading checks everything it reads: a missing or truncated file, a wrong
 checksum, a shape or dtype that differs from the index, and, when the
@@ -41,14 +45,19 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from oneflow_lite import _save_paths
+
 FORMAT = "oneflow_lite-checkpoint"
 VERSION = 1
 INDEX = "index.json"
+TENSORS = "tensors"
+ENTRIES = (INDEX, TENSORS)  # a checkpoint directory's top level, besides the marker
 STATE_SUFFIXES = ("/m", "/v", "/step", "/momentum")
 
 
@@ -99,7 +108,10 @@ def _write_file(path: str, write) -> None:
 def save(path: str, tensors: Mapping[str, Any], model: str = "",
          meta: Optional[Mapping[str, Any]] = None) -> None:
     """Writes ``tensors`` (name -> array-like, logical) as a checkpoint at ``path``,
-    atomically (see the module docstring). ``meta`` must be JSON-serialisable."""
+    atomically (see the module docstring). ``meta`` must be JSON-serialisable.
+    Refuses (CheckpointError) a ``path`` that is not new, an empty directory
+    or an earlier checkpoint of ours, leaving it untouched."""
+    path = _save_paths.target_path(path, "checkpoint.save")
     if not tensors:
         raise CheckpointError(f"checkpoint {path}: nothing to save (no tensors)")
     arrays = {}
@@ -114,14 +126,21 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
         meta_json = json.loads(json.dumps(dict(meta or {})))
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"checkpoint {path}: meta is not JSON-serialisable: {e}") from None
-    path = os.path.abspath(path.rstrip("/"))
-    tmp = f"{path}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(os.path.join(tmp, "tensors"))
     try:
+        replace = _save_paths.check_replaceable(path, f"checkpoint {path}", ENTRIES,
+                                                legacy=_is_unmarked_checkpoint)
+    except _save_paths.SaveTargetError as e:
+        raise CheckpointError(str(e)) from None
+    foreign = _foreign_tensor_files(path) if replace else []
+    if foreign:
+        raise CheckpointError(f"checkpoint {path}: {TENSORS}/ holds files that are not ours "
+                              f"({', '.join(foreign[:5])}); refusing to replace it")
+    tmp = _save_paths.make_temp_dir(path)
+    try:
+        os.makedirs(os.path.join(tmp, TENSORS))
         entries = []
         for i, (name, array) in enumerate(arrays.items()):
-            rel = f"tensors/{i:05d}.npy"
+            rel = f"{TENSORS}/{i:05d}.npy"
             file = os.path.join(tmp, rel)
             _write_file(file, lambda f, a=array: np.save(f, a, allow_pickle=False))
             entries.append({"name": name, "shape": list(array.shape), "dtype": array.dtype.name,
@@ -131,17 +150,33 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
                  "meta": meta_json, "tensors": entries}
         _write_file(os.path.join(tmp, INDEX),
                     lambda f: f.write(json.dumps(index, indent=1).encode()))
-        old = None
-        if os.path.exists(path):
-            old = f"{path}.old-{os.getpid()}"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-        os.replace(tmp, path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _save_paths.publish(tmp, path, replace)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _save_paths.remove_ours(tmp)
         raise
+
+
+def _foreign_tensor_files(path: str) -> list:
+    """What in ``<path>/tensors/`` a writer of ours did not name (NNNNN.npy)."""
+    folder = os.path.join(path, TENSORS)
+    if not os.path.isdir(folder):
+        return []
+    return sorted(n for n in os.listdir(folder)
+                  if not (re.fullmatch(r"\d{5,}\.npy", n)
+                          and os.path.isfile(os.path.join(folder, n))))
+
+
+def _is_unmarked_checkpoint(path: str) -> bool:
+    """A checkpoint of ours written before the marker file: exactly index.json
+    (of our format) and tensors/."""
+    if sorted(os.listdir(path)) != sorted(ENTRIES):
+        return False
+    try:
+        with open(os.path.join(path, INDEX), encoding="utf-8") as f:
+            index = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(index, dict) and index.get("format") == FORMAT
 
 
 def read_index(path: str) -> dict:
@@ -165,7 +200,64 @@ def read_index(path: str) -> dict:
     for key in ("model", "fingerprint", "tensors"):
         if key not in index:
             raise CheckpointError(f"checkpoint {path}: {INDEX} lacks '{key}'")
+    if not isinstance(index["tensors"], list):
+        raise CheckpointError(f"checkpoint {path}: {INDEX} 'tensors' is a "
+                              f"{type(index['tensors']).__name__}, not a list of entries")
+    if not isinstance(index.get("meta", {}), dict):
+        raise CheckpointError(f"checkpoint {path}: {INDEX} 'meta' is a "
+                              f"{type(index['meta']).__name__}, not an object")
+    names = set()
+    for i, entry in enumerate(index["tensors"]):
+        _check_entry(path, i, entry)
+        if entry["name"] in names:
+            raise CheckpointError(f"checkpoint {path}: {INDEX} names tensor '{entry['name']}' "
+                                  f"twice")
+        names.add(entry["name"])
     return index
+
+
+# key -> (test, what it must be) of one entry of index.json's "tensors"
+_ENTRY_KEYS = {
+    "name": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "shape": (lambda v: isinstance(v, list) and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v),
+        "a list of non-negative integers"),
+    "dtype": (lambda v: isinstance(v, str) and _is_dtype(v), "a numpy dtype name"),
+    "file": (lambda v: isinstance(v, str) and _is_inside(v), "a relative path inside the "
+             "checkpoint"),
+    "nbytes": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+               "a non-negative integer"),
+    "sha256": (lambda v: isinstance(v, str) and len(v) == 64
+               and all(c in "0123456789abcdef" for c in v), "64 lowercase hex digits"),
+}
+
+
+def _is_dtype(name: str) -> bool:
+    try:
+        return np.dtype(name).name == name and np.dtype(name) != object
+    except TypeError:
+        return False
+
+
+def _is_inside(rel: str) -> bool:
+    return (rel != "" and not os.path.isabs(rel)
+            and not os.path.normpath(rel).startswith(os.pardir))
+
+
+def _check_entry(path: str, i: int, entry) -> None:
+    """Raises CheckpointError naming the entry (by index and name) and the key
+    that is missing or malformed."""
+    if not isinstance(entry, dict):
+        raise CheckpointError(f"checkpoint {path}: {INDEX} tensors[{i}] is a "
+                              f"{type(entry).__name__}, not an object")
+    label = f"tensors[{i}]" + (f" ('{entry['name']}')" if isinstance(entry.get("name"), str)
+                               else "")
+    for key, (ok, what) in _ENTRY_KEYS.items():
+        if key not in entry:
+            raise CheckpointError(f"checkpoint {path}: {INDEX} {label} lacks '{key}'")
+        if not ok(entry[key]):
+            raise CheckpointError(f"checkpoint {path}: {INDEX} {label} has {key}="
+                                  f"{entry[key]!r}, expected {what}")
 
 
 def _read_tensor(path: str, entry: dict, verify: bool) -> np.ndarray:

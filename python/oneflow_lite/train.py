@@ -4,7 +4,7 @@ the chosen plan, predicted beside measured, and the best expert preset.
 
     python -m oneflow_lite.train --model gpt --devices 4 --hierarchy 2,2 --searcher autoddl \\
         --steps 50 --compare expert --report out/train.json --plot out/train.png
-    python -m oneflow_lite.train --model gpt --data /work/shared/data/tinyshakespeare.txt
+    python -m oneflow_lite.train --model gpt --data tinyshakespeare.txt
     python -m oneflow_lite.train --model mlp --devices 4 --searcher data_parallel
     python -m oneflow_lite.train --plan-only --cluster h100_8gpu --mesh 128,8 --layers 96
 
@@ -17,7 +17,7 @@ expert`` also runs the expert preset the cost model ranks best and shows
 both side by side. ``--plan-only`` plans for a cluster the user does not
 have (parameters on the "meta" device: nothing is allocated) and prints the
 strategy report and the expert comparison; by default it plans a 96-layer
-GPT of width 1024 (16 heads, T=512, V=50257, batch 16; see PLAN_ONLY for why
+GPT of width 1024 (16 heads, T=512, V=50257, batch 16; see train_args.PLAN_ONLY for why
 not GPT-3's width) unless sizes are given.
 
 Data: synthetic with learnable structure by default (oneflow_lite.train_data),
@@ -30,97 +30,21 @@ import argparse
 import sys
 import time
 from dataclasses import asdict
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 import oneflow_lite as flow
-from oneflow_lite import _C, train_data
+from oneflow_lite import _C, train_args, train_data
 from oneflow_lite import train_report as rep
 from oneflow_lite.nn.graph_compile import resolve_cluster
 
-MODELS = ("gpt", "mlp", "vgg")
 EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
-SMALL = {"layers": 2, "hidden": 64, "heads": 4, "seq": 32, "vocab": 32}
-# --plan-only's default model: 96 layers at GPT-2-medium width. GPT-3's own
-# width does not fit 80 GiB per device today: reshapes that merge the batch
-# and sequence axes keep no split (ops/array/reshape.cpp), so activations
-# around them are broadcast (2 layers at D=12288, 64 x 512 tokens already
-# need 70-80 GiB per device).
-PLAN_ONLY = {"layers": 96, "hidden": 1024, "heads": 16, "seq": 512, "vocab": 50257, "batch": 16}
-DEFAULT_BATCH = {"gpt": 8, "mlp": 64, "vgg": 16}
-
-
-def _ints(text: str) -> List[int]:
-    try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of integers")
-    if not values or any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"'{text}': every size must be positive")
-    return values
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m oneflow_lite.train", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="gpt", help="gpt, mlp or vgg")
-    p.add_argument("--devices", type=int, default=4, help="virtual CPU devices")
-    p.add_argument("--hierarchy", type=_ints, default=None, help="mesh, e.g. 2,2 (default flat)")
-    p.add_argument("--searcher", default="autoddl",
-                   help="autoddl, exact, data_parallel, megatron, 2d, vgg or manual")
-    p.add_argument("--cluster", default=None,
-                   help="local (default for runs), a preset (default h100_8gpu with "
-                        "--plan-only) or a Cluster file")
-    p.add_argument("--compare", choices=["none", "expert"], default="none")
-    p.add_argument("--plan-only", action="store_true")
-    p.add_argument("--mesh", type=_ints, default=None, help="--plan-only: the mesh, e.g. 128,8")
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--micro-batches", type=int, default=1)
-    for name, help_text in (("layers", "gpt blocks / mlp hidden layers / vgg conv stages"),
-                            ("hidden", "gpt D / mlp width / vgg FC width"),
-                            ("heads", "gpt heads"), ("seq", "gpt context T"),
-                            ("vocab", "gpt vocabulary (synthetic data)"), ("batch", "global batch")):
-        p.add_argument(f"--{name}", type=int, default=None, help=help_text)
-    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="adamw")
-    p.add_argument("--lr", type=float, default=None, help="default 3e-3 (gpt), 1e-2 (mlp, vgg)")
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--clip", type=float, default=None, help="clip gradients to this global norm")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=0, help="kernel threads (0: every core)")
-    p.add_argument("--data", default=None, help="gpt: a text file, character-level")
-    p.add_argument("--report", default=None, help="write the JSON report here")
-    p.add_argument("--plot", default=None, help="write the PNG plot here")
-    args = p.parse_args(argv)
-    if args.model not in MODELS:
-        p.error(f"unknown model '{args.model}' (expected one of {', '.join(MODELS)})")
-    searchers = list(_C.searchers())
-    if args.searcher not in searchers:
-        p.error(f"unknown searcher '{args.searcher}' (expected one of {', '.join(searchers)})")
-    if args.data is not None and args.model != "gpt":
-        p.error(f"--data is for --model gpt (character-level), got --model {args.model}")
-    defaults = PLAN_ONLY if args.plan_only and args.model == "gpt" else SMALL
-    for key, value in defaults.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    if args.batch is None:
-        args.batch = DEFAULT_BATCH[args.model]
-    if args.lr is None:
-        args.lr = 3e-3 if args.model == "gpt" else 1e-2
-    if args.cluster is None:
-        args.cluster = "h100_8gpu" if args.plan_only else "local"
-    args.hierarchy = args.hierarchy or [args.devices]
-    if args.plan_only:
-        args.hierarchy = args.mesh or args.hierarchy
-        args.devices = int(np.prod(args.hierarchy))
-    elif int(np.prod(args.hierarchy)) != args.devices:
-        p.error(f"--hierarchy {args.hierarchy} holds {int(np.prod(args.hierarchy))} devices, "
-                f"--devices is {args.devices}")
-    for name in ("steps", "devices", "layers", "hidden", "heads", "seq", "vocab", "batch",
-                 "micro_batches"):
-        if getattr(args, name) <= 0:
-            p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    return args
+    """The checked arguments (oneflow_lite.train_args; usage errors exit 2)."""
+    return train_args.parse_args(argv, description=__doc__)
 
 
 # ---------------------------------------------------------------- model and data
@@ -207,7 +131,13 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
     compile_s = 0.0
     for step, (x, y) in enumerate(data, start=1):
         start = time.perf_counter()
-        loss = float(graph(x, y).numpy())
+        try:
+            loss = float(graph(x, y).numpy())
+        except ValueError as e:  # step 1 plans: a searcher that does not fit the model
+            if step > 1:
+                raise
+            train_args.usage_error(f"--searcher {searcher} on --model {args.model}: "
+                                   f"{str(e).splitlines()[0]}")
         times.append(time.perf_counter() - start)  # step 1 includes planning and compiling
         losses.append(loss)
         if step == 1:
@@ -289,7 +219,11 @@ def plan_only(args, config) -> dict:
     program = traced_program(args, config, meta=True)
     print(f"traced {program.num_ops()} ops in {time.perf_counter() - start:.1f} s", flush=True)
     start = time.perf_counter()
-    planned = _C.plan(program, list(args.hierarchy), cluster, args.searcher)
+    try:
+        planned = _C.plan(program, list(args.hierarchy), cluster, args.searcher)
+    except ValueError as e:  # a searcher that does not fit the model
+        train_args.usage_error(f"--searcher {args.searcher} on --model {args.model}: "
+                               f"{str(e).splitlines()[0]}")
     print(f"planned with {args.searcher} in {time.perf_counter() - start:.1f} s\n")
     print(planned.report(max_rows=20))
     ranks = list(range(args.devices))
@@ -304,14 +238,23 @@ def plan_only(args, config) -> dict:
             "experts": lines}
 
 
+def setup(args):
+    """(batches, config, notes); what is wrong with the user's input here (a
+    binary --data file, sizes the model refuses) is a usage error."""
+    rng = np.random.default_rng(args.seed)
+    try:
+        if args.plan_only:  # no data: a V x V bigram table would not even fit at V=50257
+            batches, vocab, notes = None, args.vocab, []
+        else:
+            batches, vocab, notes = make_data(args, rng)
+        return batches, make_config(args, vocab or args.vocab), notes
+    except (ValueError, OSError) as e:
+        train_args.usage_error(str(e))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     args = parse_args(argv)
-    rng = np.random.default_rng(args.seed)
-    if args.plan_only:  # no data: a V x V bigram table would not even fit at V=50257
-        batches, vocab, notes = None, args.vocab, []
-    else:
-        batches, vocab, notes = make_data(args, rng)
-    config = make_config(args, vocab or args.vocab)
+    batches, config, notes = setup(args)
     print(describe(args, config))
     for note in notes:
         print(note)

@@ -46,9 +46,14 @@ def markov_batches(vocab: int, seq: int, batch: int, rng: np.random.Generator
 
 def text_batches(path: str, seq: int, batch: int, rng: np.random.Generator
                  ) -> Tuple[Iterator[Batch], List[str]]:
-    """Random windows of a text file, one token per character."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    """Random windows of a UTF-8 text file, one token per character. A file
+    that is not UTF-8 text (a binary file) raises a ValueError naming it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"--data {path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
+                         f"offset {e.start}); give a text file") from None
     if len(text) < seq + 2:
         raise ValueError(f"--data {path}: {len(text)} characters, need more than --seq + 1 = "
                          f"{seq + 1}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -91,10 +92,15 @@ def write_json(path: str, report: dict) -> None:
 
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=1, default=default)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=directory)
+    try:  # a fresh temporary name: never a file of the user's
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1, default=default)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def plot_runs(path: str, runs: Sequence[dict], title: str = "") -> None:

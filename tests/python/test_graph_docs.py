@@ -1,5 +1,5 @@
-"""The runnable examples in the docstrings of nn.Graph and the checkpoint
-format run and print what they say."""
+"""The runnable examples in the docstrings of nn.Graph, the checkpoint
+format, the save-target rule and flow.save run and print what they say."""
 from __future__ import annotations
 
 import doctest
@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["oneflow_lite.nn.graph", "oneflow_lite.checkpoint"])
+@pytest.mark.parametrize("name", ["oneflow_lite.nn.graph", "oneflow_lite.checkpoint",
+                                  "oneflow_lite._save_paths", "oneflow_lite.serialization"])
 def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)

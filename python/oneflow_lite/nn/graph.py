@@ -44,6 +44,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from oneflow_lite import _C, _global
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite import checkpoint
 from oneflow_lite._tensor import Tensor
@@ -60,6 +61,7 @@ class GraphConfig:
 
     def __init__(self) -> None:
         self.parallel: Optional[ParallelConfig] = None
+        self.placement = None  # the flow.placement given to auto_parallel
         self.num_threads = 0
 
     def auto_parallel(self, cluster="local", searcher: str = "autoddl", placement=None,
@@ -69,15 +71,21 @@ class GraphConfig:
         is the mesh) for ``cluster`` (a preset name, a Cluster file, "local"
         or a _C.Cluster) with ``searcher`` (``_C.searchers()``: autoddl, exact,
         data_parallel, megatron, 2d, vgg, manual). SBP the user pins with
-        ``to_global`` on inputs or parameters is honoured by every searcher."""
+        ``to_global`` on inputs or parameters is honoured by every searcher;
+        such a pin must use this same placement."""
         if placement is None:
             raise ValueError("auto_parallel: placement is required, e.g. "
                              "flow.placement('cpu', [[0, 1], [2, 3]])")
+        if not isinstance(placement, _global.placement):
+            raise TypeError(f"auto_parallel: placement must be a flow.placement, got "
+                            f"{type(placement).__name__} {placement!r} (write "
+                            f"flow.placement('cpu', {placement!r}))")
         keep = self.parallel.strategy_path if self.parallel is not None else None
         self.parallel = ParallelConfig(
             ranks=list(placement.ranks), hierarchy=list(placement.hierarchy), cluster=cluster,
             searcher=searcher, micro_batches=int(micro_batches), strategy_path=keep,
             memory_limit=memory_limit, num_threads=num_threads, timeout_ms=timeout_ms)
+        self.placement = placement
         self.num_threads = num_threads
 
 
@@ -126,6 +134,7 @@ class Graph:
                              "is for a placement)")
         if self._compiled is not None:
             raise RuntimeError("load_strategy: the graph is already compiled")
+        _C.load_strategy(path)  # raises now, naming the file, if it is not a strategy
         self.config.parallel.strategy_path = path
 
     # ---- modules ------------------------------------------------------------------
@@ -166,8 +175,23 @@ class Graph:
         tracer._single = not isinstance(result, (tuple, list))
         return tracer
 
+    def _check_pins(self, tracer: Tracer) -> None:
+        """Every to_global inside the graph must use the graph's placement."""
+        own = self.config.placement
+        for name, pin in tracer.pinned_placements.items():
+            if own is None:
+                raise ValueError(f"{type(self).__name__}: '{name}' is pinned (to_global) on "
+                                 f"{pin!r}, but the graph runs on one device; call "
+                                 f"config.auto_parallel(placement=...) with that placement")
+            if pin != own:
+                raise ValueError(f"{type(self).__name__}: '{name}' is pinned (to_global) on "
+                                 f"{pin!r}, but the graph is planned on {own!r} "
+                                 f"(config.auto_parallel); use the graph's placement in "
+                                 f"every to_global inside it")
+
     def _compile(self, args) -> None:
         tracer = self._trace(args)
+        self._check_pins(tracer)
         program = tracer.program
         lr_input = None
         if self._optimizer is not None:
@@ -259,11 +283,17 @@ class Graph:
         return dot
 
     # ---- state --------------------------------------------------------------------
+    def _state_names(self) -> list:
+        """The variables that are state: all but constants and the modules'
+        non-persistent buffers (``register_buffer(..., persistent=False)``)."""
+        skip = self._tracer.non_persistent
+        return [v for v in self.compiled.variables if not v.startswith("_const") and v not in skip]
+
     def state_dict(self) -> "OrderedDict[str, Tensor]":
-        """Logical parameters, buffers and optimizer state, by graph name."""
+        """Logical parameters, persistent buffers and optimizer state, by graph
+        name; as in eager, non-persistent buffers (GPT's causal mask) are left out."""
         c = self.compiled
-        return OrderedDict((v, Tensor._wrap(c.get(v))) for v in c.variables
-                           if not v.startswith("_const"))
+        return OrderedDict((v, Tensor._wrap(c.get(v))) for v in self._state_names())
 
     def load_state_dict(self, state: Dict) -> None:
         """Sets variables by name; every name and shape is checked before
@@ -275,7 +305,8 @@ class Graph:
             self._pending_state = arrays
             return
         specs = self._compiled.specs()
-        unknown = [k for k in arrays if k not in specs]
+        state = set(self._state_names())
+        unknown = [k for k in arrays if k not in state]
         if unknown:
             raise KeyError(f"{type(self).__name__}.load_state_dict: unknown variables "
                            f"{', '.join(unknown[:8])}")
@@ -307,7 +338,8 @@ class Graph:
         return ck
 
     def _apply_checkpoint(self, path: str, ck: checkpoint.Checkpoint) -> None:
-        specs = {k: v for k, v in self._compiled.specs().items() if not k.startswith("_const")}
+        state = set(self._state_names())
+        specs = {k: v for k, v in self._compiled.specs().items() if k in state}
         index = {"model": ck.model, "tensors": [
             {"name": k, "shape": list(v.shape), "dtype": v.dtype.name}
             for k, v in ck.tensors.items()]}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Set, Union
 
 import numpy as np
 
@@ -64,6 +64,8 @@ class Tracer:
         self.trainable: List[str] = []
         self.inputs: "OrderedDict[str, LazyTensor]" = OrderedDict()
         self.pinned: Dict[str, str] = {}    # graph tensor name -> "(S(0), B)"
+        self.pinned_placements: Dict[str, object] = {}  # graph tensor name -> flow.placement
+        self.non_persistent: Set[str] = set()  # buffers left out of state_dict (causal mask)
         self._names: Dict[int, str] = {}    # id(tensor) -> state_dict key
         self._keep: List[Tensor] = []       # keeps named tensors alive, so ids stay unique
         self._declared: Dict[int, str] = {}
@@ -81,6 +83,10 @@ class Tracer:
         for name, t in list(module.named_parameters(prefix)) + list(module.named_buffers(prefix)):
             self._names.setdefault(id(t), name)
             self._keep.append(t)
+        persistent = {id(t) for _, t in module.named_buffers(prefix, persistent_only=True)}
+        for name, t in module.named_buffers(prefix):
+            if id(t) not in persistent and self._names.get(id(t)) == name:
+                self.non_persistent.add(name)
 
     def input(self, name: str, shape: Sequence[int], dtype="float32") -> LazyTensor:
         """A graph input fed on every run."""
@@ -116,6 +122,7 @@ class Tracer:
             from oneflow_lite import _global
 
             self.pinned[name] = _global.sbp_text(t._sbp)
+            self.pinned_placements[name] = t._placement
         return name
 
     def pin(self, t: LazyTensor, placement, nd_sbp) -> LazyTensor:
@@ -123,7 +130,7 @@ class Tracer:
         from oneflow_lite import _global
 
         self.pinned[t.graph_name] = _global.sbp_text(nd_sbp)
-        self.placement = placement
+        self.pinned_placements[t.graph_name] = placement
         return t
 
     # ---- ops ---------------------------------------------------------------------

@@ -55,6 +55,10 @@ TEST(ClusterTest, ErrorsNameWhatIsMissing) {
   Maybe<Cluster> no_file = Cluster::Load("/nonexistent/cluster.pbtxt");
   ASSERT_FALSE(no_file.ok());
   EXPECT_NE(no_file.status().message().find("/nonexistent/cluster.pbtxt"), std::string::npos);
+  Maybe<Cluster> directory = Cluster::Load("/tmp");
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.status().message(),
+            "cluster file /tmp: is a directory, not a Cluster text file");
 }
 
 TEST(ClusterTest, TextThatDoesNotParseNamesFileAndLine) {
