@@ -42,6 +42,23 @@ Status CheckLogicalPlace(const std::string& op_type, const Shape& local, const S
   return Status::OK();
 }
 
+// The caller's output shapes are trusted (a shard need not infer on its own:
+// reshape's attrs are logical), its dtypes are not: when the local inputs
+// infer, each output dtype must be the inferred one (kernels CHECK dtypes).
+Status CheckOutputDtypes(const OpDef& def, const OpContext& ctx,
+                         const std::vector<TensorDesc>& outputs) {
+  OpContext local = ctx;
+  Maybe<std::vector<TensorDesc>> inferred = def.Infer(&local);
+  if (!inferred.ok()) return Status::OK();
+  for (size_t i = 0; i < outputs.size() && i < inferred.value().size(); ++i) {
+    OFL_ENSURE(outputs[i].dtype == inferred.value()[i].dtype, ctx.op_type, ": output ",
+               def.output_names()[i], " dtype=", DataTypeName(outputs[i].dtype),
+               " but the op makes ", DataTypeName(inferred.value()[i].dtype),
+               " from these inputs");
+  }
+  return Status::OK();
+}
+
 // NaN for floats, a sentinel for integers: an element no kernel writes shows.
 void Poison(Tensor* t) {
   if (t->numel() == 0) return;
@@ -121,6 +138,7 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
   OFL_RETURN_IF_ERROR(def->CompleteAttrs(&ctx));
   OFL_ENSURE(outputs.size() == def->output_names().size(), op_type, ": ", outputs.size(),
              " output descs given for ", def->output_names().size(), " outputs");
+  OFL_RETURN_IF_ERROR(CheckOutputDtypes(*def, ctx, outputs));
 
   std::vector<Tensor> local_inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -154,7 +172,7 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
     OFL_RETURN_IF_ERROR(
         CheckLogicalPlace(op_type, outputs[0].shape, kc.logical_shape, kc.logical_offset));
   }
-  (*kernel)(kc);
+  OFL_RETURN_IF_ERROR(CallKernel(*kernel, kc));
 
   for (size_t i = 0; i < local_inputs.size(); ++i) {
     if (def->is_mutable_input(static_cast<int>(i))) results.push_back(local_inputs[i]);
