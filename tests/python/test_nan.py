@@ -49,6 +49,20 @@ def test_relu_and_its_backward_keep_nan_as_numpy_and_pytorch(dtype):
     assert dx[0] == 1  # threshold_backward passes dy where y is NaN
 
 
+@pytest.mark.parametrize("op, grad_op, f", [
+    ("gelu", "gelu_grad", None), ("tanh", "tanh_grad", np.tanh),
+    ("sigmoid", "sigmoid_grad", lambda x: 1 / (1 + np.exp(-x)))])
+def test_smooth_activations_and_their_backward_keep_nan(op, grad_op, f):
+    x = np.array([NAN, -1.5, 0.0, 2.0])
+    (y,) = _C.run_op(op, [x], {})
+    assert np.isnan(y[0]) and not np.isnan(y[1:]).any()
+    if f is not None:
+        np.testing.assert_allclose(y, f(x), rtol=1e-12, equal_nan=True)
+    # gelu_grad reads x, tanh_grad and sigmoid_grad read y.
+    (dx,) = _C.run_op(grad_op, [x if op == "gelu" else y, np.ones(4)], {})
+    assert np.isnan(dx[0]) and not np.isnan(dx[1:]).any()
+
+
 def pool_windows(x, k, s, pad):
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=-np.inf)
     w = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
@@ -209,3 +223,17 @@ def test_graph_anomaly_check_names_the_first_op_with_nan(devices, how):
     # The first op is the input layer's matmul: nothing after it ran.
     after = {k: v.numpy() for k, v in g.state_dict().items()}
     assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_eager_anomaly_check_is_not_run_when_off(monkeypatch):
+    # Off costs one flag test per op: the scan itself is never called.
+    from oneflow_lite import _autograd
+
+    def scan(*args):
+        raise AssertionError("check_finite ran with anomaly detection off")
+
+    monkeypatch.setattr(_autograd, "check_finite", scan)
+    x = flow.tensor(np.array([NAN, 1.0]))
+    x.requires_grad = True
+    flow.ops.relu(x).backward(flow.tensor(np.ones(2)))
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])  # threshold_backward at NaN
