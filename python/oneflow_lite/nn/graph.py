@@ -55,9 +55,9 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from oneflow_lite import _autograd
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite import checkpoint
+from oneflow_lite._autograd import is_anomaly_enabled
 from oneflow_lite._tensor import Tensor
 from oneflow_lite.nn.graph_compile import LR_INPUT, Compiled, ParallelConfig
 from oneflow_lite.nn.graph_trace import LazyTensor, Tracer
@@ -222,7 +222,7 @@ class Graph:
         lr = self._optimizer.param_groups[0]["lr"] if self._optimizer is not None else None
         anomaly = self.config.detect_anomaly
         self._compiled.session.set_detect_anomaly(
-            _autograd.is_anomaly_enabled() if anomaly is None else bool(anomaly))
+            is_anomaly_enabled() if anomaly is None else bool(anomaly))
         outs = self._compiled.run(arrays, lr)
         if self._scheduler is not None:
             self._scheduler.step()
