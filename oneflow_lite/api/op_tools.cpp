@@ -42,19 +42,25 @@ Status CheckLogicalPlace(const std::string& op_type, const Shape& local, const S
   return Status::OK();
 }
 
-// The caller's output shapes are trusted (a shard need not infer on its own:
-// reshape's attrs are logical), its dtypes are not: when the local inputs
-// infer, each output dtype must be the inferred one (kernels CHECK dtypes).
-Status CheckOutputDtypes(const OpDef& def, const OpContext& ctx,
-                         const std::vector<TensorDesc>& outputs) {
+// Kernels CHECK the shapes and dtypes they are given, so the caller's output
+// descs are checked against inference on the given inputs. Without a
+// logical place (`shard` false) they must be exactly the inferred ones. A
+// shard (logical_shape/offset given: one rank of an SBP signature, whose
+// attrs are logical, e.g. reshape's) need not infer on its own: its shapes
+// are the caller's word, its dtypes must still be the inferred ones when
+// the local inputs infer.
+Status CheckOutputDescs(const OpDef& def, const OpContext& ctx,
+                        const std::vector<TensorDesc>& outputs, bool shard) {
   OpContext local = ctx;
   Maybe<std::vector<TensorDesc>> inferred = def.Infer(&local);
-  if (!inferred.ok()) return Status::OK();
+  if (!inferred.ok()) return shard ? Status::OK() : inferred.status();
   for (size_t i = 0; i < outputs.size() && i < inferred.value().size(); ++i) {
-    OFL_ENSURE(outputs[i].dtype == inferred.value()[i].dtype, ctx.op_type, ": output ",
-               def.output_names()[i], " dtype=", DataTypeName(outputs[i].dtype),
-               " but the op makes ", DataTypeName(inferred.value()[i].dtype),
-               " from these inputs");
+    const TensorDesc& want = inferred.value()[i];
+    const bool same = shard ? outputs[i].dtype == want.dtype : outputs[i] == want;
+    OFL_ENSURE(same, ctx.op_type, ": output ", def.output_names()[i], " shape=", outputs[i].shape,
+               " ", DataTypeName(outputs[i].dtype), " but the op makes ", want.shape, " ",
+               DataTypeName(want.dtype), " from these inputs",
+               shard ? "" : " (give logical_shape/offset for one rank's shard)");
   }
   return Status::OK();
 }
@@ -138,7 +144,8 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
   OFL_RETURN_IF_ERROR(def->CompleteAttrs(&ctx));
   OFL_ENSURE(outputs.size() == def->output_names().size(), op_type, ": ", outputs.size(),
              " output descs given for ", def->output_names().size(), " outputs");
-  OFL_RETURN_IF_ERROR(CheckOutputDtypes(*def, ctx, outputs));
+  OFL_RETURN_IF_ERROR(CheckOutputDescs(*def, ctx, outputs,
+                                       logical_shape.has_value() || logical_offset.has_value()));
 
   std::vector<Tensor> local_inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {

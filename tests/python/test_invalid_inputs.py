@@ -13,7 +13,9 @@ the op table (``op_cases/``) and break one thing at a time:
   entropy: ids/labels out of [0, V), which must raise with the index, the
   value and the range, in the forward and through ``_C.op_grad``), NaN in
   floating inputs;
-- the row's own ErrorCases (inputs that inference rejects) with real arrays.
+- the row's own ErrorCases (inputs that inference rejects) with real arrays;
+- ``_C.op_grad`` given output gradients of a wrong dtype or rank, and
+  ``_C.run_kernel`` (whole tensors) told a wrong output dtype or shape.
 Some mutations are valid for some ops (int64 reshape, a longer reshape
 shape): those may succeed. Every case that raises must raise a standard
 exception (ValueError, TypeError, NotImplementedError, RuntimeError) whose
@@ -222,8 +224,8 @@ def _grad_calls(_C, op, schema, inputs, attrs):
 
 
 def _kernel_calls(_C, op, inputs, attrs):
-    """_C.run_kernel (no shape inference) told a wrong output dtype: the
-    kernel must not see it."""
+    """_C.run_kernel told a wrong output dtype or shape (whole tensors: no
+    logical_shape): the kernel must not see it."""
     try:
         descs = [(list(o.shape), o.dtype.name) for o in _C.run_op(op, inputs, attrs)]
     except Exception:  # noqa: BLE001: ops whose row needs more than run_op gives
@@ -236,6 +238,13 @@ def _kernel_calls(_C, op, inputs, attrs):
         d = descs[:k] + [(shape, swap[dtype])] + descs[k + 1:]
         calls.append((f"run_kernel, output {k} as {swap[dtype]}", True, [op],
                       lambda d=d: _C.run_kernel(op, inputs, attrs, d)))
+        for what, bad in (("with a leading axis", [1] + shape), ("shortened", shape[:-1]),
+                          ("doubled", [2 * e for e in shape])):
+            if bad == shape:  # a 0-d output has no axis to shorten or double
+                continue
+            d = descs[:k] + [(bad, dtype)] + descs[k + 1:]
+            calls.append((f"run_kernel, output {k} {what}", True, [op],
+                          lambda d=d: _C.run_kernel(op, inputs, attrs, d)))
     return calls
 
 
