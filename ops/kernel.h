@@ -1,9 +1,13 @@
 // Kernels: the per-device code of an op. A kernel sees only its rank's local
 // tensors, never SBP or placement. Outputs arrive allocated with the inferred
-// shape; mutable inputs (optimizer state) are written in place. Shapes were
-// validated when the op was added, so a kernel only CHECKs. Kernels register
-// during static initialisation; the registry is read-only afterwards. A
-// kernel may be called from several threads at once on different tensors.
+// shape; mutable inputs (optimizer state) are written in place. Shapes and
+// dtypes were validated when the op was added, so a kernel CHECKs them only.
+// Values are the user's: a kernel that rejects one (an id outside [0, V))
+// calls KernelContext::Fail and returns; every caller runs kernels through
+// CallKernel, which turns that (and an exception) into a Status. Kernels
+// register during static initialisation; the registry is read-only
+// afterwards. A kernel may be called from several threads at once on
+// different tensors (each call has its own KernelContext).
 #pragma once
 
 #include <functional>
@@ -29,13 +33,42 @@ struct KernelContext {
   Shape logical_shape;
   std::vector<int64_t> logical_offset;
 
+  // Set by Fail; read by CallKernel.
+  Status status;
+
   const AttrMap& attr() const { return *attrs; }
   const Tensor& in(int i) const { return *inputs.at(i); }
   Tensor& mutable_in(int i) { return *inputs.at(i); }
   Tensor& out(int i) { return *outputs.at(i); }
+  // "embedding" or "embedding 'emb'": the prefix of a kernel's messages.
+  std::string where() const {
+    return op_name.empty() || op_name == op_type ? op_type : op_type + " '" + op_name + "'";
+  }
+  // Rejects a user value: the first call wins; the kernel returns at once.
+  // Call it from the kernel's own thread (not inside ParallelFor).
+  template <typename... Args>
+  void Fail(const Args&... args) {
+    if (status.ok()) status = InvalidArgument(where(), ": ", args...);
+  }
 };
 
 using KernelFn = std::function<void(KernelContext&)>;
+
+// Runs `kernel` on `ctx`: the Status the kernel set with Fail, or an
+// Internal error naming the op when it threw (a dtype without a kernel
+// throws from OFL_DISPATCH_*). Every caller of a kernel goes through here.
+// With check_finite, a floating output holding NaN or Inf afterwards is an
+// error (kInternal: RuntimeError in Python, as PyTorch's anomaly mode) naming
+// the op, the output tensor and the element (the anomaly check).
+Status CallKernel(const KernelFn& kernel, KernelContext& ctx, bool check_finite = false);
+
+// The first element of `t` that is NaN or +-Inf, as "out[3]=nan"; empty when
+// all are finite or `t` is not floating.
+std::string FirstNonFinite(const Tensor& t, const std::string& name);
+
+// Throws std::invalid_argument: `dtype` reached a kernel that takes only
+// `supported`. Inference rejects such dtypes first; CallKernel reports it.
+[[noreturn]] void ThrowNoKernelFor(const char* supported, DataType dtype);
 
 class KernelRegistry {
  public:
@@ -55,7 +88,7 @@ class KernelRegistry {
     switch (dtype) {                                                               \
       case ::ofl::DataType::kFloat32: { using T = float; __VA_ARGS__; break; }     \
       case ::ofl::DataType::kFloat64: { using T = double; __VA_ARGS__; break; }    \
-      default: LOG(FATAL) << "no kernel for dtype " << ::ofl::DataTypeName(dtype); \
+      default: ::ofl::ThrowNoKernelFor("float32/float64", dtype);                  \
     }                                                                              \
   } while (0)
 
@@ -65,6 +98,6 @@ class KernelRegistry {
     switch (dtype) {                                                                     \
       case ::ofl::DataType::kInt32: { using T = int32_t; __VA_ARGS__; break; }           \
       case ::ofl::DataType::kInt64: { using T = int64_t; __VA_ARGS__; break; }           \
-      default: LOG(FATAL) << "no index kernel for dtype " << ::ofl::DataTypeName(dtype); \
+      default: ::ofl::ThrowNoKernelFor("int32/int64", dtype);                            \
     }                                                                                    \
   } while (0)

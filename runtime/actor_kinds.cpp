@@ -2,11 +2,11 @@
 #include "runtime/actor_kinds.h"
 
 #include <cctype>
-#include <exception>
 
 #include "ops/kernel.h"
 #include "ops/op_registry.h"
 #include "runtime/actor_thread.h"
+#include "runtime/run_context.h"
 
 namespace ofl {
 
@@ -70,17 +70,13 @@ class ComputeActor : public Actor {
       output_buffers_[i] = ctx_.outputs[i]->raw();
     }
     ctx_.iteration = iteration(step);
-    std::string error;
-    arena_->execute([&] {
-      try {
-        (*kernel_)(ctx_);
-      } catch (const std::exception& e) {
-        error = e.what();
-      } catch (...) {
-        error = "unknown exception";
-      }
-    });
-    if (!error.empty()) return Named(StatusCode::kInternal, "kernel failed: " + error);
+    Status status;
+    arena_->execute([&] { status = CallKernel(*kernel_, ctx_, run()->detect_anomaly); });
+    if (!status.ok()) {  // Named says which op: drop CallKernel's "op 'name': " prefix
+      const std::string prefix = ctx_.where() + ": ";
+      const std::string& m = status.message();
+      return Named(status.code(), m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m);
+    }
     for (int i = 0; i < num_data_outputs(); ++i) {
       CHECK(ctx_.outputs[i]->raw() == output_buffers_[i])
           << name() << " replaced its output " << i << " instead of writing into it";

@@ -4,7 +4,9 @@
 //             task_arena; attrs from op_conf with the op's defaults filled
 //             in, the iteration, and the logical shape/offset of output 0
 //             (its RegisterDesc's, or the physical shape at offset 0). A
-//             kernel that throws fails the run with an error naming the task.
+//             kernel that rejects a value or throws (ops/kernel.h CallKernel)
+//             fails the run with an error naming the task; with
+//             RunContext::detect_anomaly a NaN or Inf output does too.
 //   SOURCE    copies this iteration's fed tensor into its output slot.
 //   VARIABLE  nothing: its persistent one-slot register keeps its value; the
 //             act only hands it to the readers of the next iteration.

@@ -298,6 +298,14 @@ Communicator* BoxingGroups::For(int64_t group_id, int64_t global_rank) const {
   return it->second.group->Rank(pos - members.begin());
 }
 
+void BoxingGroups::AbortAll(const std::string& why) const {
+  for (const auto& [id, g] : groups_) g.group->AbortAll(why);
+}
+
+void BoxingGroups::ResetAll() const {
+  for (const auto& [id, g] : groups_) g.group->Reset();
+}
+
 std::map<int64_t, int64_t> BoxingGroups::BytesSentByRank() const {
   std::map<int64_t, int64_t> bytes;
   for (const auto& [id, g] : groups_) {

@@ -46,6 +46,10 @@ class BoxingGroups {
   // Global rank -> bytes it sent over every group, as the communicators counted.
   std::map<int64_t, int64_t> BytesSentByRank() const;
   int64_t num_groups() const { return static_cast<int64_t>(groups_.size()); }
+  // Every group's InProcessGroup::AbortAll (from a failed run's on_failure)
+  // and Reset (between runs, when no rank is inside a collective).
+  void AbortAll(const std::string& why) const;
+  void ResetAll() const;
 
  private:
   struct Group {

@@ -220,6 +220,22 @@ std::vector<int64_t> InProcessGroup::BytesSent() const {
   return out;
 }
 
+void InProcessGroup::AbortAll(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (abort_reason_.empty()) abort_reason_ = "aborted: " + why;
+  cv_.notify_all();
+}
+
+void InProcessGroup::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  abort_reason_.clear();
+  arrived_ = 0;
+  std::fill(arrived_ranks_.begin(), arrived_ranks_.end(), false);
+  ++generation_;
+  std::fill(posts_.begin(), posts_.end(), Post{});
+  mailbox_.clear();
+}
+
 Status InProcessGroup::Barrier(int64_t rank, const std::string& what) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!abort_reason_.empty()) {

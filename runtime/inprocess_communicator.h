@@ -33,6 +33,13 @@ class InProcessGroup {
   Communicator* Rank(int64_t rank);
   // Bytes each rank has sent so far.
   std::vector<int64_t> BytesSent() const;
+  // From outside the group (a failed run): wakes every rank blocked in a
+  // collective with an error that gives `why`; later collectives fail at
+  // once until Reset.
+  void AbortAll(const std::string& why);
+  // Clears an abort and any half-done collective. Only while no rank is
+  // inside a collective (between runs).
+  void Reset();
 
  private:
   friend class InProcessCommunicator;

@@ -34,6 +34,7 @@ struct RunContext {
   int64_t first_iteration = 0;
   std::chrono::milliseconds timeout{0};
   bool record_acts = false;
+  bool detect_anomaly = false;  // COMPUTE acts fail on a NaN or Inf output
   std::chrono::steady_clock::time_point start;
   // The threads to wake on failure, and the caller's hook (may be empty).
   std::vector<ActorThread*> threads;

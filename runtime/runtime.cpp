@@ -179,6 +179,8 @@ std::vector<TensorKey> Runtime::VariableKeys() const {
   return keys;
 }
 
+void Runtime::set_detect_anomaly(bool on) { impl_->options.detect_anomaly = on; }
+
 std::vector<int64_t> Runtime::peak_bytes() const {
   std::vector<int64_t> out;
   for (const auto& a : impl_->allocators) out.push_back(a->peak_bytes());

@@ -60,6 +60,10 @@ struct RuntimeOptions {
   std::string trace_path;
   // Fill RunResult::acts (implied by trace_path).
   bool record_acts = false;
+  // Fail the run at the first COMPUTE task whose output holds a NaN or Inf,
+  // naming the op and the element (a scan of every output: off by default).
+  // Runtime::set_detect_anomaly changes it between runs.
+  bool detect_anomaly = false;
   // Kernel threads for all ranks together; 0 = every core.
   int num_threads = 0;
   // How long an idle actor thread polls its mailbox before it sleeps.
@@ -112,6 +116,8 @@ class Runtime {
   Status SetVariable(const std::string& name, int64_t rank, const Tensor& value);
   Maybe<Tensor> GetVariable(const std::string& name, int64_t rank) const;  // a copy
   std::vector<TensorKey> VariableKeys() const;
+
+  void set_detect_anomaly(bool on);  // between runs (RuntimeOptions::detect_anomaly)
 
   int64_t num_ranks() const { return plan_.num_ranks(); }
   int64_t iteration() const { return iteration_; }  // iterations run so far

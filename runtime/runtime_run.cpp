@@ -125,6 +125,7 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   run.first_iteration = iteration_;
   run.timeout = m.options.timeout;
   run.record_acts = m.options.record_acts || !m.options.trace_path.empty();
+  run.detect_anomaly = m.options.detect_anomaly;
   for (auto& t : m.threads) run.threads.push_back(t.get());
   run.on_failure = &m.options.on_failure;
   run.SetRunning(static_cast<int64_t>(m.threads.size()));

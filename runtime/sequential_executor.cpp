@@ -67,11 +67,12 @@ Status SequentialExecutor::Run(const std::map<std::string, Tensor>& feeds,
     OFL_ENSURE(by_name_.count(f) > 0, "run: cannot fetch unknown tensor '", f, "'");
   }
   for (const auto& [name, t] : feeds) registers_[sources_.at(name)].CopyFrom(t);
+  // A failing kernel stops the run; the next Run starts a new iteration.
+  const int64_t iteration = iteration_++;
   for (auto& step : steps_) {
-    step->ctx.iteration = iteration_;
-    (*step->kernel)(step->ctx);
+    step->ctx.iteration = iteration;
+    OFL_RETURN_IF_ERROR(CallKernel(*step->kernel, step->ctx, detect_anomaly_));
   }
-  ++iteration_;
   results->clear();
   for (const std::string& f : fetches) results->push_back(registers_[by_name_.at(f)].Clone());
   return Status::OK();

@@ -24,6 +24,8 @@ class SequentialExecutor {
   static Maybe<std::unique_ptr<SequentialExecutor>> Create(const proto::Plan& plan);
 
   // Feeds every SOURCE task, runs all tasks once, returns copies of `fetches`.
+  // A kernel that rejects a value (ops/kernel.h CallKernel) stops the run
+  // there and its Status is returned; the tasks before it have run.
   Status Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetches,
              std::vector<Tensor>* results);
 
@@ -31,6 +33,9 @@ class SequentialExecutor {
   Maybe<Tensor> GetVariable(const std::string& name) const;  // a copy
   std::vector<std::string> VariableNames() const;
   int64_t iteration() const { return iteration_; }
+  // Run fails at the first task whose output holds a NaN or Inf (a scan of
+  // every output after its kernel; off by default).
+  void set_detect_anomaly(bool on) { detect_anomaly_ = on; }
   // Bytes of every register buffer of the device: live now, and the peak.
   int64_t live_bytes() const { return allocator_.live_bytes(); }
   int64_t peak_bytes() const { return allocator_.peak_bytes(); }
@@ -51,6 +56,7 @@ class SequentialExecutor {
   std::map<std::string, int64_t> variables_;  // variable -> register id
   std::vector<std::unique_ptr<Step>> steps_;
   int64_t iteration_ = 0;
+  bool detect_anomaly_ = false;
 };
 
 }  // namespace ofl

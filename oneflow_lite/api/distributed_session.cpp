@@ -16,6 +16,14 @@ std::vector<int64_t> Dims(const proto::ShapeProto& s) {
 Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
     const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
     const DistributedOptions& options) {
+  OFL_ENSURE(options.num_slots >= 1, "DistributedSession: num_slots=", options.num_slots,
+             " must be >= 1 (buffers per register)");
+  OFL_ENSURE(options.micro_batches >= 1, "DistributedSession: micro_batches=",
+             options.micro_batches, " must be >= 1");
+  OFL_ENSURE(options.num_threads >= 0, "DistributedSession: num_threads=", options.num_threads,
+             " must be >= 0 (0: every core)");
+  OFL_ENSURE(options.timeout.count() > 0, "DistributedSession: timeout=", options.timeout.count(),
+             " ms must be > 0");
   std::unique_ptr<DistributedSession> s(new DistributedSession());
   s->graph_ = graph;
   s->strategy_ = strategy;
@@ -32,6 +40,9 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
   ro.trace_path = options.trace_path;
   ro.num_threads = options.num_threads;
   BoxingGroups* g = s->groups_.get();
+  // A failed rank (a kernel rejecting a value) wakes the ranks blocked in a
+  // collective now; RunStep resets the groups before the next run.
+  ro.on_failure = [g](const Status& error) { g->AbortAll(error.message()); };
   ro.boxing = [g](const proto::TaskProto& task, const Tensor& input, Tensor* output) {
     return RunBoxingStep(task, input, output, g->For(task.boxing_conf().group_id(), task.rank()));
   };
@@ -114,6 +125,9 @@ Status DistributedSession::Run(const std::map<std::string, Tensor>& feeds,
 Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tensor>>& feeds,
                                    const std::vector<std::string>& fetches,
                                    std::vector<std::vector<Tensor>>* results) {
+  std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+  OFL_ENSURE(lock.owns_lock(), "DistributedSession.run: already running on another thread (a "
+             "session runs one call at a time)");
   for (const std::string& f : fetches) {
     OFL_ENSURE(std::find(fetches_.begin(), fetches_.end(), f) != fetches_.end(), "run: '", f,
                "' was not named as a fetch when the session was created");
@@ -132,6 +146,7 @@ Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tenso
       for (auto& [rank, t] : parts) per_rank[m][{name, rank}] = t;
     }
   }
+  groups_->ResetAll();  // no rank is inside a collective between runs
   OFL_ASSIGN_OR_RETURN(RunResult r, runtime_->Run(micro_batches_, per_rank, fetches));
   results->assign(micro_batches_, {});
   for (int64_t m = 0; m < micro_batches_; ++m) {

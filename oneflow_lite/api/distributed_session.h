@@ -10,13 +10,17 @@
 // gradients accumulated (their mean) before the update: the graph is built
 // for one micro-batch, RunSteps takes the k micro-batches' feeds of a step
 // and returns each micro-batch's fetches. Dropout and other random ops draw
-// per micro-batch (the kernel's iteration is the micro-batch counter). One
-// call at a time; the runtime's threads are internal.
+// per micro-batch (the kernel's iteration is the micro-batch counter).
+// A run that fails on one rank (a kernel rejecting a value) stops every
+// rank: the communicators are aborted, and reset before the next run. One
+// call at a time (a RunStep while another is in progress fails with an
+// error); the runtime's threads are internal.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,6 +58,8 @@ class DistributedSession {
                  const std::vector<std::string>& fetches,
                  std::vector<std::vector<Tensor>>* results);
   int64_t micro_batches() const { return micro_batches_; }
+  // Runs fail at the first op whose output holds a NaN or Inf, naming it.
+  void set_detect_anomaly(bool on) { runtime_->set_detect_anomaly(on); }
   Maybe<Tensor> GetVariable(const std::string& name) const;
   Status SetVariable(const std::string& name, const Tensor& value);
 
@@ -76,6 +82,7 @@ class DistributedSession {
   std::unique_ptr<BoxingGroups> groups_;
   std::unique_ptr<Runtime> runtime_;
   std::map<std::string, std::vector<const proto::RegisterDesc*>> source_registers_;
+  std::mutex run_mutex_;  // held by RunStep: a second thread's run fails
 };
 
 }  // namespace ofl

@@ -42,6 +42,29 @@ Status CheckLogicalPlace(const std::string& op_type, const Shape& local, const S
   return Status::OK();
 }
 
+// Kernels CHECK the shapes and dtypes they are given, so the caller's output
+// descs are checked against inference on the given inputs. Without a
+// logical place (`shard` false) they must be exactly the inferred ones. A
+// shard (logical_shape/offset given: one rank of an SBP signature, whose
+// attrs are logical, e.g. reshape's) need not infer on its own: its shapes
+// are the caller's word, its dtypes must still be the inferred ones when
+// the local inputs infer.
+Status CheckOutputDescs(const OpDef& def, const OpContext& ctx,
+                        const std::vector<TensorDesc>& outputs, bool shard) {
+  OpContext local = ctx;
+  Maybe<std::vector<TensorDesc>> inferred = def.Infer(&local);
+  if (!inferred.ok()) return shard ? Status::OK() : inferred.status();
+  for (size_t i = 0; i < outputs.size() && i < inferred.value().size(); ++i) {
+    const TensorDesc& want = inferred.value()[i];
+    const bool same = shard ? outputs[i].dtype == want.dtype : outputs[i] == want;
+    OFL_ENSURE(same, ctx.op_type, ": output ", def.output_names()[i], " shape=", outputs[i].shape,
+               " ", DataTypeName(outputs[i].dtype), " but the op makes ", want.shape, " ",
+               DataTypeName(want.dtype), " from these inputs",
+               shard ? "" : " (give logical_shape/offset for one rank's shard)");
+  }
+  return Status::OK();
+}
+
 // NaN for floats, a sentinel for integers: an element no kernel writes shows.
 void Poison(Tensor* t) {
   if (t->numel() == 0) return;
@@ -121,6 +144,8 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
   OFL_RETURN_IF_ERROR(def->CompleteAttrs(&ctx));
   OFL_ENSURE(outputs.size() == def->output_names().size(), op_type, ": ", outputs.size(),
              " output descs given for ", def->output_names().size(), " outputs");
+  OFL_RETURN_IF_ERROR(CheckOutputDescs(*def, ctx, outputs,
+                                       logical_shape.has_value() || logical_offset.has_value()));
 
   std::vector<Tensor> local_inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -154,7 +179,7 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
     OFL_RETURN_IF_ERROR(
         CheckLogicalPlace(op_type, outputs[0].shape, kc.logical_shape, kc.logical_offset));
   }
-  (*kernel)(kc);
+  OFL_RETURN_IF_ERROR(CallKernel(*kernel, kc));
 
   for (size_t i = 0; i < local_inputs.size(); ++i) {
     if (def->is_mutable_input(static_cast<int>(i))) results.push_back(local_inputs[i]);

@@ -27,10 +27,13 @@ Maybe<std::vector<Tensor>> RunOpGrad(const std::string& op_type, const std::vect
 // Runs op_type's CPU kernel once on `inputs`, the local tensors of one rank,
 // as the runtime would: attributes are validated and completed with their
 // defaults (OpDef::CompleteAttrs), outputs are allocated with the given
-// shapes and dtypes, and the kernel is called directly. No shape inference
-// runs: a shard's shapes need not satisfy the logical op's attributes, so
-// keeping inputs and outputs consistent is the caller's job (a kernel CHECKs
-// what it relies on). Outputs start as NaN (floats) or -999999 (integers),
+// shapes and dtypes, and the kernel is called directly. Without
+// logical_shape/offset the outputs are whole tensors and must be what
+// inference gives for the inputs. With them the call is one rank's shard,
+// whose shapes need not satisfy the logical op's attributes: keeping inputs
+// and outputs consistent is then the caller's job (a kernel CHECKs what it
+// relies on); dtypes are still checked when the local inputs infer. A value
+// the kernel rejects is an error (CallKernel). Outputs start as NaN (floats) or -999999 (integers),
 // so an element the kernel never writes shows. Mutable inputs are copied,
 // written in place and returned after the outputs, as RunOp does; the
 // caller's tensors are left alone. logical_shape and logical_offset describe

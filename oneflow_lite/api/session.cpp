@@ -36,6 +36,9 @@ Maybe<std::unique_ptr<Session>> Session::Create(const OpGraph& graph,
 
 Status Session::Run(const std::map<std::string, Tensor>& feeds,
                     const std::vector<std::string>& fetches, std::vector<Tensor>* results) {
+  std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+  OFL_ENSURE(lock.owns_lock(), "Session.run: already running on another thread (a Session runs "
+             "one call at a time)");
   return executor_->Run(feeds, fetches, results);
 }
 

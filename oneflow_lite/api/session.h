@@ -2,12 +2,14 @@
 // logical graph (inputs, variables, ops), appends backward and optimizer
 // when asked, and compiles into a Session that runs it. api/ is the only
 // layer that sees both graph/ and runtime/. A Program and a Session are
-// used by one thread at a time; a Session bounds the kernel thread pools to
+// used by one thread at a time (a Run while another thread's Run is in
+// progress fails with an error, it never races); a Session bounds the kernel thread pools to
 // SessionOptions::num_threads while it lives.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,8 @@ class Session {
   Status SetVariable(const std::string& name, const Tensor& value) {
     return executor_->SetVariable(name, value);
   }
+  // Run fails at the first op whose output holds a NaN or Inf, naming it.
+  void set_detect_anomaly(bool on) { executor_->set_detect_anomaly(on); }
   const proto::Plan& plan() const { return plan_; }
 
  private:
@@ -56,6 +60,7 @@ class Session {
   std::unique_ptr<KernelThreads> threads_;
   proto::Plan plan_;
   std::unique_ptr<SequentialExecutor> executor_;
+  std::mutex run_mutex_;  // held by Run: a second thread's Run fails
 };
 
 }  // namespace ofl

@@ -1,10 +1,12 @@
 // CPU kernels of max_pool2d, avg_pool2d, max_pool2d_grad and avg_pool2d_grad.
-// float32 calls oneDNN (pool2d_onednn.h); float64, which oneDNN lacks, runs
+// float32 calls oneDNN (pool2d_onednn.h) except max pooling of an input
+// holding NaN (oneDNN drops it); float64, which oneDNN lacks, runs
 // plain loops over each window in parallel over the N * C planes
 // (ParallelFor). Each plane writes only its own output plane: no races.
 // Shapes come from the local tensors, so any N or C shard runs the same
 // code; an empty shard does nothing. Stateless.
 #include <algorithm>
+#include <cmath>
 
 #include "ops/conv/conv_geometry.h"
 #include "ops/conv/pool2d_onednn.h"
@@ -41,7 +43,9 @@ void ForEachPlane(const Pool2dGeometry& g, Fn fn) {
       std::max<int64_t>(1, kParallelGrain / per_plane));
 }
 
-// Index in the plane of the first maximum of the window (row-major order).
+// Index in the plane of the first maximum of the window (row-major order),
+// or of its first NaN (np.argmax's answer: a NaN is the maximum, so max
+// pooling propagates it and its gradient goes to the NaN's position).
 // The padding ties with nothing: it never wins. padding <= kernel / 2 keeps
 // at least one real element in every window.
 template <typename T>
@@ -49,7 +53,9 @@ int64_t ArgMax(const T* x, const Pool2dGeometry& g, const Window& w) {
   int64_t best = w.h_begin * g.width + w.w_begin;
   for (int64_t h = w.h_begin; h < w.h_end; ++h) {
     for (int64_t c = w.w_begin; c < w.w_end; ++c) {
-      if (x[h * g.width + c] > x[best]) best = h * g.width + c;
+      const T v = x[h * g.width + c];
+      if (std::isnan(v)) return h * g.width + c;
+      if (v > x[best]) best = h * g.width + c;
     }
   }
   return best;
@@ -135,9 +141,20 @@ bool UseOneDnn(const KernelContext& k) {
   return k.in(0).dtype() == DataType::kFloat32 && k.in(0).numel() > 0;
 }
 
+// oneDNN's max pooling drops NaN (its max skips it); an input holding one
+// takes the loops, which propagate it as np.max does. One scan of x.
+bool UseOneDnnMax(const KernelContext& k) {
+  if (!UseOneDnn(k)) return false;
+  const float* x = k.in(0).data<float>();
+  for (int64_t i = 0, n = k.in(0).numel(); i < n; ++i) {
+    if (std::isnan(x[i])) return false;
+  }
+  return true;
+}
+
 void MaxPoolKernel(KernelContext& k) {
   Pool2dGeometry g = Geometry(k);
-  if (UseOneDnn(k)) {
+  if (UseOneDnnMax(k)) {
     OneDnnPoolForward(PoolKind::kMax, g, k.in(0).shape()[0], k.in(0).data<float>(),
                       k.out(0).data<float>());
     return;
@@ -157,7 +174,7 @@ void AvgPoolKernel(KernelContext& k) {
 
 void MaxPoolGradKernel(KernelContext& k) {
   Pool2dGeometry g = Geometry(k);
-  if (UseOneDnn(k)) {
+  if (UseOneDnnMax(k)) {
     OneDnnPoolBackward(PoolKind::kMax, g, k.in(0).shape()[0], k.in(0).data<float>(),
                        k.in(2).data<float>(), k.out(0).data<float>());
     return;

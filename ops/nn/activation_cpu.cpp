@@ -39,10 +39,12 @@ constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 void ReluKernel(KernelContext& k) {
-  MapUnary(k, [](auto x) { return x > decltype(x)(0) ? x : decltype(x)(0); });
+  // NaN stays NaN (np.maximum(x, 0)): the test is x <= 0, false for NaN.
+  MapUnary(k, [](auto x) { return x <= decltype(x)(0) ? decltype(x)(0) : x; });
 }
 void ReluGradKernel(KernelContext& k) {
-  MapBinary(k, [](auto y, auto dy) { return y > decltype(y)(0) ? dy : decltype(y)(0); });
+  // As PyTorch's threshold_backward: dy where y is NaN (where(y <= 0, 0, dy)).
+  MapBinary(k, [](auto y, auto dy) { return y <= decltype(y)(0) ? decltype(y)(0) : dy; });
 }
 
 // Phi(x) = (1 + erf(x / sqrt2)) / 2, written with erfc so that it keeps its

@@ -1,6 +1,7 @@
 // sparse_softmax_cross_entropy(logits [..., C], labels [...]) -> loss [...]:
 // per example log(sum(exp(logits))) - logits[label], not reduced. Labels are
-// int32 or int64; a label outside [0, C) is a kernel CHECK. Backward op
+// int32 or int64; a label outside [0, C) fails the kernel with an error naming
+// the op, the index, the value and the range. Backward op
 // sparse_softmax_cross_entropy_grad(logits, labels, dy) -> dlogits =
 // dy * (softmax(logits) - onehot(label)). Kernels: cross_entropy_cpu.cpp.
 //

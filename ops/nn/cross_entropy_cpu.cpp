@@ -1,11 +1,15 @@
 // CPU kernels of sparse_softmax_cross_entropy and its backward op
 // (cross_entropy.cpp registers the ops). Logits are rows of C classes;
-// ParallelFor runs over the rows. A label outside [0, C) is a CHECK.
+// ParallelFor runs over the rows. A label outside [0, C) fails the kernel
+// (ops/index_check.h) before any output is written. The row maximum of
+// log-sum-exp propagates NaN (a NaN logit makes its row's loss NaN).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "ops/index_check.h"
 #include "ops/kernel.h"
+#include "ops/nan_compare.h"
 #include "ops/parallel.h"
 
 namespace ofl {
@@ -15,18 +19,10 @@ namespace {
 template <typename T>
 T LogSumExp(const T* row, int64_t classes) {
   T max = -std::numeric_limits<T>::infinity();
-  for (int64_t c = 0; c < classes; ++c) max = std::max(max, row[c]);
+  for (int64_t c = 0; c < classes; ++c) max = NanMax(max, row[c]);
   T sum = 0;
   for (int64_t c = 0; c < classes; ++c) sum += std::exp(row[c] - max);
   return max + std::log(sum);
-}
-
-template <typename L>
-int64_t CheckedLabel(const KernelContext& k, const L* labels, int64_t r, int64_t classes) {
-  const int64_t label = static_cast<int64_t>(labels[r]);
-  CHECK(label >= 0 && label < classes) << k.op_name << ": labels[" << r << "]=" << label
-                                       << " is out of range [0, " << classes << ")";
-  return label;
 }
 
 int64_t NumClasses(const Tensor& logits) { return logits.shape()[logits.shape().ndim() - 1]; }
@@ -37,13 +33,18 @@ void Forward(KernelContext& k) {
   const int64_t rows = k.in(0).numel() / classes;
   const T* logits = k.in(0).data<T>();
   const L* labels = k.in(1).data<L>();
+  const Tensor& l = k.in(1);
+  if (!CheckIndexRange<L>(k, "labels", l, classes, "logits.shape[-1]",
+                          LeadingOffset(k, l.shape().ndim()))) {
+    return;
+  }
   T* loss = k.out(0).data<T>();
   ParallelFor(
       rows,
       [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
           const T* row = logits + r * classes;
-          loss[r] = LogSumExp(row, classes) - row[CheckedLabel(k, labels, r, classes)];
+          loss[r] = LogSumExp(row, classes) - row[static_cast<int64_t>(labels[r])];
         }
       },
       std::max<int64_t>(1, kParallelGrain / classes));
@@ -55,6 +56,11 @@ void Backward(KernelContext& k) {
   const int64_t rows = k.in(0).numel() / classes;
   const T* logits = k.in(0).data<T>();
   const L* labels = k.in(1).data<L>();
+  const Tensor& l = k.in(1);
+  if (!CheckIndexRange<L>(k, "labels", l, classes, "logits.shape[-1]",
+                          LeadingOffset(k, l.shape().ndim()))) {
+    return;
+  }
   const T* dy = k.in(2).data<T>();
   T* dlogits = k.out(0).data<T>();
   ParallelFor(
@@ -65,7 +71,7 @@ void Backward(KernelContext& k) {
           T* out = dlogits + r * classes;
           const T lse = LogSumExp(row, classes);
           for (int64_t c = 0; c < classes; ++c) out[c] = std::exp(row[c] - lse) * dy[r];
-          out[CheckedLabel(k, labels, r, classes)] -= dy[r];
+          out[static_cast<int64_t>(labels[r])] -= dy[r];
         }
       },
       std::max<int64_t>(1, kParallelGrain / classes));

@@ -1,5 +1,6 @@
 // embedding(weight [V, D], ids [...]) -> out [..., D]: out[n] = weight[ids[n]].
-// ids are int32 or int64; an id outside [0, V) is a kernel CHECK. Backward
+// ids are int32 or int64; an id outside [0, V) fails the kernel with an error
+// naming the op, the index, the value and the range. Backward
 // op embedding_grad(ids, dy) with attr num_embeddings=V -> dweight [V, D],
 // the scatter-add of dy's rows at ids. embedding_grad is linear in dy; its
 // own gradient is embedding(d_dweight, ids). Kernels: embedding_cpu.cpp.

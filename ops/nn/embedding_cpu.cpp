@@ -2,27 +2,18 @@
 // ops). embedding gathers rows, ParallelFor over ids. embedding_grad
 // scatter-adds dy's rows into a zeroed dweight; ParallelFor runs over
 // column ranges of D, so each dweight element has one writer whatever the
-// ids repeat (no atomics, deterministic order). An id outside [0, V) is a CHECK.
+// ids repeat (no atomics, deterministic order). An id outside [0, V) fails
+// the kernel (ops/index_check.h) before any output is written.
 #include <algorithm>
 #include <cstring>
 
+#include "ops/index_check.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 
 namespace ofl {
 
 namespace {
-
-template <typename I>
-void CheckIds(const KernelContext& k, const I* ids, int64_t n, int64_t num_embeddings) {
-  ParallelFor(n, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      CHECK(ids[i] >= 0 && ids[i] < num_embeddings)
-          << k.op_name << ": ids[" << i << "]=" << static_cast<int64_t>(ids[i])
-          << " is out of range [0, " << num_embeddings << ")";
-    }
-  });
-}
 
 template <typename T, typename I>
 void Gather(KernelContext& k) {
@@ -31,7 +22,11 @@ void Gather(KernelContext& k) {
   const int64_t dim = weight.shape()[1];
   const int64_t n = k.in(1).numel();
   const I* ids = k.in(1).data<I>();
-  CheckIds(k, ids, n, vocab);
+  const int64_t ids_ndim = k.in(1).shape().ndim();
+  if (!CheckIndexRange<I>(k, "ids", k.in(1), vocab, "weight.shape[0]",
+                          LeadingOffset(k, ids_ndim))) {
+    return;
+  }
   const T* w = weight.data<T>();
   T* out = k.out(0).data<T>();
   ParallelFor(
@@ -52,7 +47,7 @@ void ScatterAdd(KernelContext& k) {
   Tensor& dweight_t = k.out(0);
   const int64_t vocab = dweight_t.shape()[0];
   const int64_t dim = dweight_t.shape()[1];
-  CheckIds(k, ids, n, vocab);
+  if (!CheckIndexRange<I>(k, "ids", k.in(0), vocab, "num_embeddings", {})) return;
   dweight_t.Fill(0.0);
   T* dweight = dweight_t.data<T>();
   ParallelFor(

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ops/kernel.h"
+#include "ops/nan_compare.h"
 #include "ops/parallel.h"
 
 namespace ofl {
@@ -57,7 +58,7 @@ void SoftmaxForward(const Tensor& x_t, Tensor& y_t, int64_t axis, bool log_outpu
     std::fill(sum, sum + width, T(0));
     for (int64_t j = 0; j < v.n; ++j) {
       const T* row = x + base + j * v.inner;
-      for (int64_t w = 0; w < width; ++w) max[w] = std::max(max[w], row[w]);
+      for (int64_t w = 0; w < width; ++w) max[w] = NanMax(max[w], row[w]);
     }
     for (int64_t j = 0; j < v.n; ++j) {
       const T* xr = x + base + j * v.inner;

@@ -36,6 +36,7 @@ void ThrowIfError(const Status& status) {
     case StatusCode::kInvalidArgument: throw py::value_error(status.message());
     case StatusCode::kNotFound: throw py::value_error(status.message());
     case StatusCode::kUnimplemented: {
+      py::gil_scoped_acquire gil;  // callers may have released it around a run
       PyErr_SetString(PyExc_NotImplementedError, status.message().c_str());
       throw py::error_already_set();
     }

@@ -135,6 +135,8 @@ void BindDistributed(py::module_& m) {
            py::arg("feeds"), py::arg("fetches"),
            "feeds: a dict (one micro-batch) or a list of micro_batches dicts (one step); "
            "returns the fetched arrays, or one list of them per micro-batch")
+      .def("set_detect_anomaly", &DistributedSession::set_detect_anomaly, py::arg("on"),
+           "runs fail at the first op whose output holds a NaN or Inf, naming it")
       .def("get_variable",
            [](const DistributedSession& s, const std::string& name) {
              return ArrayFromTensor(Unwrap(s.GetVariable(name)));

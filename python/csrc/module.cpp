@@ -156,6 +156,8 @@ PYBIND11_MODULE(_C, m) {
              return ArraysOrNone(out);
            },
            py::arg("feeds"), py::arg("fetches"))
+      .def("set_detect_anomaly", &Session::set_detect_anomaly, py::arg("on"),
+           "runs fail at the first op whose output holds a NaN or Inf, naming it")
       .def("get_variable",
            [](const Session& s, const std::string& name) {
              return ArrayFromTensor(Unwrap(s.GetVariable(name)));

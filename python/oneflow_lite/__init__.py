@@ -48,7 +48,8 @@ if _ext_dir:
     __path__.insert(0, _ext_dir)  # noqa: F821 (package __path__)
 
 from oneflow_lite import _C  # noqa: E402,F401
-from oneflow_lite._autograd import enable_grad, is_grad_enabled, no_grad  # noqa: E402
+from oneflow_lite._autograd import (enable_grad, is_anomaly_enabled,  # noqa: E402
+                                    is_grad_enabled, no_grad, set_detect_anomaly)
 from oneflow_lite._dispatch import ops  # noqa: E402
 from oneflow_lite._dtype import (bfloat16, double, dtype, float16, float32,  # noqa: E402
                                  float64, int32, int64, long)
@@ -59,11 +60,12 @@ from oneflow_lite._creation import (arange, device, empty, from_numpy, full,  # 
                                     zeros_like)
 from oneflow_lite._tensor import Tensor  # noqa: E402
 from oneflow_lite.serialization import load, save  # noqa: E402
-from oneflow_lite import nn, optim  # noqa: E402
+from oneflow_lite import autograd, nn, optim  # noqa: E402
 from oneflow_lite import models  # noqa: E402
 
 __all__ = ["_C", "Tensor", "tensor", "from_numpy", "zeros", "ones", "full", "empty", "randn",
            "rand", "randint", "arange", "zeros_like", "ones_like", "manual_seed", "no_grad",
            "enable_grad", "is_grad_enabled", "device", "dtype", "float32", "float64", "int32",
            "int64", "bfloat16", "float16", "double", "long", "placement", "sbp", "save",
-           "load", "nn", "optim", "models", "ops"]
+           "load", "nn", "optim", "models", "ops", "autograd", "set_detect_anomaly",
+           "is_anomaly_enabled"]

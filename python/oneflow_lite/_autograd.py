@@ -9,6 +9,11 @@ by hand. Leaf tensors accumulate into ``.grad``.
 
 Grad mode is a module-level flag (``no_grad``, ``enable_grad``): the eager
 frontend is single-threaded, like the rest of the Python package.
+
+Anomaly mode (``set_detect_anomaly``, ``detect_anomaly``; off by default, as
+in PyTorch) makes every eager op, every backward step and every nn.Graph run
+stop at the first op whose output holds a NaN or Inf, raising RuntimeError
+naming the op and the element. Off, it costs one flag test per op.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import numpy as np
 from oneflow_lite import _C
 
 _grad_enabled = True
+_anomaly_enabled = False
 
 
 def is_grad_enabled() -> bool:
@@ -50,6 +56,61 @@ def no_grad() -> _GradMode:
 
 def enable_grad() -> _GradMode:
     return _GradMode(True)
+
+
+def is_anomaly_enabled() -> bool:
+    return _anomaly_enabled
+
+
+def set_detect_anomaly(mode: bool) -> None:
+    """Turns anomaly detection on or off (see the module docstring)::
+
+        >>> import numpy as np
+        >>> import oneflow_lite as flow
+        >>> flow.set_detect_anomaly(True)
+        >>> try:
+        ...     flow.ops.relu(flow.tensor(np.array([np.nan])))
+        ... except RuntimeError as e:
+        ...     print(str(e).split(":")[1].strip())
+        relu produced a non-finite value
+        >>> flow.set_detect_anomaly(False)
+    """
+    global _anomaly_enabled
+    _anomaly_enabled = bool(mode)
+
+
+class detect_anomaly(contextlib.ContextDecorator):
+    """Context manager and decorator: anomaly detection on inside (or
+    ``mode``), the previous setting restored on exit."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self._mode = bool(mode)
+        self._prev = False
+
+    def __enter__(self):
+        self._prev = is_anomaly_enabled()
+        set_detect_anomaly(self._mode)
+        return self
+
+    def __exit__(self, *exc):
+        set_detect_anomaly(self._prev)
+        return False
+
+
+def check_finite(what: str, arrays) -> None:
+    """Raises RuntimeError("anomaly: <what> produced a non-finite value:
+    <name>[i, j]=nan ...") at the first floating array holding NaN or Inf;
+    ``arrays`` is a list of (name, array or None)."""
+    for name, a in arrays:
+        if a is None or not np.issubdtype(a.dtype, np.floating):
+            continue
+        bad = ~np.isfinite(a)
+        if bad.any():
+            index = np.unravel_index(int(np.argmax(bad)), a.shape)
+            value = a[index] if a.ndim else a[()]
+            raise RuntimeError(f"anomaly: {what} produced a non-finite value: "
+                               f"{name}[{', '.join(str(int(i)) for i in index)}]={value} "
+                               f"(shape {list(a.shape)})")
 
 
 class Node:
@@ -126,6 +187,9 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
                 raise RuntimeError(f"backward through {node!r} a second time: its saved inputs "
                                    f"were freed; pass retain_graph=True to the first backward")
             in_grads = _C.op_grad(node.op_type, node.arrays, node.attrs, out_grads)
+            if _anomaly_enabled:
+                check_finite(f"the backward of {node.op_type}",
+                             [(f"grad of input {i}", g) for i, g in enumerate(in_grads)])
             for t, g in zip(node.inputs, in_grads):
                 if t is None or g is None or not t.requires_grad:
                     continue

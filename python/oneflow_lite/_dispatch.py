@@ -86,6 +86,10 @@ def apply(op_type: str, inputs: Sequence, attrs: Optional[dict] = None,
     else:
         arrays = [_check_eager_input(op_type, i, t) for i, t in enumerate(inputs)]
         results = _C.run_op(op_type, arrays, attrs)
+        if _autograd._anomaly_enabled:
+            where = op_type if name is None else f"{op_type} '{name}'"
+            names = list(s["outputs"]) + [f"updated input {i}" for i in s["mutable_inputs"]]
+            _autograd.check_finite(where, list(zip(names, results)))
         outs = [Tensor._wrap(a) for a in results]
         if (s["has_grad"] and _autograd.is_grad_enabled()
                 and any(t is not None and t.requires_grad for t in inputs)):

@@ -399,12 +399,13 @@ def test_nd_signatures_reject_bad_calls():
         _C.op_nd_sbp_signatures("matmul", [([3, 4], "float32"), ([3, 5], "float32")], {}, 2)
 
 
-def test_run_kernel_skips_inference_and_fills_defaults():
-    # A shard of reshape's input with the logical attr shape=[4, -1]: the
-    # kernel runs on the local (1, 3, 4) -> (1, 12) even though (1, 3, 4) does
-    # not reshape to [4, -1]; transpose_a/transpose_b default to false.
+def test_run_kernel_skips_inference_for_a_shard_and_fills_defaults():
+    # Rank 1's shard (S(0) of 4) of reshape (4, 3, 4) -> [4, -1]: the kernel
+    # runs on the local (1, 3, 4) -> (1, 12) although (1, 3, 4) itself
+    # reshapes to (4, 3); transpose_a/transpose_b default to false.
     x = np.arange(12.0).reshape(1, 3, 4)
-    (y,) = _C.run_kernel("reshape", [x], {"shape": [4, -1]}, [([1, 12], "float64")])
+    (y,) = _C.run_kernel("reshape", [x], {"shape": [4, -1]}, [([1, 12], "float64")],
+                         logical_shape=[4, 12], logical_offset=[1, 0])
     np.testing.assert_array_equal(y, x.reshape(1, 12))
     a, b = np.ones((2, 3)), np.ones((3, 4))
     (c,) = _C.run_kernel("matmul", [a, b], {}, [([2, 4], "float64")])
@@ -435,6 +436,9 @@ def test_run_kernel_reads_logical_place_and_iteration():
 @pytest.mark.parametrize("kwargs, message", [
     (dict(output_descs=[]), "relu: 0 output descs given for 1 outputs"),
     (dict(output_descs=[([2, -1], "float64")]), "relu: output y shape=(2, -1)"),
+    (dict(output_descs=[([1, 2, 3], "float64")]),
+     "relu: output y shape=(1, 2, 3) float64 but the op makes (2, 3) float64"),
+    (dict(output_descs=[([2, 3], "float32")]), "relu: output y shape=(2, 3) float32"),
     (dict(attrs={"alpha": 1.0}), "relu: unknown attribute 'alpha'"),
     (dict(logical_shape=[4, 3], logical_offset=[3, 0]),
      "relu: output 0 shape=(2, 3) at logical_offset[0]=3 does not fit in logical_shape=(4, 3)"),

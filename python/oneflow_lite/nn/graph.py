@@ -35,10 +35,21 @@ reads it (logical tensors, whatever the layout), ``load_state_dict()``
 writes it, ``save(dir)`` / ``load(dir)`` go through oneflow_lite.checkpoint,
 and ``copy_to_modules()`` writes the parameters back into the eager modules.
 The scheduler given to ``add_optimizer`` is stepped after every call; the
-optimizer's current lr is fed each step (no recompile). Not thread-safe.
+optimizer's current lr is fed each step (no recompile).
+
+Threads: calls of one Graph from several threads are serialised (a lock:
+one trace or step at a time, the others wait their turn); the rest of the
+API (state_dict, load, save) is not thread-safe.
+
+Bad values: an id or label out of range raises ValueError naming the op,
+the tensor, the index, the value and [0, V), on any device count, and the
+variables keep their values. ``config.detect_anomaly`` (None: follow
+``flow.set_detect_anomaly``) stops a step at the first op that outputs a
+NaN or Inf with a RuntimeError naming it.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Dict, Optional
 
@@ -47,6 +58,7 @@ import numpy as np
 from oneflow_lite import _C, _global
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite import checkpoint
+from oneflow_lite._autograd import is_anomaly_enabled
 from oneflow_lite._tensor import Tensor
 from oneflow_lite.nn.graph_compile import LR_INPUT, Compiled, ParallelConfig
 from oneflow_lite.nn.graph_trace import LazyTensor, Tracer
@@ -63,6 +75,9 @@ class GraphConfig:
         self.parallel: Optional[ParallelConfig] = None
         self.placement = None  # the flow.placement given to auto_parallel
         self.num_threads = 0
+        # NaN/Inf check after every op of a step: True, False, or None to
+        # follow flow.set_detect_anomaly / flow.autograd.detect_anomaly.
+        self.detect_anomaly: Optional[bool] = None
 
     def auto_parallel(self, cluster="local", searcher: str = "autoddl", placement=None,
                       micro_batches: int = 1, memory_limit: Optional[int] = None,
@@ -101,6 +116,7 @@ class Graph:
         self._tracer: Optional[Tracer] = None
         self._pending_state: Optional[Dict[str, np.ndarray]] = None
         self._pending_checkpoint = None
+        self._call_lock = threading.Lock()  # serialises __call__ (module docstring)
 
     def build(self, *args):
         raise NotImplementedError(f"{type(self).__name__}: define build(self, ...) with the "
@@ -220,10 +236,17 @@ class Graph:
 
     # ---- running ------------------------------------------------------------------
     def __call__(self, *args):
+        with self._call_lock:
+            return self._call(args)
+
+    def _call(self, args):
         if self._compiled is None:
             self._compile(args)
         arrays = [a._array() if isinstance(a, Tensor) else np.asarray(a) for a in args]
         lr = self._optimizer.param_groups[0]["lr"] if self._optimizer is not None else None
+        anomaly = self.config.detect_anomaly
+        self._compiled.session.set_detect_anomaly(
+            is_anomaly_enabled() if anomaly is None else bool(anomaly))
         outs = self._compiled.run(arrays, lr)
         if self._scheduler is not None:
             self._scheduler.step()

@@ -14,7 +14,9 @@ def clip_grad_norm_(parameters: Union[Tensor, Iterable[Tensor]], max_norm: float
     where total is the norm of all gradients taken together (as one vector).
     A global gradient holds its logical value, so the norm is the logical
     one whatever its SBP. Returns the total norm (a float64 scalar tensor,
-    accumulated in float64); ``norm_type`` may be ``float("inf")``."""
+    accumulated in float64); ``norm_type`` may be ``float("inf")``. A NaN in
+    any gradient makes the norm NaN and every gradient NaN (PyTorch's rule):
+    the NaN is never clipped away."""
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     grads = [p.grad for p in parameters if p.grad is not None]
@@ -26,12 +28,12 @@ def clip_grad_norm_(parameters: Union[Tensor, Iterable[Tensor]], max_norm: float
     if not grads:
         return Tensor._wrap(np.zeros((), np.float64))
     arrays = [g._array().astype(np.float64) for g in grads]
-    if np.isinf(norm_type):
-        total = max(float(np.abs(a).max()) if a.size else 0.0 for a in arrays)
+    if np.isinf(norm_type):  # np.max keeps a NaN (Python's max may drop it)
+        total = float(np.max([np.abs(a).max() if a.size else 0.0 for a in arrays]))
     else:
         total = sum(float((np.abs(a) ** norm_type).sum()) for a in arrays) ** (1.0 / norm_type)
     coef = max_norm / (total + eps)
-    if coef < 1.0:
+    if not coef >= 1.0:  # a NaN norm makes every gradient NaN, as in PyTorch
         for g in grads:
             g._value = (g._array() * coef).astype(g._array().dtype)
     return Tensor._wrap(np.array(total, np.float64))
