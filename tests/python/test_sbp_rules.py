@@ -434,7 +434,8 @@ def test_run_kernel_reads_logical_place_and_iteration():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(output_descs=[]), "relu: 0 output descs given for 1 outputs"),
-    (dict(output_descs=[([2, -1], "float64")]), "relu: output y shape=(2, -1)"),
+    (dict(output_descs=[([2, -1], "float64")]),
+     "relu: output y: shape (2, -1) has the negative extent -1 at axis 1"),
     (dict(attrs={"alpha": 1.0}), "relu: unknown attribute 'alpha'"),
     (dict(logical_shape=[4, 3], logical_offset=[3, 0]),
      "relu: output 0 shape=(2, 3) at logical_offset[0]=3 does not fit in logical_shape=(4, 3)"),
