@@ -19,7 +19,8 @@ bool SameAttrType(const AttrValue& expected, const AttrValue& given) {
 
 int64_t TensorDesc::nbytes() const {
   std::optional<int64_t> bytes = MulInt64(shape.NumElements(), SizeOf(dtype));
-  CHECK(bytes) << "bytes of shape " << shape << " overflow int64: it was not validated (CheckShape)";
+  CHECK(bytes) << "bytes of shape " << shape
+               << " overflow int64: it was not validated (CheckShape)";
   return *bytes;
 }
 
@@ -135,7 +136,8 @@ Maybe<std::vector<TensorDesc>> OpDef::Infer(OpContext* ctx) const {
   OFL_RETURN_IF_ERROR(CompleteAttrs(ctx));
   for (int i = 0; i < ctx->num_inputs(); ++i) {
     const TensorDesc& in = ctx->input(i);
-    OFL_RETURN_IF_ERROR(CheckShape(in.shape, in.dtype, ctx->where() + ": input " + ArgName(*this, i)));
+    OFL_RETURN_IF_ERROR(
+        CheckShape(in.shape, in.dtype, ctx->where() + ": input " + ArgName(*this, i)));
   }
   CHECK(infer_) << type_ << " has no InferShape";
   OFL_ASSIGN_OR_RETURN(std::vector<TensorDesc> outs, infer_(*ctx));
@@ -143,7 +145,8 @@ Maybe<std::vector<TensorDesc>> OpDef::Infer(OpContext* ctx) const {
   // batch axes, embedding widths): the outputs must fit int64 too.
   for (size_t o = 0; o < outs.size(); ++o) {
     const std::string name = o < output_names_.size() ? output_names_[o] : std::to_string(o);
-    OFL_RETURN_IF_ERROR(CheckShape(outs[o].shape, outs[o].dtype, ctx->where() + ": output " + name));
+    OFL_RETURN_IF_ERROR(
+        CheckShape(outs[o].shape, outs[o].dtype, ctx->where() + ": output " + name));
   }
   return outs;
 }

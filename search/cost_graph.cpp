@@ -37,9 +37,10 @@ Maybe<int> CostGraph::AddNode(std::string name, std::vector<Candidate> candidate
   }
   int64_t largest = 0;
   for (const Candidate& c : candidates) largest = std::max(largest, c.memory_bytes);
-  OFL_ENSURE(largest <= std::numeric_limits<int64_t>::max() - max_memory_total_, "cost graph: node '",
-             name, "' candidate memory of ", largest, " bytes would bring the sum of the nodes' "
-             "largest memory past int64 (", max_memory_total_, " bytes before it)");
+  OFL_ENSURE(largest <= std::numeric_limits<int64_t>::max() - max_memory_total_,
+             "cost graph: node '", name, "' candidate memory of ", largest,
+             " bytes would bring the sum of the nodes' largest memory past int64 (",
+             max_memory_total_, " bytes before it)");
   max_memory_total_ += largest;
   CostNode node{std::move(name), std::move(candidates), 0};
   node.min_memory_bytes = std::min_element(node.candidates.begin(), node.candidates.end(),

@@ -128,6 +128,18 @@ def one_linear(width: int) -> GraphBuilder:
     return b
 
 
+def test_graph_inputs_are_checked_in_python_and_in_cpp():
+    # 2**70 = 1180591620717411303424 does not even fit one int64 extent.
+    with pytest.raises(ValueError) as info:
+        GraphBuilder().input("x", [2**70])
+    assert str(info.value) == ("input 'x': shape (1180591620717411303424) has "
+                               "1180591620717411303424 elements, more than int64 can hold")
+    with pytest.raises(ValueError) as info:
+        GraphBuilder().program.add_input("x", [2**40, 2**40], "float32")
+    assert str(info.value) == ("input 'x': shape (1099511627776, 1099511627776) has "
+                               "1208925819614629174706176 elements, more than int64 can hold")
+
+
 def test_a_2_pow_80_parameter_layer_is_refused_where_declared():
     with pytest.raises(ValueError) as info:
         one_linear(2**40)
