@@ -174,3 +174,36 @@ def test_train_cli_reports_an_overflowing_width_in_one_line():
     assert lines == ["python -m oneflow_lite.train: error: Linear(in_features=4294967296, "
                      "out_features=12884901888).weight: shape (12884901888, 4294967296) has "
                      "55340232221128654848 elements, more than int64 can hold"], proc.stderr
+
+
+def op_error(op_type, inputs, attrs) -> str:
+    with pytest.raises(ValueError) as info:
+        _C.op_info(op_type, inputs, attrs)
+    return str(info.value)
+
+
+def test_ops_that_add_or_multiply_sizes_check_them():
+    # concat: 2 * (2**62 - 1) + (2**62 - 1) = 13835058055282163709.
+    part = ([2**62 - 1], "float16")
+    assert op_error("concat", [part] * 3, {"axis": 0}) == (
+        "concat: the extent of axis 0 after inputs[2]: 9223372036854775806 + "
+        "4611686018427387903 = 13835058055282163709 is more than int64 can hold")
+    # conv2d: Ho = 4 + 2 * 2**62 - 3 + 1 = 2**63 + 2, past int64.
+    x, w = ([1, 1, 4, 4], "float32"), ([1, 1, 3, 3], "float32")
+    assert op_error("conv2d", [x, w], {"padding": [2**62, 0]}) == (
+        "conv2d: x.shape=(1, 1, 4, 4) with padding=[4611686018427387904, 0] has an output "
+        "extent more than int64 can hold")
+    # max_pool2d: a 2**62 x 2**62 window.
+    assert op_error("max_pool2d", [x], {"kernel_size": [2**62, 2**62],
+                                        "padding": [2**61, 2**61]}) == (
+        "max_pool2d: kernel_size=[4611686018427387904, 4611686018427387904] has "
+        "21267647932558653966460912964485513216 elements, more than int64 can hold")
+    # slice with a huge step takes one element (start 0 of 4), without overflow.
+    info = _C.op_info("slice", [([4], "float32")], {"start": [0], "stop": [4],
+                                                     "step": [2**63 - 1]})
+    assert info["outputs"] == [([1], "float32")]
+    # matmul: [2**31, 2**29] @ [2**29, 2**31] float32 makes 2**64 bytes.
+    a, b = ([2**31, 2**29], "float32"), ([2**29, 2**31], "float32")
+    assert op_error("matmul", [a, b], {}) == (
+        "matmul: output out: shape (2147483648, 2147483648) of float32 takes "
+        "18446744073709551616 bytes, more than int64 can hold")
