@@ -356,10 +356,10 @@ def check_shape(shape: Sequence[int], dtype, what: str, allocate: bool = False,
         if d < 0 and not (infer and d == -1):
             raise ValueError(f"{what}: shape {text} has the negative extent {d} at axis {axis}")
         count *= max(d, 1) if infer and d == -1 else d  # Python ints: exact at any size
-    if count > INT64_MAX:
-        known = " (its extents other than -1)" if infer and -1 in shape else ""
-        raise ValueError(f"{what}: shape {text} has {count} elements{known}, more than int64 "
-                         f"can hold")
+    if count > INT64_MAX:  # the same words as the C++ checks (core/shape.h, reshape)
+        counted = (f"known extents whose product is {count}" if infer and -1 in shape
+                   else f"{count} elements")
+        raise ValueError(f"{what}: shape {text} has {counted}, more than int64 can hold")
     d = dtypes.get(dtype)
     if count * d.itemsize > INT64_MAX:
         raise ValueError(f"{what}: shape {text} of {d.name} takes {count * d.itemsize} bytes, "
