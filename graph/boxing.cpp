@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "oneflow_lite/core/checked_math.h"
 #include "oneflow_lite/core/slicing.h"
 
 namespace ofl {
@@ -60,23 +61,23 @@ int64_t AxisStepBytes(Conf::Kind kind, const Shape& before, const Shape& after, 
   switch (kind) {
     case Conf::ALL_REDUCE: {  // direct: reduce-scatter phase, then all-gather phase
       int64_t own = BalancedPart(n, p, position).size;
-      elements = (n - own) + (p - 1) * own;
+      elements = SaturatingAdd(n - own, SaturatingMul(p - 1, own));
       break;
     }
     case Conf::REDUCE_SCATTER:  // every peer's part of this rank's addend
       elements = n - after.NumElements();
       break;
     case Conf::ALL_GATHER:  // this rank's part to each of the p - 1 peers
-      elements = (p - 1) * n;
+      elements = SaturatingMul(p - 1, n);
       break;
     case Conf::ALL_TO_ALL: {  // its rows of every peer's columns
       const int64_t e = to_split_axis;
-      elements = ProductExcept(before, e) * (before[e] - after[e]);
+      elements = SaturatingMul(ProductExcept(before, e), before[e] - after[e]);
       break;
     }
     default: break;  // local steps move nothing
   }
-  return elements * element_size;
+  return SaturatingMul(elements, element_size);
 }
 
 // SliceOf's shape for the rank at `coords`, written into `*shape` (which
@@ -129,7 +130,7 @@ std::map<int64_t, int64_t> SumBytes(const std::vector<BoxingStep>& steps) {
     for (const auto& [rank, bytes] : s.bytes_sent) {
       while (hint != sum.end() && hint->first < rank) ++hint;
       if (hint != sum.end() && hint->first == rank) {
-        hint->second += bytes;
+        hint->second = SaturatingAdd(hint->second, bytes);
       } else {
         hint = sum.emplace_hint(hint, rank, bytes);
       }
@@ -142,7 +143,7 @@ std::pair<int64_t, int64_t> MaxAndTotal(const std::map<int64_t, int64_t>& bytes)
   int64_t max = 0, total = 0;
   for (const auto& [rank, b] : bytes) {
     max = std::max(max, b);
-    total += b;
+    total = SaturatingAdd(total, b);
   }
   return {max, total};
 }
@@ -357,7 +358,7 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
     }
     for (size_t h : meeting) {
       const auto& [box, ranks] = c.holders[h];
-      const int64_t bytes = OverlapElements(need, box) * element_size;
+      const int64_t bytes = SaturatingMul(OverlapElements(need, box), element_size);
       if (bytes == 0) continue;
       int64_t sender = -1;
       if (std::find(ranks.begin(), ranks.end(), receiver) != ranks.end()) {

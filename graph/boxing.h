@@ -51,7 +51,9 @@ struct BoxingStep {
   NdSbp from;
   Placement to_placement;  // equals from_placement except for a cross SEND_RECV
   NdSbp to;
-  std::map<int64_t, int64_t> bytes_sent;  // global rank -> bytes it sends
+  // global rank -> bytes it sends (saturating at INT64_MAX: a cost, for
+  // tensors too large to move, rather than a wrapped count)
+  std::map<int64_t, int64_t> bytes_sent;
   std::vector<BoxTransfer> transfers;     // SEND_RECV only, local copies included
   std::string ToString() const;
 };

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "graph/cost_model_internal.h"
+#include "oneflow_lite/core/checked_math.h"
 #include "search/collective_time.h"
 
 namespace ofl {
@@ -44,6 +45,40 @@ NdSbp AllBroadcast(int64_t axes) { return NdSbp(std::vector<Sbp>(axes, Sbp::Broa
 const NdSbp& Produced(const CostNodeInfo& n, int output_index, int candidate) {
   if (n.kind != CostNodeKind::kOp) return n.sbps[candidate];
   return n.signatures[candidate].outputs[output_index];
+}
+
+// "variable 'w' of shape (2, 3) float32" or "op 'fc' (matmul) with outputs (4, 3) float32".
+std::string DescribeNode(const OpGraph& graph, const CostNodeInfo& n) {
+  if (n.kind != CostNodeKind::kOp) {
+    const TensorDesc d = graph.Desc(n.name).value();
+    return StrCat(CostNodeKindName(n.kind), " '", n.name, "' of shape ", d.shape, " ",
+                  DataTypeName(d.dtype));
+  }
+  std::string outputs;
+  for (const OpNode& op : graph.ops()) {
+    if (op.name != n.name) continue;
+    for (const std::string& o : op.outputs) {
+      const TensorDesc d = graph.Desc(o).value();
+      outputs += StrCat(outputs.empty() ? "" : ", ", d.shape, " ", DataTypeName(d.dtype));
+    }
+  }
+  return StrCat("op '", n.name, "' (", n.op_type, ") with outputs ", outputs);
+}
+
+// The `count` nodes whose smallest candidate needs most, largest first:
+// "variable 'w' of shape (...) float32 needs 16 GiB, ...".
+std::string LargestNeeds(const OpGraph& graph, const CostModel& model,
+                         std::vector<std::pair<int64_t, int>> needs, size_t count) {
+  std::stable_sort(needs.begin(), needs.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string text;
+  for (size_t i = 0; i < needs.size() && i < count && needs[i].first > 0; ++i) {
+    const int64_t bytes = needs[i].first;
+    text += StrCat(i ? ", " : "", DescribeNode(graph, model.nodes()[needs[i].second]), " needs ",
+                   bytes == kInt64Max ? "more than int64 can hold (8 EiB)"
+                                      : StrCat(internal::GiB(bytes), " GiB"));
+  }
+  return text;
 }
 
 }  // namespace
@@ -151,17 +186,21 @@ Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
     model->node_of_[n.name] = static_cast<int>(u);
     if (!n.update_op.empty()) model->node_of_[n.update_op] = static_cast<int>(u);
   }
-  const int64_t limit =
-      options.memory_limit_bytes > 0 ? options.memory_limit_bytes : cluster.memory_bytes();
+  const int64_t limit = internal::MemoryLimit(cluster, options);
   OFL_RETURN_IF_ERROR(model->graph_.SetMemoryLimit(limit));
-  const int64_t need = model->graph_.SmallestMemoryNeed();
-  if (need > limit) {
+  // The exact need (the graph's candidates are capped): more than int64
+  // bytes is infeasible even without a limit.
+  const int64_t need = builder.smallest_memory_need();
+  if (need > limit || need == kInt64Max) {
     return InvalidArgument(
         "cost model: no strategy fits device memory: the smallest per-device "
         "memory any strategy needs is ",
-        internal::GiB(need), " GiB, above the limit of ", internal::GiB(limit), " GiB (cluster '",
-        cluster.name(), "', ", options.micro_batches,
-        " micro-batch(es)); use more devices, pipeline stages or micro-batches");
+        need == kInt64Max ? "more than int64 can hold (8 EiB)"
+                          : StrCat(internal::GiB(need), " GiB"),
+        ", above the limit of ", internal::GiB(limit), " GiB (cluster '", cluster.name(), "', ",
+        options.micro_batches, " micro-batch(es)); largest: ",
+        LargestNeeds(graph, *model, builder.node_needs(), 3),
+        "; use more devices, pipeline stages or micro-batches");
   }
   model->stats_.ops = static_cast<int64_t>(graph.ops().size());
   model->stats_.build_seconds =

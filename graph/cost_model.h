@@ -46,6 +46,10 @@
 //    two Adam moments; state variables and gradients are not counted again);
 //    non-trainable variable -> its slice bytes.
 //  - Bytes: floating tensors use options.compute_dtype's size when set.
+//    Byte counts of absurd models may pass int64: boxing bytes and candidate
+//    memory saturate at INT64_MAX (never wrap); a smallest need past int64
+//    is infeasible even without a limit; candidates reach the CostGraph
+//    capped so that no searcher's sum wraps (cost_model_internal.h).
 // Caches: one boxing cost per distinct (tensor desc, placements, NdSbps);
 // one EdgeMatrix per distinct (desc, placements, candidate NdSbp lists,
 // multiplier), so identical layers share one matrix and still choose apart.
@@ -159,7 +163,8 @@ class CostModel {
 // per-op and per-source placements (pipeline stages, e.g. from
 // AssignStages); its signatures are ignored. Errors: bad options, a dtype
 // the cluster has no FLOP/s for, a mesh larger than the cluster, and an
-// infeasible memory limit: "needs at least X GiB per device ... limit Y GiB".
+// infeasible memory limit: "... needs is X GiB, above the limit of Y GiB
+// ...; largest: variable 'w' of shape (...) float32 needs Z GiB, ...".
 Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
                                                        const Strategy& placements,
                                                        const Cluster& cluster,

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "graph/cost_model_internal.h"
+#include "oneflow_lite/core/checked_math.h"
 #include "search/collective_time.h"
 
 namespace ofl::internal {
@@ -10,6 +11,10 @@ namespace ofl::internal {
 double GiB(int64_t bytes) {
   return std::round(static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30) * 1000.0) /
          1000.0;
+}
+
+int64_t MemoryLimit(const Cluster& cluster, const CostOptions& options) {
+  return options.memory_limit_bytes > 0 ? options.memory_limit_bytes : cluster.memory_bytes();
 }
 
 int64_t LargestSliceElements(const Shape& shape, const Shape& hierarchy, const NdSbp& nd_sbp) {

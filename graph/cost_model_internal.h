@@ -17,6 +17,9 @@ namespace ofl::internal {
 
 double GiB(int64_t bytes);  // bytes / 2^30, rounded to 3 decimals
 
+// The per-device memory limit the model is built for: the option, else the cluster's.
+int64_t MemoryLimit(const Cluster& cluster, const CostOptions& options);
+
 // Elements of the largest slice of `shape` under `nd_sbp` on `hierarchy`
 // (balanced splits: rank (0, ..., 0) holds the largest part of every axis).
 int64_t LargestSliceElements(const Shape& shape, const Shape& hierarchy, const NdSbp& nd_sbp);
@@ -54,6 +57,17 @@ class Builder {
   Status Run(CostGraph* cost_graph, std::vector<CostNodeInfo>* nodes,
              std::vector<CostEdgeInfo>* edges, Strategy* placements_out, CostModelStats* stats);
 
+  // Memory of a candidate is a byte count that may exceed int64 for absurd
+  // models (it saturates at INT64_MAX). The sum of each node's smallest
+  // candidate, exact (INT64_MAX when more than int64 can hold), and each
+  // node's smallest candidate (bytes, node index), in node order: for the
+  // infeasible-memory error. The CostGraph gets every candidate capped at
+  // its node's smallest + (INT64_MAX - that sum) / nodes, so no sum of one
+  // candidate per node wraps in any searcher; values are exact unless a
+  // model's memory comes near 8 EiB per device.
+  int64_t smallest_memory_need() const { return smallest_need_; }
+  const std::vector<std::pair<int64_t, int>>& node_needs() const { return node_needs_; }
+
  private:
   TensorDesc Costed(const TensorDesc& desc) const;
   int PlacementId(const Placement& placement);
@@ -69,8 +83,11 @@ class Builder {
   Status AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes);
   Status AddEdges(CostGraph* g, const std::vector<CostNodeInfo>& nodes,
                   std::vector<CostEdgeInfo>* edges);
+  // Appends the node's info; its candidates wait for AddPendingNodes, which
+  // caps their memory (see smallest_memory_need) and adds them to `g`.
   Status AddNode(CostGraph* g, std::vector<CostNodeInfo>* nodes, CostNodeInfo info,
                  std::vector<Candidate> candidates);
+  Status AddPendingNodes(CostGraph* g, const std::vector<CostNodeInfo>& nodes);
 
   const OpGraph& graph_;
   const Strategy& placements_;
@@ -88,6 +105,9 @@ class Builder {
   using MatrixKey = std::tuple<std::vector<int64_t>, int, int, int, int, int64_t>;
   std::map<MatrixKey, EdgeMatrixPtr> matrix_cache_;
   int64_t boxing_plans_ = 0;
+  int64_t smallest_need_ = 0;
+  std::vector<std::pair<int64_t, int>> node_needs_;
+  std::vector<std::vector<Candidate>> pending_;  // per node, until AddPendingNodes
 };
 
 }  // namespace ofl::internal

@@ -1,5 +1,8 @@
 // The cost model's nodes and edges from the OpGraph (cost_model.h rules).
+#include <algorithm>
 #include <cmath>
+
+#include "oneflow_lite/core/checked_math.h"
 
 #include "graph/cost_model_internal.h"
 
@@ -18,13 +21,35 @@ std::vector<int> MutableInputIndices(const OpNode& node) {
 
 }  // namespace
 
-Status Builder::AddNode(CostGraph* g, std::vector<CostNodeInfo>* nodes, CostNodeInfo info,
+Status Builder::AddNode(CostGraph*, std::vector<CostNodeInfo>* nodes, CostNodeInfo info,
                         std::vector<Candidate> candidates) {
-  OFL_ASSIGN_OR_RETURN(int index, g->AddNode(info.name, std::move(candidates)));
-  CHECK_EQ(index, static_cast<int>(nodes->size()));
+  const int index = static_cast<int>(nodes->size());
   node_of_[info.name] = index;
   if (!info.update_op.empty()) node_of_[info.update_op] = index;
   nodes->push_back(std::move(info));
+  int64_t smallest = kInt64Max;
+  for (const Candidate& c : candidates) smallest = std::min(smallest, c.memory_bytes);
+  smallest_need_ = SaturatingAdd(smallest_need_, candidates.empty() ? 0 : smallest);
+  node_needs_.emplace_back(candidates.empty() ? 0 : smallest, index);
+  pending_.push_back(std::move(candidates));
+  return Status::OK();
+}
+
+Status Builder::AddPendingNodes(CostGraph* g, const std::vector<CostNodeInfo>& nodes) {
+  CHECK_EQ(pending_.size(), nodes.size());
+  // Headroom for each node above its smallest candidate such that the sum
+  // of every node's largest candidate fits int64. A need beyond int64 is
+  // reported by BuildCostModel; until then every candidate gets an equal share.
+  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(nodes.size()));
+  const bool beyond = smallest_need_ == kInt64Max;
+  const int64_t headroom = beyond ? 0 : (kInt64Max - smallest_need_) / n;
+  for (size_t u = 0; u < nodes.size(); ++u) {
+    const int64_t cap = beyond ? kInt64Max / n : SaturatingAdd(node_needs_[u].first, headroom);
+    for (Candidate& c : pending_[u]) c.memory_bytes = std::min(c.memory_bytes, cap);
+    OFL_ASSIGN_OR_RETURN(int index, g->AddNode(nodes[u].name, std::move(pending_[u])));
+    CHECK_EQ(index, static_cast<int>(u));
+  }
+  pending_.clear();
   return Status::OK();
 }
 
@@ -41,7 +66,7 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     for (size_t j = 1; j < mut.size(); ++j) state_owner[node.inputs[mut[j]]] = param;
   }
   auto slice_bytes = [&](const TensorDesc& d, const Placement& p, const NdSbp& s) {
-    return LargestSliceElements(d.shape, p.hierarchy(), s) * SizeOf(d.dtype);
+    return SaturatingMul(LargestSliceElements(d.shape, p.hierarchy(), s), SizeOf(d.dtype));
   };
   for (const std::string& name : graph_.input_names()) {
     CostNodeInfo info;
@@ -78,7 +103,7 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     const Shape& h = info.placement.hierarchy();
     auto memory = [&](const NdSbp& s) {
       if (!var.trainable) return slice_bytes(desc, info.placement, s);
-      return static_cast<int64_t>(
+      return SaturatingFromDouble(
           std::ceil(bpp * static_cast<double>(LargestSliceElements(desc.shape, h, s))));
     };
     std::vector<Candidate> candidates;
@@ -157,7 +182,9 @@ Status Builder::AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
       if (role == OpRole::kForward) {
         for (size_t o = 0; o < outs.size(); ++o) {
           const TensorDesc d = Costed(outs[o]);
-          memory += LargestSliceElements(d.shape, h, sig.outputs[o]) * SizeOf(d.dtype);
+          memory = SaturatingAdd(
+              memory, SaturatingMul(LargestSliceElements(d.shape, h, sig.outputs[o]),
+                                    SizeOf(d.dtype)));
         }
       }
       info.flops.push_back(f);
@@ -218,6 +245,7 @@ Status Builder::Run(CostGraph* cost_graph, std::vector<CostNodeInfo>* nodes,
   }
   OFL_RETURN_IF_ERROR(AddSources(cost_graph, nodes));
   OFL_RETURN_IF_ERROR(AddOps(cost_graph, nodes));
+  OFL_RETURN_IF_ERROR(AddPendingNodes(cost_graph, *nodes));
   OFL_RETURN_IF_ERROR(AddEdges(cost_graph, *nodes, edges));
   stats->boxing_plans = boxing_plans_;
   stats->distinct_matrices = static_cast<int64_t>(matrix_cache_.size());

@@ -26,9 +26,7 @@ Status OpGraph::CheckNewName(const std::string& name) const {
 
 Status OpGraph::AddInput(const std::string& name, const TensorDesc& desc) {
   OFL_RETURN_IF_ERROR(CheckNewName(name));
-  for (int64_t d : desc.shape.dims()) {
-    OFL_ENSURE(d >= 0, "input '", name, "': negative extent in shape ", desc.shape);
-  }
+  OFL_RETURN_IF_ERROR(CheckShape(desc.shape, desc.dtype, "input '" + name + "'"));
   descs_[name] = desc;
   inputs_[name] = desc;
   input_order_.push_back(name);
@@ -37,6 +35,7 @@ Status OpGraph::AddInput(const std::string& name, const TensorDesc& desc) {
 
 Status OpGraph::AddVariable(const std::string& name, const Tensor& init, bool trainable) {
   OFL_RETURN_IF_ERROR(CheckNewName(name));
+  OFL_RETURN_IF_ERROR(CheckShape(init.shape(), init.dtype(), "variable '" + name + "'"));
   OFL_ENSURE(!trainable || IsFloating(init.dtype()), "variable '", name,
              "': a trainable variable must be floating point, got ", DataTypeName(init.dtype()));
   TensorDesc desc{init.shape(), init.dtype()};
@@ -50,9 +49,7 @@ Status OpGraph::AddVariable(const std::string& name, const TensorDesc& desc, boo
   OFL_RETURN_IF_ERROR(CheckNewName(name));
   OFL_ENSURE(!trainable || IsFloating(desc.dtype), "variable '", name,
              "': a trainable variable must be floating point, got ", DataTypeName(desc.dtype));
-  for (int64_t d : desc.shape.dims()) {
-    OFL_ENSURE(d >= 0, "variable '", name, "': negative dimension in shape ", desc.shape);
-  }
+  OFL_RETURN_IF_ERROR(CheckShape(desc.shape, desc.dtype, "variable '" + name + "'"));
   descs_[name] = desc;
   VariableInfo info{desc, trainable, Tensor()};
   info.lazy = true;
@@ -175,6 +172,7 @@ Maybe<OpGraph> OpGraph::FromJob(const proto::Job& job) {
   }
   for (const auto& v : job.variables()) {
     OFL_ASSIGN_OR_RETURN(TensorDesc d, DescFromProto(v.desc()));
+    OFL_RETURN_IF_ERROR(CheckAllocation(d.shape, d.dtype, "job variable '" + v.name() + "'"));
     OFL_RETURN_IF_ERROR(g.AddVariable(v.name(), Tensor::Zeros(d.shape, d.dtype), v.trainable()));
   }
   for (const auto& op : job.ops()) {

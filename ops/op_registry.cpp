@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "oneflow_lite/core/checked_math.h"
+
 namespace ofl {
 
 namespace {
@@ -14,6 +16,13 @@ bool SameAttrType(const AttrValue& expected, const AttrValue& given) {
   return expected.index() == given.index();
 }
 }  // namespace
+
+int64_t TensorDesc::nbytes() const {
+  std::optional<int64_t> bytes = MulInt64(shape.NumElements(), SizeOf(dtype));
+  CHECK(bytes) << "bytes of shape " << shape
+               << " overflow int64: it was not validated (CheckShape)";
+  return *bytes;
+}
 
 std::string SbpSignature::ToString() const {
   std::string s;
@@ -125,8 +134,21 @@ Status OpDef::CompleteAttrs(OpContext* ctx) const {
 
 Maybe<std::vector<TensorDesc>> OpDef::Infer(OpContext* ctx) const {
   OFL_RETURN_IF_ERROR(CompleteAttrs(ctx));
+  for (int i = 0; i < ctx->num_inputs(); ++i) {
+    const TensorDesc& in = ctx->input(i);
+    OFL_RETURN_IF_ERROR(
+        CheckShape(in.shape, in.dtype, ctx->where() + ": input " + ArgName(*this, i)));
+  }
   CHECK(infer_) << type_ << " has no InferShape";
-  return infer_(*ctx);
+  OFL_ASSIGN_OR_RETURN(std::vector<TensorDesc> outs, infer_(*ctx));
+  // Inference multiplies sizes given by the user (shape attrs, broadcast
+  // batch axes, embedding widths): the outputs must fit int64 too.
+  for (size_t o = 0; o < outs.size(); ++o) {
+    const std::string name = o < output_names_.size() ? output_names_[o] : std::to_string(o);
+    OFL_RETURN_IF_ERROR(
+        CheckShape(outs[o].shape, outs[o].dtype, ctx->where() + ": output " + name));
+  }
+  return outs;
 }
 
 std::vector<SbpSignature> OpDef::SbpSignatures(const OpContext& ctx) const {
@@ -143,7 +165,7 @@ OpCost OpDef::EstimateCost(const OpContext& ctx, const std::vector<TensorDesc>& 
   OpCost cost;
   for (const TensorDesc& d : outputs) {
     cost.flops += static_cast<double>(d.shape.NumElements());
-    cost.memory_bytes += d.nbytes();
+    cost.memory_bytes = SaturatingAdd(cost.memory_bytes, d.nbytes());
   }
   return cost;
 }

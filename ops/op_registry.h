@@ -28,7 +28,8 @@ class GradContext;
 struct TensorDesc {
   Shape shape;
   DataType dtype = DataType::kFloat32;
-  int64_t nbytes() const { return shape.NumElements() * SizeOf(dtype); }
+  // CHECKs that it fits int64: descs are validated (CheckShape) on entry.
+  int64_t nbytes() const;
   bool operator==(const TensorDesc& o) const { return shape == o.shape && dtype == o.dtype; }
 };
 
@@ -61,7 +62,8 @@ struct SbpSignature {
 };
 
 // The op's estimate for the cost model. memory_bytes: bytes of the outputs
-// the op allocates plus any workspace it keeps alive.
+// the op allocates plus any workspace it keeps alive (saturating at
+// INT64_MAX rather than wrapping).
 struct OpCost {
   double flops = 0;
   int64_t memory_bytes = 0;

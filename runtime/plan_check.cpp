@@ -22,6 +22,12 @@ Status CheckRegisters(const proto::Plan& plan) {
     OFL_ENSURE(r.num_slots() >= 1, "plan: register '", r.name(), "' has ", r.num_slots(), " slots");
     OFL_ENSURE(!r.persistent() || r.num_slots() == 1, "plan: persistent register '", r.name(),
                "' has ", r.num_slots(), " slots, not 1");
+    // Registers are allocated: their shapes must fit int64 and the allocator.
+    const auto& dims = r.desc().shape().dims();
+    Maybe<DataType> dtype = ParseDataType(r.desc().dtype());
+    OFL_RETURN_IF_ERROR(dtype.status());
+    OFL_RETURN_IF_ERROR(CheckAllocation(Shape(std::vector<int64_t>(dims.begin(), dims.end())),
+                                        dtype.value(), "plan: register '" + r.name() + "'"));
   }
   return Status::OK();
 }

@@ -35,6 +35,13 @@ Maybe<int> CostGraph::AddNode(std::string name, std::vector<Candidate> candidate
     OFL_ENSURE(c.memory_bytes >= 0, "cost graph: node '", name, "' candidate ", i,
                ": memory_bytes=", c.memory_bytes, " must be >= 0");
   }
+  int64_t largest = 0;
+  for (const Candidate& c : candidates) largest = std::max(largest, c.memory_bytes);
+  OFL_ENSURE(largest <= std::numeric_limits<int64_t>::max() - max_memory_total_,
+             "cost graph: node '", name, "' candidate memory of ", largest,
+             " bytes would bring the sum of the nodes' largest memory past int64 (",
+             max_memory_total_, " bytes before it)");
+  max_memory_total_ += largest;
   CostNode node{std::move(name), std::move(candidates), 0};
   node.min_memory_bytes = std::min_element(node.candidates.begin(), node.candidates.end(),
                                            [](const Candidate& a, const Candidate& b) {

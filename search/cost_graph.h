@@ -91,7 +91,10 @@ struct Solution {
 
 class CostGraph {
  public:
-  // Returns the new node's index. Errors: no candidates, bad costs.
+  // Returns the new node's index. Errors: no candidates, bad costs, and a
+  // largest memory that would bring the sum over nodes of their largest
+  // candidate past INT64_MAX (so that no sum of one candidate per node, in
+  // any searcher, overflows).
   Maybe<int> AddNode(std::string name, std::vector<Candidate> candidates);
   // Returns the new edge's index. Errors: unknown node, from == to, a null
   // matrix or one that is not K_from x K_to. Parallel edges add up.
@@ -130,6 +133,7 @@ class CostGraph {
   std::vector<CostEdge> edges_;
   std::vector<std::vector<Incidence>> incident_;
   int64_t memory_limit_ = kNoMemoryLimit;
+  int64_t max_memory_total_ = 0;  // sum over nodes of their largest candidate's memory
 };
 
 // "1.23 ms"-style text for seconds, and "1.5 GiB"-style for bytes.

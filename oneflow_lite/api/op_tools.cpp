@@ -80,6 +80,10 @@ Maybe<std::vector<Tensor>> RunOp(const std::string& op_type, const std::vector<T
                                  const AttrMap& attrs) {
   OpGraph g;
   OFL_ASSIGN_OR_RETURN(std::vector<std::string> outs, BuildOneOp(&g, op_type, inputs, attrs));
+  for (const std::string& out : outs) {  // eager outputs are allocated: refuse absurd ones first
+    const TensorDesc d = g.Desc(out).value();
+    OFL_RETURN_IF_ERROR(CheckAllocation(d.shape, d.dtype, op_type + ": output '" + out + "'"));
+  }
   OFL_ASSIGN_OR_RETURN(auto session, Session::Create(g));
   std::vector<Tensor> results;
   OFL_RETURN_IF_ERROR(session->Run({}, outs, &results));
@@ -155,10 +159,8 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
   std::vector<Tensor> results;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorDesc& d = outputs[i];
-    for (int64_t extent : d.shape.dims()) {
-      OFL_ENSURE(extent >= 0, op_type, ": output ", def->output_names()[i], " shape=", d.shape,
-                 " has a negative extent");
-    }
+    OFL_RETURN_IF_ERROR(
+        CheckAllocation(d.shape, d.dtype, op_type + ": output " + def->output_names()[i]));
     results.emplace_back(d.shape, d.dtype);
     Poison(&results.back());
   }
@@ -175,6 +177,8 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
   }
   if (!outputs.empty()) {
     kc.logical_shape = logical_shape.value_or(outputs[0].shape);
+    OFL_RETURN_IF_ERROR(
+        CheckShape(kc.logical_shape, outputs[0].dtype, op_type + ": logical_shape"));
     kc.logical_offset = logical_offset.value_or(std::vector<int64_t>(kc.logical_shape.ndim(), 0));
     OFL_RETURN_IF_ERROR(
         CheckLogicalPlace(op_type, outputs[0].shape, kc.logical_shape, kc.logical_offset));

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "oneflow_lite/core/checked_math.h"
+
 namespace ofl {
 
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned) {
@@ -29,7 +31,9 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
       continue;
     }
     OFL_ASSIGN_OR_RETURN(BoxingPlan plan, model.EdgeBoxing(e, pc, cc));
-    for (const auto& [rank, sent] : plan.bytes_sent) bytes[rank] += sent * info.multiplier;
+    for (const auto& [rank, sent] : plan.bytes_sent) {  // saturating, as the plan's bytes
+      bytes[rank] = SaturatingAdd(bytes[rank], SaturatingMul(sent, info.multiplier));
+    }
   }
   return bytes;
 }

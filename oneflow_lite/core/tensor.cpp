@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "oneflow_lite/core/checked_math.h"
+
 namespace ofl {
 
 namespace {
@@ -25,7 +27,10 @@ void FillTyped(void* data, int64_t n, double value) {
 
 Tensor::Tensor(Shape shape, DataType dtype) : shape_(std::move(shape)), dtype_(dtype) {
   for (int64_t d : shape_.dims()) CHECK_GE(d, 0) << "negative extent in " << shape_;
-  owner_ = AllocateAligned(nbytes());
+  const std::optional<int64_t> bytes = MulInt64(numel(), SizeOf(dtype_));
+  CHECK(bytes) << "bytes of shape " << shape_
+               << " overflow int64: it was not validated (CheckShape)";
+  owner_ = AllocateAligned(*bytes);
   data_ = owner_.get();
 }
 

@@ -3,6 +3,7 @@
 // Registration, inference, SBP (a split on any other axis stays local, all-B,
 // all-P -> P), cost and gradient (a slice of dy per input). Kernel:
 // concat_cpu.cpp.
+#include "oneflow_lite/core/checked_math.h"
 #include "ops/grad.h"
 #include "ops/op_registry.h"
 
@@ -26,7 +27,10 @@ Maybe<std::vector<TensorDesc>> InferConcat(const OpContext& ctx) {
     }
     OFL_ENSURE(same, ctx.where(), ": inputs[", i, "].shape=", d.shape,
                " does not match inputs[0].shape=", first.shape, " off axis ", axis);
-    dims[axis] += d.shape[axis];
+    OFL_ASSIGN_OR_RETURN(dims[axis], CheckedAdd(dims[axis], d.shape[axis],
+                                                ctx.where() + ": the extent of axis " +
+                                                    std::to_string(axis) + " after inputs[" +
+                                                    std::to_string(i) + "]"));
   }
   return std::vector<TensorDesc>{{Shape(dims), first.dtype}};
 }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <map>
 
+#include "oneflow_lite/core/checked_math.h"
 #include "ops/grad.h"
 #include "ops/op_registry.h"
 
@@ -24,21 +25,39 @@ using Ints = std::vector<int64_t>;
 
 std::string Str(const Ints& v) { return AttrToString(AttrValue(v)); }
 
+// The product of the target's extents other than its -1; an error when it
+// is more than int64 can hold (checked before any -1 is inferred).
+Maybe<int64_t> KnownCount(const OpContext& ctx, const Ints& target, bool has_infer_axis) {
+  Ints known;
+  for (int64_t d : target) {
+    if (d != -1) known.push_back(d);
+  }
+  if (std::find(known.begin(), known.end(), 0) != known.end()) return int64_t{0};
+  int64_t count = 1;
+  for (int64_t d : known) {
+    std::optional<int64_t> next = MulInt64(count, d);
+    OFL_ENSURE(next, ctx.where(), ": shape ", Shape(target), " has ",
+               has_infer_axis ? "known extents whose product is " : "", ProductText(known),
+               has_infer_axis ? "" : " elements", ", more than int64 can hold");
+    count = *next;
+  }
+  return count;
+}
+
 Maybe<std::vector<TensorDesc>> InferReshape(const OpContext& ctx) {
   const TensorDesc& x = ctx.input(0);
   const Ints& target = ctx.attrs.Get<Ints>("shape");
-  int64_t known = 1;
-  int infer_axis = -1;
+  int64_t infer_axis = -1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
       OFL_ENSURE(infer_axis < 0, ctx.where(), ": shape=", Str(target), " may hold at most one -1");
-      infer_axis = static_cast<int>(i);
+      infer_axis = static_cast<int64_t>(i);
     } else {
       OFL_ENSURE(target[i] >= 0, ctx.where(), ": shape=", Str(target), " has the negative extent ",
                  target[i], " (only -1 is allowed, once)");
-      known *= target[i];
     }
   }
+  OFL_ASSIGN_OR_RETURN(const int64_t known, KnownCount(ctx, target, infer_axis >= 0));
   Ints dims = target;
   const int64_t numel = x.shape.NumElements();
   if (infer_axis >= 0) {

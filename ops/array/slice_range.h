@@ -37,7 +37,7 @@ inline std::vector<AxisRange> SliceRanges(const Shape& shape, const AttrMap& att
     r.step = step.empty() ? 1 : step[a];
     r.start = ClampIndex(start[a], shape[a]);
     const int64_t end = ClampIndex(stop[a], shape[a]);
-    r.size = end > r.start ? (end - r.start + r.step - 1) / r.step : 0;
+    r.size = end > r.start ? (end - r.start - 1) / r.step + 1 : 0;  // no overflow at a huge step
   }
   return ranges;
 }

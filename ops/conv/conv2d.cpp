@@ -9,6 +9,7 @@
 //
 // No groups and no bias (bias is a separate op). conv2d is bilinear in
 // (x, weight), so all three ops have gradients made of these three ops.
+#include "oneflow_lite/core/checked_math.h"
 #include "ops/conv/conv_geometry.h"
 #include "ops/grad.h"
 #include "ops/op_registry.h"
@@ -74,6 +75,9 @@ Maybe<Conv2dGeometry> CheckGeometry(const OpContext& ctx, const std::string& x_n
   OFL_ENSURE(x[1] == w[1], ctx.where(), ": ", x_name, "[1]=", x[1], " (input channels) != ", w_name,
              "[1]=", w[1]);
   Conv2dGeometry g = Conv2dGeometry::Make(x, w, ctx.attrs);
+  OFL_ENSURE(g.out_h < kInt64Max && g.out_w < kInt64Max, ctx.where(), ": ", x_name, "=", x,
+             " with padding=", Str(ctx.attrs.Get<Ints>("padding")),
+             " has an output extent more than int64 can hold");
   OFL_ENSURE(g.out_h >= 1 && g.out_w >= 1, ctx.where(), ": ", x_name, "=", x,
              " is too small for kernel (", g.kernel_h, ", ", g.kernel_w,
              ") with padding=", Str(ctx.attrs.Get<Ints>("padding")),

@@ -14,11 +14,16 @@
 namespace ofl {
 
 // floor((size + 2 * pad - dilation * (kernel - 1) - 1) / stride) + 1; may be <= 0.
+// Computed in 128 bits (pads and dilations are user attrs, sizes up to
+// int64) and clamped to INT64_MAX, which the op's inference reports as too
+// large; stride >= 1.
 inline int64_t ConvOutputSize(int64_t size, int64_t kernel, int64_t stride, int64_t pad,
                               int64_t dilation) {
-  int64_t span = size + 2 * pad - dilation * (kernel - 1) - 1;
+  const __int128 span = static_cast<__int128>(size) + 2 * static_cast<__int128>(pad) -
+                        static_cast<__int128>(dilation) * (static_cast<__int128>(kernel) - 1) - 1;
   if (span < 0) return 0;
-  return span / stride + 1;
+  const __int128 out = span / stride + 1;
+  return out > INT64_MAX ? INT64_MAX : static_cast<int64_t>(out);
 }
 
 struct Conv2dGeometry {

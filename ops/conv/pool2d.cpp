@@ -9,6 +9,7 @@
 //   (PyTorch's count_include_pad=True), so every window divides by kh * kw.
 //   max_pool2d_grad(x, y, dy): dy goes to the first maximum of each window.
 //   avg_pool2d_grad(x, dy): x is read only for its shape.
+#include "oneflow_lite/core/checked_math.h"
 #include "ops/conv/conv_geometry.h"
 #include "ops/grad.h"
 #include "ops/op_registry.h"
@@ -45,7 +46,12 @@ Maybe<Shape> InferPoolOutput(const OpContext& ctx) {
   const Ints& padding = ctx.attrs.Get<Ints>("padding");
   OFL_ENSURE(padding[0] <= kernel[0] / 2 && padding[1] <= kernel[1] / 2, ctx.where(),
              ": padding=", Str(padding), " must be at most half of kernel_size=", Str(kernel));
+  OFL_ENSURE(MulInt64(kernel[0], kernel[1]), ctx.where(), ": kernel_size=", Str(kernel), " has ",
+             ProductText(kernel), " elements, more than int64 can hold");
   Pool2dGeometry g = Pool2dGeometry::Make(x.shape, ctx.attrs);
+  OFL_ENSURE(g.out_h < kInt64Max && g.out_w < kInt64Max, ctx.where(), ": x.shape=", x.shape,
+             " with kernel_size=", Str(kernel), " and padding=", Str(padding),
+             " has an output extent more than int64 can hold");
   OFL_ENSURE(g.out_h >= 1 && g.out_w >= 1, ctx.where(), ": x.shape=", x.shape,
              " is smaller than kernel_size=", Str(kernel), " with padding=", Str(padding));
   return Shape({x.shape[0], x.shape[1], g.out_h, g.out_w});

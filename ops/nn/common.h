@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "oneflow_lite/core/checked_math.h"
 #include "ops/op_registry.h"
 
 namespace ofl::nn {
@@ -69,7 +70,9 @@ inline CostFn PerElementCost(double per_element) {
   return [per_element](const OpContext&, const std::vector<TensorDesc>& outs) {
     OpCost cost;
     cost.flops = per_element * static_cast<double>(outs.at(0).shape.NumElements());
-    for (const TensorDesc& d : outs) cost.memory_bytes += d.nbytes();
+    for (const TensorDesc& d : outs) {
+      cost.memory_bytes = SaturatingAdd(cost.memory_bytes, d.nbytes());
+    }
     return cost;
   };
 }

@@ -14,6 +14,7 @@
 //   layer_norm 7 (sum, x-mean, square, sum, *inv_std, *gamma, +beta)
 //   layer_norm_grad 13 (xhat: 2, dy*gamma 1, sum 1, sum of *xhat 2,
 //                       dx: 4 (-, xhat*, -, *inv_std), dgamma: 2, dbeta: 1)
+#include "oneflow_lite/core/checked_math.h"
 #include "ops/grad.h"
 #include "ops/nn/common.h"
 #include "ops/op_registry.h"
@@ -96,7 +97,7 @@ OpCost LayerNormCost(const OpContext& ctx, const std::vector<TensorDesc>& outs,
                      double per_element) {
   OpCost cost;
   cost.flops = per_element * static_cast<double>(ctx.input(0).shape.NumElements());
-  for (const TensorDesc& d : outs) cost.memory_bytes += d.nbytes();
+  for (const TensorDesc& d : outs) cost.memory_bytes = SaturatingAdd(cost.memory_bytes, d.nbytes());
   return cost;
 }
 

@@ -11,14 +11,16 @@ import numpy as np
 
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite import _random
-from oneflow_lite._tensor import Number, Tensor, _shape_arg
+from oneflow_lite._tensor import Number, Tensor, _shape_arg, check_shape
 
 _default_device = ["cpu"]
 
 
-def _make(array_fn, shape, dtype, requires_grad) -> Tensor:
+def _make(what: str, array_fn, shape, dtype, requires_grad) -> Tensor:
     d = dtypes.get(dtype)
-    if _default_device[-1] == "meta" or d.numpy is None:
+    meta = _default_device[-1] == "meta" or d.numpy is None
+    check_shape(shape, d, what, allocate=not meta)
+    if meta:
         if _default_device[-1] != "meta":
             dtypes.numpy_of(d)  # raises: planning-only dtype outside meta
         return Tensor._wrap(None, shape, d, "meta", requires_grad)
@@ -54,35 +56,36 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def zeros(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    return _make(np.zeros, _shape_arg(shape), dtype, requires_grad)
+    return _make("zeros", np.zeros, _shape_arg(shape), dtype, requires_grad)
 
 
 def ones(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    return _make(np.ones, _shape_arg(shape), dtype, requires_grad)
+    return _make("ones", np.ones, _shape_arg(shape), dtype, requires_grad)
 
 
 def full(shape, value: Number, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    return _make(lambda s, d: np.full(s, value, d), _shape_arg([shape]), dtype, requires_grad)
+    return _make("full", lambda s, d: np.full(s, value, d), _shape_arg([shape]), dtype,
+                 requires_grad)
 
 
 def empty(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
-    return _make(np.zeros, _shape_arg(shape), dtype, requires_grad)
+    return _make("empty", np.zeros, _shape_arg(shape), dtype, requires_grad)
 
 
 def randn(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
     """Standard normal draws from the generator ``flow.manual_seed`` resets."""
-    return _make(lambda s, d: _random.generator().standard_normal(s).astype(d),
+    return _make("randn", lambda s, d: _random.generator().standard_normal(s).astype(d),
                  _shape_arg(shape), dtype, requires_grad)
 
 
 def rand(*shape, dtype=dtypes.float32, requires_grad: bool = False) -> Tensor:
     """Uniform [0, 1) draws from the generator ``flow.manual_seed`` resets."""
-    return _make(lambda s, d: _random.generator().random(s).astype(d),
+    return _make("rand", lambda s, d: _random.generator().random(s).astype(d),
                  _shape_arg(shape), dtype, requires_grad)
 
 
 def randint(low: int, high: int, shape, dtype=dtypes.int64) -> Tensor:
-    return _make(lambda s, d: _random.generator().integers(low, high, s).astype(d),
+    return _make("randint", lambda s, d: _random.generator().integers(low, high, s).astype(d),
                  _shape_arg([shape]), dtype, False)
 
 

@@ -232,6 +232,7 @@ class Tensor:
 
     def reshape(self, *shape) -> "Tensor":
         shape = _shape_arg(shape)
+        check_shape(shape, self._dtype, "reshape", infer=True)
         return self._op("reshape", shape=_resolve_shape(shape, self.numel(), "reshape"))
 
     view = reshape
@@ -330,6 +331,44 @@ def _shape_arg(shape) -> list:
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
     return [int(d) for d in shape]
+
+
+INT64_MAX = 2**63 - 1
+# The largest single buffer an eager tensor may ask for (oneflow_lite/core/shape.h).
+MAX_ALLOCATION_BYTES = 2**48
+
+
+def shape_text(shape) -> str:
+    """``(2, 3)``, as the C++ core prints shapes (``()`` for a scalar)."""
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def check_shape(shape: Sequence[int], dtype, what: str, allocate: bool = False,
+                infer: bool = False) -> int:
+    """The element count of ``shape``; a ValueError naming ``what`` and the
+    shape when an extent is negative, or the elements or bytes (at
+    ``dtype``'s item size) are more than int64 can hold, or, when
+    ``allocate``, more than ``MAX_ALLOCATION_BYTES``. ``infer``: a reshape
+    target, whose -1 extents are left out of the count."""
+    text = shape_text(shape)
+    count = 1
+    for axis, d in enumerate(shape):
+        if d < 0 and not (infer and d == -1):
+            raise ValueError(f"{what}: shape {text} has the negative extent {d} at axis {axis}")
+        count *= max(d, 1) if infer and d == -1 else d  # Python ints: exact at any size
+    if count > INT64_MAX:  # the same words as the C++ checks (core/shape.h, reshape)
+        counted = (f"known extents whose product is {count}" if infer and -1 in shape
+                   else f"{count} elements")
+        raise ValueError(f"{what}: shape {text} has {counted}, more than int64 can hold")
+    d = dtypes.get(dtype)
+    if count * d.itemsize > INT64_MAX:
+        raise ValueError(f"{what}: shape {text} of {d.name} takes {count * d.itemsize} bytes, "
+                         f"more than int64 can hold")
+    if allocate and count * d.itemsize > MAX_ALLOCATION_BYTES:
+        raise ValueError(f"{what}: shape {text} of {d.name} takes {count * d.itemsize} bytes, "
+                         f"more than the largest allocation ({MAX_ALLOCATION_BYTES} bytes = "
+                         f"256 TiB)")
+    return count
 
 
 def _resolve_shape(shape: Sequence[int], numel: int, what: str) -> list:

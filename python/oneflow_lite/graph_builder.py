@@ -22,6 +22,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from oneflow_lite import _C
+from oneflow_lite._tensor import check_shape
 
 _OPS = frozenset(_C.list_ops())
 
@@ -34,7 +35,9 @@ class GraphBuilder:
 
     def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> str:
         """Declares a tensor fed on every run."""
-        self.program.add_input(name, list(shape), dtype)
+        shape = [int(d) for d in shape]
+        check_shape(shape, dtype, f"input '{name}'")  # Python ints past int64 included
+        self.program.add_input(name, shape, dtype)
         return name
 
     def variable(self, name: str, init: np.ndarray, trainable: bool = True) -> str:

@@ -291,4 +291,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ValueError as error:  # bad sizes or settings: one line and status 2, as argparse
+        sys.exit(print(f"python -m oneflow_lite.train: error: {error}", file=sys.stderr) or 2)

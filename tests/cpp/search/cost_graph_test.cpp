@@ -1,5 +1,6 @@
 // CostGraph: input errors, the cost breakdown of a hand-worked graph, shared
-// matrices, the memory limit and its smallest need, dominance pruning.
+// matrices, the memory limit and its smallest need, memory sums within
+// int64, dominance pruning.
 #include "search/cost_graph.h"
 
 #include <gtest/gtest.h>
@@ -43,6 +44,20 @@ TEST(CostGraphTest, RejectsBadInputNamingIt) {
 }
 
 // x -> y -> z, x -> z; worked by hand for the choice (1, 0, 1).
+TEST(CostGraphTest, RefusesMemoryWhoseSumCouldWrapInt64) {
+  // 2^62 + 2^62 - 1 = INT64_MAX is the largest sum of largest candidates.
+  CostGraph g;
+  const int64_t k2p62 = int64_t{1} << 62;
+  ASSERT_TRUE(g.AddNode("a", {{0, 0}, {0, k2p62}}).ok());
+  Maybe<int> over = g.AddNode("b", {{0, 1}, {0, k2p62}});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().message(),
+            "cost graph: node 'b' candidate memory of 4611686018427387904 bytes would bring the "
+            "sum of the nodes' largest memory past int64 (4611686018427387904 bytes before it)");
+  ASSERT_TRUE(g.AddNode("c", {{0, 1}, {0, k2p62 - 1}}).ok());
+  EXPECT_EQ(g.MemoryBytes({1, 1}), INT64_MAX);
+}
+
 TEST(CostGraphTest, EvaluatesWithABreakdownByNodeAndEdge) {
   CostGraph g;
   int x = g.AddNode("x", {{1.0, 10}, {2.0, 20}}).value();

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from oneflow_lite import _creation, _dtype
+from oneflow_lite._tensor import check_shape
 from oneflow_lite.nn import functional as F
 from oneflow_lite.nn import init
 from oneflow_lite.nn.module import Module
@@ -22,6 +23,8 @@ class Linear(Module):
                              f"{out_features} must be positive")
         self.in_features, self.out_features = in_features, out_features
         dtype = dtype or _dtype.float32
+        check_shape((out_features, in_features), dtype,
+                    f"Linear(in_features={in_features}, out_features={out_features}).weight")
         bound = 1.0 / math.sqrt(in_features)
         self.weight = Parameter(init.uniform_(_creation.empty(out_features, in_features,
                                                             dtype=dtype), -bound, bound))

@@ -3,6 +3,7 @@ as PyTorch). Not thread-safe."""
 from __future__ import annotations
 
 from oneflow_lite import _creation, _dtype
+from oneflow_lite._tensor import check_shape
 from oneflow_lite.nn import functional as F
 from oneflow_lite.nn import init
 from oneflow_lite.nn.module import Module
@@ -30,6 +31,9 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         dtype = dtype or _dtype.float32
+        check_shape((num_embeddings, embedding_dim), dtype,
+                    f"Embedding(num_embeddings={num_embeddings}, embedding_dim={embedding_dim})"
+                    f".weight")
         self.weight = Parameter(init.normal_(_creation.empty(num_embeddings, embedding_dim,
                                                            dtype=dtype)))
 
