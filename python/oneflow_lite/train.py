@@ -136,7 +136,7 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
         except ValueError as e:  # step 1 plans: a searcher that does not fit the model
             if step > 1:
                 raise
-            train_args.usage_error(f"--searcher {searcher} on --model {args.model}: "
+            train_args.usage_error(f"planning --model {args.model} with --searcher {searcher}: "
                                    f"{str(e).splitlines()[0]}")
         times.append(time.perf_counter() - start)  # step 1 includes planning and compiling
         losses.append(loss)
@@ -222,7 +222,7 @@ def plan_only(args, config) -> dict:
     try:
         planned = _C.plan(program, list(args.hierarchy), cluster, args.searcher)
     except ValueError as e:  # a searcher that does not fit the model
-        train_args.usage_error(f"--searcher {args.searcher} on --model {args.model}: "
+        train_args.usage_error(f"planning --model {args.model} with --searcher {args.searcher}: "
                                f"{str(e).splitlines()[0]}")
     print(f"planned with {args.searcher} in {time.perf_counter() - start:.1f} s\n")
     print(planned.report(max_rows=20))
@@ -294,4 +294,4 @@ if __name__ == "__main__":
     try:
         main()
     except ValueError as error:  # bad sizes or settings: one line and status 2, as argparse
-        sys.exit(print(f"python -m oneflow_lite.train: error: {error}", file=sys.stderr) or 2)
+        train_args.usage_error(str(error).splitlines()[0])

@@ -61,7 +61,7 @@ CASES = [
                                                          "file 'out/r.json'"),
     (["--hidden", "10", "--heads", "3"], "GPTConfig: n_embd=10 is not a multiple of n_head=3"),
     (["--model", "mlp", "--searcher", "megatron", *TINY[-4:]],
-     "--searcher megatron on --model mlp: expert preset megatron: no Transformer block"),
+     "planning --model mlp with --searcher megatron: expert preset megatron: no Transformer block"),
 ]
 
 
