@@ -5,4 +5,5 @@
 #include "graph/op_graph.h"
 #include "runtime/runtime.h"
 
-int OflArrowViolation() { return static_cast<int>(ofl::OpGraph().ops().size()); }
+// Nothing below needs graph/: the include alone is what must fail.
+int OflArrowViolation() { return 0; }
