@@ -69,7 +69,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 FREE_FUNCTION = re.compile(
     r"^(?:template\s*<[^;{]*>\s*)?(?:(?:inline|static|constexpr|extern|\[\[nodiscard\]\])\s+)*"
     r"[A-Za-z_][\w:<>,\s*&]*?[\s*&](\w+)\s*\(")
-CLASS = re.compile(r"^(?:template\s*<[^;{]*>\s*)?(?:class|struct)\s+(?:\[\[\w+\]\]\s+)?(\w+)\b[^;]*$")
+CLASS = re.compile(
+    r"^(?:template\s*<[^;{]*>\s*)?(?:class|struct)\s+(?:\[\[\w+\]\]\s+)?(\w+)\b[^;]*$")
 STATIC_MEMBER = re.compile(r"^\s+static\s+[\w:<>,\s*&]*?[\s*&](\w+)\s*\(")
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "operator", "decltype", "catch"}
 CALL = re.compile(r"(?<![\w.:>])(\w+)\s*\(")
@@ -133,7 +134,8 @@ def code_lines(path: Path) -> list[str]:
 def check_includes(root: Path, module: str, path: Path) -> list[Violation]:
     out = []
     rel = path.relative_to(root).as_posix()
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").split("\n"), 1):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for number, line in enumerate(text.split("\n"), 1):
         m = INCLUDE.match(line)
         if not m:
             continue

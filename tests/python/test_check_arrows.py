@@ -127,7 +127,8 @@ def test_include_of_no_module_fails(tree):
     write(tree, "graph/x.cpp", '#include "tests/cpp/helper.h"\n')
     result = run_lint(tree)
     assert result.returncode == 1
-    assert 'graph/x.cpp:1: includes "tests/cpp/helper.h": not a header of any module' in result.stderr
+    assert ('graph/x.cpp:1: includes "tests/cpp/helper.h": not a header of any module'
+            in result.stderr)
 
 
 def test_python_calling_graph_through_api_headers_fails(tree):
