@@ -6,6 +6,7 @@
 // Declared-only variables: Program.add_variable_desc.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <sstream>
