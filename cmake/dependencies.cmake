@@ -1,8 +1,9 @@
 # Third-party packages, found once for every target (ENVIRONMENT.md lists the
 # Debian packages and their CMake names). CUDA is detected, never required.
+# No find_package(gflags): no target of ours uses it; glog's config finds it
+# for glog itself.
 find_package(Threads REQUIRED)
 find_package(glog CONFIG REQUIRED)
-find_package(gflags CONFIG REQUIRED)
 find_package(TBB CONFIG REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(dnnl CONFIG REQUIRED)

@@ -58,13 +58,6 @@ std::string Pad(const std::string& s, size_t width, bool right = false) {
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
-std::string FormatNumber(double v) {
-  std::ostringstream out;
-  out.precision(4);
-  out << v;
-  return out.str();
-}
-
 }  // namespace
 
 Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& model,

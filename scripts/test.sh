@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# scripts/test.sh: set up and build (scripts/lib/setup.sh), then run
-#   1. the C++ tests (ctest) on that build;
+# scripts/test.sh: set up and build (scripts/lib/setup.sh) with compiler
+# warnings as errors (OFL_WERROR=ON, -Wall -Wextra), then run
+#   0. the module-arrow lint (scripts/check_arrows.py: every include, and
+#      the Python extension's calls, against DESIGN.md's arrows);
+#   1. the C++ tests (ctest) on that build (the `arrows` ones compile a
+#      forbidden include on purpose and expect it to fail);
 #   2. the core and runtime tests again in ThreadSanitizer and
 #      AddressSanitizer builds (build-thread/, build-address/: only those two
 #      test binaries are built there; kernels run single-threaded under TSan;
@@ -12,9 +16,13 @@
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
+export OFL_WERROR="${OFL_WERROR:-ON}"
 ofl_setup
 cd "$OFL_ROOT"
 export PYTHONPATH="$OFL_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+
+lint_rc=0
+"$OFL_PY" scripts/check_arrows.py || lint_rc=$?
 
 ctest_rc=0
 ctest --test-dir "$OFL_BUILD_DIR" --output-on-failure --no-tests=error -j "$OFL_JOBS" || ctest_rc=$?
@@ -35,8 +43,9 @@ done
 pytest_rc=0
 "$OFL_PY" -m pytest -q tests/python || pytest_rc=$?
 
-if ((ctest_rc != 0 || san_rc != 0 || pytest_rc != 0)); then
-  echo "test.sh: FAILED (ctest exit $ctest_rc, sanitizers $san_rc, pytest exit $pytest_rc)" >&2
+if ((lint_rc != 0 || ctest_rc != 0 || san_rc != 0 || pytest_rc != 0)); then
+  echo "test.sh: FAILED (arrow lint exit $lint_rc, ctest exit $ctest_rc, sanitizers $san_rc," \
+    "pytest exit $pytest_rc)" >&2
   exit 1
 fi
 echo "test.sh: all tests passed" >&2

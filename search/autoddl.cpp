@@ -15,6 +15,13 @@
 #include "search/tree_descent.h"
 
 namespace ofl {
+
+std::vector<BallOptions> DefaultBallTiers() {
+  return {BallOptions{/*radius=*/3, /*max_nodes=*/16, /*max_entries=*/int64_t{1} << 16,
+                      /*lagrangian_iterations=*/16, /*budget=*/int64_t{1} << 20},
+          BallOptions{}};
+}
+
 namespace {
 
 bool Improves(double candidate, double current) { return candidate < current - 1e-12 * current; }

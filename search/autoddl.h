@@ -43,6 +43,11 @@
 
 namespace ofl {
 
+// Small balls under a fixed budget, then the default BallOptions. Out of line:
+// a braced list in the member initializer below made GCC 12 warn
+// -Wmaybe-uninitialized (a false positive) wherever AutoddlOptions() inlines.
+std::vector<BallOptions> DefaultBallTiers();
+
 struct AutoddlOptions {
   int num_random_starts = 0;  // seeded random starts after the three fixed ones
   uint64_t seed = 0;
@@ -62,10 +67,7 @@ struct AutoddlOptions {
   int ball_passes = 4;  // per tier
   // Tiers in turn: small balls under a fixed budget, then the default
   // (large balls, a budget that shrinks with the graph).
-  std::vector<BallOptions> ball_tiers = {
-      BallOptions{/*radius=*/3, /*max_nodes=*/16, /*max_entries=*/int64_t{1} << 16,
-                  /*lagrangian_iterations=*/16, /*budget=*/int64_t{1} << 20},
-      BallOptions{}};
+  std::vector<BallOptions> ball_tiers = DefaultBallTiers();
   // Extra starts given by the caller (e.g. graph/'s best expert preset), run
   // after the others under their names: choices over the graph as given,
   // each within the memory limit. Descent from one runs on the pruned graph

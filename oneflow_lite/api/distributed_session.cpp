@@ -1,5 +1,6 @@
 #include "oneflow_lite/api/distributed_session.h"
 
+#include "graph/strategy_dot.h"
 #include "ops/array/strided_copy.h"
 #include "ops/kernel.h"  // OFL_DISPATCH_FLOAT
 
@@ -181,5 +182,7 @@ Status DistributedSession::SetVariable(const std::string& name, const Tensor& va
   for (const auto& [rank, t] : parts) OFL_RETURN_IF_ERROR(runtime_->SetVariable(name, rank, t));
   return Status::OK();
 }
+
+std::string DistributedSession::StrategyDot() const { return StrategyToDot(graph_, strategy_); }
 
 }  // namespace ofl

@@ -66,6 +66,7 @@ class DistributedSession {
   const proto::Plan& plan() const { return plan_; }
   const Strategy& strategy() const { return strategy_; }
   const OpGraph& graph() const { return graph_; }
+  std::string StrategyDot() const;  // the strategy as Graphviz DOT (graph/strategy_dot.h)
   std::map<int64_t, int64_t> BytesSentByRank() const { return groups_->BytesSentByRank(); }
   std::vector<int64_t> PeakBytes() const { return runtime_->peak_bytes(); }
 

@@ -220,4 +220,28 @@ Maybe<std::vector<NdSbpSignature>> InspectNdSbp(const std::string& op_type,
   return NdSbpSignatures(*def, ctx, hierarchy);
 }
 
+std::vector<std::string> OpTypes() { return OpRegistry::ListOps(); }
+
+Maybe<OpSchema> DescribeOp(const std::string& op_type) {
+  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
+  OpSchema schema;
+  schema.type = def->type();
+  schema.inputs = def->input_names();
+  schema.variadic_input = def->variadic_input();
+  schema.outputs = def->output_names();
+  for (const auto& [name, value] : def->attr_defaults()) {
+    if (def->attr_required().at(name)) {
+      schema.attrs[name] = std::nullopt;
+    } else {
+      schema.attrs[name] = AttrToString(value);
+    }
+  }
+  schema.doc = def->doc();
+  schema.has_grad = def->has_grad();
+  for (int i = 0; i < static_cast<int>(def->input_names().size()); ++i) {
+    if (def->is_mutable_input(i)) schema.mutable_inputs.push_back(i);
+  }
+  return schema;
+}
+
 }  // namespace ofl

@@ -2,9 +2,12 @@
 // and read its cost estimate; or run an op's CPU kernel alone on one rank's
 // local tensors (RunKernel, for the SBP-rule check). The op test table and
 // the Python binding use them; RunOp and RunOpGrad build a one-op graph and
-// run it on one CPU device. Thread-compatible: separate calls share nothing.
+// run it on one CPU device. OpTypes and DescribeOp read the op registry for
+// the binding (python/ reaches ops/ only through here). Thread-compatible:
+// separate calls share nothing.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +17,25 @@
 #include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
+
+// Every registered op type, sorted.
+std::vector<std::string> OpTypes();
+
+// What the registry knows of an op type: its inputs, outputs, attributes
+// (name -> default as text; std::nullopt for a required one), doc, whether it
+// has a gradient, and the inputs its kernel writes in place. Errors: an
+// unknown op type, named.
+struct OpSchema {
+  std::string type;
+  std::vector<std::string> inputs;
+  bool variadic_input = false;
+  std::vector<std::string> outputs;
+  std::map<std::string, std::optional<std::string>> attrs;
+  std::string doc;
+  bool has_grad = false;
+  std::vector<int> mutable_inputs;
+};
+Maybe<OpSchema> DescribeOp(const std::string& op_type);
 
 Maybe<std::vector<Tensor>> RunOp(const std::string& op_type, const std::vector<Tensor>& inputs,
                                  const AttrMap& attrs);

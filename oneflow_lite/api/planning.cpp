@@ -1,10 +1,95 @@
 #include "oneflow_lite/api/planning.h"
 
+#include <algorithm>
+#include <fstream>
 #include <set>
 
 #include "oneflow_lite/core/checked_math.h"
 
 namespace ofl {
+
+Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& r) {
+  PlanOptions options;
+  options.searcher = r.searcher;
+  for (const auto& [tensor, text] : r.pinned) {
+    auto parsed = NdSbp::Parse(text);
+    OFL_ENSURE(parsed.ok(), "pinned '", tensor, "': ", parsed.status().message());
+    options.pinned[tensor] = parsed.value();
+  }
+  OFL_ENSURE(r.micro_batches >= 1, "plan: micro_batches=", r.micro_batches, " (needs >= 1)");
+  options.cost.micro_batches = r.micro_batches;
+  if (r.compute_dtype) {
+    OFL_ASSIGN_OR_RETURN(options.cost.compute_dtype, ParseDataType(*r.compute_dtype));
+  }
+  if (r.bytes_per_parameter) options.cost.bytes_per_parameter = *r.bytes_per_parameter;
+  if (r.memory_limit) {
+    OFL_ENSURE(*r.memory_limit != 0,
+               "plan: memory_limit=0 (bytes per device; None: the cluster's, -1: no limit)");
+    options.cost.memory_limit_bytes = *r.memory_limit < 0 ? kNoMemoryLimit : *r.memory_limit;
+  }
+  if (r.exact_time_budget) options.exact.time_budget_seconds = *r.exact_time_budget;
+  if (r.exact_max_table_entries) {
+    OFL_ENSURE(*r.exact_max_table_entries >= 1,
+               "plan: exact_max_table_entries=", *r.exact_max_table_entries, " (needs >= 1)");
+    options.exact.max_table_entries = *r.exact_max_table_entries;
+    options.exact.max_total_entries =
+        std::max(options.exact.max_total_entries, 8 * *r.exact_max_table_entries);
+  }
+  OFL_ENSURE(r.autoddl_random_starts >= 0,
+             "plan: autoddl_random_starts=", r.autoddl_random_starts, " (needs >= 0)");
+  options.autoddl.num_random_starts = r.autoddl_random_starts;
+  return options;
+}
+
+Maybe<Placement> MeshPlacement(const std::vector<int64_t>& hierarchy,
+                               const std::optional<std::vector<int64_t>>& ranks_arg) {
+  std::vector<int64_t> ranks;
+  if (ranks_arg) {
+    ranks = *ranks_arg;
+  } else {
+    int64_t size = 1;
+    for (int64_t h : hierarchy) size *= h;
+    for (int64_t r = 0; r < size; ++r) ranks.push_back(r);
+  }
+  return Placement::Create(DeviceType::kCPU, ranks, Shape(hierarchy));
+}
+
+Maybe<PlannedStrategy> PlanRequested(const OpGraph& graph, const Placement& placement,
+                                     const Cluster& cluster, const PlanRequest& request) {
+  OFL_ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFrom(request));
+  return PlanStrategy(graph, placement, cluster, options);
+}
+
+Maybe<PlannedStrategy> PlanOnModel(const OpGraph& graph, std::shared_ptr<const CostModel> model,
+                                   const PlanRequest& request) {
+  OFL_ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFrom(request));
+  return PlanWithModel(graph, std::move(model), options);
+}
+
+Maybe<std::shared_ptr<const CostModel>> BuildPlanModel(const OpGraph& graph,
+                                                       const Placement& placement,
+                                                       const Cluster& cluster,
+                                                       const PlanRequest& request) {
+  OFL_ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFrom(request));
+  OFL_ASSIGN_OR_RETURN(Strategy placements, PlacementsFor(graph, placement, options));
+  return BuildCostModel(graph, placements, cluster, options.cost);
+}
+
+std::vector<std::string> PlanSearchers() { return SearcherNames(); }
+
+Maybe<Cluster> PresetCluster(const std::string& name) { return Cluster::Preset(name); }
+Maybe<Cluster> LoadCluster(const std::string& path) { return Cluster::Load(path); }
+std::vector<std::string> ClusterPresets() { return Cluster::PresetNames(); }
+
+Maybe<Cluster> FindCluster(const std::string& name) {
+  auto preset = Cluster::Preset(name);
+  if (preset.ok()) return preset;
+  if (std::ifstream(name).good()) return Cluster::Load(name);
+  std::string names;
+  for (const std::string& n : Cluster::PresetNames()) names += (names.empty() ? "" : ", ") + n;
+  return InvalidArgument("cluster '", name, "' is neither a preset (", names,
+                         ") nor a readable file");
+}
 
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned) {
   OFL_ENSURE(planned.model != nullptr, "planned strategy '", planned.searcher,

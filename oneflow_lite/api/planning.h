@@ -5,18 +5,63 @@
 // counts over every edge that boxes, x the edge's multiplier), a diff
 // against another strategy for the same graph, and the Strategy as the
 // "manual" form DistributedSession accepts (sources and signatures as text).
+// It is the binding's one door to planning: requests arrive as plain values
+// (PlanRequest), are checked here, and clusters are found by name here, so
+// python/ calls no function of graph/ or search/ (scripts/check_arrows.py).
 // Pure functions over value types; thread-safe on const inputs.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "graph/auto_parallel.h"
 #include "graph/strategy_diff.h"
 #include "graph/strategy_report.h"
 
 namespace ofl {
+
+// A planning request as a binding receives it. PlanOptionsFrom checks it;
+// errors name the argument, its value and the allowed range.
+struct PlanRequest {
+  std::string searcher = "autoddl";
+  std::map<std::string, std::string> pinned;  // tensor -> NdSbp text
+  int64_t micro_batches = 1;
+  std::optional<std::string> compute_dtype;
+  std::optional<double> bytes_per_parameter;
+  std::optional<int64_t> memory_limit;  // bytes per device; unset: the cluster's; < 0: none
+  std::optional<double> exact_time_budget;
+  std::optional<int64_t> exact_max_table_entries;
+  int autoddl_random_starts = 0;
+};
+Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& request);
+
+// The CPU placement of a mesh: `ranks` (default 0 .. n-1) over `hierarchy`.
+Maybe<Placement> MeshPlacement(const std::vector<int64_t>& hierarchy,
+                               const std::optional<std::vector<int64_t>>& ranks = std::nullopt);
+
+// graph/auto_parallel.h's PlanStrategy, PlanWithModel and cost-model build
+// for a checked request.
+Maybe<PlannedStrategy> PlanRequested(const OpGraph& graph, const Placement& placement,
+                                     const Cluster& cluster, const PlanRequest& request);
+Maybe<PlannedStrategy> PlanOnModel(const OpGraph& graph, std::shared_ptr<const CostModel> model,
+                                   const PlanRequest& request);
+Maybe<std::shared_ptr<const CostModel>> BuildPlanModel(const OpGraph& graph,
+                                                       const Placement& placement,
+                                                       const Cluster& cluster,
+                                                       const PlanRequest& request);
+// The searcher names PlanRequest::searcher accepts.
+std::vector<std::string> PlanSearchers();
+
+// Clusters: a committed preset, a file, or either (a preset name first; the
+// error lists the presets).
+Maybe<Cluster> PresetCluster(const std::string& name);
+Maybe<Cluster> LoadCluster(const std::string& path);
+Maybe<Cluster> FindCluster(const std::string& preset_or_path);
+std::vector<std::string> ClusterPresets();
 
 // Global rank -> bytes it sends in one step (all micro-batches) under the
 // planned choice. Errors: a boxing that cannot be planned (a bug upstream).

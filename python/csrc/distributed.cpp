@@ -10,7 +10,7 @@
 #include "convert.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/session.h"
-#include "graph/strategy_dot.h"
+#include "oneflow_lite/api/strategy_spec.h"
 
 namespace ofl::python {
 namespace {
@@ -20,56 +20,26 @@ Placement MakePlacement(const std::vector<int64_t>& ranks, const std::vector<int
 }
 
 // {"kind": "deduce", "pinned": {tensor: "(S(0), B)"}}
-// {"kind": "random", "seed": 3}
+// {"kind": "random", "seed": 3, "stages": 2}
 // {"kind": "manual", "sources": {tensor: nd_sbp}, "signatures": {op: "... -> ..."}}
-Strategy MakeStrategy(const OpGraph& graph, const Placement& placement, const py::dict& spec) {
-  std::string kind = spec.contains("kind") ? spec["kind"].cast<std::string>() : "deduce";
-  auto nd_sbps = [&](const char* key) {
-    std::map<std::string, NdSbp> out;
+// (api/strategy_spec.h checks it).
+StrategySpec SpecFrom(const py::dict& spec) {
+  StrategySpec s;
+  if (spec.contains("kind")) s.kind = spec["kind"].cast<std::string>();
+  auto texts = [&](const char* key) {
+    std::map<std::string, std::string> out;
     if (!spec.contains(key)) return out;
-    for (auto item : spec[key].cast<py::dict>()) {
-      std::string tensor = py::str(item.first);
-      std::string text = py::str(item.second);
-      auto parsed = NdSbp::Parse(text);
-      if (!parsed.ok()) {
-        throw py::value_error("tensor '" + tensor + "': " + parsed.status().message());
-      }
-      out[tensor] = parsed.value();
-    }
+    for (auto item : spec[key].cast<py::dict>()) out[py::str(item.first)] = py::str(item.second);
     return out;
   };
-  if (kind == "deduce") return Unwrap(DeduceStrategy(graph, placement, nd_sbps("pinned")));
-  if (kind == "random") {
-    const int64_t stages = spec.contains("stages") ? spec["stages"].cast<int64_t>() : 1;
-    if (stages <= 1) return Unwrap(RandomStrategy(graph, placement, spec["seed"].cast<uint64_t>()));
-    const std::vector<int64_t>& ranks = placement.ranks();
-    if (stages > static_cast<int64_t>(ranks.size()) || ranks.size() % stages != 0) {
-      throw py::value_error("cannot split " + std::to_string(ranks.size()) + " ranks into " +
-                            std::to_string(stages) + " equal stages");
-    }
-    std::vector<Placement> placements;
-    const size_t per = ranks.size() / stages;
-    for (int64_t st = 0; st < stages; ++st) {
-      placements.push_back(MakePlacement(
-          std::vector<int64_t>(ranks.begin() + st * per, ranks.begin() + (st + 1) * per), {}));
-    }
-    return Unwrap(RandomPipelineStrategy(graph, placements, spec["seed"].cast<uint64_t>()));
+  s.pinned = texts("pinned");
+  s.sources = texts("sources");
+  s.signatures = texts("signatures");
+  if (s.kind == "random") {
+    s.seed = spec["seed"].cast<uint64_t>();
+    if (spec.contains("stages")) s.stages = spec["stages"].cast<int64_t>();
   }
-  if (kind == "manual") {
-    Strategy s(placement);
-    for (const auto& [tensor, sbp] : nd_sbps("sources")) s.SetSourceSbp(tensor, sbp);
-    if (spec.contains("signatures")) {
-      for (auto item : spec["signatures"].cast<py::dict>()) {
-        std::string op = py::str(item.first);
-        auto sig = NdSbpSignature::Parse(py::str(item.second));
-        if (!sig.ok()) throw py::value_error("op '" + op + "': " + sig.status().message());
-        s.SetSignature(op, sig.value());
-      }
-    }
-    ThrowIfError(s.Validate(graph));
-    return s;
-  }
-  throw py::value_error("unknown strategy kind '" + kind + "' (expected deduce, random or manual)");
+  return s;
 }
 
 }  // namespace
@@ -82,7 +52,7 @@ void BindDistributed(py::module_& m) {
                        int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
                        int64_t micro_batches) {
              Placement placement = MakePlacement(ranks, hierarchy);
-             Strategy s = MakeStrategy(program.graph(), placement, strategy);
+             Strategy s = Unwrap(MakeStrategy(program.graph(), placement, SpecFrom(strategy)));
              DistributedOptions options;
              options.num_threads = num_threads;
              options.timeout = std::chrono::milliseconds(timeout_ms);
@@ -149,7 +119,7 @@ void BindDistributed(py::module_& m) {
       .def("peak_bytes", &DistributedSession::PeakBytes)
       .def("strategy", [](const DistributedSession& s) { return s.strategy().ToString(s.graph()); })
       .def("to_dot",
-           [](const DistributedSession& s) { return StrategyToDot(s.graph(), s.strategy()); },
+           [](const DistributedSession& s) { return s.StrategyDot(); },
            "the strategy as Graphviz DOT (graph/strategy_dot.h)")
       .def("plan_bytes",
            [](const DistributedSession& s) { return py::bytes(s.plan().SerializeAsString()); });

@@ -64,24 +64,22 @@ OptimizerConf OptimizerFromArgs(const std::string& kind, const py::dict& hyper) 
   return c;
 }
 
-py::dict OpSchema(const std::string& op_type) {
-  const OpDef* def = Unwrap(OpRegistry::Find(op_type));
+py::dict OpSchemaDict(const std::string& op_type) {
+  const OpSchema schema = Unwrap(DescribeOp(op_type));
   py::dict d;
-  d["name"] = def->type();
-  d["inputs"] = def->input_names();
-  d["variadic"] = def->variadic_input();
-  d["outputs"] = def->output_names();
+  d["name"] = schema.type;
+  d["inputs"] = schema.inputs;
+  d["variadic"] = schema.variadic_input;
+  d["outputs"] = schema.outputs;
   py::dict attrs;
-  for (const auto& [name, value] : def->attr_defaults()) {
-    attrs[py::str(name)] = def->attr_required().at(name) ? py::object(py::none()) : py::object(py::str(AttrToString(value)));
+  for (const auto& [name, value] : schema.attrs) {
+    attrs[py::str(name)] = value ? py::object(py::str(*value)) : py::object(py::none());
   }
   d["attrs"] = attrs;
-  d["doc"] = def->doc();
-  d["has_grad"] = def->has_grad();
+  d["doc"] = schema.doc;
+  d["has_grad"] = schema.has_grad;
   py::list mutable_inputs;  // indices of the inputs the kernel writes in place
-  for (int i = 0; i < static_cast<int>(def->input_names().size()); ++i) {
-    if (def->is_mutable_input(i)) mutable_inputs.append(i);
-  }
+  for (int i : schema.mutable_inputs) mutable_inputs.append(i);
   d["mutable_inputs"] = mutable_inputs;
   return d;
 }
@@ -170,8 +168,8 @@ PYBIND11_MODULE(_C, m) {
   BindDistributed(m);
   BindGlobal(m);
   BindPlanning(m);
-  m.def("list_ops", &OpRegistry::ListOps);
-  m.def("op_schema", &OpSchema, py::arg("op_type"));
+  m.def("list_ops", &OpTypes);
+  m.def("op_schema", &OpSchemaDict, py::arg("op_type"));
   m.def(
       "run_op",
       [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs) {

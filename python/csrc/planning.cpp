@@ -29,17 +29,7 @@ struct PyPlanned {
 
 Cluster ClusterFrom(const py::object& cluster) {
   if (py::isinstance<Cluster>(cluster)) return cluster.cast<Cluster>();
-  if (py::isinstance<py::str>(cluster)) {
-    const std::string name = cluster.cast<std::string>();
-    auto preset = Cluster::Preset(name);
-    if (preset.ok()) return preset.value();
-    std::ifstream probe(name);
-    if (probe.good()) return Unwrap(Cluster::Load(name));
-    std::string names;
-    for (const std::string& n : Cluster::PresetNames()) names += (names.empty() ? "" : ", ") + n;
-    throw py::value_error("cluster '" + name + "' is neither a preset (" + names +
-                          ") nor a readable file");
-  }
+  if (py::isinstance<py::str>(cluster)) return Unwrap(FindCluster(cluster.cast<std::string>()));
   throw py::type_error("cluster must be a Cluster, a preset name or a file path");
 }
 
@@ -76,74 +66,6 @@ py::dict StatsDict(const PlannedStrategy& p) {
   return d;
 }
 
-struct PlanArgs {
-  std::string searcher = "autoddl";
-  std::map<std::string, std::string> pinned;
-  int64_t micro_batches = 1;
-  std::optional<std::string> compute_dtype;
-  std::optional<double> bytes_per_parameter;
-  std::optional<int64_t> memory_limit;
-  std::optional<double> exact_time_budget;
-  std::optional<int64_t> exact_max_table_entries;
-  int autoddl_random_starts = 0;
-};
-
-PlanOptions OptionsFrom(const PlanArgs& a) {
-  PlanOptions options;
-  options.searcher = a.searcher;
-  for (const auto& [tensor, text] : a.pinned) {
-    auto parsed = NdSbp::Parse(text);
-    if (!parsed.ok()) throw py::value_error("pinned '" + tensor + "': " + parsed.status().message());
-    options.pinned[tensor] = parsed.value();
-  }
-  if (a.micro_batches < 1) {
-    throw py::value_error("plan: micro_batches=" + std::to_string(a.micro_batches) +
-                          " (needs >= 1)");
-  }
-  options.cost.micro_batches = a.micro_batches;
-  if (a.compute_dtype) options.cost.compute_dtype = Unwrap(ParseDataType(*a.compute_dtype));
-  if (a.bytes_per_parameter) options.cost.bytes_per_parameter = *a.bytes_per_parameter;
-  if (a.memory_limit) {
-    if (*a.memory_limit < 0) {
-      options.cost.memory_limit_bytes = kNoMemoryLimit;
-    } else if (*a.memory_limit == 0) {
-      throw py::value_error("plan: memory_limit=0 (bytes per device; None: the cluster's, "
-                            "-1: no limit)");
-    } else {
-      options.cost.memory_limit_bytes = *a.memory_limit;
-    }
-  }
-  if (a.exact_time_budget) options.exact.time_budget_seconds = *a.exact_time_budget;
-  if (a.exact_max_table_entries) {
-    if (*a.exact_max_table_entries < 1) {
-      throw py::value_error("plan: exact_max_table_entries=" +
-                            std::to_string(*a.exact_max_table_entries) + " (needs >= 1)");
-    }
-    options.exact.max_table_entries = *a.exact_max_table_entries;
-    options.exact.max_total_entries =
-        std::max(options.exact.max_total_entries, 8 * *a.exact_max_table_entries);
-  }
-  if (a.autoddl_random_starts < 0) {
-    throw py::value_error("plan: autoddl_random_starts=" +
-                          std::to_string(a.autoddl_random_starts) + " (needs >= 0)");
-  }
-  options.autoddl.num_random_starts = a.autoddl_random_starts;
-  return options;
-}
-
-Placement MeshPlacement(const std::vector<int64_t>& hierarchy,
-                        const std::optional<std::vector<int64_t>>& ranks_arg) {
-  int64_t size = 1;
-  for (int64_t h : hierarchy) size *= h;
-  std::vector<int64_t> ranks;
-  if (ranks_arg) {
-    ranks = *ranks_arg;
-  } else {
-    for (int64_t r = 0; r < size; ++r) ranks.push_back(r);
-  }
-  return Unwrap(Placement::Create(DeviceType::kCPU, ranks, Shape(hierarchy)));
-}
-
 // A cost model with the graph it was built for, reusable across searchers.
 struct PyModel {
   std::shared_ptr<const OpGraph> graph;
@@ -151,16 +73,15 @@ struct PyModel {
 };
 
 PyPlanned Plan(const Program& program, const std::vector<int64_t>& hierarchy,
-               const py::object& cluster_arg, const PlanArgs& args,
+               const py::object& cluster_arg, const PlanRequest& request,
                const std::optional<std::vector<int64_t>>& ranks_arg) {
   Cluster cluster = ClusterFrom(cluster_arg);
-  Placement placement = MeshPlacement(hierarchy, ranks_arg);
-  PlanOptions options = OptionsFrom(args);
+  Placement placement = Unwrap(MeshPlacement(hierarchy, ranks_arg));
   auto graph = std::make_shared<const OpGraph>(program.graph());
   Maybe<PlannedStrategy> planned = PlannedStrategy{};
   {
     py::gil_scoped_release release;
-    planned = PlanStrategy(*graph, placement, cluster, options);
+    planned = PlanRequested(*graph, placement, cluster, request);
   }
   return PyPlanned{graph, Unwrap(std::move(planned))};
 }
@@ -214,12 +135,12 @@ void BindPlanning(py::module_& m) {
            })
       .def("save", [](const Cluster& c, const std::string& path) { ThrowIfError(c.Save(path)); })
       .def("__str__", &Cluster::ToText);
-  m.def("load_cluster", [](const std::string& path) { return Unwrap(Cluster::Load(path)); },
+  m.def("load_cluster", [](const std::string& path) { return Unwrap(LoadCluster(path)); },
         py::arg("path"));
-  m.def("preset_cluster", [](const std::string& name) { return Unwrap(Cluster::Preset(name)); },
+  m.def("preset_cluster", [](const std::string& name) { return Unwrap(PresetCluster(name)); },
         py::arg("name"));
-  m.def("cluster_presets", &Cluster::PresetNames);
-  m.def("searchers", &SearcherNames);
+  m.def("cluster_presets", &ClusterPresets);
+  m.def("searchers", &PlanSearchers);
   m.def(
       "calibrate",
       [](int64_t devices, int num_threads, int64_t memcpy_bytes, int64_t matmul_size,
@@ -313,9 +234,9 @@ void BindPlanning(py::module_& m) {
          const std::optional<std::vector<int64_t>>& ranks,
          const std::optional<double>& exact_time_budget_s,
          const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts) {
-        PlanArgs a{searcher, pinned, micro_batches, compute_dtype, bytes_per_parameter,
-                   memory_limit, exact_time_budget_s, exact_max_table_entries,
-                   autoddl_random_starts};
+        PlanRequest a{searcher, pinned, micro_batches, compute_dtype, bytes_per_parameter,
+                      memory_limit, exact_time_budget_s, exact_max_table_entries,
+                      autoddl_random_starts};
         return Plan(program, hierarchy, cluster, a, ranks);
       },
       py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
@@ -342,17 +263,16 @@ void BindPlanning(py::module_& m) {
               const std::map<std::string, std::string>& pinned,
               const std::optional<double>& exact_time_budget_s,
               const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts) {
-             PlanArgs a;
+             PlanRequest a;
              a.searcher = searcher;
              a.pinned = pinned;
              a.exact_time_budget = exact_time_budget_s;
              a.exact_max_table_entries = exact_max_table_entries;
              a.autoddl_random_starts = autoddl_random_starts;
-             PlanOptions options = OptionsFrom(a);
              Maybe<PlannedStrategy> planned = PlannedStrategy{};
              {
                py::gil_scoped_release release;
-               planned = PlanWithModel(*p.graph, p.model, options);
+               planned = PlanOnModel(*p.graph, p.model, a);
              }
              return PyPlanned{p.graph, Unwrap(std::move(planned))};
            },
@@ -369,24 +289,18 @@ void BindPlanning(py::module_& m) {
          const std::optional<double>& bytes_per_parameter,
          const std::optional<int64_t>& memory_limit,
          const std::optional<std::vector<int64_t>>& ranks) {
-        PlanArgs a;
+        PlanRequest a;
         a.micro_batches = micro_batches;
         a.compute_dtype = compute_dtype;
         a.bytes_per_parameter = bytes_per_parameter;
         a.memory_limit = memory_limit;
-        PlanOptions options = OptionsFrom(a);
         Cluster cluster = ClusterFrom(cluster_arg);
-        Placement placement = MeshPlacement(hierarchy, ranks);
+        Placement placement = Unwrap(MeshPlacement(hierarchy, ranks));
         auto graph = std::make_shared<const OpGraph>(program.graph());
         Maybe<std::shared_ptr<const CostModel>> model = std::shared_ptr<const CostModel>();
         {
           py::gil_scoped_release release;
-          auto placements = PlacementsFor(*graph, placement, options);
-          if (!placements.ok()) {
-            model = placements.status();
-          } else {
-            model = BuildCostModel(*graph, placements.value(), cluster, options.cost);
-          }
+          model = BuildPlanModel(*graph, placement, cluster, a);
         }
         return PyModel{graph, Unwrap(std::move(model))};
       },
@@ -407,8 +321,8 @@ void BindPlanning(py::module_& m) {
                                 std::string(py::str(e.value())));
         }
         if (!py::isinstance<py::dict>(parsed)) {
-          throw py::value_error("strategy file '" + path + "' holds a JSON " +
-                                std::string(py::str(parsed.get_type().attr("__name__"))) +
+          const std::string type_name = py::str(py::type::handle_of(parsed).attr("__name__"));
+          throw py::value_error("strategy file '" + path + "' holds a JSON " + type_name +
                                 ", not an object with kind and signatures (write one with "
                                 "nn.Graph.save_strategy)");
         }

@@ -16,6 +16,10 @@
 #   OFL_PYTHON=python3      the interpreter that creates the venv
 #   OFL_SKIP_APT=1          skip step 1 (no root and no sudo, or not Debian)
 #   OFL_CMAKE_ARGS="..."    extra arguments for the first configure only
+#   OFL_WERROR=ON|OFF       compiler warnings as errors (-DOFL_WERROR; CMake's
+#                           default is ON when CI is set); scripts/test.sh
+#                           sets ON. A build configured otherwise is
+#                           reconfigured (cheap), not rebuilt from scratch.
 # Paths: OFL_ROOT (the repository), OFL_VENV, OFL_BUILD_DIR, OFL_PY.
 
 OFL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -26,10 +30,12 @@ OFL_JOBS="${OFL_JOBS:-2}"
 OFL_REQUIREMENTS="$OFL_ROOT/requirements.txt"
 
 # ENVIRONMENT.md's install line, plus python3 + python3-venv (Debian's
-# python3 has no ensurepip without it) and ca-certificates for pip's TLS.
+# python3 has no ensurepip without it) and ca-certificates for pip's TLS;
+# less libgflags-dev: no target of ours uses gflags (libgoogle-glog-dev
+# depends on it, for glog itself).
 OFL_APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libgoogle-glog-dev libgflags-dev libtbb-dev libprotobuf-dev protobuf-compiler
+  libgoogle-glog-dev libtbb-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
   ocl-icd-opencl-dev libgloo-dev
   python3 python3-dev python3-venv ca-certificates
@@ -96,11 +102,21 @@ ofl_ensure_venv() {
   echo "$want" >"$stamp"
 }
 
+# ofl_werror_args DIR: -DOFL_WERROR=... when OFL_WERROR is set and DIR's
+# cache holds another value (or no cache yet); nothing otherwise.
+ofl_werror_args() {
+  [[ -n "${OFL_WERROR:-}" ]] || return 0
+  grep -qxF "OFL_WERROR:BOOL=$OFL_WERROR" "$1/CMakeCache.txt" 2>/dev/null ||
+    echo "-DOFL_WERROR=$OFL_WERROR"
+}
+
 ofl_ensure_configured() {
-  local cache="$OFL_BUILD_DIR/CMakeCache.txt"
+  local cache="$OFL_BUILD_DIR/CMakeCache.txt" werror
+  werror=$(ofl_werror_args "$OFL_BUILD_DIR")
   if [[ -f "$OFL_BUILD_DIR/build.ninja" ]] &&
     grep -qxF -e "Python3_EXECUTABLE:UNINITIALIZED=$OFL_PY" \
       -e "Python3_EXECUTABLE:FILEPATH=$OFL_PY" "$cache" 2>/dev/null; then
+    [[ -z "$werror" ]] || cmake "$werror" "$OFL_BUILD_DIR" >&2
     return 0
   fi
   if [[ -f "$cache" ]] && ! grep -qxF "CMAKE_GENERATOR:INTERNAL=Ninja" "$cache"; then
@@ -112,7 +128,7 @@ ofl_ensure_configured() {
   # OFL_CMAKE_ARGS is split on spaces on purpose (several -D flags).
   # shellcheck disable=SC2086
   cmake -S "$OFL_ROOT" -B "$OFL_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DPython3_EXECUTABLE="$OFL_PY" -Dpybind11_DIR="$pybind11_dir" ${OFL_CMAKE_ARGS:-} >&2
+    -DPython3_EXECUTABLE="$OFL_PY" -Dpybind11_DIR="$pybind11_dir" $werror ${OFL_CMAKE_ARGS:-} >&2
 }
 
 ofl_build() {
@@ -123,10 +139,14 @@ ofl_build() {
 # once, with -DOFL_SANITIZER=KIND and no Python extension or benchmarks, and
 # builds just the core and runtime test binaries there.
 ofl_sanitizer_build() {
-  local kind=$1 dir="$OFL_ROOT/build-$1"
+  local kind=$1 dir="$OFL_ROOT/build-$1" werror
+  werror=$(ofl_werror_args "$dir")
   if [[ ! -f "$dir/build.ninja" ]]; then
+    # shellcheck disable=SC2086
     cmake -S "$OFL_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DOFL_SANITIZER="$kind" -DOFL_BUILD_PYTHON=OFF -DOFL_BUILD_BENCH=OFF >&2 || return 1
+      -DOFL_SANITIZER="$kind" -DOFL_BUILD_PYTHON=OFF -DOFL_BUILD_BENCH=OFF $werror >&2 || return 1
+  elif [[ -n "$werror" ]]; then
+    cmake "$werror" "$dir" >&2 || return 1
   fi
   ninja -C "$dir" -j "$OFL_JOBS" core_tests runtime_tests >&2
 }

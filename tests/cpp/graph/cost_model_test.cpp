@@ -288,7 +288,7 @@ TEST(CostModelTest, InfeasibleMemoryGivesTheSmallestNeedInGiB) {
   options.memory_limit_bytes = int64_t{1} << 27;  // 0.125 GiB
   auto model = BuildCostModel(g, Strategy(Mesh({4})), TwoLevelCluster(), options);
   ASSERT_FALSE(model.ok());
-  const std::string& msg = model.status().message();
+  const std::string msg = model.status().message();  // status() is a temporary
   EXPECT_NE(msg.find("smallest per-device memory any strategy needs is 0.25"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("limit of 0.125 GiB"), std::string::npos) << msg;

@@ -44,8 +44,12 @@ TEST(PipelineStagesTest, BackwardFollowsForwardAndVariablesFollowUpdates) {
   EXPECT_EQ(s.PlacementOf("fc2"), stages[1]);
   EXPECT_EQ(s.PlacementOf("grad/seed"), stages[1]);
   for (const OpNode& n : g.ops()) {
-    if (n.name.rfind("grad/fc1/", 0) == 0) EXPECT_EQ(s.PlacementOf(n.name), stages[0]) << n.name;
-    if (n.name.rfind("grad/fc2/", 0) == 0) EXPECT_EQ(s.PlacementOf(n.name), stages[1]) << n.name;
+    if (n.name.rfind("grad/fc1/", 0) == 0) {
+      EXPECT_EQ(s.PlacementOf(n.name), stages[0]) << n.name;
+    }
+    if (n.name.rfind("grad/fc2/", 0) == 0) {
+      EXPECT_EQ(s.PlacementOf(n.name), stages[1]) << n.name;
+    }
   }
   EXPECT_EQ(s.PlacementOf("update/w1"), stages[0]);
   EXPECT_EQ(s.PlacementOf("update/w2"), stages[1]);
@@ -68,8 +72,8 @@ TEST(PipelineStagesTest, LoweringAccumulatesGradientsAndBoxesAcrossStages) {
     int acc = 0, send_recv = 0;
     for (const auto& t : plan.tasks()) {
       if (t.kind() == proto::TaskProto::ACC) ++acc;
-      if (t.kind() == proto::TaskProto::VARIABLE) EXPECT_EQ(t.period(), 4);
-      if (t.op_conf().op_type() == "sgd_update") EXPECT_EQ(t.period(), 4);
+      if (t.kind() == proto::TaskProto::VARIABLE) { EXPECT_EQ(t.period(), 4); }
+      if (t.op_conf().op_type() == "sgd_update") { EXPECT_EQ(t.period(), 4); }
       if (t.kind() == proto::TaskProto::BOXING &&
           t.boxing_conf().kind() == proto::BoxingConf::SEND_RECV) {
         ++send_recv;

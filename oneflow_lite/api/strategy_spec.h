@@ -1,0 +1,31 @@
+// StrategySpec: a Strategy for DistributedSession described by plain values,
+// as the Python binding's dict gives it: deduced from pinned NdSbps, drawn at
+// random (over `stages` equal pipeline stages when > 1), or written by hand
+// ("manual": source NdSbps and op signatures as text). MakeStrategy checks
+// it against the graph and the placement; errors name the tensor, the op or
+// the value. Pure; thread-safe on const inputs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "graph/op_graph.h"
+#include "graph/strategy.h"
+#include "oneflow_lite/core/placement.h"
+
+namespace ofl {
+
+struct StrategySpec {
+  std::string kind = "deduce";                    // deduce, random or manual
+  std::map<std::string, std::string> pinned;      // deduce: tensor -> NdSbp text
+  uint64_t seed = 0;                              // random
+  int64_t stages = 1;                             // random: pipeline stages
+  std::map<std::string, std::string> sources;     // manual: tensor -> NdSbp text
+  std::map<std::string, std::string> signatures;  // manual: op -> "... -> ..."
+};
+
+Maybe<Strategy> MakeStrategy(const OpGraph& graph, const Placement& placement,
+                             const StrategySpec& spec);
+
+}  // namespace ofl
