@@ -230,11 +230,29 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
                            FormatBytes(r.graph.memory_limit()));
   }
   if (options.searcher == "exact") {
-    OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, options.exact));
+    ExactOptions exact = options.exact;
+    if (options.exact_starts_from_autoddl) {
+      // Asked for only when exact has not proved its answer by elimination:
+      // the whole autoddl pipeline's answer, so an unproved exact is never
+      // worse than autoddl.
+      exact.start = [&]() -> Maybe<std::vector<int>> {
+        PlanOptions o = options;
+        o.searcher = "autoddl";
+        PlanStats ignored;
+        OFL_ASSIGN_OR_RETURN(std::vector<int> c, Choose(graph, model, o, &ignored));
+        return ToRestricted(r, c);  // same pins: nothing is cut
+      };
+    }
+    OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, exact));
     stats->exact_proved = e.proved_optimal;
     stats->lower_bound = e.lower_bound;
+    stats->exact_start_seconds = e.start_seconds;
     stats->pruned = e.num_pruned;
     stats->note = e.note;
+    if (e.answer_is_start) {
+      stats->note += std::string(stats->note.empty() ? "" : "; ") +
+                     "the answer is autoddl's, which branch and bound did not improve";
+    }
     return ToOriginal(r, e.solution.choice);
   }
   AutoddlOptions autoddl = options.autoddl;
@@ -283,6 +301,7 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
   OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph, autoddl));
   stats->pruned = a.num_pruned;
   stats->autoddl_start = a.starts[a.best_start].name;
+  stats->autoddl_starts = a.starts;
   return ToOriginal(r, a.solution.choice);
 }
 

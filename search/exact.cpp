@@ -231,6 +231,28 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
   return best.Closed();
 }
 
+// options.start's answer over the original graph, checked; empty: none.
+Maybe<std::vector<int>> CheckedStart(const CostGraph& graph, const ExactOptions& options) {
+  OFL_ASSIGN_OR_RETURN(std::vector<int> x, options.start());
+  if (x.empty()) return x;
+  OFL_ASSIGN_OR_RETURN(Solution s, graph.Evaluate(x));  // wrong length, unknown candidate
+  OFL_ENSURE(s.fits_memory, "exact: the start needs ", FormatBytes(s.memory_bytes),
+             " per device, above the limit of ", FormatBytes(graph.memory_limit()));
+  return x;
+}
+
+// `choice` (original indices) over the pruned graph; empty when a pick was pruned.
+std::vector<int> ToPruned(const PrunedGraph& pruned, const std::vector<int>& choice) {
+  std::vector<int> out(choice.size());
+  for (size_t u = 0; u < choice.size(); ++u) {
+    const std::vector<int>& kept = pruned.kept[u];
+    auto it = std::find(kept.begin(), kept.end(), choice[u]);
+    if (it == kept.end()) return {};
+    out[u] = static_cast<int>(it - kept.begin());
+  }
+  return out;
+}
+
 }  // namespace
 
 Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& options) {
@@ -249,6 +271,19 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
   ExactResult result;
   result.num_pruned = pruned.num_pruned;
   Incumbent best{&g, {}};
+  // The caller's start, over the original graph: it may pick a pruned
+  // candidate, so it is kept beside `best` rather than in it.
+  std::vector<int> start;
+  double start_cost = std::numeric_limits<double>::infinity();
+  auto ask_start = [&]() -> Status {
+    OFL_ASSIGN_OR_RETURN(start, CheckedStart(graph, options));
+    if (start.empty()) return Status::OK();
+    start_cost = graph.TotalSeconds(start);
+    result.start_seconds = start_cost;
+    std::vector<int> mapped = ToPruned(pruned, start);
+    if (!mapped.empty()) best.Offer(mapped);
+    return Status::OK();
+  };
   bool proved = false;
   Maybe<EliminationPlan> plan =
       EliminationPlan::Make(g, {}, options.max_table_entries, options.max_total_entries);
@@ -265,35 +300,49 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
       result.method = "elimination + Lagrangian bound on memory";
       proved = Lagrangian(plan.value(), options.lagrangian_iterations, best, over_time);
     }
+    if (!proved && options.start) OFL_RETURN_IF_ERROR(ask_start());
   } else {
-    result.method = "autoddl start";
     result.note = plan.status().message();
-    AutoddlOptions start = options.autoddl;
-    start.prune_dominated = false;  // already pruned
-    OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(g, start));
-    best.Offer(a.solution.choice);
+    if (options.start) OFL_RETURN_IF_ERROR(ask_start());
+    result.method = start.empty() ? "autoddl start" : "caller's start";
+    if (start.empty()) {
+      AutoddlOptions own = options.autoddl;
+      own.prune_dominated = false;  // already pruned
+      OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(g, own));
+      best.Offer(a.solution.choice);
+    }
   }
+  double incumbent = std::min(best.cost, start_cost);
+  if (!proved && std::isfinite(incumbent) && GapClosed(incumbent, best.lower)) proved = true;
   if (!proved) {
     const double left = options.time_budget_seconds > 0
                             ? std::max(1e-3, options.time_budget_seconds - elapsed())
                             : 0.0;
     BranchAndBound search(g, options.max_branch_nodes, left);
     best.lower = std::max(best.lower, search.root_bound());
-    bool finished = search.Run(best.choice, best.cost);
+    std::vector<int> found;  // set only when strictly cheaper than `incumbent`
+    bool finished = search.Run(found, incumbent);
+    if (!found.empty()) {
+      best.choice = std::move(found);
+      best.cost = incumbent;
+    }
     result.branch_nodes = search.nodes();
     result.method += " + branch and bound";
     if (finished) {
-      best.lower = best.cost;
+      best.lower = incumbent;
       proved = true;
     } else {
       if (!result.note.empty()) result.note += "; ";
       result.note += StrCat("branch and bound stopped after ", search.nodes(),
-                            " nodes (max_branch_nodes or time_budget_seconds), lower bound ", FormatSeconds(best.lower),
-                            ", best ", FormatSeconds(best.cost));
+                            " nodes (max_branch_nodes or time_budget_seconds), lower bound ",
+                            FormatSeconds(best.lower), ", best ", FormatSeconds(incumbent));
     }
   }
-  CHECK(!best.choice.empty() || g.num_nodes() == 0);
-  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(pruned.ToOriginal(best.choice)));
+  CHECK(!best.choice.empty() || !start.empty() || g.num_nodes() == 0);
+  const bool take_start = !start.empty() && start_cost < best.cost;
+  const std::vector<int> answer = take_start ? start : pruned.ToOriginal(best.choice);
+  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(answer));
+  result.answer_is_start = !start.empty() && answer == start;
   result.proved_optimal = proved;
   result.lower_bound = proved ? result.solution.total_seconds : best.lower;
   if (proved) result.note.clear();
