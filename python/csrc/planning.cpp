@@ -68,6 +68,17 @@ py::dict StatsDict(const PlannedStrategy& p) {
   d["exact_proved"] = s.exact_proved;
   d["lower_bound"] = s.lower_bound;
   d["autoddl_start"] = s.autoddl_start;
+  py::list starts;  // autoddl's own starts, before any minimum with other searchers
+  for (const AutoddlStart& a : s.autoddl_starts) {
+    py::dict start;
+    start["name"] = a.name;
+    start["start_s"] = a.start_seconds;
+    start["final_s"] = a.final_seconds;
+    starts.append(start);
+  }
+  d["autoddl_starts"] = starts;
+  d["exact_start_s"] = s.exact_start_seconds < 0 ? py::object(py::none())
+                                                 : py::object(py::float_(s.exact_start_seconds));
   d["note"] = s.note;
   d["predicted_step_s"] = p.solution.total_seconds;
   d["compute_s"] = p.solution.compute_seconds;
@@ -163,6 +174,44 @@ PyPlanned Plan(const Program& program, const std::vector<int64_t>& hierarchy,
     planned = PlanStrategy(*graph, placement, cluster, options);
   }
   return PyPlanned{graph, Unwrap(std::move(planned))};
+}
+
+// The cost graph as searched, before any pruning: per node its candidates'
+// compute seconds and memory bytes, per edge its matrix (rows: `from`'s
+// candidates; parallel edges add up), the per-device memory limit (None: none).
+py::dict CostGraphDict(const CostGraph& g) {
+  py::list nodes, edges;
+  for (int u = 0; u < g.num_nodes(); ++u) {
+    py::list compute, memory;
+    for (const Candidate& c : g.node(u).candidates) {
+      compute.append(c.compute_seconds);
+      memory.append(c.memory_bytes);
+    }
+    py::dict node;
+    node["name"] = g.node(u).name;
+    node["compute_s"] = compute;
+    node["memory_bytes"] = memory;
+    nodes.append(node);
+  }
+  for (int e = 0; e < g.num_edges(); ++e) {
+    const CostEdge& edge = g.edge(e);
+    py::list rows;
+    const EdgeMatrix& m = *edge.matrix;
+    for (int r = 0; r < m.rows(); ++r) {
+      rows.append(std::vector<double>(m.row(r), m.row(r) + m.cols()));
+    }
+    py::dict d;
+    d["from"] = edge.from;
+    d["to"] = edge.to;
+    d["seconds"] = rows;
+    edges.append(d);
+  }
+  py::dict d;
+  d["nodes"] = nodes;
+  d["edges"] = edges;
+  d["memory_limit"] = g.memory_limit() == kNoMemoryLimit ? py::object(py::none())
+                                                         : py::object(py::int_(g.memory_limit()));
+  return d;
 }
 
 std::string ReadFile(const std::string& what, const std::string& path) {
@@ -274,6 +323,9 @@ void BindPlanning(py::module_& m) {
       .def_property_readonly("predicted_bytes",
                              [](const PyPlanned& p) { return Unwrap(PredictedBytesSent(p.planned)); })
       .def_property_readonly("stats", [](const PyPlanned& p) { return StatsDict(p.planned); })
+      .def_property_readonly(
+          "choice", [](const PyPlanned& p) { return p.planned.solution.choice; },
+          "the chosen candidate per node of the cost graph (CostModel.cost_graph())")
       .def("report",
            [](const PyPlanned& p, bool full, int max_rows) {
              return Unwrap(ReportPlanned(*p.graph, p.planned)).ToText(full, max_rows);
@@ -337,6 +389,10 @@ void BindPlanning(py::module_& m) {
                              [](const PyModel& p) { return p.model->graph().num_edges(); })
       .def_property_readonly("smallest_memory_need_bytes",
                              [](const PyModel& p) { return p.model->graph().SmallestMemoryNeed(); })
+      .def("cost_graph", [](const PyModel& p) { return CostGraphDict(p.model->graph()); },
+           "the cost graph as the searchers get it, before pruning: {'nodes': [{'name', "
+           "'compute_s', 'memory_bytes'}], 'edges': [{'from', 'to', 'seconds' (rows: from's "
+           "candidates)}], 'memory_limit' (bytes per device or None)}")
       .def("plan",
            [](const PyModel& p, const std::string& searcher,
               const std::map<std::string, std::string>& pinned,
