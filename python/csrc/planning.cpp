@@ -97,6 +97,7 @@ struct PlanArgs {
   std::optional<double> exact_time_budget;
   std::optional<int64_t> exact_max_table_entries;
   int autoddl_random_starts = 0;
+  bool exact_starts_from_autoddl = true;
 };
 
 PlanOptions OptionsFrom(const PlanArgs& a) {
@@ -139,6 +140,7 @@ PlanOptions OptionsFrom(const PlanArgs& a) {
                           std::to_string(a.autoddl_random_starts) + " (needs >= 0)");
   }
   options.autoddl.num_random_starts = a.autoddl_random_starts;
+  options.exact_starts_from_autoddl = a.exact_starts_from_autoddl;
   return options;
 }
 
@@ -397,9 +399,11 @@ void BindPlanning(py::module_& m) {
            [](const PyModel& p, const std::string& searcher,
               const std::map<std::string, std::string>& pinned,
               const std::optional<double>& exact_time_budget_s,
-              const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts) {
+              const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
+              bool exact_starts_from_autoddl) {
              PlanArgs a;
              a.searcher = searcher;
+             a.exact_starts_from_autoddl = exact_starts_from_autoddl;
              a.pinned = pinned;
              a.exact_time_budget = exact_time_budget_s;
              a.exact_max_table_entries = exact_max_table_entries;
@@ -416,8 +420,10 @@ void BindPlanning(py::module_& m) {
            py::arg("pinned") = std::map<std::string, std::string>{},
            py::arg("exact_time_budget_s") = py::none(),
            py::arg("exact_max_table_entries") = py::none(), py::arg("autoddl_random_starts") = 0,
+           py::arg("exact_starts_from_autoddl") = true,
            "plans on this model (built once, reused across searchers); stats['seconds'] "
-           "includes the model's build time");
+           "includes the model's build time. exact_starts_from_autoddl=False: exact's "
+           "unproved answer comes from its own plain descent (for comparison)");
   m.def(
       "build_cost_model",
       [](const Program& program, const std::vector<int64_t>& hierarchy, const py::object& cluster_arg,
