@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/cost_model.h"
+#include "graph/strategy_report.h"
 #include "search/autoddl.h"
 #include "search/exact.h"
 
@@ -50,6 +52,13 @@ struct PlanOptions {
   // "autoddl" answer (presets and per-axis starts included), so an unproved
   // exact is never worse than autoddl; replaces exact's plain autoddl start.
   bool exact_starts_from_autoddl = true;
+  // Every searcher but "exact" (which measures its own): when > 0, exact
+  // runs from the chosen plan, under options.exact and options.pinned, for at
+  // most this many seconds (its Lagrangian and branch and bound; pruning and
+  // elimination come first) and PlanStats::optimality says how far the plan
+  // is from the proven optimum, or at most from the best lower bound. 0: not
+  // measured.
+  double optimality_cap_seconds = 0;
   AutoddlOptions autoddl;
   ExactOptions exact;
 };
@@ -69,6 +78,7 @@ struct PlanStats {
   std::string autoddl_start;      // "autoddl": the start whose result was kept
   std::vector<AutoddlStart> autoddl_starts;  // "autoddl": every start, before and after descent
   double exact_start_seconds = -1;  // "exact": autoddl's total it started from; -1: none asked
+  std::optional<Optimality> optimality;  // "exact", or options.optimality_cap_seconds > 0
   std::string note;               // e.g. why exact did not prove, which preset was used
 };
 

@@ -16,6 +16,7 @@ namespace ofl {
 namespace {
 
 constexpr double kProofTolerance = 1e-9;
+constexpr char kLagrangianBound[] = "Lagrangian bound on memory";
 
 bool GapClosed(double upper, double lower) {
   return upper <= lower + kProofTolerance * std::max(std::fabs(upper), 1e-300);
@@ -190,6 +191,11 @@ struct Incumbent {
   std::vector<int> choice;
   double cost = std::numeric_limits<double>::infinity();
   double lower = 0;  // costs are >= 0
+  const char* bound = "zero (costs are >= 0)";  // what gave `lower`
+
+  void Raise(double value, const char* name) {
+    if (value > lower) lower = value, bound = name;
+  }
 
   void Offer(const std::vector<int>& x) {
     if (graph->MemoryBytes(x) > graph->memory_limit()) return;
@@ -211,7 +217,7 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
   auto solve = [&](double weight) {
     double objective = 0;
     std::vector<int> x = plan.Solve(weight, &objective);
-    best.lower = std::max(best.lower, objective - weight * limit);
+    best.Raise(objective - weight * limit, kLagrangianBound);
     best.Offer(x);
     return g.MemoryBytes(x) <= g.memory_limit();
   };
@@ -292,7 +298,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     result.width = plan.value().width();
     double objective = 0;
     std::vector<int> x = plan.value().Solve(0, &objective);
-    best.lower = objective;
+    best.Raise(objective, "elimination without the memory limit");
     best.Offer(x);
     result.method = "elimination";
     proved = best.Closed();
@@ -319,7 +325,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
                             ? std::max(1e-3, options.time_budget_seconds - elapsed())
                             : 0.0;
     BranchAndBound search(g, options.max_branch_nodes, left);
-    best.lower = std::max(best.lower, search.root_bound());
+    best.Raise(search.root_bound(), "branch-and-bound root bound (memory ignored)");
     std::vector<int> found;  // set only when strictly cheaper than `incumbent`
     bool finished = search.Run(found, incumbent);
     if (!found.empty()) {
@@ -330,6 +336,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     result.method += " + branch and bound";
     if (finished) {
       best.lower = incumbent;
+      best.bound = "branch and bound (finished)";
       proved = true;
     } else {
       if (!result.note.empty()) result.note += "; ";
@@ -345,6 +352,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
   result.answer_is_start = !start.empty() && answer == start;
   result.proved_optimal = proved;
   result.lower_bound = proved ? result.solution.total_seconds : best.lower;
+  result.bound = proved && result.method == "elimination" ? "elimination" : best.bound;
   if (proved) result.note.clear();
   return result;
 }

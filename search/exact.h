@@ -56,6 +56,11 @@ struct ExactResult {
   Solution solution;  // over the original graph's candidates
   bool proved_optimal = false;
   double lower_bound = 0;  // no assignment within the limit costs less
+  // What gave lower_bound: "elimination" (proved without memory binding),
+  // "elimination without the memory limit", "Lagrangian bound on memory",
+  // "branch-and-bound root bound (memory ignored)", "branch and bound
+  // (finished)", or "zero (costs are >= 0)".
+  std::string bound;
   std::string method;      // what found and proved the answer
   bool answer_is_start = false;  // the answer is options.start's, unimproved
   double start_seconds = -1;     // options.start's total; -1 when not asked for

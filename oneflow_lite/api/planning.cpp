@@ -37,7 +37,10 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
 Maybe<StrategyReport> ReportPlanned(const OpGraph& graph, const PlannedStrategy& planned) {
   OFL_ENSURE(planned.model != nullptr, "planned strategy '", planned.searcher,
              "' has no cost model");
-  return ReportStrategy(graph, *planned.model, planned.solution);
+  OFL_ASSIGN_OR_RETURN(StrategyReport report,
+                       ReportStrategy(graph, *planned.model, planned.solution));
+  report.optimality = planned.stats.optimality;
+  return report;
 }
 
 Maybe<StrategyDiff> DiffPlanned(const PlannedStrategy& before, const PlannedStrategy& after) {

@@ -79,6 +79,21 @@ py::dict StatsDict(const PlannedStrategy& p) {
   d["autoddl_starts"] = starts;
   d["exact_start_s"] = s.exact_start_seconds < 0 ? py::object(py::none())
                                                  : py::object(py::float_(s.exact_start_seconds));
+  py::object optimality = py::none();  // the plan's distance to the optimum, when measured
+  if (s.optimality) {
+    const Optimality& o = *s.optimality;
+    py::dict od;
+    od["proved"] = o.proved;
+    od["gap"] = o.Gap(p.solution.total_seconds);
+    od["bound_s"] = o.bound_seconds;
+    od["bound"] = o.bound;
+    od["best_s"] = o.best_seconds;
+    od["seconds"] = o.seconds;
+    od["cap_s"] = o.cap_seconds;
+    od["text"] = o.ToText(p.solution.total_seconds);
+    optimality = od;
+  }
+  d["optimality"] = optimality;
   d["note"] = s.note;
   d["predicted_step_s"] = p.solution.total_seconds;
   d["compute_s"] = p.solution.compute_seconds;
@@ -98,6 +113,7 @@ struct PlanArgs {
   std::optional<int64_t> exact_max_table_entries;
   int autoddl_random_starts = 0;
   bool exact_starts_from_autoddl = true;
+  std::optional<double> optimality_cap;
 };
 
 PlanOptions OptionsFrom(const PlanArgs& a) {
@@ -141,6 +157,13 @@ PlanOptions OptionsFrom(const PlanArgs& a) {
   }
   options.autoddl.num_random_starts = a.autoddl_random_starts;
   options.exact_starts_from_autoddl = a.exact_starts_from_autoddl;
+  if (a.optimality_cap) {
+    if (!(*a.optimality_cap > 0)) {
+      throw py::value_error("plan: optimality_cap_s=" + std::to_string(*a.optimality_cap) +
+                            " (seconds, > 0; None: not measured)");
+    }
+    options.optimality_cap_seconds = *a.optimality_cap;
+  }
   return options;
 }
 
@@ -366,10 +389,12 @@ void BindPlanning(py::module_& m) {
          const std::optional<int64_t>& memory_limit,
          const std::optional<std::vector<int64_t>>& ranks,
          const std::optional<double>& exact_time_budget_s,
-         const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts) {
+         const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
+         const std::optional<double>& optimality_cap_s) {
         PlanArgs a{searcher, pinned, micro_batches, compute_dtype, bytes_per_parameter,
                    memory_limit, exact_time_budget_s, exact_max_table_entries,
                    autoddl_random_starts};
+        a.optimality_cap = optimality_cap_s;
         return Plan(program, hierarchy, cluster, a, ranks);
       },
       py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
@@ -378,9 +403,11 @@ void BindPlanning(py::module_& m) {
       py::arg("compute_dtype") = py::none(), py::arg("bytes_per_parameter") = py::none(),
       py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
       py::arg("exact_time_budget_s") = py::none(), py::arg("exact_max_table_entries") = py::none(),
-      py::arg("autoddl_random_starts") = 0,
+      py::arg("autoddl_random_starts") = 0, py::arg("optimality_cap_s") = py::none(),
       "Plans a strategy for `program` on a mesh `hierarchy` of `cluster` (a Cluster, a preset "
-      "name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none.");
+      "name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none. "
+      "optimality_cap_s: exact then runs from the plan for at most that long and "
+      "stats['optimality'] (and the report) give its distance to the optimum or a bound.");
 
   py::class_<PyModel>(m, "CostModel")
       .def_property_readonly("build_seconds",
@@ -400,10 +427,11 @@ void BindPlanning(py::module_& m) {
               const std::map<std::string, std::string>& pinned,
               const std::optional<double>& exact_time_budget_s,
               const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
-              bool exact_starts_from_autoddl) {
+              bool exact_starts_from_autoddl, const std::optional<double>& optimality_cap_s) {
              PlanArgs a;
              a.searcher = searcher;
              a.exact_starts_from_autoddl = exact_starts_from_autoddl;
+             a.optimality_cap = optimality_cap_s;
              a.pinned = pinned;
              a.exact_time_budget = exact_time_budget_s;
              a.exact_max_table_entries = exact_max_table_entries;
@@ -420,7 +448,7 @@ void BindPlanning(py::module_& m) {
            py::arg("pinned") = std::map<std::string, std::string>{},
            py::arg("exact_time_budget_s") = py::none(),
            py::arg("exact_max_table_entries") = py::none(), py::arg("autoddl_random_starts") = 0,
-           py::arg("exact_starts_from_autoddl") = true,
+           py::arg("exact_starts_from_autoddl") = true, py::arg("optimality_cap_s") = py::none(),
            "plans on this model (built once, reused across searchers); stats['seconds'] "
            "includes the model's build time. exact_starts_from_autoddl=False: exact's "
            "unproved answer comes from its own plain descent (for comparison)");
