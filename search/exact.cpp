@@ -25,8 +25,13 @@ bool GapClosed(double upper, double lower) {
 // Depth-first branch and bound; see exact.h, step 4.
 class BranchAndBound {
  public:
-  BranchAndBound(const CostGraph& graph, int64_t budget, double time_budget_seconds)
-      : graph_(graph), budget_(budget), time_budget_seconds_(time_budget_seconds) {
+  // `weight` >= 0: seconds per byte of memory for the second bound (0: off).
+  BranchAndBound(const CostGraph& graph, int64_t budget, double time_budget_seconds,
+                 double weight = 0)
+      : graph_(graph),
+        budget_(budget),
+        time_budget_seconds_(time_budget_seconds),
+        weight_(weight) {
     int n = graph.num_nodes();
     std::vector<int> position(n, -1);
     for (int s = 0; s < n; ++s) {  // breadth-first order, components by index
@@ -66,11 +71,14 @@ class BranchAndBound {
       }
     }
     bound_.resize(n);
+    weighted_.resize(n);
     for (int u = 0; u < n; ++u) {
       bound_[u] = *std::min_element(partial_[u].begin(), partial_[u].end());
       rest_ += bound_[u];
+      weighted_[u] = WeightedMin(u);
+      weighted_rest_ += weighted_[u];
     }
-    root_bound_ = rest_;
+    root_bound_ = std::max(rest_, weighted_rest_ - weight_ * Limit());
     memory_suffix_.assign(n + 1, 0);
     for (int d = n - 1; d >= 0; --d) {
       memory_suffix_[d] = memory_suffix_[d + 1] + graph.node(order_[d]).min_memory_bytes;
@@ -86,8 +94,10 @@ class BranchAndBound {
     return !aborted_;
   }
   int64_t nodes() const { return nodes_; }
-  // A lower bound on every assignment: each node's cheapest candidate
-  // against its earlier neighbours' least edge entries (memory ignored).
+  // A lower bound on every assignment within the limit: each node's
+  // cheapest candidate against its earlier neighbours' least edge entries,
+  // memory ignored or (weight > 0) priced at `weight` with the limit's
+  // worth taken off, whichever is higher.
   double root_bound() const { return root_bound_; }
 
  private:
@@ -104,6 +114,30 @@ class BranchAndBound {
 
   bool Prunes(double bound) const { return bound >= *best_cost_ - 1e-12 * *best_cost_; }
 
+  double Limit() const {
+    return graph_.memory_limit() == kNoMemoryLimit ? 0.0
+                                                   : static_cast<double>(graph_.memory_limit());
+  }
+
+  // min over u's candidates of partial cost + weight x memory.
+  double WeightedMin(int u) const {
+    if (weight_ <= 0) return 0;
+    double least = std::numeric_limits<double>::infinity();
+    const std::vector<Candidate>& c = graph_.node(u).candidates;
+    for (size_t y = 0; y < c.size(); ++y) {
+      least = std::min(least, partial_[u][y] + weight_ * static_cast<double>(c[y].memory_bytes));
+    }
+    return least;
+  }
+
+  // For any assignment within the limit, cost >= cost + weight (memory -
+  // limit): the cost so far, the used memory priced, each unassigned node's
+  // weighted minimum, less the limit's worth. 0 when off.
+  double WeightedBound(double cost, int64_t used) const {
+    if (weight_ <= 0) return 0;
+    return cost + weight_ * (static_cast<double>(used) - Limit()) + weighted_rest_;
+  }
+
   void Visit(int depth, double cost, int64_t used) {
     if (++nodes_ > budget_ || (time_budget_seconds_ > 0 && nodes_ % 4096 == 0 && OverTime())) {
       aborted_ = true;
@@ -118,7 +152,9 @@ class BranchAndBound {
     }
     int j = order_[depth];
     double rest_on_entry = rest_;  // restored exactly, so no rounding drifts in
+    double weighted_on_entry = weighted_rest_;
     rest_ -= bound_[j];
+    weighted_rest_ -= weighted_[j];
     std::vector<int> cands(graph_.num_candidates(j));
     std::iota(cands.begin(), cands.end(), 0);
     std::stable_sort(cands.begin(), cands.end(),
@@ -129,33 +165,44 @@ class BranchAndBound {
       double here = cost + partial_[j][c];
       if (Prunes(here + rest_)) break;  // candidates are sorted by partial cost
       size_t mark = saved_.size();
-      double rest_before = rest_;
+      double rest_before = rest_, weighted_before = weighted_rest_;
       for (const Later& l : later_[j]) Apply(l, c);
       choice_[j] = c;
-      if (!Prunes(here + rest_)) Visit(depth + 1, here, used + memory);
+      if (!Prunes(here + rest_) &&
+          !(weight_ > 0 && Prunes(WeightedBound(here, used + memory)))) {
+        Visit(depth + 1, here, used + memory);
+      }
       for (auto it = later_[j].rbegin(); it != later_[j].rend(); ++it) Undo(*it);
       CHECK_EQ(saved_.size(), mark);
       rest_ = rest_before;
+      weighted_rest_ = weighted_before;
       if (aborted_) break;
     }
     rest_ = rest_on_entry;
+    weighted_rest_ = weighted_on_entry;
   }
 
   // The later node's partial costs use the earlier node's real choice `c`.
   void Apply(const Later& l, int c) {
     std::vector<double>& p = partial_[l.node];
     saved_.insert(saved_.end(), p.begin(), p.end());
+    saved_.push_back(weighted_[l.node]);
     saved_.push_back(bound_[l.node]);
     for (size_t y = 0; y < p.size(); ++y)
       p[y] += graph_.EdgeSeconds(l.incidence, c, y) - l.least[y];
     double bound = *std::min_element(p.begin(), p.end());
     rest_ += bound - bound_[l.node];
     bound_[l.node] = bound;
+    double weighted = WeightedMin(l.node);
+    weighted_rest_ += weighted - weighted_[l.node];
+    weighted_[l.node] = weighted;
   }
 
   void Undo(const Later& l) {
     std::vector<double>& p = partial_[l.node];
     double bound = saved_.back();
+    saved_.pop_back();
+    weighted_[l.node] = saved_.back();
     saved_.pop_back();
     std::copy(saved_.end() - p.size(), saved_.end(), p.begin());
     saved_.resize(saved_.size() - p.size());
@@ -165,12 +212,15 @@ class BranchAndBound {
   const CostGraph& graph_;
   int64_t budget_;
   double time_budget_seconds_;
+  double weight_;  // seconds per byte in the weighted bound; 0: off
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::vector<int> order_;
   std::vector<std::vector<double>> partial_;  // exact against assigned earlier neighbours
   std::vector<std::vector<Later>> later_;
   std::vector<double> bound_;  // min of partial_ per node
   double rest_ = 0;            // sum of bound_ over unassigned nodes
+  std::vector<double> weighted_;  // min of partial_ + weight x memory per node
+  double weighted_rest_ = 0;      // sum of weighted_ over unassigned nodes
   double root_bound_ = 0;
   std::vector<int64_t> memory_suffix_;
   std::vector<double> saved_;
@@ -192,6 +242,7 @@ struct Incumbent {
   double cost = std::numeric_limits<double>::infinity();
   double lower = 0;  // costs are >= 0
   const char* bound = "zero (costs are >= 0)";  // what gave `lower`
+  double weight = 0;  // the memory weight of the best Lagrangian bound
 
   void Raise(double value, const char* name) {
     if (value > lower) lower = value, bound = name;
@@ -217,7 +268,9 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
   auto solve = [&](double weight) {
     double objective = 0;
     std::vector<int> x = plan.Solve(weight, &objective);
+    const double lower = best.lower;
     best.Raise(objective - weight * limit, kLagrangianBound);
+    if (best.lower > lower) best.weight = weight;
     best.Offer(x);
     return g.MemoryBytes(x) <= g.memory_limit();
   };
@@ -324,8 +377,12 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     const double left = options.time_budget_seconds > 0
                             ? std::max(1e-3, options.time_budget_seconds - elapsed())
                             : 0.0;
-    BranchAndBound search(g, options.max_branch_nodes, left);
-    best.Raise(search.root_bound(), "branch-and-bound root bound (memory ignored)");
+    if (!options.weighted_branch_bound) best.weight = 0;
+    BranchAndBound search(g, options.max_branch_nodes, left, best.weight);
+    best.Raise(search.root_bound(), best.weight > 0
+                                        ? "branch-and-bound root bound (memory at the "
+                                          "Lagrangian weight)"
+                                        : "branch-and-bound root bound (memory ignored)");
     std::vector<int> found;  // set only when strictly cheaper than `incumbent`
     bool finished = search.Run(found, incumbent);
     if (!found.empty()) {

@@ -11,7 +11,9 @@
 //      first branch and bound over the nodes in breadth-first order, its
 //      bound the exact cost so far plus each unassigned node's cheapest
 //      candidate against its assigned neighbours and the row minima of the
-//      others; it starts from the best answer so far (the caller's start,
+//      others (under a binding limit also, with memory priced at the best
+//      Lagrangian weight, that sum less the limit's worth: whichever is
+//      higher); it starts from the best answer so far (the caller's start,
 //      options.start, when given; else autoddl's when elimination could not
 //      run) and proves it when it finishes within its node budget. So an
 //      unproved answer is never worse than the caller's start.
@@ -36,6 +38,9 @@ struct ExactOptions {
   int64_t max_total_entries = int64_t{1} << 27;  // all tables' argmins (2 bytes each)
   int lagrangian_iterations = 64;
   int64_t max_branch_nodes = int64_t{1} << 20;  // branch-and-bound budget
+  // Under a binding limit, branch and bound also bounds with memory priced
+  // at the best Lagrangian weight (exact.h, step 4). Off: memory ignored.
+  bool weighted_branch_bound = true;
   // Wall-clock seconds the Lagrangian bisection and branch and bound may run
   // together (checked between solves and every 4096 nodes); 0: no limit.
   // Past it the search stops unproved, like max_branch_nodes.
@@ -58,7 +63,8 @@ struct ExactResult {
   double lower_bound = 0;  // no assignment within the limit costs less
   // What gave lower_bound: "elimination" (proved without memory binding),
   // "elimination without the memory limit", "Lagrangian bound on memory",
-  // "branch-and-bound root bound (memory ignored)", "branch and bound
+  // "branch-and-bound root bound (memory ignored)" or "(memory at the
+  // Lagrangian weight)", "branch and bound
   // (finished)", or "zero (costs are >= 0)".
   std::string bound;
   std::string method;      // what found and proved the answer
