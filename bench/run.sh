@@ -21,6 +21,9 @@
 #         bench/plot_search.py into search_time.png and search_step.png.
 #   paper   bench/search_bench.py paper: best expert vs autoddl on VGG16 and a
 #         Transformer, beside the AutoDDL paper's reductions -> paper.json, paper.png.
+#   ilp     bench/ilp_crosscheck.py: exact and autoddl against the integer linear
+#         program of the same cost graph solved by HiGHS (bench/ilp_model.py), 22
+#         graphs of up to ~200 cost nodes -> bench/results/ilp.json.
 # Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part;
 # OFL_BENCH_TORCH_PYTHON, an interpreter that imports torch, for the PyTorch
 # peer (default: the project venv's, which has no torch: the field is null).
@@ -30,7 +33,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops|runtime|search|paper|fidelity" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime|search|paper|fidelity|ilp" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -120,7 +123,24 @@ run_search() {  # $1: search or paper; one core, one thread everywhere
   echo "bench: wrote $results/$1.json and its plots" >&2
 }
 
+run_ilp() {  # one core, one thread everywhere (HiGHS too)
+  local results=bench/results load_before pin=()
+  mkdir -p "$results"
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  if command -v taskset >/dev/null; then pin=(taskset -c 0); fi
+  echo "bench: ilp_crosscheck.py (one core)" >&2
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH="$OFL_ROOT/python" \
+    "${pin[@]}" "$OFL_PY" bench/ilp_crosscheck.py --out "$results/ilp.json" \
+    --load-before "$load_before" || return 1
+  echo "bench: wrote $results/ilp.json" >&2
+}
+
 case $suite in
+  ilp)
+    ofl_setup
+    cd "$OFL_ROOT"
+    run_ilp
+    ;;
   fidelity)
     ofl_setup
     cd "$OFL_ROOT"

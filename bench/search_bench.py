@@ -7,7 +7,14 @@ per op, folded optimizer updates included; node_candidates: per cost node,
 sources included), seconds (wall time on one core from the in-memory graph to
 the Strategy, cost-model building included: PlanStats.seconds),
 predicted_step_s, exact_proved (exact rows), gap_to_exact (autoddl rows,
-where exact proved its optimum: autoddl / optimum - 1). A configuration
+where exact proved its optimum: autoddl / optimum - 1), autoddl_starts
+(autoddl rows: each start's total before and after descent), beaten_by
+(autoddl rows: starts and preset rows better than autoddl's own answer;
+empty), exact_start_s (exact rows: autoddl's answer it continued from when
+elimination did not prove) and exact_vs_autoddl (exact rows: exact /
+autoddl - 1, <= 0). The checks behind beaten_by and exact_vs_autoddl run
+on every configuration; the script exits 1 when one fails (after writing
+the file, its failures under checks_failed). A configuration
 where nothing fits gives rows with fits=false, the error and the smallest
 per-device need.
 
@@ -43,6 +50,8 @@ from oneflow_lite import _C  # noqa: E402
 EXACT_BUDGET_S = 120.0
 EXACT_TABLE = 1 << 27  # elimination table cap for exact (default 2^22 entries)
 EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
+ROUNDING = 1e-12  # the same sum in another order
+EXACT_SLACK = 1e-9  # exact's proof tolerance
 GPT = dict(hidden=4096, heads=32, seq=2048, vocab=51200)
 GPT_MICRO_BATCH, GPT_GLOBAL_BATCH = 8, 512
 TRANSFORMER_MICRO = 8  # paper suite: sequences per micro-batch
@@ -86,6 +95,10 @@ def plan_row(model, base: dict, searcher: str) -> dict:
     if searcher == "exact":
         row["exact_proved"] = bool(stats["exact_proved"])
         row["lower_bound_s"] = stats["lower_bound"]
+        row["exact_start_s"] = stats["exact_start_s"]  # autoddl's answer it continued from
+    if searcher == "autoddl":  # its own starts, before and after descent
+        row["autoddl_starts"] = [dict(name=s["name"], start_s=s["start_s"], final_s=s["final_s"])
+                                 for s in stats["autoddl_starts"]]
     if stats["note"]:
         row["note"] = stats["note"]
     if searcher == "autoddl" and stats["autoddl_start"]:
@@ -122,7 +135,39 @@ def run_config(program, base, mesh, cluster, searchers, log, **cost_args) -> lis
         if r["searcher"] == "autoddl" and exact and exact.get("exact_proved") and \
                 r.get("predicted_step_s") and exact.get("predicted_step_s"):
             r["gap_to_exact"] = r["predicted_step_s"] / exact["predicted_step_s"] - 1
+    check_never_beaten(rows, log)
     return rows
+
+
+CHECKS_FAILED = []  # (configuration, what): bench exits 1 when not empty
+
+
+def check_never_beaten(rows, log) -> None:
+    """autoddl's own answer (its row, no minimum taken with other rows) is no
+    worse than each of its starts, before and after descent, and each preset
+    row; exact's is no worse than autoddl's. Sets autoddl's `beaten_by`
+    (empty when it holds) and exact's `exact_vs_autoddl`."""
+    auto = next((r for r in rows if r["searcher"] == "autoddl" and r.get("predicted_step_s")),
+                None)
+    if auto is None:
+        return
+    own = auto["predicted_step_s"]
+    beaten = [f"start {s['name']}: {s[k]:.9g} s" for s in auto.get("autoddl_starts", [])
+              for k in ("start_s", "final_s") if own > s[k] * (1 + ROUNDING)]
+    beaten += [f"preset {r['searcher']}: {r['predicted_step_s']:.9g} s" for r in rows
+               if r["searcher"] in EXPERTS and r.get("predicted_step_s")
+               and own > r["predicted_step_s"] * (1 + ROUNDING)]
+    auto["beaten_by"] = beaten
+    failed = [f"autoddl {own:.9g} s beaten by {b}" for b in beaten]
+    for r in rows:
+        if r["searcher"] == "exact" and r.get("predicted_step_s"):
+            r["exact_vs_autoddl"] = r["predicted_step_s"] / own - 1
+            if r["exact_vs_autoddl"] > EXACT_SLACK:
+                failed.append(f"exact {r['predicted_step_s']:.9g} s worse than autoddl")
+    where = f"{auto['model']} L={auto['layers']} mesh={auto['mesh']}"
+    for what in failed:
+        log(f"    CHECK FAILED: {what}")
+        CHECKS_FAILED.append((where, what))
 
 
 def search_suite(args, log, save) -> dict:
@@ -222,8 +267,10 @@ def main() -> int:
         os.replace(args.out + ".tmp", args.out)
 
     suite = search_suite if args.suite == "search" else paper_suite
-    save(suite(args, log, save))
-    return 0
+    result = suite(args, log, save)
+    result["checks_failed"] = [dict(configuration=w, what=what) for w, what in CHECKS_FAILED]
+    save(result)
+    return 1 if CHECKS_FAILED else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The model graphs of ``bench/run.sh search`` and ``bench/run.sh paper``.
+"""The model graphs of ``bench/run.sh search``, ``paper`` and ``ilp``.
 
 ONE function, ``build_program``, turns a model name and its sizes into a
 ``_C.Program`` holding the forward, the backward and the Adam updates, with
@@ -11,6 +11,14 @@ loss (``models.trace_loss``), so the variables are declared only.
     >>> program, names = build_program("mlp", layers=2, batch=4, hidden=8)
     >>> program.num_ops() > 0
     True
+
+``build_branches`` adds two graphs that are not chains, written op by op
+(no zoo model has them): ``residual`` (blocks x + W2 relu(W1 x)) and
+``two_branch`` (a long and a short matmul chain from one input, added).
+
+    >>> program, names = build_branches("two_branch", layers=2, batch=4, hidden=8)
+    >>> program.num_ops() > 0
+    True
 """
 from __future__ import annotations
 
@@ -18,6 +26,7 @@ from typing import Dict, Tuple
 
 import oneflow_lite as flow
 from oneflow_lite import _C, models
+from oneflow_lite.graph_builder import GraphBuilder
 
 
 def build_program(model: str, layers: int, batch: int, hidden: int = 4096, heads: int = 32,
@@ -50,3 +59,42 @@ def build_program(model: str, layers: int, batch: int, hidden: int = 4096, heads
     g = models.trace_loss(net, batch_size=batch)
     g.builder.minimize(g.loss, "adam", lr=1e-4)
     return g.program, {"data": g.data, "labels": g.labels, "loss": g.loss}
+
+
+def build_branches(kind: str, layers: int, batch: int, hidden: int,
+                   classes: int = 0) -> Tuple["_C.Program", Dict[str, str]]:
+    """A training graph (forward, backward, Adam) with declared-only float32
+    variables, inputs ``data`` [batch, hidden] and ``labels`` [batch]:
+
+    ``residual``: ``layers`` blocks h <- h + relu(h W1) W2, then the logits
+    h Wout [hidden, classes] (``classes`` 0: ``hidden``).
+    ``two_branch``: a long branch (``layers`` matmuls, each followed by a
+    relu) and a short one (one matmul) from ``data``, added, then the logits.
+    The loss is the mean sparse softmax cross entropy.
+    """
+    if kind not in ("residual", "two_branch"):
+        raise ValueError(f"build_branches: unknown kind '{kind}' (residual, two_branch)")
+    if layers < 1:
+        raise ValueError(f"build_branches: needs layers >= 1, got {layers}")
+    classes = classes or hidden
+    b = GraphBuilder()
+    data = b.input("data", [batch, hidden])
+    labels = b.input("labels", [batch], "int64")
+
+    def weight(name, shape):
+        b.program.add_variable_desc(name, list(shape), "float32", True)
+        return name
+
+    h = data
+    if kind == "residual":
+        for i in range(layers):
+            inner = b.relu(b.matmul(h, weight(f"w{i}a", (hidden, hidden))))
+            h = b.add(h, b.matmul(inner, weight(f"w{i}b", (hidden, hidden))))
+    else:
+        for i in range(layers):
+            h = b.relu(b.matmul(h, weight(f"long{i}", (hidden, hidden))))
+        h = b.add(h, b.matmul(data, weight("short", (hidden, hidden))))
+    logits = b.matmul(h, weight("out", (hidden, classes)))
+    loss = b.reduce_mean(b.sparse_softmax_cross_entropy(logits, labels))
+    b.minimize(loss, "adam", lr=1e-4)
+    return b.program, {"data": data, "labels": labels, "loss": loss}

@@ -121,6 +121,17 @@ std::vector<int> ToRestricted(const Restricted& r, const std::vector<int>& choic
   return out;
 }
 
+Optimality OptimalityOf(const ExactResult& e, double cap_seconds, double seconds) {
+  Optimality o;
+  o.cap_seconds = cap_seconds;
+  o.seconds = seconds;
+  o.proved = e.proved_optimal;
+  o.bound_seconds = e.lower_bound;
+  o.bound = e.bound;
+  o.best_seconds = e.solution.total_seconds;
+  return o;
+}
+
 }  // namespace
 
 std::vector<std::string> SearcherNames() {
@@ -230,11 +241,31 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
                            FormatBytes(r.graph.memory_limit()));
   }
   if (options.searcher == "exact") {
-    OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, options.exact));
+    ExactOptions exact = options.exact;
+    if (options.exact_starts_from_autoddl) {
+      // Asked for only when exact has not proved its answer by elimination:
+      // the whole autoddl pipeline's answer, so an unproved exact is never
+      // worse than autoddl.
+      exact.start = [&]() -> Maybe<std::vector<int>> {
+        PlanOptions o = options;
+        o.searcher = "autoddl";
+        PlanStats ignored;
+        OFL_ASSIGN_OR_RETURN(std::vector<int> c, Choose(graph, model, o, &ignored));
+        return ToRestricted(r, c);  // same pins: nothing is cut
+      };
+    }
+    const auto started = std::chrono::steady_clock::now();
+    OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, exact));
+    stats->optimality = OptimalityOf(e, exact.time_budget_seconds, SecondsSince(started));
     stats->exact_proved = e.proved_optimal;
     stats->lower_bound = e.lower_bound;
+    stats->exact_start_seconds = e.start_seconds;
     stats->pruned = e.num_pruned;
     stats->note = e.note;
+    if (e.answer_is_start) {
+      stats->note += std::string(stats->note.empty() ? "" : "; ") +
+                     "the answer is autoddl's, which branch and bound did not improve";
+    }
     return ToOriginal(r, e.solution.choice);
   }
   AutoddlOptions autoddl = options.autoddl;
@@ -283,7 +314,23 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
   OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph, autoddl));
   stats->pruned = a.num_pruned;
   stats->autoddl_start = a.starts[a.best_start].name;
+  stats->autoddl_starts = a.starts;
   return ToOriginal(r, a.solution.choice);
+}
+
+// exact from `choice` (original indices) under the pins, for at most
+// options.optimality_cap_seconds.
+Maybe<Optimality> MeasureOptimality(const OpGraph& graph, const CostModel& model,
+                                    const PlanOptions& options, const std::vector<int>& choice) {
+  const auto started = std::chrono::steady_clock::now();
+  OFL_ASSIGN_OR_RETURN(auto allowed, AllowedCandidates(graph, model, options.pinned));
+  OFL_ASSIGN_OR_RETURN(Restricted r, Restrict(model.graph(), allowed));
+  ExactOptions exact = options.exact;
+  exact.time_budget_seconds = options.optimality_cap_seconds;
+  std::vector<int> start = ToRestricted(r, choice);  // empty (none) if it breaks a pin
+  exact.start = [start]() -> Maybe<std::vector<int>> { return start; };
+  OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, exact));
+  return OptimalityOf(e, exact.time_budget_seconds, SecondsSince(started));
 }
 
 }  // namespace
@@ -304,6 +351,10 @@ Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph, std::shared_ptr<const
   out.model = model;
   OFL_ASSIGN_OR_RETURN(std::vector<int> choice, Choose(graph, *model, options, &out.stats));
   OFL_ASSIGN_OR_RETURN(out.solution, full.Evaluate(choice));
+  if (options.searcher != "exact" && options.optimality_cap_seconds > 0) {
+    OFL_ASSIGN_OR_RETURN(out.stats.optimality,
+                         MeasureOptimality(graph, *model, options, choice));
+  }
   OFL_ASSIGN_OR_RETURN(out.strategy, model->ToStrategy(choice));
   OFL_RETURN_IF_ERROR(out.strategy.Validate(graph));
   out.stats.ops = model->stats().ops;

@@ -8,7 +8,8 @@
 // output) keeps only the candidates that produce it. "autoddl" also starts
 // from the best applicable expert preset's choice, so it is never worse than
 // its own starts nor than that preset, and from each "replicate one mesh
-// axis" optimum. Pipeline stages and micro-batch
+// axis" optimum. "exact" starts from "autoddl"'s answer when elimination does
+// not prove its own, so it is never worse than autoddl. Pipeline stages and micro-batch
 // counts are inputs (options.stages, options.cost.micro_batches); nothing
 // here searches them. Stateless functions; thread-safe on const inputs.
 #pragma once
@@ -16,10 +17,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/cost_model.h"
+#include "graph/strategy_report.h"
 #include "search/autoddl.h"
 #include "search/exact.h"
 
@@ -45,6 +48,17 @@ struct PlanOptions {
   // [8] is one for [2, 8] with the outer axis B, which descent from the
   // built-in starts does not always find).
   bool autoddl_starts_from_submeshes = true;
+  // "exact": when elimination does not prove the optimum, start from the
+  // "autoddl" answer (presets and per-axis starts included), so an unproved
+  // exact is never worse than autoddl; replaces exact's plain autoddl start.
+  bool exact_starts_from_autoddl = true;
+  // Every searcher but "exact" (which measures its own): when > 0, exact
+  // runs from the chosen plan, under options.exact and options.pinned, for at
+  // most this many seconds (its Lagrangian and branch and bound; pruning and
+  // elimination come first) and PlanStats::optimality says how far the plan
+  // is from the proven optimum, or at most from the best lower bound. 0: not
+  // measured.
+  double optimality_cap_seconds = 0;
   AutoddlOptions autoddl;
   ExactOptions exact;
 };
@@ -62,6 +76,9 @@ struct PlanStats {
   bool exact_proved = false;      // "exact" only
   double lower_bound = 0;         // "exact" only
   std::string autoddl_start;      // "autoddl": the start whose result was kept
+  std::vector<AutoddlStart> autoddl_starts;  // "autoddl": every start, before and after descent
+  double exact_start_seconds = -1;  // "exact": autoddl's total it started from; -1: none asked
+  std::optional<Optimality> optimality;  // "exact", or options.optimality_cap_seconds > 0
   std::string note;               // e.g. why exact did not prove, which preset was used
 };
 

@@ -1,6 +1,7 @@
 #include "graph/strategy_report.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -155,12 +156,47 @@ Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& mode
   return report;
 }
 
+double Optimality::Gap(double total_seconds) const {
+  if (bound_seconds <= 0) return total_seconds > 0 ? std::numeric_limits<double>::infinity() : 0;
+  return std::max(0.0, total_seconds / bound_seconds - 1);
+}
+
+std::string Optimality::ToText(double total_seconds) const {
+  std::ostringstream out;
+  std::ostringstream pct;
+  pct.precision(3);
+  pct << 100 * Gap(total_seconds) << " %";
+  const std::string cap = cap_seconds > 0 ? "cap " + FormatSeconds(cap_seconds) : "no time cap";
+  if (proved) {
+    out << "optimality: " << pct.str() << " above the proven optimum "
+        << FormatSeconds(bound_seconds) << " (exact, " << bound << "; "
+        << FormatSeconds(seconds) << ", " << cap << ")";
+  } else {
+    out << "optimality: not proved (exact: " << FormatSeconds(seconds) << ", " << cap
+        << "); at most " << pct.str() << " above the optimum: lower bound "
+        << FormatSeconds(bound_seconds) << " (" << bound << "), best plan found "
+        << FormatSeconds(best_seconds);
+  }
+  return out.str();
+}
+
+std::string Optimality::ToJson(double total_seconds) const {
+  std::ostringstream out;
+  out << "{\"proved\": " << (proved ? "true" : "false")
+      << ", \"gap\": " << JsonNumber(Gap(total_seconds))
+      << ", \"bound_s\": " << JsonNumber(bound_seconds) << ", \"bound\": " << JsonString(bound)
+      << ", \"best_s\": " << JsonNumber(best_seconds) << ", \"seconds\": " << JsonNumber(seconds)
+      << ", \"cap_s\": " << JsonNumber(cap_seconds) << "}";
+  return out.str();
+}
+
 std::string StrategyReport::ToText(bool full, int max_rows) const {
   std::ostringstream out;
   out << "predicted step " << FormatSeconds(total_seconds) << " = compute "
       << FormatSeconds(compute_seconds) << " + communication " << FormatSeconds(transfer_seconds)
       << "; memory " << FormatBytes(memory_bytes) << " per device";
   if (memory_limit_bytes != kNoMemoryLimit) out << " (limit " << FormatBytes(memory_limit_bytes) << ")";
+  if (optimality) out << "\n" << optimality->ToText(total_seconds);
   out << "\ncluster " << cluster << ", " << placement << ", " << micro_batches
       << " micro-batch(es)\n";
   const size_t node_rows = full ? nodes.size() : std::min<size_t>(nodes.size(), max_rows);
@@ -213,6 +249,8 @@ std::string StrategyReport::ToJson() const {
       << ", \"memory_bytes\": " << memory_bytes << ", \"memory_limit_bytes\": "
       << (memory_limit_bytes == kNoMemoryLimit ? std::string("null")
                                                : std::to_string(memory_limit_bytes))
+      << ", \"optimality\": "
+      << (optimality ? optimality->ToJson(total_seconds) : std::string("null"))
       << ",\n \"ops\": [";
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeReport& r = nodes[i];

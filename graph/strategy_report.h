@@ -16,6 +16,9 @@
 //    that m, n, k and P (search/matmul_lower_bound.h), in the same bytes.
 //    The bound assumes each rank starts with 1/P of the data: a strategy
 //    that keeps an operand replicated (B) can move less than it.
+//  - when measured (PlannedStrategy's stats.optimality), the plan's distance
+//    to the proven optimum, or at most its distance to the best lower bound
+//    (named) when exact found no proof within its stated time cap.
 // Text (an aligned table, costliest first; `full` lists every row) and
 // JSON. Value types; building one reads the model and the graph only.
 #pragma once
@@ -72,6 +75,21 @@ struct NodeReport {
   double seconds() const { return compute_seconds + communication_seconds; }
 };
 
+// How far a plan is from the best plan under the cost model: exact ran from
+// it (or was the searcher) for at most `cap_seconds`.
+struct Optimality {
+  double cap_seconds = 0;    // exact's time cap (0: none, only its node budget)
+  double seconds = 0;        // what exact took
+  bool proved = false;       // bound_seconds is the proven optimum
+  double bound_seconds = 0;  // the optimum, or the best lower bound on it
+  std::string bound;         // what gave the bound (ExactResult::bound)
+  double best_seconds = 0;   // the best plan exact knows (never above the plan's)
+  // total / bound - 1: the distance to the optimum (proved), else at most that.
+  double Gap(double total_seconds) const;
+  std::string ToText(double total_seconds) const;  // one line
+  std::string ToJson(double total_seconds) const;  // an object
+};
+
 struct StrategyReport {
   std::string cluster;
   std::string placement;
@@ -81,6 +99,7 @@ struct StrategyReport {
   double transfer_seconds = 0;
   int64_t memory_bytes = 0;  // per device
   int64_t memory_limit_bytes = 0;
+  std::optional<Optimality> optimality;  // when measured
   std::vector<NodeReport> nodes;  // costliest first (ties: graph order)
   std::vector<EdgeReport> edges;  // edges that move bytes, costliest first
 

@@ -16,6 +16,7 @@ namespace ofl {
 namespace {
 
 constexpr double kProofTolerance = 1e-9;
+constexpr char kLagrangianBound[] = "Lagrangian bound on memory";
 
 bool GapClosed(double upper, double lower) {
   return upper <= lower + kProofTolerance * std::max(std::fabs(upper), 1e-300);
@@ -24,8 +25,13 @@ bool GapClosed(double upper, double lower) {
 // Depth-first branch and bound; see exact.h, step 4.
 class BranchAndBound {
  public:
-  BranchAndBound(const CostGraph& graph, int64_t budget, double time_budget_seconds)
-      : graph_(graph), budget_(budget), time_budget_seconds_(time_budget_seconds) {
+  // `weight` >= 0: seconds per byte of memory for the second bound (0: off).
+  BranchAndBound(const CostGraph& graph, int64_t budget, double time_budget_seconds,
+                 double weight = 0)
+      : graph_(graph),
+        budget_(budget),
+        time_budget_seconds_(time_budget_seconds),
+        weight_(weight) {
     int n = graph.num_nodes();
     std::vector<int> position(n, -1);
     for (int s = 0; s < n; ++s) {  // breadth-first order, components by index
@@ -65,11 +71,14 @@ class BranchAndBound {
       }
     }
     bound_.resize(n);
+    weighted_.resize(n);
     for (int u = 0; u < n; ++u) {
       bound_[u] = *std::min_element(partial_[u].begin(), partial_[u].end());
       rest_ += bound_[u];
+      weighted_[u] = WeightedMin(u);
+      weighted_rest_ += weighted_[u];
     }
-    root_bound_ = rest_;
+    root_bound_ = std::max(rest_, weighted_rest_ - weight_ * Limit());
     memory_suffix_.assign(n + 1, 0);
     for (int d = n - 1; d >= 0; --d) {
       memory_suffix_[d] = memory_suffix_[d + 1] + graph.node(order_[d]).min_memory_bytes;
@@ -85,8 +94,10 @@ class BranchAndBound {
     return !aborted_;
   }
   int64_t nodes() const { return nodes_; }
-  // A lower bound on every assignment: each node's cheapest candidate
-  // against its earlier neighbours' least edge entries (memory ignored).
+  // A lower bound on every assignment within the limit: each node's
+  // cheapest candidate against its earlier neighbours' least edge entries,
+  // memory ignored or (weight > 0) priced at `weight` with the limit's
+  // worth taken off, whichever is higher.
   double root_bound() const { return root_bound_; }
 
  private:
@@ -103,6 +114,30 @@ class BranchAndBound {
 
   bool Prunes(double bound) const { return bound >= *best_cost_ - 1e-12 * *best_cost_; }
 
+  double Limit() const {
+    return graph_.memory_limit() == kNoMemoryLimit ? 0.0
+                                                   : static_cast<double>(graph_.memory_limit());
+  }
+
+  // min over u's candidates of partial cost + weight x memory.
+  double WeightedMin(int u) const {
+    if (weight_ <= 0) return 0;
+    double least = std::numeric_limits<double>::infinity();
+    const std::vector<Candidate>& c = graph_.node(u).candidates;
+    for (size_t y = 0; y < c.size(); ++y) {
+      least = std::min(least, partial_[u][y] + weight_ * static_cast<double>(c[y].memory_bytes));
+    }
+    return least;
+  }
+
+  // For any assignment within the limit, cost >= cost + weight (memory -
+  // limit): the cost so far, the used memory priced, each unassigned node's
+  // weighted minimum, less the limit's worth. 0 when off.
+  double WeightedBound(double cost, int64_t used) const {
+    if (weight_ <= 0) return 0;
+    return cost + weight_ * (static_cast<double>(used) - Limit()) + weighted_rest_;
+  }
+
   void Visit(int depth, double cost, int64_t used) {
     if (++nodes_ > budget_ || (time_budget_seconds_ > 0 && nodes_ % 4096 == 0 && OverTime())) {
       aborted_ = true;
@@ -117,7 +152,9 @@ class BranchAndBound {
     }
     int j = order_[depth];
     double rest_on_entry = rest_;  // restored exactly, so no rounding drifts in
+    double weighted_on_entry = weighted_rest_;
     rest_ -= bound_[j];
+    weighted_rest_ -= weighted_[j];
     std::vector<int> cands(graph_.num_candidates(j));
     std::iota(cands.begin(), cands.end(), 0);
     std::stable_sort(cands.begin(), cands.end(),
@@ -128,33 +165,44 @@ class BranchAndBound {
       double here = cost + partial_[j][c];
       if (Prunes(here + rest_)) break;  // candidates are sorted by partial cost
       size_t mark = saved_.size();
-      double rest_before = rest_;
+      double rest_before = rest_, weighted_before = weighted_rest_;
       for (const Later& l : later_[j]) Apply(l, c);
       choice_[j] = c;
-      if (!Prunes(here + rest_)) Visit(depth + 1, here, used + memory);
+      if (!Prunes(here + rest_) &&
+          !(weight_ > 0 && Prunes(WeightedBound(here, used + memory)))) {
+        Visit(depth + 1, here, used + memory);
+      }
       for (auto it = later_[j].rbegin(); it != later_[j].rend(); ++it) Undo(*it);
       CHECK_EQ(saved_.size(), mark);
       rest_ = rest_before;
+      weighted_rest_ = weighted_before;
       if (aborted_) break;
     }
     rest_ = rest_on_entry;
+    weighted_rest_ = weighted_on_entry;
   }
 
   // The later node's partial costs use the earlier node's real choice `c`.
   void Apply(const Later& l, int c) {
     std::vector<double>& p = partial_[l.node];
     saved_.insert(saved_.end(), p.begin(), p.end());
+    saved_.push_back(weighted_[l.node]);
     saved_.push_back(bound_[l.node]);
     for (size_t y = 0; y < p.size(); ++y)
       p[y] += graph_.EdgeSeconds(l.incidence, c, y) - l.least[y];
     double bound = *std::min_element(p.begin(), p.end());
     rest_ += bound - bound_[l.node];
     bound_[l.node] = bound;
+    double weighted = WeightedMin(l.node);
+    weighted_rest_ += weighted - weighted_[l.node];
+    weighted_[l.node] = weighted;
   }
 
   void Undo(const Later& l) {
     std::vector<double>& p = partial_[l.node];
     double bound = saved_.back();
+    saved_.pop_back();
+    weighted_[l.node] = saved_.back();
     saved_.pop_back();
     std::copy(saved_.end() - p.size(), saved_.end(), p.begin());
     saved_.resize(saved_.size() - p.size());
@@ -164,12 +212,15 @@ class BranchAndBound {
   const CostGraph& graph_;
   int64_t budget_;
   double time_budget_seconds_;
+  double weight_;  // seconds per byte in the weighted bound; 0: off
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::vector<int> order_;
   std::vector<std::vector<double>> partial_;  // exact against assigned earlier neighbours
   std::vector<std::vector<Later>> later_;
   std::vector<double> bound_;  // min of partial_ per node
   double rest_ = 0;            // sum of bound_ over unassigned nodes
+  std::vector<double> weighted_;  // min of partial_ + weight x memory per node
+  double weighted_rest_ = 0;      // sum of weighted_ over unassigned nodes
   double root_bound_ = 0;
   std::vector<int64_t> memory_suffix_;
   std::vector<double> saved_;
@@ -190,6 +241,12 @@ struct Incumbent {
   std::vector<int> choice;
   double cost = std::numeric_limits<double>::infinity();
   double lower = 0;  // costs are >= 0
+  const char* bound = "zero (costs are >= 0)";  // what gave `lower`
+  double weight = 0;  // the memory weight of the best Lagrangian bound
+
+  void Raise(double value, const char* name) {
+    if (value > lower) lower = value, bound = name;
+  }
 
   void Offer(const std::vector<int>& x) {
     if (graph->MemoryBytes(x) > graph->memory_limit()) return;
@@ -211,7 +268,9 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
   auto solve = [&](double weight) {
     double objective = 0;
     std::vector<int> x = plan.Solve(weight, &objective);
-    best.lower = std::max(best.lower, objective - weight * limit);
+    const double lower = best.lower;
+    best.Raise(objective - weight * limit, kLagrangianBound);
+    if (best.lower > lower) best.weight = weight;
     best.Offer(x);
     return g.MemoryBytes(x) <= g.memory_limit();
   };
@@ -229,6 +288,28 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
   CoordinateDescent(g, polished, 1000, nullptr);
   best.Offer(polished);
   return best.Closed();
+}
+
+// options.start's answer over the original graph, checked; empty: none.
+Maybe<std::vector<int>> CheckedStart(const CostGraph& graph, const ExactOptions& options) {
+  OFL_ASSIGN_OR_RETURN(std::vector<int> x, options.start());
+  if (x.empty()) return x;
+  OFL_ASSIGN_OR_RETURN(Solution s, graph.Evaluate(x));  // wrong length, unknown candidate
+  OFL_ENSURE(s.fits_memory, "exact: the start needs ", FormatBytes(s.memory_bytes),
+             " per device, above the limit of ", FormatBytes(graph.memory_limit()));
+  return x;
+}
+
+// `choice` (original indices) over the pruned graph; empty when a pick was pruned.
+std::vector<int> ToPruned(const PrunedGraph& pruned, const std::vector<int>& choice) {
+  std::vector<int> out(choice.size());
+  for (size_t u = 0; u < choice.size(); ++u) {
+    const std::vector<int>& kept = pruned.kept[u];
+    auto it = std::find(kept.begin(), kept.end(), choice[u]);
+    if (it == kept.end()) return {};
+    out[u] = static_cast<int>(it - kept.begin());
+  }
+  return out;
 }
 
 }  // namespace
@@ -249,6 +330,19 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
   ExactResult result;
   result.num_pruned = pruned.num_pruned;
   Incumbent best{&g, {}};
+  // The caller's start, over the original graph: it may pick a pruned
+  // candidate, so it is kept beside `best` rather than in it.
+  std::vector<int> start;
+  double start_cost = std::numeric_limits<double>::infinity();
+  auto ask_start = [&]() -> Status {
+    OFL_ASSIGN_OR_RETURN(start, CheckedStart(graph, options));
+    if (start.empty()) return Status::OK();
+    start_cost = graph.TotalSeconds(start);
+    result.start_seconds = start_cost;
+    std::vector<int> mapped = ToPruned(pruned, start);
+    if (!mapped.empty()) best.Offer(mapped);
+    return Status::OK();
+  };
   bool proved = false;
   Maybe<EliminationPlan> plan =
       EliminationPlan::Make(g, {}, options.max_table_entries, options.max_total_entries);
@@ -257,7 +351,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     result.width = plan.value().width();
     double objective = 0;
     std::vector<int> x = plan.value().Solve(0, &objective);
-    best.lower = objective;
+    best.Raise(objective, "elimination without the memory limit");
     best.Offer(x);
     result.method = "elimination";
     proved = best.Closed();
@@ -265,37 +359,57 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
       result.method = "elimination + Lagrangian bound on memory";
       proved = Lagrangian(plan.value(), options.lagrangian_iterations, best, over_time);
     }
+    if (!proved && options.start) OFL_RETURN_IF_ERROR(ask_start());
   } else {
-    result.method = "autoddl start";
     result.note = plan.status().message();
-    AutoddlOptions start = options.autoddl;
-    start.prune_dominated = false;  // already pruned
-    OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(g, start));
-    best.Offer(a.solution.choice);
+    if (options.start) OFL_RETURN_IF_ERROR(ask_start());
+    result.method = start.empty() ? "autoddl start" : "caller's start";
+    if (start.empty()) {
+      AutoddlOptions own = options.autoddl;
+      own.prune_dominated = false;  // already pruned
+      OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(g, own));
+      best.Offer(a.solution.choice);
+    }
   }
+  double incumbent = std::min(best.cost, start_cost);
+  if (!proved && std::isfinite(incumbent) && GapClosed(incumbent, best.lower)) proved = true;
   if (!proved) {
     const double left = options.time_budget_seconds > 0
                             ? std::max(1e-3, options.time_budget_seconds - elapsed())
                             : 0.0;
-    BranchAndBound search(g, options.max_branch_nodes, left);
-    best.lower = std::max(best.lower, search.root_bound());
-    bool finished = search.Run(best.choice, best.cost);
+    if (!options.weighted_branch_bound) best.weight = 0;
+    BranchAndBound search(g, options.max_branch_nodes, left, best.weight);
+    best.Raise(search.root_bound(), best.weight > 0
+                                        ? "branch-and-bound root bound (memory at the "
+                                          "Lagrangian weight)"
+                                        : "branch-and-bound root bound (memory ignored)");
+    std::vector<int> found;  // set only when strictly cheaper than `incumbent`
+    bool finished = search.Run(found, incumbent);
+    if (!found.empty()) {
+      best.choice = std::move(found);
+      best.cost = incumbent;
+    }
     result.branch_nodes = search.nodes();
     result.method += " + branch and bound";
     if (finished) {
-      best.lower = best.cost;
+      best.lower = incumbent;
+      best.bound = "branch and bound (finished)";
       proved = true;
     } else {
       if (!result.note.empty()) result.note += "; ";
       result.note += StrCat("branch and bound stopped after ", search.nodes(),
-                            " nodes (max_branch_nodes or time_budget_seconds), lower bound ", FormatSeconds(best.lower),
-                            ", best ", FormatSeconds(best.cost));
+                            " nodes (max_branch_nodes or time_budget_seconds), lower bound ",
+                            FormatSeconds(best.lower), ", best ", FormatSeconds(incumbent));
     }
   }
-  CHECK(!best.choice.empty() || g.num_nodes() == 0);
-  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(pruned.ToOriginal(best.choice)));
+  CHECK(!best.choice.empty() || !start.empty() || g.num_nodes() == 0);
+  const bool take_start = !start.empty() && start_cost < best.cost;
+  const std::vector<int> answer = take_start ? start : pruned.ToOriginal(best.choice);
+  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(answer));
+  result.answer_is_start = !start.empty() && answer == start;
   result.proved_optimal = proved;
   result.lower_bound = proved ? result.solution.total_seconds : best.lower;
+  result.bound = proved && result.method == "elimination" ? "elimination" : best.bound;
   if (proved) result.note.clear();
   return result;
 }

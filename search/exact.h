@@ -11,16 +11,21 @@
 //      first branch and bound over the nodes in breadth-first order, its
 //      bound the exact cost so far plus each unassigned node's cheapest
 //      candidate against its assigned neighbours and the row minima of the
-//      others; it starts from the best answer so far (autoddl's when
-//      elimination could not run) and proves it when it finishes within
-//      its node budget.
+//      others (under a binding limit also, with memory priced at the best
+//      Lagrangian weight, that sum less the limit's worth: whichever is
+//      higher); it starts from the best answer so far (the caller's start,
+//      options.start, when given; else autoddl's when elimination could not
+//      run) and proves it when it finishes within its node budget. So an
+//      unproved answer is never worse than the caller's start.
 // The answer says whether it is proved (to a relative 1e-9) and gives the
 // best lower bound known. Stateless; a const CostGraph may be searched from
 // many threads.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "search/autoddl.h"
 #include "search/cost_graph.h"
@@ -33,18 +38,38 @@ struct ExactOptions {
   int64_t max_total_entries = int64_t{1} << 27;  // all tables' argmins (2 bytes each)
   int lagrangian_iterations = 64;
   int64_t max_branch_nodes = int64_t{1} << 20;  // branch-and-bound budget
+  // Under a binding limit, branch and bound also bounds with memory priced
+  // at the best Lagrangian weight (exact.h, step 4). Off: memory ignored.
+  bool weighted_branch_bound = true;
   // Wall-clock seconds the Lagrangian bisection and branch and bound may run
   // together (checked between solves and every 4096 nodes); 0: no limit.
   // Past it the search stops unproved, like max_branch_nodes.
   double time_budget_seconds = 0;
-  AutoddlOptions autoddl;                       // the start when elimination cannot run
+  AutoddlOptions autoddl;  // the start when elimination cannot run and `start` is unset
+  // The caller's starting answer (graph/: the whole autoddl pipeline's,
+  // presets included), over the graph as given and within its memory limit;
+  // an empty choice: none (then the plain autoddl start above, when
+  // elimination cannot run). Asked for only when elimination and the
+  // Lagrangian bound have not proved the optimum; the best answer so far is
+  // then the better of it and exact's own, and branch and bound must beat
+  // that. Called at most once, from the searching thread.
+  using StartFn = std::function<Maybe<std::vector<int>>()>;
+  StartFn start;
 };
 
 struct ExactResult {
   Solution solution;  // over the original graph's candidates
   bool proved_optimal = false;
   double lower_bound = 0;  // no assignment within the limit costs less
+  // What gave lower_bound: "elimination" (proved without memory binding),
+  // "elimination without the memory limit", "Lagrangian bound on memory",
+  // "branch-and-bound root bound (memory ignored)" or "(memory at the
+  // Lagrangian weight)", "branch and bound
+  // (finished)", or "zero (costs are >= 0)".
+  std::string bound;
   std::string method;      // what found and proved the answer
+  bool answer_is_start = false;  // the answer is options.start's, unimproved
+  double start_seconds = -1;     // options.start's total; -1 when not asked for
   std::string note;        // why it is not proved (empty when proved)
   int64_t num_pruned = 0;
   int64_t largest_table = 0;  // of the elimination; 0 when it could not run
@@ -53,7 +78,8 @@ struct ExactResult {
 };
 
 // Errors: an infeasible memory limit (the message gives the smallest
-// per-device memory any assignment needs).
+// per-device memory any assignment needs); options.start's error, or a start
+// of the wrong length, with an unknown candidate, or over the memory limit.
 Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& options = {});
 
 }  // namespace ofl

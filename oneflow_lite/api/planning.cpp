@@ -38,6 +38,12 @@ Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& r) {
   OFL_ENSURE(r.autoddl_random_starts >= 0,
              "plan: autoddl_random_starts=", r.autoddl_random_starts, " (needs >= 0)");
   options.autoddl.num_random_starts = r.autoddl_random_starts;
+  options.exact_starts_from_autoddl = r.exact_starts_from_autoddl;
+  if (r.optimality_cap) {
+    OFL_ENSURE(*r.optimality_cap > 0, "plan: optimality_cap_s=", *r.optimality_cap,
+               " (seconds, > 0; None: not measured)");
+    options.optimality_cap_seconds = *r.optimality_cap;
+  }
   return options;
 }
 
@@ -126,7 +132,10 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
 Maybe<StrategyReport> ReportPlanned(const OpGraph& graph, const PlannedStrategy& planned) {
   OFL_ENSURE(planned.model != nullptr, "planned strategy '", planned.searcher,
              "' has no cost model");
-  return ReportStrategy(graph, *planned.model, planned.solution);
+  OFL_ASSIGN_OR_RETURN(StrategyReport report,
+                       ReportStrategy(graph, *planned.model, planned.solution));
+  report.optimality = planned.stats.optimality;
+  return report;
 }
 
 Maybe<StrategyDiff> DiffPlanned(const PlannedStrategy& before, const PlannedStrategy& after) {

@@ -36,6 +36,8 @@ struct PlanRequest {
   std::optional<double> exact_time_budget;
   std::optional<int64_t> exact_max_table_entries;
   int autoddl_random_starts = 0;
+  bool exact_starts_from_autoddl = true;
+  std::optional<double> optimality_cap;  // seconds; unset: the distance is not measured
 };
 Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& request);
 

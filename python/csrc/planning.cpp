@@ -58,6 +58,32 @@ py::dict StatsDict(const PlannedStrategy& p) {
   d["exact_proved"] = s.exact_proved;
   d["lower_bound"] = s.lower_bound;
   d["autoddl_start"] = s.autoddl_start;
+  py::list starts;  // autoddl's own starts, before any minimum with other searchers
+  for (const AutoddlStart& a : s.autoddl_starts) {
+    py::dict start;
+    start["name"] = a.name;
+    start["start_s"] = a.start_seconds;
+    start["final_s"] = a.final_seconds;
+    starts.append(start);
+  }
+  d["autoddl_starts"] = starts;
+  d["exact_start_s"] = s.exact_start_seconds < 0 ? py::object(py::none())
+                                                 : py::object(py::float_(s.exact_start_seconds));
+  py::object optimality = py::none();  // the plan's distance to the optimum, when measured
+  if (s.optimality) {
+    const Optimality& o = *s.optimality;
+    py::dict od;
+    od["proved"] = o.proved;
+    od["gap"] = o.Gap(p.solution.total_seconds);
+    od["bound_s"] = o.bound_seconds;
+    od["bound"] = o.bound;
+    od["best_s"] = o.best_seconds;
+    od["seconds"] = o.seconds;
+    od["cap_s"] = o.cap_seconds;
+    od["text"] = o.ToText(p.solution.total_seconds);
+    optimality = od;
+  }
+  d["optimality"] = optimality;
   d["note"] = s.note;
   d["predicted_step_s"] = p.solution.total_seconds;
   d["compute_s"] = p.solution.compute_seconds;
@@ -84,6 +110,44 @@ PyPlanned Plan(const Program& program, const std::vector<int64_t>& hierarchy,
     planned = PlanRequested(*graph, placement, cluster, request);
   }
   return PyPlanned{graph, Unwrap(std::move(planned))};
+}
+
+// The cost graph as searched, before any pruning: per node its candidates'
+// compute seconds and memory bytes, per edge its matrix (rows: `from`'s
+// candidates; parallel edges add up), the per-device memory limit (None: none).
+py::dict CostGraphDict(const CostGraph& g) {
+  py::list nodes, edges;
+  for (int u = 0; u < g.num_nodes(); ++u) {
+    py::list compute, memory;
+    for (const Candidate& c : g.node(u).candidates) {
+      compute.append(c.compute_seconds);
+      memory.append(c.memory_bytes);
+    }
+    py::dict node;
+    node["name"] = g.node(u).name;
+    node["compute_s"] = compute;
+    node["memory_bytes"] = memory;
+    nodes.append(node);
+  }
+  for (int e = 0; e < g.num_edges(); ++e) {
+    const CostEdge& edge = g.edge(e);
+    py::list rows;
+    const EdgeMatrix& m = *edge.matrix;
+    for (int r = 0; r < m.rows(); ++r) {
+      rows.append(std::vector<double>(m.row(r), m.row(r) + m.cols()));
+    }
+    py::dict d;
+    d["from"] = edge.from;
+    d["to"] = edge.to;
+    d["seconds"] = rows;
+    edges.append(d);
+  }
+  py::dict d;
+  d["nodes"] = nodes;
+  d["edges"] = edges;
+  d["memory_limit"] = g.memory_limit() == kNoMemoryLimit ? py::object(py::none())
+                                                         : py::object(py::int_(g.memory_limit()));
+  return d;
 }
 
 std::string ReadFile(const std::string& what, const std::string& path) {
@@ -195,6 +259,9 @@ void BindPlanning(py::module_& m) {
       .def_property_readonly("predicted_bytes",
                              [](const PyPlanned& p) { return Unwrap(PredictedBytesSent(p.planned)); })
       .def_property_readonly("stats", [](const PyPlanned& p) { return StatsDict(p.planned); })
+      .def_property_readonly(
+          "choice", [](const PyPlanned& p) { return p.planned.solution.choice; },
+          "the chosen candidate per node of the cost graph (CostModel.cost_graph())")
       .def("report",
            [](const PyPlanned& p, bool full, int max_rows) {
              return Unwrap(ReportPlanned(*p.graph, p.planned)).ToText(full, max_rows);
@@ -233,10 +300,12 @@ void BindPlanning(py::module_& m) {
          const std::optional<int64_t>& memory_limit,
          const std::optional<std::vector<int64_t>>& ranks,
          const std::optional<double>& exact_time_budget_s,
-         const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts) {
+         const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
+         const std::optional<double>& optimality_cap_s) {
         PlanRequest a{searcher, pinned, micro_batches, compute_dtype, bytes_per_parameter,
                       memory_limit, exact_time_budget_s, exact_max_table_entries,
-                      autoddl_random_starts};
+                      autoddl_random_starts, /*exact_starts_from_autoddl=*/true,
+                      optimality_cap_s};
         return Plan(program, hierarchy, cluster, a, ranks);
       },
       py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
@@ -245,9 +314,11 @@ void BindPlanning(py::module_& m) {
       py::arg("compute_dtype") = py::none(), py::arg("bytes_per_parameter") = py::none(),
       py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
       py::arg("exact_time_budget_s") = py::none(), py::arg("exact_max_table_entries") = py::none(),
-      py::arg("autoddl_random_starts") = 0,
+      py::arg("autoddl_random_starts") = 0, py::arg("optimality_cap_s") = py::none(),
       "Plans a strategy for `program` on a mesh `hierarchy` of `cluster` (a Cluster, a preset "
-      "name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none.");
+      "name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none. "
+      "optimality_cap_s: exact then runs from the plan for at most that long and "
+      "stats['optimality'] (and the report) give its distance to the optimum or a bound.");
 
   py::class_<PyModel>(m, "CostModel")
       .def_property_readonly("build_seconds",
@@ -258,13 +329,20 @@ void BindPlanning(py::module_& m) {
                              [](const PyModel& p) { return p.model->graph().num_edges(); })
       .def_property_readonly("smallest_memory_need_bytes",
                              [](const PyModel& p) { return p.model->graph().SmallestMemoryNeed(); })
+      .def("cost_graph", [](const PyModel& p) { return CostGraphDict(p.model->graph()); },
+           "the cost graph as the searchers get it, before pruning: {'nodes': [{'name', "
+           "'compute_s', 'memory_bytes'}], 'edges': [{'from', 'to', 'seconds' (rows: from's "
+           "candidates)}], 'memory_limit' (bytes per device or None)}")
       .def("plan",
            [](const PyModel& p, const std::string& searcher,
               const std::map<std::string, std::string>& pinned,
               const std::optional<double>& exact_time_budget_s,
-              const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts) {
+              const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
+              bool exact_starts_from_autoddl, const std::optional<double>& optimality_cap_s) {
              PlanRequest a;
              a.searcher = searcher;
+             a.exact_starts_from_autoddl = exact_starts_from_autoddl;
+             a.optimality_cap = optimality_cap_s;
              a.pinned = pinned;
              a.exact_time_budget = exact_time_budget_s;
              a.exact_max_table_entries = exact_max_table_entries;
@@ -280,8 +358,10 @@ void BindPlanning(py::module_& m) {
            py::arg("pinned") = std::map<std::string, std::string>{},
            py::arg("exact_time_budget_s") = py::none(),
            py::arg("exact_max_table_entries") = py::none(), py::arg("autoddl_random_starts") = 0,
+           py::arg("exact_starts_from_autoddl") = true, py::arg("optimality_cap_s") = py::none(),
            "plans on this model (built once, reused across searchers); stats['seconds'] "
-           "includes the model's build time");
+           "includes the model's build time. exact_starts_from_autoddl=False: exact's "
+           "unproved answer comes from its own plain descent (for comparison)");
   m.def(
       "build_cost_model",
       [](const Program& program, const std::vector<int64_t>& hierarchy, const py::object& cluster_arg,

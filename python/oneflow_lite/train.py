@@ -123,7 +123,8 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
     graph = TrainGraph(model, make_optimizer(args, model), args.clip)
     placement = flow.placement("cpu", list(range(args.devices)), hierarchy=args.hierarchy)
     graph.config.auto_parallel(cluster=cluster, searcher=searcher, placement=placement,
-                               micro_batches=args.micro_batches, num_threads=args.threads)
+                               micro_batches=args.micro_batches, num_threads=args.threads,
+                               optimality_cap_s=args.optimality_cap or None)
     items = args.batch * (args.seq if args.model == "gpt" else 1)
     unit = "tokens" if args.model == "gpt" else "samples"
     bar = rep.Progress(args.steps, label, unit)
@@ -220,7 +221,8 @@ def plan_only(args, config) -> dict:
     print(f"traced {program.num_ops()} ops in {time.perf_counter() - start:.1f} s", flush=True)
     start = time.perf_counter()
     try:
-        planned = _C.plan(program, list(args.hierarchy), cluster, args.searcher)
+        planned = _C.plan(program, list(args.hierarchy), cluster, args.searcher,
+                          optimality_cap_s=args.optimality_cap or None)
     except ValueError as e:  # a searcher that does not fit the model
         train_args.usage_error(f"planning --model {args.model} with --searcher {args.searcher}: "
                                f"{str(e).splitlines()[0]}")

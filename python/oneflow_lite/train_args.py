@@ -136,6 +136,9 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
     p.add_argument("--clip", type=_float(positive=True), default=None,
                    help="clip gradients to this global norm (default: no clipping)")
     p.add_argument("--seed", type=_int(0), default=0, help="initialisation and data seed")
+    p.add_argument("--optimality-cap", type=_float(positive=False), default=5.0,
+                   help="seconds exact may spend from the plan to state its distance to the "
+                        "optimum, or to a lower bound (0: skip)")
     p.add_argument("--threads", type=_int(0), default=0,
                    help="kernel threads (0: every core)")
     p.add_argument("--data", default=None,

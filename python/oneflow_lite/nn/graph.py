@@ -81,13 +81,17 @@ class GraphConfig:
 
     def auto_parallel(self, cluster="local", searcher: str = "autoddl", placement=None,
                       micro_batches: int = 1, memory_limit: Optional[int] = None,
-                      num_threads: int = 0, timeout_ms: int = 120000) -> None:
+                      num_threads: int = 0, timeout_ms: int = 120000,
+                      optimality_cap_s: Optional[float] = None) -> None:
         """Plans the layout on ``placement`` (a flow.placement; its hierarchy
         is the mesh) for ``cluster`` (a preset name, a Cluster file, "local"
         or a _C.Cluster) with ``searcher`` (``_C.searchers()``: autoddl, exact,
         data_parallel, megatron, 2d, vgg, manual). SBP the user pins with
         ``to_global`` on inputs or parameters is honoured by every searcher;
-        such a pin must use this same placement."""
+        such a pin must use this same placement. ``optimality_cap_s``: exact
+        then runs from the plan for at most that many seconds and the plan
+        report states its distance to the proven optimum, or to the best
+        lower bound (named) when there is no proof (None: not measured)."""
         if placement is None:
             raise ValueError("auto_parallel: placement is required, e.g. "
                              "flow.placement('cpu', [[0, 1], [2, 3]])")
@@ -99,7 +103,8 @@ class GraphConfig:
         self.parallel = ParallelConfig(
             ranks=list(placement.ranks), hierarchy=list(placement.hierarchy), cluster=cluster,
             searcher=searcher, micro_batches=int(micro_batches), strategy_path=keep,
-            memory_limit=memory_limit, num_threads=num_threads, timeout_ms=timeout_ms)
+            memory_limit=memory_limit, num_threads=num_threads, timeout_ms=timeout_ms,
+            optimality_cap_s=optimality_cap_s)
         self.placement = placement
         self.num_threads = num_threads
 

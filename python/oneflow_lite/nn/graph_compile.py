@@ -64,6 +64,7 @@ class ParallelConfig:
     memory_limit: Optional[int] = None    # bytes per device; None: the cluster's; -1: none
     num_threads: int = 0
     timeout_ms: int = 120000
+    optimality_cap_s: Optional[float] = None  # exact from the plan: its distance to the optimum
 
     def __post_init__(self) -> None:
         names = searcher_names()
@@ -72,6 +73,9 @@ class ParallelConfig:
                              f"of {', '.join(names)})")
         if int(self.micro_batches) < 1:
             raise ValueError(f"auto_parallel: micro_batches={self.micro_batches} must be >= 1")
+        if self.optimality_cap_s is not None and not float(self.optimality_cap_s) > 0:
+            raise ValueError(f"auto_parallel: optimality_cap_s={self.optimality_cap_s} must be "
+                             f"> 0 seconds (None: not measured)")
         if int(np.prod(self.hierarchy)) != len(self.ranks):
             raise ValueError(f"auto_parallel: hierarchy {self.hierarchy} holds "
                              f"{int(np.prod(self.hierarchy))} ranks, the placement has "
@@ -87,7 +91,8 @@ def plan(program, config: ParallelConfig, pinned: Dict[str, str]):
     cluster = resolve_cluster(config.cluster, config.devices)
     return _C.plan(program, list(config.hierarchy), cluster, config.searcher,
                    pinned=dict(pinned), micro_batches=int(config.micro_batches),
-                   memory_limit=config.memory_limit, ranks=list(config.ranks))
+                   memory_limit=config.memory_limit, ranks=list(config.ranks),
+                   optimality_cap_s=config.optimality_cap_s)
 
 
 @dataclass
