@@ -26,8 +26,7 @@ std::set<std::string> Entries(std::istream& in) {
 }
 
 TEST(TsanSuppressionsTest, BinaryAndFileListTheSameLibraries) {
-  std::string path = __FILE__;  // .../tests/cpp/runtime/tsan_suppressions_test.cpp
-  path = path.substr(0, path.rfind("/cpp/runtime/")) + "/tsan.supp";
+  const std::string path = std::string(OFL_TESTS_DIR) + "/tsan.supp";
   std::ifstream file(path);
   ASSERT_TRUE(file.good()) << path;
   std::istringstream built(__tsan_default_suppressions());
