@@ -65,8 +65,11 @@ class GlooCommunicator::Exchange {
   }
   void Recv(void* data, int64_t bytes, int64_t peer) { Post(data, bytes, peer, false); }
 
-  Status Wait() {
-    for (const auto& op : ops_) {
+  // Waits for the first `n` posted operations (those not waited for yet).
+  // Empty parts post nothing: callers count only non-empty operations.
+  Status WaitFor(size_t n) {
+    for (; waited_ < std::min(n, ops_.size()); ++waited_) {
+      const Op& op = ops_[waited_];
       if (!post_error_.empty()) break;
       const auto left = std::max(
           milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now()));
@@ -87,6 +90,8 @@ class GlooCommunicator::Exchange {
     if (!post_error_.empty()) return comm_->Fail(what_, post_error_, false);
     return Status::OK();
   }
+  Status Wait() { return WaitFor(ops_.size()); }
+  size_t posted() const { return ops_.size(); }
 
  private:
   struct Op {
@@ -120,6 +125,7 @@ class GlooCommunicator::Exchange {
   const uint64_t slot_;
   const Clock::time_point deadline_;
   std::vector<Op> ops_;
+  size_t waited_ = 0;
   std::string post_error_;
 };
 
@@ -275,22 +281,10 @@ Status GlooCommunicator::AllReduce(void* buffer, int64_t count, DataType dtype,
   const auto deadline = Clock::now() + timeout_;
   const std::string sig = StrCat("all_reduce/", tag, "/", DataTypeName(dtype), "/", count);
   const Range mine = BalancedPart(count, p, rank_);
-  std::vector<char> staging(static_cast<size_t>((p - 1) * mine.size * es));
-  Status status;
-  {  // Reduce-scatter: every peer's addend of this rank's part, summed in rank order.
-    Exchange ex(this, what, CollectiveSlot(sig + "/rs"), deadline);
-    std::vector<const void*> peers;
-    for (int64_t q = 0; q < p; ++q) {
-      if (q == rank_) continue;
-      Range part = BalancedPart(count, p, q);
-      char* slot = staging.data() + peers.size() * mine.size * es;
-      ex.Send(Byte(buffer, part.begin, es), part.size * es, q);
-      ex.Recv(slot, mine.size * es, q);
-      peers.push_back(slot);
-    }
-    status = ex.Wait();
-    if (status.ok()) Accumulate(Byte(buffer, mine.begin, es), nullptr, peers, mine.size, dtype);
-  }
+  // Reduce-scatter in place into this rank's part; peers only read theirs.
+  Status status = ReduceScatterPhase(what, CollectiveSlot(sig + "/rs"), buffer,
+                                     Byte(buffer, mine.begin, es), nullptr, count, dtype,
+                                     deadline);
   if (status.ok()) {  // All-gather: this rank's sum to every peer, theirs here.
     Exchange ex(this, what, CollectiveSlot(sig + "/ag"), deadline);
     for (int64_t q = 0; q < p; ++q) {
@@ -309,30 +303,57 @@ Status GlooCommunicator::ReduceScatter(const void* input, void* output, int64_t 
                                        DataType dtype, const std::string& tag) {
   const std::string what = StrCat("rank ", rank_, ": reduce_scatter '", tag, "'");
   OFL_RETURN_IF_ERROR(Begin(what, dtype));
-  const int64_t es = SizeOf(dtype), p = size();
-  const Range mine = BalancedPart(count, p, rank_);
-  std::vector<char> staging(static_cast<size_t>((p - 1) * mine.size * es));
-  Status status;
-  {
-    Exchange ex(this, what,
-                CollectiveSlot(StrCat("reduce_scatter/", tag, "/", DataTypeName(dtype), "/",
-                                      count)),
-                Clock::now() + timeout_);
-    std::vector<const void*> peers;
-    for (int64_t q = 0; q < p; ++q) {
-      if (q == rank_) continue;
-      Range part = BalancedPart(count, p, q);
-      char* slot = staging.data() + peers.size() * mine.size * es;
-      ex.Send(Byte(input, part.begin, es), part.size * es, q);
-      ex.Recv(slot, mine.size * es, q);
-      peers.push_back(slot);
-    }
-    status = ex.Wait();
-    // output = this rank's own part + every peer's, as the in-process one.
-    if (status.ok()) Accumulate(output, Byte(input, mine.begin, es), peers, mine.size, dtype);
-  }
+  const Range mine = BalancedPart(count, size(), rank_);
+  // output = this rank's own part + every peer's, as the in-process one.
+  Status status = ReduceScatterPhase(
+      what, CollectiveSlot(StrCat("reduce_scatter/", tag, "/", DataTypeName(dtype), "/", count)),
+      input, output, Byte(input, mine.begin, SizeOf(dtype)), count, dtype,
+      Clock::now() + timeout_);
   End();
   return status;
+}
+
+Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t slot,
+                                            const void* input, void* dst, const void* init,
+                                            int64_t count, DataType dtype,
+                                            std::chrono::steady_clock::time_point deadline) {
+  const int64_t es = SizeOf(dtype), p = size();
+  const Range mine = BalancedPart(count, p, rank_);
+  const int64_t chunk = std::max<int64_t>(1, kReduceChunkBytes / es);
+  const int64_t chunks = (mine.size + chunk - 1) / chunk;
+  const size_t need = static_cast<size_t>((p - 1) * mine.size * es);
+  if (staging_.size() < need) staging_.resize(need);  // kept: no page faults per call
+  Exchange ex(this, what, slot, deadline);
+  // Receives first, chunk by chunk, each chunk from every peer in rank order.
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * chunk, len = std::min(chunk, mine.size - begin);
+    for (int64_t q = 0, j = 0; q < p; ++q) {
+      if (q == rank_) continue;
+      ex.Recv(staging_.data() + (j++ * mine.size + begin) * es, len * es, q);
+    }
+  }
+  const size_t recvs = ex.posted();
+  // Sends: every peer's part, cut into the chunks that peer receives.
+  for (int64_t q = 0; q < p; ++q) {
+    if (q == rank_) continue;
+    const Range part = BalancedPart(count, p, q);
+    for (int64_t begin = 0; begin < part.size; begin += chunk) {
+      ex.Send(Byte(input, part.begin + begin, es), std::min(chunk, part.size - begin) * es, q);
+    }
+  }
+  // Sum each chunk as soon as every peer's copy of it arrived: own part (or
+  // dst in place) + rank 0's + rank 1's + ..., the in-process order.
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * chunk, len = std::min(chunk, mine.size - begin);
+    OFL_RETURN_IF_ERROR(ex.WaitFor(std::min(recvs, static_cast<size_t>((c + 1) * (p - 1)))));
+    std::vector<const void*> peers;
+    for (int64_t j = 0; j < p - 1; ++j) {
+      peers.push_back(staging_.data() + (j * mine.size + begin) * es);
+    }
+    Accumulate(Byte(dst, begin, es), init == nullptr ? nullptr : Byte(init, begin, es), peers,
+               len, dtype);
+  }
+  return ex.Wait();
 }
 
 Status GlooCommunicator::AllGather(const void* input, void* output, const int64_t* counts,

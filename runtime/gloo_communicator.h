@@ -72,6 +72,10 @@ struct GlooOptions {
 
 class GlooCommunicator : public Communicator {
  public:
+  // Reduce-scatter receives and sums in chunks of this many bytes, so that
+  // adding one chunk overlaps receiving the next.
+  static constexpr int64_t kReduceChunkBytes = int64_t{1} << 20;
+
   // Connects the processes whose world ranks are `members` (distinct, in
   // group-rank order); this process is world rank `world_rank`, one of them.
   static Maybe<std::unique_ptr<GlooCommunicator>> Create(TcpStore* store,
@@ -119,6 +123,12 @@ class GlooCommunicator : public Communicator {
   Status Fail(const std::string& what, const std::string& reason, bool timed_out);
   std::string Lost(int64_t peer, const std::string& detail) const;
   uint64_t CollectiveSlot(const std::string& signature);
+  // Sends every peer its balanced part of `input` and sums this rank's part
+  // into dst as init (null: dst itself) + rank 0's + rank 1's + ... (skipping
+  // this rank), chunk by chunk as the chunks arrive.
+  Status ReduceScatterPhase(const std::string& what, uint64_t slot, const void* input, void* dst,
+                            const void* init, int64_t count, DataType dtype,
+                            std::chrono::steady_clock::time_point deadline);
   uint64_t PointSlot(bool send, int64_t peer, const std::string& tag, int64_t bytes);
 
   TcpStore* const store_;
@@ -128,6 +138,7 @@ class GlooCommunicator : public Communicator {
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
   std::atomic<int64_t> bytes_sent_{0};
+  std::vector<char> staging_;  // peers' addends of this rank's part, reused across calls
   uint64_t sequence_ = 0;                               // collectives so far
   std::map<std::pair<int64_t, std::string>, uint64_t> sends_, recvs_;  // per (peer, tag)
 

@@ -7,11 +7,14 @@
 // messages and how fast they come.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <numeric>
 #include <thread>
 
 #include "oneflow_lite/core/slicing.h"
 #include "runtime/gloo_communicator.h"
+#include "runtime/inprocess_communicator.h"
 #include "runtime/tcp_store.h"
 #include "tests/cpp/runtime/multiprocess.h"
 
@@ -161,13 +164,40 @@ void Collectives(Rank* me) {
   CheckCollectives<double>(comm.get(), DataType::kFloat64);
   CheckCollectives<int32_t>(comm.get(), DataType::kInt32);
   CheckCollectives<int64_t>(comm.get(), DataType::kInt64);
-  // 64 KiB of float32: several TCP writes per peer, balanced parts.
-  std::vector<float> big(16384 + 3);
-  for (size_t i = 0; i < big.size(); ++i) big[i] = float(me->rank + 1) + float(i % 7);
-  ASSERT_TRUE(comm->AllReduce(big.data(), big.size(), DataType::kFloat32, "big").ok());
-  const int64_t p = me->size;
-  for (size_t i = 0; i < big.size(); ++i) {
-    ASSERT_EQ(big[i], float(p * (p + 1) / 2 + p * int64_t(i % 7))) << i;
+  // 10 MiB of float32 (several 1 MiB reduce chunks per part) with addends of
+  // mixed magnitudes, where the order of the sums shows in the bits: the
+  // result must equal, bit for bit, the in-process communicator's on the
+  // same inputs (all p ranks' inputs are made here, p threads reduce them).
+  const int64_t p = me->size, n = (10 << 20) / 4 + 3;
+  auto input = [](int64_t q, int64_t i) {
+    float v = float((i * 2654435761LL + q * 97) % 1000003) / 7.0f;
+    return q % 2 == 0 ? v * 1e3f : v * 1e-3f;
+  };
+  std::vector<std::vector<float>> all(p, std::vector<float>(n));
+  for (int64_t q = 0; q < p; ++q) {
+    for (int64_t i = 0; i < n; ++i) all[q][i] = input(q, i);
+  }
+  std::vector<float> big = all[me->rank];
+  const int64_t before = comm->bytes_sent();
+  ASSERT_TRUE(comm->AllReduce(big.data(), n, DataType::kFloat32, "big").ok());
+  const int64_t own = BalancedPart(n, p, me->rank).size;
+  EXPECT_EQ(comm->bytes_sent() - before, 4 * ((n - own) + (p - 1) * own));
+  InProcessGroup group(p, milliseconds(60000));
+  std::vector<std::thread> threads;
+  for (int64_t q = 0; q < p; ++q) {
+    threads.emplace_back([&, q] {
+      EXPECT_TRUE(group.Rank(q)->AllReduce(all[q].data(), n, DataType::kFloat32, "big").ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n; ++i) differ += std::memcmp(&big[i], &all[0][i], 4) != 0;
+  EXPECT_EQ(differ, 0) << "elements whose bits differ from the in-process sums";
+  // The sums are right too, to float rounding (float64 oracle).
+  for (int64_t i = 0; i < n; i += 9973) {
+    double sum = 0;
+    for (int64_t q = 0; q < p; ++q) sum += input(q, i);
+    ASSERT_NEAR(big[i], sum, 1e-5 * std::abs(sum) + 1e-3) << i;
   }
   Finish(me, me->size);
 }
