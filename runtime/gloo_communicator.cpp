@@ -107,12 +107,16 @@ class GlooCommunicator::Exchange {
       post_error_ = "aborted";
       return;
     }
+    // The size goes into the slot: a send and a receive that disagree on it
+    // never match (the call times out) instead of tripping Gloo's size check
+    // on its event-loop thread.
+    const uint64_t slot = slot_ ^ (Fnv(std::to_string(bytes)) & 0xffffff);
     try {
       if (send) {
-        op.buffer->send(static_cast<int>(peer), slot_, 0, static_cast<size_t>(bytes));
+        op.buffer->send(static_cast<int>(peer), slot, 0, static_cast<size_t>(bytes));
         comm_->bytes_sent_ += bytes;
       } else {
-        op.buffer->recv(static_cast<int>(peer), slot_, 0, static_cast<size_t>(bytes));
+        op.buffer->recv(static_cast<int>(peer), slot, 0, static_cast<size_t>(bytes));
       }
     } catch (const std::exception& e) {
       post_error_ = comm_->Lost(peer, e.what());
@@ -204,34 +208,38 @@ std::string GlooCommunicator::Lost(int64_t peer, const std::string& detail) cons
                 "': ", detail);
 }
 
+std::string GlooCommunicator::Publish(const std::string& mine) {
+  // The first rank to fail (elected by an atomic add) publishes its reason;
+  // the others read it (the first sets it right after its add).
+  auto n = store_->Add(AbortKey(group_) + "/count", 1);
+  if (!n.ok()) return "";  // the store is gone too (its host died): our own reason stands
+  if (n.value() == 1) {
+    (void)store_->Set(AbortKey(group_), std::vector<char>(mine.begin(), mine.end()));
+    return "";
+  }
+  auto first = store_->Get(AbortKey(group_), milliseconds(2000));
+  return first.ok() ? std::string(first.value().begin(), first.value().end()) : "";
+}
+
 Status GlooCommunicator::Fail(const std::string& what, const std::string& reason, bool timed_out) {
   std::string why;
   {
     std::lock_guard<std::mutex> lock(mu_);
     why = abort_reason_;  // set by Abort: that is the cause
   }
-  bool published = false;
-  if (why.empty()) {
-    // A peer that failed first published its reason before closing on us.
-    auto present = store_->Check({AbortKey(group_)});
-    if (present.ok() && present.value()) {
-      auto value = store_->Get(AbortKey(group_), milliseconds(0));
-      if (value.ok()) {
-        why = std::string(value.value().begin(), value.value().end());
-        published = true;
-      }
-    }
-  }
   if (why.empty()) why = reason;
-  if (!published) (void)store_->Set(AbortKey(group_), std::vector<char>(why.begin(), why.end()));
+  const std::string mine =
+      why.rfind("rank ", 0) == 0 ? why : StrCat("rank ", rank_, " (world rank ", members_[rank_],
+                                                 ") of group '", group_, "': ", why);
+  const std::string first = Publish(mine);
+  if (!first.empty() && first != mine) why += " (first failure in the group: " + first + ")";
   std::lock_guard<std::mutex> lock(mu_);
-  if (abort_reason_.empty()) abort_reason_ = why;
+  if (abort_reason_.empty() || abort_reason_ == mine) abort_reason_ = why;
   if (!closed_) {
     closed_ = true;
     context_->closeConnections();  // wakes the peers blocked on this rank
   }
-  return Status(timed_out && !published ? StatusCode::kTimeout : StatusCode::kInternal,
-                StrCat(what, ": ", why));
+  return Status(timed_out ? StatusCode::kTimeout : StatusCode::kInternal, StrCat(what, ": ", why));
 }
 
 void GlooCommunicator::Abort(const std::string& reason) {
@@ -249,7 +257,7 @@ void GlooCommunicator::Abort(const std::string& reason) {
     idle = !in_call_;
   }
   if (!idle) return;  // the blocked call publishes and closes on its way out
-  (void)store_->Set(AbortKey(group_), std::vector<char>(why.begin(), why.end()));
+  (void)Publish(why);
   std::lock_guard<std::mutex> lock(mu_);
   if (!closed_ && !in_call_) {
     closed_ = true;

@@ -20,13 +20,19 @@
 // (n - own) + (p - 1) own elements, reduce-scatter n - own, all-gather
 // (p - 1) own). Gloo's own algorithms are not used (they hide their sends).
 //
+// Ranks that disagree on a call (its kind, tag, dtype, counts, or the size of
+// one message) never match: each call and message size goes into Gloo's slot,
+// so a mismatch is a timeout naming the rank waited on, never wrong data.
+//
 // Failure: every call has a deadline (options.timeout) and fails with an
 // error naming this rank, the collective, its tag and the rank waited on. A
 // lost peer (its process died: the connection closed) fails the call with
-// "lost rank q". On any failure the rank publishes the reason under the
-// group's "abort" key and closes its connections, so that peers blocked on
-// it wake at once and report the first reason (the lost rank), not their
-// neighbour. Abort(reason) (any thread) wakes a blocked call the same way.
+// "lost rank q". On any failure the rank closes its connections, so that
+// peers blocked on it wake at once; the first rank of the group to fail
+// publishes its reason under the group's "abort" key in the store, and every
+// other rank's error ends with "(first failure in the group: <that reason>)",
+// so a rank that only saw its neighbour go still names the lost rank.
+// Abort(reason) (any thread) wakes a blocked call the same way.
 // After a failure or Abort every call fails at once; build a new
 // communicator (a new group name) to go on.
 //
@@ -122,6 +128,9 @@ class GlooCommunicator : public Communicator {
   // published to the store, connections closed; the error for `what`.
   Status Fail(const std::string& what, const std::string& reason, bool timed_out);
   std::string Lost(int64_t peer, const std::string& detail) const;
+  // Publishes `mine` as the group's first failure if no rank did before;
+  // returns the first failure when another rank's, else "".
+  std::string Publish(const std::string& mine);
   uint64_t CollectiveSlot(const std::string& signature);
   // Sends every peer its balanced part of `input` and sums this rank's part
   // into dst as init (null: dst itself) + rank 0's + rank 1's + ... (skipping

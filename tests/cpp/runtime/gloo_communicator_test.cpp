@@ -296,6 +296,36 @@ void Timeout(Rank* me) {
   Finish(me, me->size);
 }
 
+// The ranks disagree on an all-to-all's counts (rank 0 expects 3 elements
+// from rank 1, which sends 2), then on the order of two calls: both calls
+// fail with a named timeout on some rank; no process crashes or hangs.
+void Mismatch(Rank* me) {
+  auto comm = Connect(me, "world", Iota(me->size), milliseconds(500));
+  ASSERT_NE(comm, nullptr);
+  std::vector<float> in(4, 1.0f), out(4);
+  std::vector<int64_t> send = {1, 2}, recv = {me->rank == 0 ? 1 : 2, me->rank == 0 ? 3 : 2};
+  if (me->rank == 1) send = {2, 2};
+  Status s = comm->AllToAll(in.data(), send.data(), out.data(), recv.data(), DataType::kFloat32,
+                            "a2a");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(StrCat("rank ", me->rank, ": all_to_all 'a2a'")), std::string::npos)
+      << s.message();
+  // Rank 0 waits for rank 1's 3 elements; rank 1's send of 2 for rank 0.
+  if (me->rank == 0) {
+    EXPECT_NE(s.message().find("timed out after 500 ms waiting for rank 1"), std::string::npos)
+        << s.message();
+  }
+  auto order = Connect(me, "order", Iota(me->size), milliseconds(500));
+  ASSERT_NE(order, nullptr);
+  s = me->rank == 0 ? order->AllReduce(in.data(), 4, DataType::kFloat32, "x")
+                    : order->Broadcast(in.data(), 4, DataType::kFloat32, 0, "x");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(me->rank == 0 ? "all_reduce 'x'" : "broadcast 'x'"),
+            std::string::npos)
+      << s.message();
+  Finish(me, me->size);
+}
+
 TEST(GlooWorker, Run) {
   const char* scenario = std::getenv("OFL_MP_SCENARIO");
   if (scenario == nullptr) GTEST_SKIP() << "runs inside processes the Gloo tests spawn";
@@ -308,6 +338,7 @@ TEST(GlooWorker, Run) {
   else if (s == "lost_rank") LostRank(&me);
   else if (s == "abort_call") AbortCall(&me);
   else if (s == "timeout") Timeout(&me);
+  else if (s == "mismatch") Mismatch(&me);
   else FAIL() << "unknown scenario " << s;
 }
 
@@ -340,6 +371,11 @@ TEST(GlooCommunicatorTest, LostProcessFailsTheOthersNamingItWithinSeconds) {
 
 TEST(GlooCommunicatorTest, AbortWakesTheBlockedCallAndThePeerLearnsWhy) {
   auto children = mp::Run("abort_call", 2, mp::FreePort(), seconds(60));
+  ExpectExits(children, {0, 0});
+}
+
+TEST(GlooCommunicatorTest, RanksThatDisagreeOnACallTimeOutNamingIt) {
+  auto children = mp::Run("mismatch", 2, mp::FreePort(), seconds(60));
   ExpectExits(children, {0, 0});
 }
 
