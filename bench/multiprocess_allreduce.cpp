@@ -176,11 +176,12 @@ int Worker(int rank, int port, size_t count, int reps) {
   if (rank == 0) {
     double load[3] = {0, 0, 0};
     if (::getloadavg(load, 3) < 0) load[0] = -1;
-    std::printf("{\"bench\": \"multiprocess_allreduce\", \"processes\": %d, \"mib\": %.0f, "
-                "\"ofl_gbps\": %.3f, \"gloo_ring_gbps\": %.3f, \"socket_ring_gbps\": %.3f, "
-                "\"ofl_bytes_sent\": %lld, \"load_avg_1m\": %.2f, \"reps\": %d}\n",
-                kRanks, bytes / (1 << 20), bus / ofl_s, bus / gloo_s, bus / socket_s,
-                (long long)comm->bytes_sent(), load[0], reps);
+    std::printf(
+        "{\"bench\": \"multiprocess_allreduce\", \"processes\": %d, \"mib\": %.0f, "
+        "\"ofl_gbps\": %.3f, \"gloo_ring_gbps\": %.3f, \"socket_ring_gbps\": %.3f, "
+        "\"ofl_bytes_sent\": %lld, \"load_avg_1m\": %.2f, \"reps\": %d}\n",
+        kRanks, bytes / (1 << 20), bus / ofl_s, bus / gloo_s, bus / socket_s,
+        (long long)comm->bytes_sent(), load[0], reps);
   }
   // Keep the store up until the peer is done with it.
   if (!store->Add("done", 1).ok()) Die("store add");
@@ -199,9 +200,14 @@ int main(int argc, char** argv) {
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--mb") mb = std::atof(argv[i + 1]);
-    else if (a == "--reps") reps = std::atoi(argv[i + 1]);
-    else { std::fprintf(stderr, "usage: %s [--mb 64] [--reps 5]\n", argv[0]); return 1; }
+    if (a == "--mb")
+      mb = std::atof(argv[i + 1]);
+    else if (a == "--reps")
+      reps = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: %s [--mb 64] [--reps 5]\n", argv[0]);
+      return 1;
+    }
   }
   if (mb <= 0 || reps < 1) return 1;
   const size_t count = size_t(mb * (1 << 20) / sizeof(float));

@@ -78,10 +78,10 @@ class GlooCommunicator::Exchange {
         done = op.send ? op.buffer->waitSend(nullptr, left) : op.buffer->waitRecv(nullptr, left);
       } catch (const std::exception& e) {
         if (Clock::now() >= deadline_) {
-          return comm_->Fail(what_,
-                             StrCat("timed out after ", comm_->timeout_.count(),
-                                    " ms waiting for rank ", op.peer),
-                             true);
+          return comm_->Fail(
+              what_,
+              StrCat("timed out after ", comm_->timeout_.count(), " ms waiting for rank ", op.peer),
+              true);
         }
         return comm_->Fail(what_, comm_->Lost(op.peer, e.what()), false);
       }
@@ -171,10 +171,12 @@ Maybe<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
   return comm;
 }
 
-GlooCommunicator::GlooCommunicator(TcpStore* store, std::string group,
-                                   std::vector<int64_t> members, int64_t rank,
-                                   milliseconds timeout)
-    : store_(store), group_(std::move(group)), members_(std::move(members)), rank_(rank),
+GlooCommunicator::GlooCommunicator(TcpStore* store, std::string group, std::vector<int64_t> members,
+                                   int64_t rank, milliseconds timeout)
+    : store_(store),
+      group_(std::move(group)),
+      members_(std::move(members)),
+      rank_(rank),
       timeout_(timeout) {}
 
 GlooCommunicator::~GlooCommunicator() = default;
@@ -228,9 +230,10 @@ Status GlooCommunicator::Fail(const std::string& what, const std::string& reason
     why = abort_reason_;  // set by Abort: that is the cause
   }
   if (why.empty()) why = reason;
-  const std::string mine =
-      why.rfind("rank ", 0) == 0 ? why : StrCat("rank ", rank_, " (world rank ", members_[rank_],
-                                                 ") of group '", group_, "': ", why);
+  const std::string mine = why.rfind("rank ", 0) == 0
+                               ? why
+                               : StrCat("rank ", rank_, " (world rank ", members_[rank_],
+                                        ") of group '", group_, "': ", why);
   const std::string first = Publish(mine);
   if (!first.empty() && first != mine) why += " (first failure in the group: " + first + ")";
   std::lock_guard<std::mutex> lock(mu_);
@@ -243,8 +246,8 @@ Status GlooCommunicator::Fail(const std::string& what, const std::string& reason
 }
 
 void GlooCommunicator::Abort(const std::string& reason) {
-  std::string why = StrCat("rank ", rank_, " (world rank ", members_[rank_], ") of group '",
-                           group_, "' aborted: ", reason);
+  std::string why = StrCat("rank ", rank_, " (world rank ", members_[rank_], ") of group '", group_,
+                           "' aborted: ", reason);
   bool idle = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -291,8 +294,7 @@ Status GlooCommunicator::AllReduce(void* buffer, int64_t count, DataType dtype,
   const Range mine = BalancedPart(count, p, rank_);
   // Reduce-scatter in place into this rank's part; peers only read theirs.
   Status status = ReduceScatterPhase(what, CollectiveSlot(sig + "/rs"), buffer,
-                                     Byte(buffer, mine.begin, es), nullptr, count, dtype,
-                                     deadline);
+                                     Byte(buffer, mine.begin, es), nullptr, count, dtype, deadline);
   if (status.ok()) {  // All-gather: this rank's sum to every peer, theirs here.
     Exchange ex(this, what, CollectiveSlot(sig + "/ag"), deadline);
     for (int64_t q = 0; q < p; ++q) {
@@ -315,8 +317,7 @@ Status GlooCommunicator::ReduceScatter(const void* input, void* output, int64_t 
   // output = this rank's own part + every peer's, as the in-process one.
   Status status = ReduceScatterPhase(
       what, CollectiveSlot(StrCat("reduce_scatter/", tag, "/", DataTypeName(dtype), "/", count)),
-      input, output, Byte(input, mine.begin, SizeOf(dtype)), count, dtype,
-      Clock::now() + timeout_);
+      input, output, Byte(input, mine.begin, SizeOf(dtype)), count, dtype, Clock::now() + timeout_);
   End();
   return status;
 }
@@ -358,8 +359,8 @@ Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t sl
     for (int64_t j = 0; j < p - 1; ++j) {
       peers.push_back(staging_.data() + (j * mine.size + begin) * es);
     }
-    Accumulate(Byte(dst, begin, es), init == nullptr ? nullptr : Byte(init, begin, es), peers,
-               len, dtype);
+    Accumulate(Byte(dst, begin, es), init == nullptr ? nullptr : Byte(init, begin, es), peers, len,
+               dtype);
   }
   return ex.Wait();
 }
@@ -425,10 +426,10 @@ Status GlooCommunicator::Broadcast(void* buffer, int64_t count, DataType dtype, 
   OFL_RETURN_IF_ERROR(Begin(what, dtype));
   Status status;
   {
-    Exchange ex(this, what,
-                CollectiveSlot(StrCat("broadcast/", tag, "/", DataTypeName(dtype), "/", count,
-                                      "/", root)),
-                Clock::now() + timeout_);
+    Exchange ex(
+        this, what,
+        CollectiveSlot(StrCat("broadcast/", tag, "/", DataTypeName(dtype), "/", count, "/", root)),
+        Clock::now() + timeout_);
     const int64_t bytes = count * SizeOf(dtype);
     if (rank_ == root) {
       for (int64_t q = 0; q < size(); ++q) {
@@ -446,8 +447,8 @@ Status GlooCommunicator::Broadcast(void* buffer, int64_t count, DataType dtype, 
 Status GlooCommunicator::Send(const void* buffer, int64_t count, DataType dtype, int64_t peer,
                               const std::string& tag) {
   const std::string what = StrCat("rank ", rank_, ": send '", tag, "' to rank ", peer);
-  OFL_ENSURE(peer >= 0 && peer < size() && peer != rank_, what, ": peer outside 0..",
-             size() - 1, " or this rank");
+  OFL_ENSURE(peer >= 0 && peer < size() && peer != rank_, what, ": peer outside 0..", size() - 1,
+             " or this rank");
   OFL_RETURN_IF_ERROR(Begin(what, dtype));
   const int64_t bytes = count * SizeOf(dtype);
   Status status;
@@ -463,8 +464,8 @@ Status GlooCommunicator::Send(const void* buffer, int64_t count, DataType dtype,
 Status GlooCommunicator::Recv(void* buffer, int64_t count, DataType dtype, int64_t peer,
                               const std::string& tag) {
   const std::string what = StrCat("rank ", rank_, ": recv '", tag, "' from rank ", peer);
-  OFL_ENSURE(peer >= 0 && peer < size() && peer != rank_, what, ": peer outside 0..",
-             size() - 1, " or this rank");
+  OFL_ENSURE(peer >= 0 && peer < size() && peer != rank_, what, ": peer outside 0..", size() - 1,
+             " or this rank");
   OFL_RETURN_IF_ERROR(Begin(what, dtype));
   const int64_t bytes = count * SizeOf(dtype);
   Status status;

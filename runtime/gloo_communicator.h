@@ -84,8 +84,7 @@ class GlooCommunicator : public Communicator {
 
   // Connects the processes whose world ranks are `members` (distinct, in
   // group-rank order); this process is world rank `world_rank`, one of them.
-  static Maybe<std::unique_ptr<GlooCommunicator>> Create(TcpStore* store,
-                                                         const std::string& group,
+  static Maybe<std::unique_ptr<GlooCommunicator>> Create(TcpStore* store, const std::string& group,
                                                          const std::vector<int64_t>& members,
                                                          int64_t world_rank,
                                                          const GlooOptions& options);
@@ -117,8 +116,8 @@ class GlooCommunicator : public Communicator {
   class Exchange;
   friend class Exchange;
 
-  GlooCommunicator(TcpStore* store, std::string group, std::vector<int64_t> members,
-                   int64_t rank, std::chrono::milliseconds timeout);
+  GlooCommunicator(TcpStore* store, std::string group, std::vector<int64_t> members, int64_t rank,
+                   std::chrono::milliseconds timeout);
   // Starts a call: fails at once after an abort; checks the dtype.
   Status Begin(const std::string& what, DataType dtype);
   void End();
@@ -148,10 +147,10 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   std::atomic<int64_t> bytes_sent_{0};
   std::vector<char> staging_;  // peers' addends of this rank's part, reused across calls
-  uint64_t sequence_ = 0;                               // collectives so far
+  uint64_t sequence_ = 0;      // collectives so far
   std::map<std::pair<int64_t, std::string>, uint64_t> sends_, recvs_;  // per (peer, tag)
 
-  std::mutex mu_;  // guards the three below
+  std::mutex mu_;             // guards the three below
   std::string abort_reason_;  // non-empty once failed or aborted
   bool in_call_ = false;
   bool closed_ = false;

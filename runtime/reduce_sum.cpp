@@ -40,11 +40,20 @@ void SumChunked(T* dst, const void* init, const std::vector<const void*>& srcs, 
 void Accumulate(void* dst, const void* init, const std::vector<const void*>& srcs, int64_t n,
                 DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: SumChunked(static_cast<float*>(dst), init, srcs, n); break;
-    case DataType::kFloat64: SumChunked(static_cast<double*>(dst), init, srcs, n); break;
-    case DataType::kInt32: SumChunked(static_cast<int32_t*>(dst), init, srcs, n); break;
-    case DataType::kInt64: SumChunked(static_cast<int64_t*>(dst), init, srcs, n); break;
-    default: LOG(FATAL) << "no sum for " << DataTypeName(dtype);
+    case DataType::kFloat32:
+      SumChunked(static_cast<float*>(dst), init, srcs, n);
+      break;
+    case DataType::kFloat64:
+      SumChunked(static_cast<double*>(dst), init, srcs, n);
+      break;
+    case DataType::kInt32:
+      SumChunked(static_cast<int32_t*>(dst), init, srcs, n);
+      break;
+    case DataType::kInt64:
+      SumChunked(static_cast<int64_t*>(dst), init, srcs, n);
+      break;
+    default:
+      LOG(FATAL) << "no sum for " << DataTypeName(dtype);
   }
 }
 

@@ -1,14 +1,13 @@
 #include "runtime/tcp_store.h"
 
 #include <fcntl.h>
+#include <gloo/common/error.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gloo/common/error.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -29,8 +28,8 @@ enum Code : uint8_t { kOkReply = 0, kTimeoutReply = 1, kBadReply = 2 };
 constexpr uint32_t kMaxKeyBytes = 4096;
 constexpr uint32_t kMaxKeys = 4096;
 constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
-constexpr milliseconds kSlice(100);                  // how often blocked server threads look up
-constexpr milliseconds kReplySlack(5000);            // server wait + this = client's deadline
+constexpr milliseconds kSlice(100);        // how often blocked server threads look up
+constexpr milliseconds kReplySlack(5000);  // server wait + this = client's deadline
 constexpr int64_t kMaxServerWaitMs = 24 * 3600 * 1000;
 
 std::string Errno() { return std::strerror(errno); }
@@ -140,6 +139,23 @@ std::string ReadRequest(int fd, Req* req, const std::atomic<bool>* stop) {
 
 }  // namespace
 
+Maybe<StoreAddress> StoreAddressFromEnv() {
+  StoreAddress out;
+  const char* host = std::getenv("MASTER_ADDR");
+  out.host = host == nullptr || *host == '\0' ? "127.0.0.1" : host;
+  const char* port = std::getenv("MASTER_PORT");
+  if (port == nullptr) {
+    return InvalidArgument("MASTER_PORT is not set (the store's port, 1..65535)");
+  }
+  char* end = nullptr;
+  long value = std::strtol(port, &end, 10);
+  if (*port == '\0' || *end != '\0' || value < 1 || value > 65535) {
+    return InvalidArgument("MASTER_PORT='", port, "' is not a port in 1..65535");
+  }
+  out.port = static_cast<int>(value);
+  return out;
+}
+
 // ---------------------------------------------------------------- server
 
 Maybe<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host, int port) {
@@ -168,9 +184,8 @@ Maybe<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& 
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int bound = addr.ss_family == AF_INET6
-                  ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                  : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  int bound = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                         : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
   SetNonBlocking(fd);
   return std::unique_ptr<TcpStoreServer>(new TcpStoreServer(host, bound, fd));
 }
@@ -225,7 +240,10 @@ void TcpStoreServer::Serve(int fd) {
       const auto wait = milliseconds(std::clamp<int64_t>(req.arg, 0, kMaxServerWaitMs));
       switch (req.op) {
         case kSet:
-          if (req.keys.size() != 1) { code = kBadReply; break; }
+          if (req.keys.size() != 1) {
+            code = kBadReply;
+            break;
+          }
           data_[req.keys[0]] = std::move(req.value);
           changed_.notify_all();
           break;
@@ -249,19 +267,26 @@ void TcpStoreServer::Serve(int fd) {
           value.push_back(missing() ? '0' : '1');
           break;
         case kAdd: {
-          if (req.keys.size() != 1) { code = kBadReply; break; }
+          if (req.keys.size() != 1) {
+            code = kBadReply;
+            break;
+          }
           auto& stored = data_[req.keys[0]];
           std::string old(stored.begin(), stored.end());
           char* end = nullptr;
           int64_t now = std::strtoll(old.c_str(), &end, 10);
-          if (!old.empty() && *end != '\0') { code = kBadReply; break; }
+          if (!old.empty() && *end != '\0') {
+            code = kBadReply;
+            break;
+          }
           std::string text = std::to_string(now + req.arg);
           stored.assign(text.begin(), text.end());
           value = stored;
           changed_.notify_all();
           break;
         }
-        default: code = kBadReply;
+        default:
+          code = kBadReply;
       }
     }
     std::vector<char> reply;
@@ -289,8 +314,8 @@ Maybe<std::unique_ptr<TcpStore>> TcpStore::Connect(const std::string& host, int 
     if (attempt > 0) std::this_thread::sleep_for(milliseconds(std::min(20 * attempt, 200)));
     OFL_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host, port, false));
     for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-      int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                        ai->ai_protocol);
+      int fd =
+          ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
       if (fd < 0) continue;
       int rv = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
       if (rv != 0 && errno == EINPROGRESS && PollUntil(fd, POLLOUT, deadline, nullptr)) {
@@ -364,19 +389,19 @@ Maybe<TcpStore::Reply> TcpStore::Request(uint8_t op, const std::vector<std::stri
 }
 
 Status TcpStore::Set(const std::string& key, const std::vector<char>& value) {
-  OFL_ASSIGN_OR_RETURN(Reply r, Request(kSet, {key}, value, 0, milliseconds(0),
-                                        "set '" + key + "'"));
+  OFL_ASSIGN_OR_RETURN(Reply r,
+                       Request(kSet, {key}, value, 0, milliseconds(0), "set '" + key + "'"));
   (void)r;
   return Status::OK();
 }
 
 Maybe<std::vector<char>> TcpStore::Get(const std::string& key, milliseconds timeout) {
-  OFL_ASSIGN_OR_RETURN(Reply r, Request(kGet, {key}, {}, timeout.count(), timeout,
-                                        "get '" + key + "'"));
+  OFL_ASSIGN_OR_RETURN(Reply r,
+                       Request(kGet, {key}, {}, timeout.count(), timeout, "get '" + key + "'"));
   if (r.code == kTimeoutReply) {
-    return Status(StatusCode::kTimeout, StrCat("tcp store at ", address(), ": get '", key,
-                                               "' timed out after ", timeout.count(),
-                                               " ms (no rank set it)"));
+    return Status(StatusCode::kTimeout,
+                  StrCat("tcp store at ", address(), ": get '", key, "' timed out after ",
+                         timeout.count(), " ms (no rank set it)"));
   }
   return std::move(r.value);
 }
@@ -399,8 +424,8 @@ Maybe<bool> TcpStore::Check(const std::vector<std::string>& keys) {
 }
 
 Maybe<int64_t> TcpStore::Add(const std::string& key, int64_t delta) {
-  OFL_ASSIGN_OR_RETURN(Reply r, Request(kAdd, {key}, {}, delta, milliseconds(0),
-                                        "add to '" + key + "'"));
+  OFL_ASSIGN_OR_RETURN(Reply r,
+                       Request(kAdd, {key}, {}, delta, milliseconds(0), "add to '" + key + "'"));
   return std::stoll(std::string(r.value.begin(), r.value.end()));
 }
 

@@ -35,6 +35,14 @@
 
 namespace ofl {
 
+// MASTER_ADDR (default 127.0.0.1) and MASTER_PORT (required, 1..65535), as
+// torchrun sets them; an error names the variable and its value.
+struct StoreAddress {
+  std::string host;
+  int port = 0;
+};
+Maybe<StoreAddress> StoreAddressFromEnv();
+
 class TcpStoreServer {
  public:
   // Listens on host:port ("0.0.0.0" for every interface; port 0 picks a free
@@ -99,8 +107,8 @@ class TcpStore : public gloo::rendezvous::Store {
   TcpStore(std::string host, int port, int fd, std::chrono::milliseconds timeout);
   // One request and its reply; `wait` is how long the server may wait.
   Maybe<Reply> Request(uint8_t op, const std::vector<std::string>& keys,
-                       const std::vector<char>& value, int64_t arg,
-                       std::chrono::milliseconds wait, const std::string& what);
+                       const std::vector<char>& value, int64_t arg, std::chrono::milliseconds wait,
+                       const std::string& what);
 
   const std::string host_;
   const int port_;

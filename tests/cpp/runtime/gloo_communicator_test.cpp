@@ -5,6 +5,8 @@
 // closed form here, bytes_sent against graph/boxing.cpp's per-rank formulas
 // (worked out again here from balanced parts), failures against their
 // messages and how fast they come.
+#include "runtime/gloo_communicator.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 #include <thread>
 
 #include "oneflow_lite/core/slicing.h"
-#include "runtime/gloo_communicator.h"
 #include "runtime/inprocess_communicator.h"
 #include "runtime/tcp_store.h"
 #include "tests/cpp/runtime/multiprocess.h"
@@ -125,9 +126,9 @@ void CheckCollectives(GlooCommunicator* c, DataType dtype) {
   }
   recv.resize(std::accumulate(recv_counts.begin(), recv_counts.end(), int64_t{0}));
   before = c->bytes_sent();
-  ASSERT_TRUE(c->AllToAll(send.data(), send_counts.data(), recv.data(), recv_counts.data(),
-                          dtype, "a2a")
-                  .ok());
+  ASSERT_TRUE(
+      c->AllToAll(send.data(), send_counts.data(), recv.data(), recv_counts.data(), dtype, "a2a")
+          .ok());
   k = 0;
   for (int64_t q = 0; q < p; ++q) {
     for (int64_t j = 0; j < cnt(q, r); ++j) EXPECT_EQ(recv[k++], T(1000 * q + 10 * r + j)) << name;
@@ -305,8 +306,8 @@ void Mismatch(Rank* me) {
   std::vector<float> in(4, 1.0f), out(4);
   std::vector<int64_t> send = {1, 2}, recv = {me->rank == 0 ? 1 : 2, me->rank == 0 ? 3 : 2};
   if (me->rank == 1) send = {2, 2};
-  Status s = comm->AllToAll(in.data(), send.data(), out.data(), recv.data(), DataType::kFloat32,
-                            "a2a");
+  Status s =
+      comm->AllToAll(in.data(), send.data(), out.data(), recv.data(), DataType::kFloat32, "a2a");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find(StrCat("rank ", me->rank, ": all_to_all 'a2a'")), std::string::npos)
       << s.message();
@@ -320,8 +321,7 @@ void Mismatch(Rank* me) {
   s = me->rank == 0 ? order->AllReduce(in.data(), 4, DataType::kFloat32, "x")
                     : order->Broadcast(in.data(), 4, DataType::kFloat32, 0, "x");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find(me->rank == 0 ? "all_reduce 'x'" : "broadcast 'x'"),
-            std::string::npos)
+  EXPECT_NE(s.message().find(me->rank == 0 ? "all_reduce 'x'" : "broadcast 'x'"), std::string::npos)
       << s.message();
   Finish(me, me->size);
 }
@@ -333,13 +333,20 @@ TEST(GlooWorker, Run) {
   Join(&me);
   ASSERT_NE(me.store, nullptr);
   const std::string s = scenario;
-  if (s == "collectives") Collectives(&me);
-  else if (s == "subgroups") Subgroups(&me);
-  else if (s == "lost_rank") LostRank(&me);
-  else if (s == "abort_call") AbortCall(&me);
-  else if (s == "timeout") Timeout(&me);
-  else if (s == "mismatch") Mismatch(&me);
-  else FAIL() << "unknown scenario " << s;
+  if (s == "collectives")
+    Collectives(&me);
+  else if (s == "subgroups")
+    Subgroups(&me);
+  else if (s == "lost_rank")
+    LostRank(&me);
+  else if (s == "abort_call")
+    AbortCall(&me);
+  else if (s == "timeout")
+    Timeout(&me);
+  else if (s == "mismatch")
+    Mismatch(&me);
+  else
+    FAIL() << "unknown scenario " << s;
 }
 
 // ------------------------------------------------------------ the parent side

@@ -3,12 +3,13 @@
 // gloo_communicator_test.cpp, whose rank 0 hosts it), and its errors: a
 // timeout names the key and the address, a missing server is reported after
 // the connect timeout, a stopping server wakes a waiting client.
+#include "runtime/tcp_store.h"
+
 #include <gloo/common/error.h>
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "runtime/tcp_store.h"
 #include "tests/cpp/runtime/multiprocess.h"
 
 namespace ofl {
@@ -140,6 +141,28 @@ TEST(TcpStoreTest, StoppingTheServerWakesAWaitingClient) {
   Status s = c->Set("after", Bytes("x"));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("set 'after'"), std::string::npos) << s.message();
+}
+
+TEST(TcpStoreTest, AddressFromTheTorchrunVariables) {
+  ::unsetenv("MASTER_ADDR");
+  ::unsetenv("MASTER_PORT");
+  auto a = StoreAddressFromEnv();
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("MASTER_PORT is not set"), std::string::npos);
+  ::setenv("MASTER_PORT", "29500x", 1);
+  EXPECT_EQ(StoreAddressFromEnv().status().message(),
+            "MASTER_PORT='29500x' is not a port in 1..65535");
+  ::setenv("MASTER_PORT", "70000", 1);
+  EXPECT_FALSE(StoreAddressFromEnv().ok());
+  ::setenv("MASTER_PORT", "29500", 1);
+  ::setenv("MASTER_ADDR", "10.0.0.7", 1);
+  a = StoreAddressFromEnv();
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a.value().host, "10.0.0.7");
+  EXPECT_EQ(a.value().port, 29500);
+  ::unsetenv("MASTER_ADDR");
+  ::unsetenv("MASTER_PORT");
+  EXPECT_EQ(StoreAddressFromEnv().status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
