@@ -386,6 +386,35 @@ TEST(GlooCommunicatorTest, RanksThatDisagreeOnACallTimeOutNamingIt) {
   ExpectExits(children, {0, 0});
 }
 
+TEST(GlooCommunicatorTest, CreateChecksMembersAndNamesAMissingRankAtRendezvous) {
+  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  auto store = TcpStore::Connect("127.0.0.1", server.value()->port(), seconds(5));
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  GlooOptions options;
+  options.hostname = "127.0.0.1";
+  options.rendezvous_timeout = milliseconds(300);
+  auto c = GlooCommunicator::Create(store.value().get(), "g", {0, 1}, 2, options);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "gloo group 'g' (world rank 2): this world rank is not a member");
+  c = GlooCommunicator::Create(store.value().get(), "g", {0, 0}, 0, options);
+  EXPECT_NE(c.status().message().find("members must be distinct"), std::string::npos);
+  // World rank 1 never comes: the rendezvous fails after its timeout, naming
+  // the store and the key it waited for.
+  auto start = Clock::now();
+  c = GlooCommunicator::Create(store.value().get(), "g", {0, 1}, 0, options);
+  EXPECT_LT(Clock::now() - start, seconds(5));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("gloo group 'g' (world rank 0): rendezvous of 2 ranks "
+                                      "through " +
+                                      store.value()->address()),
+            std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find("wait for key 'ofl/gloo/g/1' timed out after 300 ms"),
+            std::string::npos)
+      << c.status().message();
+}
+
 TEST(GlooCommunicatorTest, MissingPeerTimesOutWithANamedError) {
   auto children = mp::Run("timeout", 2, mp::FreePort(), seconds(60));
   ExpectExits(children, {0, 0});
