@@ -71,13 +71,13 @@ class GlooCommunicator::Exchange {
     for (; waited_ < std::min(n, ops_.size()); ++waited_) {
       const Op& op = ops_[waited_];
       if (!post_error_.empty()) break;
-      const auto left = std::max(
-          milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now()));
+      const auto left =
+          std::max(milliseconds(1), std::chrono::ceil<milliseconds>(deadline_ - Clock::now()));
       bool done = false;
       try {
         done = op.send ? op.buffer->waitSend(nullptr, left) : op.buffer->waitRecv(nullptr, left);
       } catch (const std::exception& e) {
-        if (Clock::now() >= deadline_) {
+        if (Clock::now() + milliseconds(5) >= deadline_) {  // Gloo's own timeout
           return comm_->Fail(
               what_,
               StrCat("timed out after ", comm_->timeout_.count(), " ms waiting for rank ", op.peer),
