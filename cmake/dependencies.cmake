@@ -10,6 +10,7 @@ find_package(dnnl CONFIG REQUIRED)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 find_package(OpenMP REQUIRED)
+find_package(Gloo CONFIG REQUIRED)  # target gloo (Debian's libgloo-dev)
 find_path(OFL_CBLAS_INCLUDE_DIR cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-pthread
           /usr/include/openblas REQUIRED)
 

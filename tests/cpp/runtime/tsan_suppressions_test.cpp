@@ -11,7 +11,7 @@
 #include <string>
 
 extern "C" const char* __tsan_default_suppressions() {
-  return "race:libdnnl.so\n";
+  return "race:libdnnl.so\nrace:libgloo.so\n";
 }
 
 namespace ofl {

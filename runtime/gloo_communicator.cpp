@@ -1,0 +1,481 @@
+#include "runtime/gloo_communicator.h"
+
+#include <gloo/context.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "oneflow_lite/core/slicing.h"
+#include "runtime/reduce_sum.h"
+
+namespace ofl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+const char* Byte(const void* p, int64_t elements, int64_t size) {
+  return static_cast<const char*>(p) + elements * size;
+}
+char* Byte(void* p, int64_t elements, int64_t size) {
+  return static_cast<char*>(p) + elements * size;
+}
+
+// FNV-1a: the same on every process and host (std::hash need not be).
+uint64_t Fnv(const std::string& text, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+void IgnoreSigpipeIfDefault() {
+  struct sigaction old {};
+  if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, nullptr);
+  }
+}
+
+std::string AbortKey(const std::string& group) { return "ofl/gloo/" + group + "/abort"; }
+
+}  // namespace
+
+// The sends and receives of one phase of a call, all on one Gloo slot:
+// posted at once, then waited for in order until the call's deadline.
+class GlooCommunicator::Exchange {
+ public:
+  Exchange(GlooCommunicator* comm, const std::string& what, uint64_t slot,
+           Clock::time_point deadline)
+      : comm_(comm), what_(what), slot_(slot), deadline_(deadline) {}
+  ~Exchange() {
+    std::lock_guard<std::mutex> lock(comm_->mu_);
+    auto& v = comm_->in_flight_;
+    for (const auto& op : ops_) v.erase(std::remove(v.begin(), v.end(), op.buffer.get()), v.end());
+  }
+
+  void Send(const void* data, int64_t bytes, int64_t peer) {
+    Post(const_cast<void*>(data), bytes, peer, true);
+  }
+  void Recv(void* data, int64_t bytes, int64_t peer) { Post(data, bytes, peer, false); }
+
+  // Waits for the first `n` posted operations (those not waited for yet).
+  // Empty parts post nothing: callers count only non-empty operations.
+  Status WaitFor(size_t n) {
+    for (; waited_ < std::min(n, ops_.size()); ++waited_) {
+      const Op& op = ops_[waited_];
+      if (!post_error_.empty()) break;
+      const auto left =
+          std::max(milliseconds(1), std::chrono::ceil<milliseconds>(deadline_ - Clock::now()));
+      bool done = false;
+      try {
+        done = op.send ? op.buffer->waitSend(nullptr, left) : op.buffer->waitRecv(nullptr, left);
+      } catch (const std::exception& e) {
+        if (Clock::now() + milliseconds(5) >= deadline_) {  // Gloo's own timeout
+          return comm_->Fail(
+              what_,
+              StrCat("timed out after ", comm_->timeout_.count(), " ms waiting for rank ", op.peer),
+              true);
+        }
+        return comm_->Fail(what_, comm_->Lost(op.peer, e.what()), false);
+      }
+      if (!done) return comm_->Fail(what_, "", false);  // Abort woke us
+    }
+    if (!post_error_.empty()) return comm_->Fail(what_, post_error_, false);
+    return Status::OK();
+  }
+  Status Wait() { return WaitFor(ops_.size()); }
+  size_t posted() const { return ops_.size(); }
+
+ private:
+  struct Op {
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    int64_t peer;
+    bool send;
+  };
+
+  void Post(void* data, int64_t bytes, int64_t peer, bool send) {
+    if (bytes == 0 || !post_error_.empty()) return;  // both sides skip empty parts
+    Op op{comm_->context_->createUnboundBuffer(data, static_cast<size_t>(bytes)), peer, send};
+    if (!comm_->Track(op.buffer.get())) {
+      post_error_ = "aborted";
+      return;
+    }
+    // The size goes into the slot: a send and a receive that disagree on it
+    // never match (the call times out) instead of tripping Gloo's size check
+    // on its event-loop thread.
+    const uint64_t slot = slot_ ^ (Fnv(std::to_string(bytes)) & 0xffffff);
+    try {
+      if (send) {
+        op.buffer->send(static_cast<int>(peer), slot, 0, static_cast<size_t>(bytes));
+        comm_->bytes_sent_ += bytes;
+      } else {
+        op.buffer->recv(static_cast<int>(peer), slot, 0, static_cast<size_t>(bytes));
+      }
+    } catch (const std::exception& e) {
+      post_error_ = comm_->Lost(peer, e.what());
+    }
+    ops_.push_back(std::move(op));
+  }
+
+  GlooCommunicator* comm_;
+  const std::string what_;
+  const uint64_t slot_;
+  const Clock::time_point deadline_;
+  std::vector<Op> ops_;
+  size_t waited_ = 0;
+  std::string post_error_;
+};
+
+Maybe<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
+    TcpStore* store, const std::string& group, const std::vector<int64_t>& members,
+    int64_t world_rank, const GlooOptions& options) {
+  CHECK(store != nullptr);
+  const std::string where = StrCat("gloo group '", group, "' (world rank ", world_rank, ")");
+  std::set<int64_t> distinct(members.begin(), members.end());
+  OFL_ENSURE(!members.empty() && distinct.size() == members.size(), where,
+             ": members must be distinct world ranks, got ", members.size(), " with ",
+             distinct.size(), " distinct");
+  auto it = std::find(members.begin(), members.end(), world_rank);
+  OFL_ENSURE(it != members.end(), where, ": this world rank is not a member");
+  OFL_ENSURE(options.timeout.count() > 0 && options.rendezvous_timeout.count() > 0, where,
+             ": timeouts must be positive, got ", options.timeout.count(), " and ",
+             options.rendezvous_timeout.count(), " ms");
+  const int64_t rank = it - members.begin();
+  IgnoreSigpipeIfDefault();
+  std::unique_ptr<GlooCommunicator> comm(
+      new GlooCommunicator(store, group, members, rank, options.timeout));
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = options.hostname;
+    attr.iface = options.iface;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(static_cast<int>(rank),
+                                                               static_cast<int>(members.size()));
+    context->setTimeout(options.rendezvous_timeout);
+    gloo::rendezvous::PrefixStore prefixed("ofl/gloo/" + group, *store);
+    context->connectFullMesh(prefixed, device);
+    context->setTimeout(options.timeout);
+    comm->context_ = std::move(context);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInternal,
+                  StrCat(where, ": rendezvous of ", members.size(), " ranks through ",
+                         store->address(), " failed: ", e.what()));
+  }
+  return comm;
+}
+
+GlooCommunicator::GlooCommunicator(TcpStore* store, std::string group, std::vector<int64_t> members,
+                                   int64_t rank, milliseconds timeout)
+    : store_(store),
+      group_(std::move(group)),
+      members_(std::move(members)),
+      rank_(rank),
+      timeout_(timeout) {}
+
+GlooCommunicator::~GlooCommunicator() = default;
+
+Status GlooCommunicator::Begin(const std::string& what, DataType dtype) {
+  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat64 && dtype != DataType::kInt32 &&
+      dtype != DataType::kInt64) {
+    return InvalidArgument(what, ": dtype ", DataTypeName(dtype),
+                           " not supported (float32, float64, int32, int64)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!abort_reason_.empty()) return Status(StatusCode::kInternal, what + ": " + abort_reason_);
+  in_call_ = true;
+  return Status::OK();
+}
+
+void GlooCommunicator::End() {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_call_ = false;
+}
+
+bool GlooCommunicator::Track(gloo::transport::UnboundBuffer* buffer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!abort_reason_.empty()) return false;
+  in_flight_.push_back(buffer);
+  return true;
+}
+
+std::string GlooCommunicator::Lost(int64_t peer, const std::string& detail) const {
+  return StrCat("lost rank ", peer, " (world rank ", members_[peer], ") of group '", group_,
+                "': ", detail);
+}
+
+std::string GlooCommunicator::Publish(const std::string& mine) {
+  // The first rank to fail (elected by an atomic add) publishes its reason;
+  // the others read it (the first sets it right after its add).
+  auto n = store_->Add(AbortKey(group_) + "/count", 1);
+  if (!n.ok()) return "";  // the store is gone too (its host died): our own reason stands
+  if (n.value() == 1) {
+    (void)store_->Set(AbortKey(group_), std::vector<char>(mine.begin(), mine.end()));
+    return "";
+  }
+  auto first = store_->Get(AbortKey(group_), milliseconds(2000));
+  return first.ok() ? std::string(first.value().begin(), first.value().end()) : "";
+}
+
+Status GlooCommunicator::Fail(const std::string& what, const std::string& reason, bool timed_out) {
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    why = abort_reason_;  // set by Abort: that is the cause
+  }
+  if (why.empty()) why = reason;
+  const std::string mine = why.rfind("rank ", 0) == 0
+                               ? why
+                               : StrCat("rank ", rank_, " (world rank ", members_[rank_],
+                                        ") of group '", group_, "': ", why);
+  const std::string first = Publish(mine);
+  if (!first.empty() && first != mine) why += " (first failure in the group: " + first + ")";
+  std::lock_guard<std::mutex> lock(mu_);
+  if (abort_reason_.empty() || abort_reason_ == mine) abort_reason_ = why;
+  if (!closed_) {
+    closed_ = true;
+    context_->closeConnections();  // wakes the peers blocked on this rank
+  }
+  return Status(timed_out ? StatusCode::kTimeout : StatusCode::kInternal, StrCat(what, ": ", why));
+}
+
+void GlooCommunicator::Abort(const std::string& reason) {
+  std::string why = StrCat("rank ", rank_, " (world rank ", members_[rank_], ") of group '", group_,
+                           "' aborted: ", reason);
+  bool idle = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!abort_reason_.empty()) return;
+    abort_reason_ = why;
+    for (auto* buffer : in_flight_) {
+      buffer->abortWaitRecv();
+      buffer->abortWaitSend();
+    }
+    idle = !in_call_;
+  }
+  if (!idle) return;  // the blocked call publishes and closes on its way out
+  (void)Publish(why);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!closed_ && !in_call_) {
+    closed_ = true;
+    context_->closeConnections();
+  }
+}
+
+uint64_t GlooCommunicator::CollectiveSlot(const std::string& signature) {
+  // Bit 63 clear; the call's number above its signature's hash: ranks that
+  // disagree on the call (kind, tag, sizes) never match, they time out.
+  return ((++sequence_ & ((uint64_t{1} << 39) - 1)) << 24) | (Fnv(signature) & 0xffffff);
+}
+
+uint64_t GlooCommunicator::PointSlot(bool send, int64_t peer, const std::string& tag,
+                                     int64_t bytes) {
+  uint64_t& n = (send ? sends_ : recvs_)[{peer, tag}];
+  ++n;
+  // The sender names itself as the source, the receiver its peer.
+  const int64_t from = send ? rank_ : peer, to = send ? peer : rank_;
+  uint64_t h = Fnv(StrCat(from, ">", to, ":", tag, ":", bytes, ":", n));
+  return (uint64_t{1} << 63) | (h >> 1);
+}
+
+Status GlooCommunicator::AllReduce(void* buffer, int64_t count, DataType dtype,
+                                   const std::string& tag) {
+  const std::string what = StrCat("rank ", rank_, ": all_reduce '", tag, "'");
+  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  const int64_t es = SizeOf(dtype), p = size();
+  const auto deadline = Clock::now() + timeout_;
+  const std::string sig = StrCat("all_reduce/", tag, "/", DataTypeName(dtype), "/", count);
+  const Range mine = BalancedPart(count, p, rank_);
+  // Reduce-scatter in place into this rank's part; peers only read theirs.
+  Status status = ReduceScatterPhase(what, CollectiveSlot(sig + "/rs"), buffer,
+                                     Byte(buffer, mine.begin, es), nullptr, count, dtype, deadline);
+  if (status.ok()) {  // All-gather: this rank's sum to every peer, theirs here.
+    Exchange ex(this, what, CollectiveSlot(sig + "/ag"), deadline);
+    for (int64_t q = 0; q < p; ++q) {
+      if (q == rank_) continue;
+      Range part = BalancedPart(count, p, q);
+      ex.Send(Byte(buffer, mine.begin, es), mine.size * es, q);
+      ex.Recv(Byte(buffer, part.begin, es), part.size * es, q);
+    }
+    status = ex.Wait();
+  }
+  End();
+  return status;
+}
+
+Status GlooCommunicator::ReduceScatter(const void* input, void* output, int64_t count,
+                                       DataType dtype, const std::string& tag) {
+  const std::string what = StrCat("rank ", rank_, ": reduce_scatter '", tag, "'");
+  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  const Range mine = BalancedPart(count, size(), rank_);
+  // output = this rank's own part + every peer's, as the in-process one.
+  Status status = ReduceScatterPhase(
+      what, CollectiveSlot(StrCat("reduce_scatter/", tag, "/", DataTypeName(dtype), "/", count)),
+      input, output, Byte(input, mine.begin, SizeOf(dtype)), count, dtype, Clock::now() + timeout_);
+  End();
+  return status;
+}
+
+Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t slot,
+                                            const void* input, void* dst, const void* init,
+                                            int64_t count, DataType dtype,
+                                            std::chrono::steady_clock::time_point deadline) {
+  const int64_t es = SizeOf(dtype), p = size();
+  const Range mine = BalancedPart(count, p, rank_);
+  const int64_t chunk = std::max<int64_t>(1, kReduceChunkBytes / es);
+  const int64_t chunks = (mine.size + chunk - 1) / chunk;
+  const size_t need = static_cast<size_t>((p - 1) * mine.size * es);
+  if (staging_.size() < need) staging_.resize(need);  // kept: no page faults per call
+  Exchange ex(this, what, slot, deadline);
+  // Receives first, chunk by chunk, each chunk from every peer in rank order.
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * chunk, len = std::min(chunk, mine.size - begin);
+    for (int64_t q = 0, j = 0; q < p; ++q) {
+      if (q == rank_) continue;
+      ex.Recv(staging_.data() + (j++ * mine.size + begin) * es, len * es, q);
+    }
+  }
+  const size_t recvs = ex.posted();
+  // Sends: every peer's part, cut into the chunks that peer receives.
+  for (int64_t q = 0; q < p; ++q) {
+    if (q == rank_) continue;
+    const Range part = BalancedPart(count, p, q);
+    for (int64_t begin = 0; begin < part.size; begin += chunk) {
+      ex.Send(Byte(input, part.begin + begin, es), std::min(chunk, part.size - begin) * es, q);
+    }
+  }
+  // Sum each chunk as soon as every peer's copy of it arrived: own part (or
+  // dst in place) + rank 0's + rank 1's + ..., the in-process order.
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * chunk, len = std::min(chunk, mine.size - begin);
+    OFL_RETURN_IF_ERROR(ex.WaitFor(std::min(recvs, static_cast<size_t>((c + 1) * (p - 1)))));
+    std::vector<const void*> peers;
+    for (int64_t j = 0; j < p - 1; ++j) {
+      peers.push_back(staging_.data() + (j * mine.size + begin) * es);
+    }
+    Accumulate(Byte(dst, begin, es), init == nullptr ? nullptr : Byte(init, begin, es), peers, len,
+               dtype);
+  }
+  return ex.Wait();
+}
+
+Status GlooCommunicator::AllGather(const void* input, void* output, const int64_t* counts,
+                                   DataType dtype, const std::string& tag) {
+  const std::string what = StrCat("rank ", rank_, ": all_gather '", tag, "'");
+  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  const int64_t es = SizeOf(dtype), p = size();
+  std::string sig = StrCat("all_gather/", tag, "/", DataTypeName(dtype));
+  for (int64_t q = 0; q < p; ++q) sig += StrCat("/", counts[q]);
+  Status status;
+  {
+    Exchange ex(this, what, CollectiveSlot(sig), Clock::now() + timeout_);
+    int64_t offset = 0;
+    for (int64_t q = 0; q < p; ++q) {
+      if (q == rank_) {
+        std::memcpy(Byte(output, offset, es), input, counts[q] * es);
+      } else {
+        ex.Send(input, counts[rank_] * es, q);
+        ex.Recv(Byte(output, offset, es), counts[q] * es, q);
+      }
+      offset += counts[q];
+    }
+    status = ex.Wait();
+  }
+  End();
+  return status;
+}
+
+Status GlooCommunicator::AllToAll(const void* input, const int64_t* send_counts, void* output,
+                                  const int64_t* recv_counts, DataType dtype,
+                                  const std::string& tag) {
+  const std::string what = StrCat("rank ", rank_, ": all_to_all '", tag, "'");
+  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  const int64_t es = SizeOf(dtype), p = size();
+  Status status;
+  {
+    Exchange ex(this, what, CollectiveSlot(StrCat("all_to_all/", tag, "/", DataTypeName(dtype))),
+                Clock::now() + timeout_);
+    int64_t send_offset = 0, recv_offset = 0;
+    for (int64_t q = 0; q < p; ++q) {
+      if (q == rank_) {
+        std::memcpy(Byte(output, recv_offset, es), Byte(input, send_offset, es),
+                    recv_counts[q] * es);
+      } else {
+        ex.Send(Byte(input, send_offset, es), send_counts[q] * es, q);
+        ex.Recv(Byte(output, recv_offset, es), recv_counts[q] * es, q);
+      }
+      send_offset += send_counts[q];
+      recv_offset += recv_counts[q];
+    }
+    status = ex.Wait();
+  }
+  End();
+  return status;
+}
+
+Status GlooCommunicator::Broadcast(void* buffer, int64_t count, DataType dtype, int64_t root,
+                                   const std::string& tag) {
+  const std::string what = StrCat("rank ", rank_, ": broadcast '", tag, "'");
+  OFL_ENSURE(root >= 0 && root < size(), what, ": root ", root, " outside 0..", size() - 1);
+  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  Status status;
+  {
+    Exchange ex(
+        this, what,
+        CollectiveSlot(StrCat("broadcast/", tag, "/", DataTypeName(dtype), "/", count, "/", root)),
+        Clock::now() + timeout_);
+    const int64_t bytes = count * SizeOf(dtype);
+    if (rank_ == root) {
+      for (int64_t q = 0; q < size(); ++q) {
+        if (q != root) ex.Send(buffer, bytes, q);
+      }
+    } else {
+      ex.Recv(buffer, bytes, root);
+    }
+    status = ex.Wait();
+  }
+  End();
+  return status;
+}
+
+Status GlooCommunicator::Send(const void* buffer, int64_t count, DataType dtype, int64_t peer,
+                              const std::string& tag) {
+  const std::string what = StrCat("rank ", rank_, ": send '", tag, "' to rank ", peer);
+  OFL_ENSURE(peer >= 0 && peer < size() && peer != rank_, what, ": peer outside 0..", size() - 1,
+             " or this rank");
+  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  const int64_t bytes = count * SizeOf(dtype);
+  Status status;
+  {
+    Exchange ex(this, what, PointSlot(true, peer, tag, bytes), Clock::now() + timeout_);
+    ex.Send(buffer, bytes, peer);
+    status = ex.Wait();
+  }
+  End();
+  return status;
+}
+
+Status GlooCommunicator::Recv(void* buffer, int64_t count, DataType dtype, int64_t peer,
+                              const std::string& tag) {
+  const std::string what = StrCat("rank ", rank_, ": recv '", tag, "' from rank ", peer);
+  OFL_ENSURE(peer >= 0 && peer < size() && peer != rank_, what, ": peer outside 0..", size() - 1,
+             " or this rank");
+  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  const int64_t bytes = count * SizeOf(dtype);
+  Status status;
+  {
+    Exchange ex(this, what, PointSlot(false, peer, tag, bytes), Clock::now() + timeout_);
+    ex.Recv(buffer, bytes, peer);
+    status = ex.Wait();
+  }
+  End();
+  return status;
+}
+
+}  // namespace ofl
