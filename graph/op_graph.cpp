@@ -175,11 +175,15 @@ Maybe<OpGraph> OpGraph::FromJob(const proto::Job& job) {
   }
   for (const auto& v : job.variables()) {
     OFL_ASSIGN_OR_RETURN(TensorDesc d, DescFromProto(v.desc()));
-    OFL_RETURN_IF_ERROR(g.AddVariable(v.name(), Tensor::Zeros(d.shape, d.dtype), v.trainable()));
+    OFL_RETURN_IF_ERROR(g.AddVariable(v.name(), d, v.trainable()));  // lazy: a Job holds no values
   }
   for (const auto& op : job.ops()) {
     AttrMap attrs;
-    for (const auto& [k, v] : op.attrs()) attrs.Set(k, AttrFromProto(v));
+    for (const auto& [k, v] : op.attrs()) {
+      OFL_ENSURE(v.value_case() != proto::AttrValue::VALUE_NOT_SET, "job op '", op.name(),
+                 "' (", op.op_type(), "): attribute '", k, "' has no value");
+      attrs.Set(k, AttrFromProto(v));
+    }
     std::vector<std::string> inputs(op.inputs().begin(), op.inputs().end());
     OFL_ASSIGN_OR_RETURN(std::vector<std::string> outs,
                          g.AddOp(op.op_type(), inputs, attrs, op.name()));

@@ -7,6 +7,8 @@
 // list of k feed dicts and returns a list of k lists of fetched arrays.
 #include <pybind11/stl.h>
 
+#include <type_traits>
+
 #include "convert.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/session.h"
@@ -19,15 +21,46 @@ Placement MakePlacement(const std::vector<int64_t>& ranks, const std::vector<int
   return Unwrap(Placement::Create(DeviceType::kCPU, ranks, Shape(hierarchy)));
 }
 
+// The strategy's field `key`, which must be a Python `T` (a str, a dict, or
+// an int in int64 range; bool is no int here): a TypeError or ValueError
+// naming the field and the value otherwise. Strategies come from files
+// (load_strategy), so every field is user input.
+std::string Repr(const py::handle& value) { return py::repr(value).cast<std::string>(); }
+
+template <typename T>
+T Field(const py::dict& spec, const char* key) {
+  if (!spec.contains(key)) throw py::value_error(std::string("strategy: no '") + key + "'");
+  py::object value = spec[key];
+  if constexpr (std::is_same_v<T, int64_t>) {
+    if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+      throw py::type_error(std::string("strategy: '") + key + "' is " + Repr(value) +
+                           ", not an integer");
+    }
+    try {
+      return value.cast<int64_t>();
+    } catch (const py::cast_error&) {
+      throw py::value_error(std::string("strategy: '") + key + "' is " + Repr(value) +
+                            ", outside the 64-bit range");
+    }
+  } else {
+    if (!py::isinstance<T>(value)) {
+      throw py::type_error(std::string("strategy: '") + key + "' is " + Repr(value) + ", not a " +
+                           (std::is_same_v<T, py::str> ? "str" : "dict"));
+    }
+    return value.cast<T>();
+  }
+}
+
 // {"kind": "deduce", "pinned": {tensor: "(S(0), B)"}}
 // {"kind": "random", "seed": 3}
 // {"kind": "manual", "sources": {tensor: nd_sbp}, "signatures": {op: "... -> ..."}}
 Strategy MakeStrategy(const OpGraph& graph, const Placement& placement, const py::dict& spec) {
-  std::string kind = spec.contains("kind") ? spec["kind"].cast<std::string>() : "deduce";
+  std::string kind = spec.contains("kind") ? Field<py::str>(spec, "kind").cast<std::string>()
+                                           : "deduce";
   auto nd_sbps = [&](const char* key) {
     std::map<std::string, NdSbp> out;
     if (!spec.contains(key)) return out;
-    for (auto item : spec[key].cast<py::dict>()) {
+    for (auto item : Field<py::dict>(spec, key)) {
       std::string tensor = py::str(item.first);
       std::string text = py::str(item.second);
       auto parsed = NdSbp::Parse(text);
@@ -40,8 +73,13 @@ Strategy MakeStrategy(const OpGraph& graph, const Placement& placement, const py
   };
   if (kind == "deduce") return Unwrap(DeduceStrategy(graph, placement, nd_sbps("pinned")));
   if (kind == "random") {
-    const int64_t stages = spec.contains("stages") ? spec["stages"].cast<int64_t>() : 1;
-    if (stages <= 1) return Unwrap(RandomStrategy(graph, placement, spec["seed"].cast<uint64_t>()));
+    const int64_t stages = spec.contains("stages") ? Field<int64_t>(spec, "stages") : 1;
+    const int64_t seed = Field<int64_t>(spec, "seed");
+    if (stages < 1 || seed < 0) {
+      throw py::value_error("strategy: random needs stages >= 1 and seed >= 0, got stages=" +
+                            std::to_string(stages) + " seed=" + std::to_string(seed));
+    }
+    if (stages == 1) return Unwrap(RandomStrategy(graph, placement, seed));
     const std::vector<int64_t>& ranks = placement.ranks();
     if (stages > static_cast<int64_t>(ranks.size()) || ranks.size() % stages != 0) {
       throw py::value_error("cannot split " + std::to_string(ranks.size()) + " ranks into " +
@@ -53,13 +91,13 @@ Strategy MakeStrategy(const OpGraph& graph, const Placement& placement, const py
       placements.push_back(MakePlacement(
           std::vector<int64_t>(ranks.begin() + st * per, ranks.begin() + (st + 1) * per), {}));
     }
-    return Unwrap(RandomPipelineStrategy(graph, placements, spec["seed"].cast<uint64_t>()));
+    return Unwrap(RandomPipelineStrategy(graph, placements, seed));
   }
   if (kind == "manual") {
     Strategy s(placement);
     for (const auto& [tensor, sbp] : nd_sbps("sources")) s.SetSourceSbp(tensor, sbp);
     if (spec.contains("signatures")) {
-      for (auto item : spec["signatures"].cast<py::dict>()) {
+      for (auto item : Field<py::dict>(spec, "signatures")) {
         std::string op = py::str(item.first);
         auto sig = NdSbpSignature::Parse(py::str(item.second));
         if (!sig.ok()) throw py::value_error("op '" + op + "': " + sig.status().message());

@@ -165,7 +165,47 @@ def read_index(path: str) -> dict:
     for key in ("model", "fingerprint", "tensors"):
         if key not in index:
             raise CheckpointError(f"checkpoint {path}: {INDEX} lacks '{key}'")
+    _check_index_fields(path, index)
     return index
+
+
+# The fields of one tensor entry of index.json and the JSON type each must have.
+_ENTRY_FIELDS = {"name": str, "shape": list, "dtype": str, "file": str, "nbytes": int,
+                 "sha256": str}
+
+
+def _check_index_fields(path: str, index: dict) -> None:
+    """Types and ranges of what load reads from an index, so that a damaged
+    index is refused by name rather than failing later with a KeyError."""
+    for key, kind in (("model", str), ("fingerprint", str), ("tensors", list), ("meta", dict)):
+        if key in index and not isinstance(index[key], kind):
+            raise CheckpointError(f"checkpoint {path}: {INDEX} '{key}' is "
+                                  f"{type(index[key]).__name__}, not {kind.__name__}")
+    seen = set()
+    for i, entry in enumerate(index["tensors"]):
+        where = f"checkpoint {path}: {INDEX} tensors[{i}]"
+        if not isinstance(entry, dict):
+            raise CheckpointError(f"{where} is {type(entry).__name__}, not an object")
+        for key, kind in _ENTRY_FIELDS.items():
+            value = entry.get(key)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise CheckpointError(f"{where}: '{key}' is {value!r}, not {kind.__name__}")
+        name = entry["name"]
+        if name in seen:
+            raise CheckpointError(f"{where}: tensor '{name}' appears twice")
+        seen.add(name)
+        shape = entry["shape"]
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise CheckpointError(f"{where} ('{name}'): shape {shape} is not a list of sizes >= 0")
+        try:
+            np.dtype(entry["dtype"])
+        except TypeError:
+            raise CheckpointError(f"{where} ('{name}'): dtype {entry['dtype']!r} is not a numpy "
+                                  f"dtype name") from None
+        file = os.path.normpath(entry["file"])
+        if os.path.isabs(file) or file == os.pardir or file.startswith(os.pardir + os.sep):
+            raise CheckpointError(f"{where} ('{name}'): file {entry['file']!r} is outside the "
+                                  f"checkpoint directory")
 
 
 def _read_tensor(path: str, entry: dict, verify: bool) -> np.ndarray:
