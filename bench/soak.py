@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 
@@ -113,6 +114,7 @@ def main() -> int:
         "step_ms_median": 1e3 * float(np.median(step_s)),
         "step_ms_p99": 1e3 * float(np.percentile(step_s, 99)),
         "wall_s": wall,
+        "commit": commit(),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "python": platform.python_version(), "load_before": list(load_before),
                     "load_after": list(os.getloadavg())},
@@ -128,6 +130,18 @@ def main() -> int:
           f"({'passed' if result['passed'] else 'FAILED'}); wrote {args.out}, {args.png}",
           file=sys.stderr)
     return 0 if result["passed"] else 1
+
+
+def commit() -> str:
+    """The checked-out commit ("+ changes" when the tree differs), or "unknown"."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                              capture_output=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=HERE, text=True, capture_output=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + (" + changes" if dirty.strip() else "")
 
 
 def plot(result: dict, path: str) -> None:
