@@ -108,11 +108,13 @@ Maybe<std::vector<std::string>> OpGraph::AddOp(const std::string& type,
   node.inputs = inputs;
   node.attrs = ctx.attrs;
   for (size_t i = 0; i < out_descs.size(); ++i) {
-    std::string out = node.name + "/" + def->output_names()[i] + "_0";
-    CHECK(descs_.count(out) == 0) << "tensor " << out << " exists";
-    descs_[out] = out_descs[i];
-    node.outputs.push_back(out);
+    // A tensor the user named "<op>/<arg>_0" (an input, a variable) would be
+    // overwritten: refuse the op before anything changes.
+    node.outputs.push_back(node.name + "/" + def->output_names()[i] + "_0");
+    OFL_ENSURE(descs_.count(node.outputs.back()) == 0, ctx.where(), ": output tensor '",
+               node.outputs.back(), "' already exists in the graph");
   }
+  for (size_t i = 0; i < out_descs.size(); ++i) descs_[node.outputs[i]] = out_descs[i];
   op_names_.insert(node.name);
   ops_.push_back(node);
   return node.outputs;

@@ -16,7 +16,7 @@ proto::Plan SmallPlan() {
   int64_t x = m.Register("x", 0, {2});
   int64_t y = m.Register("y", 0, {2});
   m.Source("x", 0, 0, x);
-  SetAttr(m.Compute("scalar_mul", "scale", 0, 0, {x}, {y}), "scalar", 2.0);
+  SetAttr(m.Compute("scalar_mul", "scale", 0, 0, {x}, {y}), "value", 2.0);
   m.Sink("out", 0, 0, y);
   return m.plan();
 }
@@ -33,9 +33,9 @@ TEST(CheckPlanTest, RefusesDamagedPlansByName) {
   EXPECT_EQ(CheckPlan(no_ranks).status().message(), "plan: num_ranks is 0");
 
   proto::Plan no_value = SmallPlan();
-  (*no_value.mutable_tasks(1)->mutable_op_conf()->mutable_attrs())["scalar"].Clear();
+  (*no_value.mutable_tasks(1)->mutable_op_conf()->mutable_attrs())["value"].Clear();
   EXPECT_EQ(CheckPlan(no_value).status().message(),
-            "plan: task 1 (scalar_mul 'scale') has attribute 'scalar' with no value");
+            "plan: task 1 (scalar_mul 'scale') has attribute 'value' with no value");
 
   proto::Plan unknown_kind = SmallPlan();
   unknown_kind.mutable_tasks(1)->set_kind(static_cast<proto::TaskProto::Kind>(77));
