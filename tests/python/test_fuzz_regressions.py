@@ -50,3 +50,70 @@ def test_unexpected_errors_are_findings():
     with pytest.raises(AssertionError, match="without a message"):
         with fuzz_common.expected_errors("x"):
             raise ValueError("")
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda e: e.update(file="../../etc/passwd"), "outside the checkpoint directory"),
+    (lambda e: e.update(file="/etc/passwd"), "outside the checkpoint directory"),
+    (lambda e: e.update(shape=[2, -3]), "is not a list of sizes >= 0"),
+    (lambda e: e.update(shape=[True, 3]), "is not a list of sizes >= 0"),
+    (lambda e: e.update(dtype="floaty"), "is not a numpy dtype name"),
+    (lambda e: e.pop("file"), "'file' is None, not str"),
+    (lambda e: e.update(nbytes="12"), "'nbytes' is '12', not int"),
+], ids=["parent", "absolute", "negative", "bool", "dtype", "no_file", "nbytes_str"])
+def test_checkpoint_index_entries_are_checked_before_any_file_is_read(tmp_path, change, message):
+    import json
+
+    import numpy as np
+
+    from oneflow_lite import checkpoint
+
+    path = str(tmp_path / "ckpt")
+    checkpoint.save(path, {"w": np.ones((2, 3), np.float32)}, model="toy")
+    with open(f"{path}/index.json") as f:
+        index = json.load(f)
+    change(index["tensors"][0])
+    with open(f"{path}/index.json", "w") as f:
+        json.dump(index, f)
+    with pytest.raises(checkpoint.CheckpointError, match=message):
+        checkpoint.load(path)
+
+
+def test_checkpoint_index_refuses_a_name_twice(tmp_path):
+    import json
+
+    import numpy as np
+
+    from oneflow_lite import checkpoint
+
+    path = str(tmp_path / "ckpt")
+    checkpoint.save(path, {"w": np.ones(2, np.float32), "v": np.ones(2, np.float32)})
+    with open(f"{path}/index.json") as f:
+        index = json.load(f)
+    index["tensors"][1]["name"] = "w"
+    with open(f"{path}/index.json", "w") as f:
+        json.dump(index, f)
+    with pytest.raises(checkpoint.CheckpointError, match="tensor 'w' appears twice"):
+        checkpoint.load(path)
+
+
+@pytest.mark.parametrize("spec,error,message", [
+    ({"kind": 5, "signatures": {}}, TypeError, "strategy: 'kind' is 5, not a str"),
+    ({"kind": "random", "signatures": {}}, ValueError, "strategy: no 'seed'"),
+    ({"kind": "random", "seed": "a", "signatures": {}}, TypeError, "'seed' is 'a', not an integer"),
+    ({"kind": "random", "seed": 1, "stages": -3, "signatures": {}}, ValueError,
+     "stages >= 1 and seed >= 0"),
+    ({"kind": "manual", "signatures": [1]}, TypeError, "'signatures' is \\[1\\], not a dict"),
+], ids=["kind_int", "no_seed", "seed_str", "stages_negative", "signatures_list"])
+def test_strategy_fields_are_type_checked(tmp_path, spec, error, message):
+    import json
+
+    from oneflow_lite import _C
+    from tiny_program import tiny_program
+
+    program, loss = tiny_program()
+    path = tmp_path / "strategy.json"
+    path.write_text(json.dumps(spec))
+    with pytest.raises(error, match=message):
+        _C.DistributedSession(program, [0, 1], [2], _C.load_strategy(str(path)), [loss],
+                              num_threads=1)
