@@ -182,8 +182,8 @@ Maybe<OpGraph> OpGraph::FromJob(const proto::Job& job) {
   for (const auto& op : job.ops()) {
     AttrMap attrs;
     for (const auto& [k, v] : op.attrs()) {
-      OFL_ENSURE(v.value_case() != proto::AttrValue::VALUE_NOT_SET, "job op '", op.name(),
-                 "' (", op.op_type(), "): attribute '", k, "' has no value");
+      OFL_ENSURE(v.value_case() != proto::AttrValue::VALUE_NOT_SET, "job op '", op.name(), "' (",
+                 op.op_type(), "): attribute '", k, "' has no value");
       attrs.Set(k, AttrFromProto(v));
     }
     std::vector<std::string> inputs(op.inputs().begin(), op.inputs().end());

@@ -51,8 +51,8 @@ Status CheckTask(const proto::Plan& plan, int i) {
     return Status::OK();
   };
   for (const auto& [key, value] : t.op_conf().attrs()) {
-    OFL_ENSURE(value.value_case() != proto::AttrValue::VALUE_NOT_SET, "plan: task ", i, " (",
-               name, ") has attribute '", key, "' with no value");
+    OFL_ENSURE(value.value_case() != proto::AttrValue::VALUE_NOT_SET, "plan: task ", i, " (", name,
+               ") has attribute '", key, "' with no value");
   }
   OFL_RETURN_IF_ERROR(check_ids(t.inputs()));
   OFL_RETURN_IF_ERROR(check_ids(t.outputs()));
@@ -179,9 +179,8 @@ Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan) {
   for (const auto& t : plan.tasks()) {
     for (const auto* ids : {&t.outputs(), &t.ctrl_outputs()}) {
       for (int64_t id : *ids) {
-        OFL_ENSURE(producer[id] < 0, "plan: register '",
-                   plan.registers(id).name(), "' is written by task ", producer[id], " and task ",
-                   t.id());
+        OFL_ENSURE(producer[id] < 0, "plan: register '", plan.registers(id).name(),
+                   "' is written by task ", producer[id], " and task ", t.id());
         producer[id] = t.id();
       }
     }

@@ -55,8 +55,8 @@ T Field(const py::dict& spec, const char* key) {
 // {"kind": "random", "seed": 3}
 // {"kind": "manual", "sources": {tensor: nd_sbp}, "signatures": {op: "... -> ..."}}
 Strategy MakeStrategy(const OpGraph& graph, const Placement& placement, const py::dict& spec) {
-  std::string kind = spec.contains("kind") ? Field<py::str>(spec, "kind").cast<std::string>()
-                                           : "deduce";
+  std::string kind =
+      spec.contains("kind") ? Field<py::str>(spec, "kind").cast<std::string>() : "deduce";
   auto nd_sbps = [&](const char* key) {
     std::map<std::string, NdSbp> out;
     if (!spec.contains(key)) return out;
