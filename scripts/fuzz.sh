@@ -11,7 +11,8 @@
 # (-timeout=10 s per input) or out-of-memory input is written to
 # build-fuzz/artifacts/TARGET/. Exit status 1 when any target found
 # something; copy the input into fuzz/regressions/TARGET/ once it is fixed.
-# Knobs: OFL_FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=1"), OFL_JOBS.
+# Knobs: OFL_FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=1"; -jobs and
+# -workers are dropped for the Python targets), OFL_JOBS.
 # Setup (apt, venv, build/) is scripts/lib/setup.sh's ofl_setup, run first.
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib/setup.sh
@@ -47,16 +48,21 @@ fuzz_run() {
   local target=$1 seconds=$2 cmd
   local work="$OFL_FUZZ_DIR/corpus/$target" artifacts="$OFL_FUZZ_DIR/artifacts/$target/"
   mkdir -p "$work" "$artifacts" "$OFL_ROOT/fuzz/regressions/$target"
+  # shellcheck disable=SC2206  # OFL_FUZZ_ARGS holds several flags
+  local args=(${OFL_FUZZ_ARGS:-})
   if [[ " ${OFL_FUZZ_CPP[*]} " == *" $target "* ]]; then
     cmd=("$OFL_FUZZ_DIR/fuzz/fuzz_$target")
   else
     cmd=(env "PYTHONPATH=$OFL_ROOT/python${PYTHONPATH:+:$PYTHONPATH}" "$OFL_PY"
       "$OFL_ROOT/fuzz/python/fuzz_$target.py")
+    # -jobs/-workers re-execute argv[0], which for atheris is the script itself.
+    local kept=() arg
+    for arg in "${args[@]}"; do [[ $arg == -jobs=* || $arg == -workers=* ]] || kept+=("$arg"); done
+    args=("${kept[@]}")
   fi
   echo "fuzz.sh: $target for $seconds s" >&2
-  # shellcheck disable=SC2086  # OFL_FUZZ_ARGS holds several flags
   ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}" "${cmd[@]}" -max_total_time="$seconds" \
-    -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts" ${OFL_FUZZ_ARGS:-} \
+    -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts" "${args[@]}" \
     "$work" "$OFL_ROOT/fuzz/corpus/$target" "$OFL_ROOT/fuzz/regressions/$target"
 }
 
