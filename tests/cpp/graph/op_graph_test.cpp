@@ -58,6 +58,16 @@ TEST(OpGraphTest, RefusesAnOpWhoseOutputNameIsTaken) {
   EXPECT_EQ(g.ToString(), before);
 }
 
+TEST(OpGraphTest, NamesAnExtraInputThatIsUnknown) {
+  // Found by fuzz/fuzz_job.cpp: ArgName threw std::out_of_range (abort).
+  OpGraph g;
+  ASSERT_TRUE(g.AddInput("x", {{2}, DataType::kFloat32}).ok());
+  auto r = g.AddOp("scalar_mul", {"x", "nope"}, {{"value", 2.0}}, "y");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "scalar_mul 'y': input #1 (the op takes 1) names an unknown tensor 'nope'");
+}
+
 TEST(OpGraphTest, JobRoundTrips) {
   OpGraph g;
   ASSERT_TRUE(g.AddInput("x", {{2, 3}, DataType::kFloat32}).ok());
