@@ -41,6 +41,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -174,6 +175,18 @@ _ENTRY_FIELDS = {"name": str, "shape": list, "dtype": str, "file": str, "nbytes"
                  "sha256": str}
 
 
+def _is_dtype_name(name: str) -> bool:
+    """True for a name numpy gives a dtype (``float32``, ``int64``, ``bool``),
+    as save writes them. Only plain names reach np.dtype: it parses strings
+    with commas or brackets as record types and can raise SyntaxError."""
+    if not re.fullmatch(r"[a-z]+[0-9]*", name):
+        return False
+    try:
+        return np.dtype(name).name == name
+    except TypeError:
+        return False
+
+
 def _check_index_fields(path: str, index: dict) -> None:
     """Types and ranges of what load reads from an index, so that a damaged
     index is refused by name rather than failing later with a KeyError."""
@@ -197,9 +210,7 @@ def _check_index_fields(path: str, index: dict) -> None:
         shape = entry["shape"]
         if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
             raise CheckpointError(f"{where} ('{name}'): shape {shape} is not a list of sizes >= 0")
-        try:
-            np.dtype(entry["dtype"])
-        except TypeError:
+        if not _is_dtype_name(entry["dtype"]):
             raise CheckpointError(f"{where} ('{name}'): dtype {entry['dtype']!r} is not a numpy "
                                   f"dtype name") from None
         file = os.path.normpath(entry["file"])
