@@ -24,6 +24,10 @@
 #   ilp     bench/ilp_crosscheck.py: exact and autoddl against the integer linear
 #         program of the same cost graph solved by HiGHS (bench/ilp_model.py), 22
 #         graphs of up to ~200 cost nodes -> bench/results/ilp.json.
+#   soak    bench/soak.py: 2,000 training steps of ops_gpt.py's GPT on 4 virtual
+#         devices (data parallel), VmRSS every 100 steps; fails when it grows 5 % or
+#         more after the first 100 steps -> bench/results/soak.json and soak.png.
+#         OFL_SOAK_STEPS=N runs N steps instead.
 # Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part;
 # OFL_BENCH_TORCH_PYTHON, an interpreter that imports torch, for the PyTorch
 # peer (default: the project venv's, which has no torch: the field is null).
@@ -33,7 +37,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops|runtime|search|paper|fidelity|ilp" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime|search|paper|fidelity|ilp|soak" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -110,6 +114,12 @@ run_fidelity() {
   return $rc
 }
 
+run_soak() {
+  local steps=${OFL_SOAK_STEPS:-2000} threads=${OFL_BENCH_THREADS:-2}
+  echo "bench: soak.py ($steps steps, 4 virtual devices, threads=$threads)" >&2
+  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/soak.py --steps "$steps" --threads "$threads"
+}
+
 run_search() {  # $1: search or paper; one core, one thread everywhere
   local results=bench/results load_before pin=()
   mkdir -p "$results"
@@ -160,6 +170,11 @@ case $suite in
     ofl_setup
     cd "$OFL_ROOT"
     run_ops
+    ;;
+  soak)
+    ofl_setup
+    cd "$OFL_ROOT"
+    run_soak
     ;;
   *) usage; exit 1 ;;
 esac

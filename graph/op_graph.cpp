@@ -105,11 +105,13 @@ Maybe<std::vector<std::string>> OpGraph::AddOp(const std::string& type,
   node.inputs = inputs;
   node.attrs = ctx.attrs;
   for (size_t i = 0; i < out_descs.size(); ++i) {
-    std::string out = node.name + "/" + def->output_names()[i] + "_0";
-    CHECK(descs_.count(out) == 0) << "tensor " << out << " exists";
-    descs_[out] = out_descs[i];
-    node.outputs.push_back(out);
+    // A tensor the user named "<op>/<arg>_0" (an input, a variable) would be
+    // overwritten: refuse the op before anything changes.
+    node.outputs.push_back(node.name + "/" + def->output_names()[i] + "_0");
+    OFL_ENSURE(descs_.count(node.outputs.back()) == 0, ctx.where(), ": output tensor '",
+               node.outputs.back(), "' already exists in the graph");
   }
+  for (size_t i = 0; i < out_descs.size(); ++i) descs_[node.outputs[i]] = out_descs[i];
   op_names_.insert(node.name);
   ops_.push_back(node);
   return node.outputs;
@@ -173,11 +175,15 @@ Maybe<OpGraph> OpGraph::FromJob(const proto::Job& job) {
   for (const auto& v : job.variables()) {
     OFL_ASSIGN_OR_RETURN(TensorDesc d, DescFromProto(v.desc()));
     OFL_RETURN_IF_ERROR(CheckAllocation(d.shape, d.dtype, "job variable '" + v.name() + "'"));
-    OFL_RETURN_IF_ERROR(g.AddVariable(v.name(), Tensor::Zeros(d.shape, d.dtype), v.trainable()));
+    OFL_RETURN_IF_ERROR(g.AddVariable(v.name(), d, v.trainable()));  // lazy: a Job holds no values
   }
   for (const auto& op : job.ops()) {
     AttrMap attrs;
-    for (const auto& [k, v] : op.attrs()) attrs.Set(k, AttrFromProto(v));
+    for (const auto& [k, v] : op.attrs()) {
+      OFL_ENSURE(v.value_case() != proto::AttrValue::VALUE_NOT_SET, "job op '", op.name(), "' (",
+                 op.op_type(), "): attribute '", k, "' has no value");
+      attrs.Set(k, AttrFromProto(v));
+    }
     std::vector<std::string> inputs(op.inputs().begin(), op.inputs().end());
     OFL_ASSIGN_OR_RETURN(std::vector<std::string> outs,
                          g.AddOp(op.op_type(), inputs, attrs, op.name()));

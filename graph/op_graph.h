@@ -65,7 +65,9 @@ class OpGraph {
   Status SetLoss(const std::string& name);
 
   proto::Job ToJob() const;
-  // Rebuilds the graph from a Job; variables start at zero.
+  // Rebuilds the graph from a Job, checking it as AddInput/AddOp do. A Job
+  // holds no values: its variables come back lazy (desc only), so a Job
+  // naming a huge variable allocates nothing (fuzz/fuzz_job.cpp).
   static Maybe<OpGraph> FromJob(const proto::Job& job);
   std::string ToString() const;
 

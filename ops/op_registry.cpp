@@ -190,7 +190,10 @@ std::vector<std::string> OpRegistry::ListOps() {
 
 std::string ArgName(const OpDef& def, int i) {
   if (def.variadic_input()) return def.input_names()[0] + "[" + std::to_string(i) + "]";
-  return def.input_names().at(i);
+  const int n = static_cast<int>(def.input_names().size());
+  // An extra input (the arity is checked after the names are resolved).
+  if (i < 0 || i >= n) return "#" + std::to_string(i) + " (the op takes " + std::to_string(n) + ")";
+  return def.input_names()[i];
 }
 
 }  // namespace ofl

@@ -40,6 +40,15 @@ Status CheckTask(const proto::Plan& plan, int i) {
   OFL_ENSURE(t.rank() >= 0 && t.rank() < plan.num_ranks(), "plan: task ", i, " (", name,
              ") is on rank ", t.rank(), " of a plan with ", plan.num_ranks(), " ranks");
   OFL_ENSURE(t.stream() >= 0, "plan: task ", i, " (", name, ") has stream ", t.stream());
+  // Binary protobuf keeps enum values it does not know.
+  OFL_ENSURE(proto::TaskProto::Kind_IsValid(t.kind()), "plan: task ", i, " (", name,
+             ") has unknown kind ", static_cast<int>(t.kind()));
+  const bool one_output =
+      t.kind() == proto::TaskProto::SOURCE || t.kind() == proto::TaskProto::VARIABLE;
+  OFL_ENSURE(!one_output || t.outputs_size() >= 1, "plan: ", proto::TaskProto::Kind_Name(t.kind()),
+             " task ", i, " (", name, ") has no output register");
+  OFL_ENSURE(t.kind() != proto::TaskProto::SINK || t.inputs_size() >= 1, "plan: SINK task ", i,
+             " (", name, ") has no input register");
   auto check_ids = [&](const auto& ids) -> Status {
     for (int64_t id : ids) {
       OFL_ENSURE(id >= 0 && id < plan.registers_size(), "plan: task ", i, " (", name,
@@ -47,6 +56,10 @@ Status CheckTask(const proto::Plan& plan, int i) {
     }
     return Status::OK();
   };
+  for (const auto& [key, value] : t.op_conf().attrs()) {
+    OFL_ENSURE(value.value_case() != proto::AttrValue::VALUE_NOT_SET, "plan: task ", i, " (", name,
+               ") has attribute '", key, "' with no value");
+  }
   OFL_RETURN_IF_ERROR(check_ids(t.inputs()));
   OFL_RETURN_IF_ERROR(check_ids(t.outputs()));
   OFL_RETURN_IF_ERROR(check_ids(t.ctrl_outputs()));
@@ -163,6 +176,30 @@ Status CheckActRatios(const proto::Plan& plan, const std::vector<int64_t>& produ
   }
   (void)producer;
   return Status::OK();
+}
+
+Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan) {
+  OFL_ENSURE(plan.num_ranks() >= 1, "plan: num_ranks is ", plan.num_ranks());
+  OFL_RETURN_IF_ERROR(CheckPlanShape(plan));
+  std::vector<int64_t> producer(plan.registers_size(), -1);
+  for (const auto& t : plan.tasks()) {
+    for (const auto* ids : {&t.outputs(), &t.ctrl_outputs()}) {
+      for (int64_t id : *ids) {
+        OFL_ENSURE(producer[id] < 0, "plan: register '", plan.registers(id).name(),
+                   "' is written by task ", producer[id], " and task ", t.id());
+        producer[id] = t.id();
+      }
+    }
+  }
+  for (const auto& t : plan.tasks()) {
+    for (int64_t id : ReadRegisters(t)) {
+      OFL_ENSURE(producer[id] >= 0, "plan: task ", t.id(), " (", TaskDisplayName(t),
+                 ") reads register '", plan.registers(id).name(), "' that no task writes");
+    }
+  }
+  OFL_RETURN_IF_ERROR(CheckInPlaceOrder(plan, producer));
+  OFL_RETURN_IF_ERROR(CheckActRatios(plan, producer));
+  return producer;
 }
 
 Status RunIterationsFit(const proto::Plan& plan, int64_t num_iterations) {

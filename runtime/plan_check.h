@@ -3,7 +3,10 @@
 // the other readers of the register it writes (CheckInPlaceOrder). The
 // lowering is meant to add those ctrl edges; without one the actors would
 // let a reader see a half-updated variable, so the plan is refused instead.
-// CheckActRatios holds the periods of micro-batching together.
+// CheckActRatios holds the periods of micro-batching together. CheckPlan
+// runs all of them in the order Runtime::Create does, so a loaded or received
+// Plan can be refused before any actor or buffer exists (fuzz/fuzz_plan.cpp
+// drives it with arbitrary plans).
 // Pure functions of the plan; thread-safe.
 #pragma once
 
@@ -32,6 +35,12 @@ Status CheckInPlaceOrder(const proto::Plan& plan, const std::vector<int64_t>& pr
 // (they act in one cyclic order). Run's iteration count must be a multiple
 // of the largest period (RunIterationsFit).
 Status CheckActRatios(const proto::Plan& plan, const std::vector<int64_t>& producer);
+// Everything Runtime::Create checks before it builds actors: num_ranks >= 1,
+// CheckPlanShape, every register written by one task at most and read only
+// when some task writes it, then CheckInPlaceOrder and CheckActRatios.
+// Returns producer[register id] (-1: no writer).
+Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan);
+
 Status RunIterationsFit(const proto::Plan& plan, int64_t num_iterations);
 
 }  // namespace ofl

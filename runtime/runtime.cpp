@@ -56,9 +56,8 @@ Status Runtime::Build(RuntimeOptions options) {
   m.options = std::move(options);
   const proto::Plan& plan = plan_;
   const int64_t ranks = plan.num_ranks();
-  OFL_ENSURE(ranks >= 1, "plan: num_ranks is ", ranks);
   OFL_ENSURE(m.options.timeout.count() > 0, "runtime: timeout must be positive");
-  OFL_RETURN_IF_ERROR(CheckPlanShape(plan));
+  OFL_RETURN_IF_ERROR(CheckPlan(plan).status());  // before anything is allocated
 
   // Kernel threads and allocators, per rank.
   int cores = m.options.num_threads > 0 ? m.options.num_threads
@@ -122,8 +121,6 @@ Status Runtime::Build(RuntimeOptions options) {
       Actor::Connect(m.actors[m.producer[id]].get(), &m.registers[id], m.actors[t.id()].get());
     }
   }
-  OFL_RETURN_IF_ERROR(CheckInPlaceOrder(plan, m.producer));
-  OFL_RETURN_IF_ERROR(CheckActRatios(plan, m.producer));
   for (const auto& t : plan.tasks()) {
     OFL_RETURN_IF_ERROR(m.actors[t.id()]->Prepare());
     const TensorKey key{t.op_conf().name(), t.rank()};

@@ -9,7 +9,10 @@
 #      AddressSanitizer builds (build-thread/, build-address/: only those two
 #      test binaries are built there; kernels run single-threaded under TSan;
 #      tests/tsan.supp names the one uninstrumented library it excuses);
-#   3. the Python tests (pytest) on the first build.
+#   3. the Python tests (pytest) on the first build;
+#   4. every fuzz target for OFL_FUZZ_SECONDS (default 30) s each
+#      (scripts/fuzz.sh all: its own clang build in build-fuzz/, fuzz/README.md);
+#      fails when a target finds a crash, leak, timeout or unexpected exception.
 # Every part always runs; the script fails if any fails.
 # OFL_SANITIZERS="thread address" (the default) picks the sanitizer builds;
 # set it empty to skip them.
@@ -43,9 +46,12 @@ done
 pytest_rc=0
 "$OFL_PY" -m pytest -q tests/python || pytest_rc=$?
 
-if ((lint_rc != 0 || ctest_rc != 0 || san_rc != 0 || pytest_rc != 0)); then
+fuzz_rc=0
+"$OFL_ROOT/scripts/fuzz.sh" all "${OFL_FUZZ_SECONDS:-30}" || fuzz_rc=$?
+
+if ((lint_rc != 0 || ctest_rc != 0 || san_rc != 0 || pytest_rc != 0 || fuzz_rc != 0)); then
   echo "test.sh: FAILED (arrow lint exit $lint_rc, ctest exit $ctest_rc, sanitizers $san_rc," \
-    "pytest exit $pytest_rc)" >&2
+    "pytest exit $pytest_rc, fuzz exit $fuzz_rc)" >&2
   exit 1
 fi
 echo "test.sh: all tests passed" >&2

@@ -81,6 +81,9 @@ Maybe<Cluster> Cluster::FromProto(const proto::Cluster& cluster) {
                "']=", flops, " must be > 0");
   }
   result.proto_ = cluster;
+  // Unknown fields (a newer writer's) would print as "6: 0x..." in ToText,
+  // which Parse refuses: Save must write what Load reads back.
+  result.proto_.DiscardUnknownFields();
   return result;
 }
 

@@ -7,6 +7,8 @@
 // list of k feed dicts and returns a list of k lists of fetched arrays.
 #include <pybind11/stl.h>
 
+#include <type_traits>
+
 #include "convert.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/session.h"
@@ -19,25 +21,60 @@ Placement MakePlacement(const std::vector<int64_t>& ranks, const std::vector<int
   return Unwrap(Placement::Create(DeviceType::kCPU, ranks, Shape(hierarchy)));
 }
 
+// The strategy's field `key`, which must be a Python `T` (a str, a dict, or
+// an int in int64 range; bool is no int here): a TypeError or ValueError
+// naming the field and the value otherwise. Strategies come from files
+// (load_strategy), so every field is user input.
+std::string Repr(const py::handle& value) { return py::repr(value).cast<std::string>(); }
+
+template <typename T>
+T Field(const py::dict& spec, const char* key) {
+  if (!spec.contains(key)) throw py::value_error(std::string("strategy: no '") + key + "'");
+  py::object value = spec[key];
+  if constexpr (std::is_same_v<T, int64_t>) {
+    if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+      throw py::type_error(std::string("strategy: '") + key + "' is " + Repr(value) +
+                           ", not an integer");
+    }
+    try {
+      return value.cast<int64_t>();
+    } catch (const py::cast_error&) {
+      throw py::value_error(std::string("strategy: '") + key + "' is " + Repr(value) +
+                            ", outside the 64-bit range");
+    }
+  } else {
+    if (!py::isinstance<T>(value)) {
+      throw py::type_error(std::string("strategy: '") + key + "' is " + Repr(value) + ", not a " +
+                           (std::is_same_v<T, py::str> ? "str" : "dict"));
+    }
+    return value.cast<T>();
+  }
+}
+
 // {"kind": "deduce", "pinned": {tensor: "(S(0), B)"}}
 // {"kind": "random", "seed": 3, "stages": 2}
 // {"kind": "manual", "sources": {tensor: nd_sbp}, "signatures": {op: "... -> ..."}}
-// (api/strategy_spec.h checks it).
+// (api/strategy_spec.h checks it against the graph; here only the types).
 StrategySpec SpecFrom(const py::dict& spec) {
   StrategySpec s;
-  if (spec.contains("kind")) s.kind = spec["kind"].cast<std::string>();
+  if (spec.contains("kind")) s.kind = Field<py::str>(spec, "kind").cast<std::string>();
   auto texts = [&](const char* key) {
     std::map<std::string, std::string> out;
     if (!spec.contains(key)) return out;
-    for (auto item : spec[key].cast<py::dict>()) out[py::str(item.first)] = py::str(item.second);
+    for (auto item : Field<py::dict>(spec, key)) out[py::str(item.first)] = py::str(item.second);
     return out;
   };
   s.pinned = texts("pinned");
   s.sources = texts("sources");
   s.signatures = texts("signatures");
   if (s.kind == "random") {
-    s.seed = spec["seed"].cast<uint64_t>();
-    if (spec.contains("stages")) s.stages = spec["stages"].cast<int64_t>();
+    const int64_t seed = Field<int64_t>(spec, "seed");
+    s.stages = spec.contains("stages") ? Field<int64_t>(spec, "stages") : 1;
+    if (s.stages < 1 || seed < 0) {
+      throw py::value_error("strategy: random needs stages >= 1 and seed >= 0, got stages=" +
+                            std::to_string(s.stages) + " seed=" + std::to_string(seed));
+    }
+    s.seed = static_cast<uint64_t>(seed);
   }
   return s;
 }

@@ -200,6 +200,10 @@ def read_index(path: str) -> dict:
     for key in ("model", "fingerprint", "tensors"):
         if key not in index:
             raise CheckpointError(f"checkpoint {path}: {INDEX} lacks '{key}'")
+    for key in ("model", "fingerprint"):
+        if not isinstance(index[key], str):
+            raise CheckpointError(f"checkpoint {path}: {INDEX} '{key}' is a "
+                                  f"{type(index[key]).__name__}, not a string")
     if not isinstance(index["tensors"], list):
         raise CheckpointError(f"checkpoint {path}: {INDEX} 'tensors' is a "
                               f"{type(index['tensors']).__name__}, not a list of entries")
@@ -233,6 +237,11 @@ _ENTRY_KEYS = {
 
 
 def _is_dtype(name: str) -> bool:
+    """True for a name numpy gives a dtype (``float32``, ``int64``, ``bool``),
+    as save writes them. Only plain names reach np.dtype: it parses strings
+    with commas or brackets as record types and can raise SyntaxError."""
+    if not re.fullmatch(r"[a-z]+[0-9]*", name):
+        return False
     try:
         return np.dtype(name).name == name and np.dtype(name) != object
     except TypeError:

@@ -33,11 +33,14 @@ OFL_REQUIREMENTS="$OFL_ROOT/requirements.txt"
 # python3 has no ensurepip without it) and ca-certificates for pip's TLS;
 # less libgflags-dev: no target of ours uses gflags (libgoogle-glog-dev
 # depends on it, for glog itself).
+# clang-14 and libclang-rt-14-dev (libFuzzer) build the C++ fuzz targets
+# (scripts/fuzz.sh).
 OFL_APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgoogle-glog-dev libtbb-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
   ocl-icd-opencl-dev libgloo-dev
+  clang-14 libclang-rt-14-dev
   python3 python3-dev python3-venv ca-certificates
 )
 

@@ -44,6 +44,30 @@ TEST(OpGraphTest, MutableInputMustBeAVariable) {
             "sgd_update: input param is written in place and must be a variable, got 'p'");
 }
 
+TEST(OpGraphTest, RefusesAnOpWhoseOutputNameIsTaken) {
+  // Found by fuzz/fuzz_job.cpp: this was a CHECK (abort) in AddOp.
+  OpGraph g;
+  ASSERT_TRUE(g.AddInput("x", {{2}, DataType::kFloat32}).ok());
+  ASSERT_TRUE(g.AddInput("y/out_0", {{2}, DataType::kFloat32}).ok());
+  const std::string before = g.ToString();
+  auto r = g.AddOp("scalar_mul", {"x"}, {{"value", 2.0}}, "y");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("output tensor 'y/out_0' already exists in the graph"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(g.ToString(), before);
+}
+
+TEST(OpGraphTest, NamesAnExtraInputThatIsUnknown) {
+  // Found by fuzz/fuzz_job.cpp: ArgName threw std::out_of_range (abort).
+  OpGraph g;
+  ASSERT_TRUE(g.AddInput("x", {{2}, DataType::kFloat32}).ok());
+  auto r = g.AddOp("scalar_mul", {"x", "nope"}, {{"value", 2.0}}, "y");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "scalar_mul 'y': input #1 (the op takes 1) names an unknown tensor 'nope'");
+}
+
 TEST(OpGraphTest, JobRoundTrips) {
   OpGraph g;
   ASSERT_TRUE(g.AddInput("x", {{2, 3}, DataType::kFloat32}).ok());
