@@ -446,32 +446,31 @@ Status GlooCommunicator::Broadcast(void* buffer, int64_t count, DataType dtype, 
 
 Status GlooCommunicator::Send(const void* buffer, int64_t count, DataType dtype, int64_t peer,
                               const std::string& tag) {
-  const std::string what = StrCat("rank ", rank_, ": send '", tag, "' to rank ", peer);
-  OFL_ENSURE(peer >= 0 && peer < size() && peer != rank_, what, ": peer outside 0..", size() - 1,
-             " or this rank");
-  OFL_RETURN_IF_ERROR(Begin(what, dtype));
-  const int64_t bytes = count * SizeOf(dtype);
-  Status status;
-  {
-    Exchange ex(this, what, PointSlot(true, peer, tag, bytes), Clock::now() + timeout_);
-    ex.Send(buffer, bytes, peer);
-    status = ex.Wait();
-  }
-  End();
-  return status;
+  // Exchange::Send only reads the buffer.
+  return PointToPoint(true, const_cast<void*>(buffer), count, dtype, peer, tag);
 }
 
 Status GlooCommunicator::Recv(void* buffer, int64_t count, DataType dtype, int64_t peer,
                               const std::string& tag) {
-  const std::string what = StrCat("rank ", rank_, ": recv '", tag, "' from rank ", peer);
+  return PointToPoint(false, buffer, count, dtype, peer, tag);
+}
+
+Status GlooCommunicator::PointToPoint(bool send, void* buffer, int64_t count, DataType dtype,
+                                      int64_t peer, const std::string& tag) {
+  const std::string what = send ? StrCat("rank ", rank_, ": send '", tag, "' to rank ", peer)
+                                : StrCat("rank ", rank_, ": recv '", tag, "' from rank ", peer);
   OFL_ENSURE(peer >= 0 && peer < size() && peer != rank_, what, ": peer outside 0..", size() - 1,
              " or this rank");
   OFL_RETURN_IF_ERROR(Begin(what, dtype));
   const int64_t bytes = count * SizeOf(dtype);
   Status status;
   {
-    Exchange ex(this, what, PointSlot(false, peer, tag, bytes), Clock::now() + timeout_);
-    ex.Recv(buffer, bytes, peer);
+    Exchange ex(this, what, PointSlot(send, peer, tag, bytes), Clock::now() + timeout_);
+    if (send) {
+      ex.Send(buffer, bytes, peer);
+    } else {
+      ex.Recv(buffer, bytes, peer);
+    }
     status = ex.Wait();
   }
   End();

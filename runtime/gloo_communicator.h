@@ -138,6 +138,9 @@ class GlooCommunicator : public Communicator {
                             const void* init, int64_t count, DataType dtype,
                             std::chrono::steady_clock::time_point deadline);
   uint64_t PointSlot(bool send, int64_t peer, const std::string& tag, int64_t bytes);
+  // Send (send true) or Recv of `count` elements with `peer`.
+  Status PointToPoint(bool send, void* buffer, int64_t count, DataType dtype, int64_t peer,
+                      const std::string& tag);
 
   TcpStore* const store_;
   const std::string group_;
