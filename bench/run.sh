@@ -120,27 +120,32 @@ run_soak() {
   PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/soak.py --steps "$steps" --threads "$threads"
 }
 
+# one_core ARGS...: "$OFL_PY" ARGS on one core (taskset where there is one),
+# one thread in every pool (HiGHS's too); the search and ILP benches time it.
+one_core() {
+  local pin=()
+  if command -v taskset >/dev/null; then pin=(taskset -c 0); fi
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH="$OFL_ROOT/python" \
+    "${pin[@]}" "$OFL_PY" "$@"
+}
+
 run_search() {  # $1: search or paper; one core, one thread everywhere
-  local results=bench/results load_before pin=()
+  local results=bench/results load_before
   mkdir -p "$results"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-  if command -v taskset >/dev/null; then pin=(taskset -c 0); fi
   echo "bench: search_bench.py $1 (one core)" >&2
-  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH="$OFL_ROOT/python" \
-    "${pin[@]}" "$OFL_PY" bench/search_bench.py "$1" --out "$results/$1.json" \
+  one_core bench/search_bench.py "$1" --out "$results/$1.json" \
     --load-before "$load_before" || return 1
   "$OFL_PY" bench/plot_search.py || return 1
   echo "bench: wrote $results/$1.json and its plots" >&2
 }
 
 run_ilp() {  # one core, one thread everywhere (HiGHS too)
-  local results=bench/results load_before pin=()
+  local results=bench/results load_before
   mkdir -p "$results"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-  if command -v taskset >/dev/null; then pin=(taskset -c 0); fi
   echo "bench: ilp_crosscheck.py (one core)" >&2
-  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH="$OFL_ROOT/python" \
-    "${pin[@]}" "$OFL_PY" bench/ilp_crosscheck.py --out "$results/ilp.json" \
+  one_core bench/ilp_crosscheck.py --out "$results/ilp.json" \
     --load-before "$load_before" || return 1
   echo "bench: wrote $results/ilp.json" >&2
 }
