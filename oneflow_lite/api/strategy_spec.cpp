@@ -44,7 +44,8 @@ Maybe<Strategy> MakeStrategy(const OpGraph& graph, const Placement& placement,
     return DeduceStrategy(graph, placement, pinned);
   }
   if (spec.kind == "random") {
-    if (spec.stages <= 1) return RandomStrategy(graph, placement, spec.seed);
+    OFL_ENSURE(spec.stages >= 1, "strategy: random needs stages >= 1, got stages=", spec.stages);
+    if (spec.stages == 1) return RandomStrategy(graph, placement, spec.seed);
     return RandomStages(graph, placement, spec);
   }
   if (spec.kind == "manual") {

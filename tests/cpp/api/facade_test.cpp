@@ -102,6 +102,9 @@ TEST(StrategySpec, KindsAndNamedErrors) {
   random.stages = 3;
   EXPECT_EQ(MakeStrategy(g, p, random).status().message(),
             "cannot split 2 ranks into 3 equal stages");
+  random.stages = 0;  // was taken as one stage
+  EXPECT_EQ(MakeStrategy(g, p, random).status().message(),
+            "strategy: random needs stages >= 1, got stages=0");
 
   StrategySpec unknown;
   unknown.kind = "greedy";
