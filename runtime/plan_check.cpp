@@ -178,9 +178,33 @@ Status CheckActRatios(const proto::Plan& plan, const std::vector<int64_t>& produ
   return Status::OK();
 }
 
+int64_t ProcessOfRank(const proto::Plan& plan, int64_t rank) {
+  return plan.process_of_rank().empty() ? 0 : plan.process_of_rank(static_cast<int>(rank));
+}
+
 Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan) {
   OFL_ENSURE(plan.num_ranks() >= 1, "plan: num_ranks is ", plan.num_ranks());
+  OFL_ENSURE(plan.process_of_rank().empty() || plan.process_of_rank_size() == plan.num_ranks(),
+             "plan: process_of_rank names ", plan.process_of_rank_size(), " ranks of ",
+             plan.num_ranks());
+  for (int64_t p : plan.process_of_rank()) {
+    OFL_ENSURE(p >= 0, "plan: process_of_rank holds process ", p);
+  }
   OFL_RETURN_IF_ERROR(CheckPlanShape(plan));
+  // Data crosses processes only through communicators: a task touches the
+  // registers of its own process.
+  for (const auto& t : plan.tasks()) {
+    const int64_t process = ProcessOfRank(plan, t.rank());
+    for (const auto* ids : {&t.inputs(), &t.outputs(), &t.ctrl_inputs(), &t.ctrl_outputs()}) {
+      for (int64_t id : *ids) {
+        const int64_t rank = plan.registers(id).rank();
+        OFL_ENSURE(ProcessOfRank(plan, rank) == process, "plan: task ", t.id(), " (",
+                   TaskDisplayName(t), ") on rank ", t.rank(), " (process ", process,
+                   ") uses register '", plan.registers(id).name(), "' of rank ", rank,
+                   " (process ", ProcessOfRank(plan, rank), ")");
+      }
+    }
+  }
   std::vector<int64_t> producer(plan.registers_size(), -1);
   for (const auto& t : plan.tasks()) {
     for (const auto* ids : {&t.outputs(), &t.ctrl_outputs()}) {

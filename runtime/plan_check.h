@@ -41,6 +41,9 @@ Status CheckActRatios(const proto::Plan& plan, const std::vector<int64_t>& produ
 // Returns producer[register id] (-1: no writer).
 Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan);
 
+// The process that owns `rank` (Plan.process_of_rank; 0 when it is empty).
+int64_t ProcessOfRank(const proto::Plan& plan, int64_t rank);
+
 Status RunIterationsFit(const proto::Plan& plan, int64_t num_iterations);
 
 }  // namespace ofl

@@ -31,6 +31,13 @@ Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, DeviceAllocator* alloca
   return allocator->AllocateZeros(Shape(dims), dtype);
 }
 
+// " (rank 3 belongs to process 1; this is process 0)" for a rank of another process.
+std::string ProcessNote(const proto::Plan& plan, int64_t rank, int64_t process) {
+  if (rank < 0 || rank >= plan.num_ranks() || ProcessOfRank(plan, rank) == process) return "";
+  return StrCat(" (rank ", rank, " belongs to process ", ProcessOfRank(plan, rank),
+                "; this is process ", process, ")");
+}
+
 }  // namespace
 
 int KernelShare(int cores, int64_t num_ranks, int64_t rank) {
@@ -57,9 +64,19 @@ Status Runtime::Build(RuntimeOptions options) {
   const proto::Plan& plan = plan_;
   const int64_t ranks = plan.num_ranks();
   OFL_ENSURE(m.options.timeout.count() > 0, "runtime: timeout must be positive");
-  OFL_RETURN_IF_ERROR(CheckPlan(plan).status());  // before anything is allocated
+  // Before anything is allocated; producer[register] = its writing task, over
+  // every process's tasks.
+  OFL_ASSIGN_OR_RETURN(m.producer, CheckPlan(plan));
 
-  // Kernel threads and allocators, per rank.
+  // This process's ranks (all of them in a world of one process).
+  for (int64_t r = 0; r < ranks; ++r) {
+    if (ProcessOfRank(plan, r) == m.options.process) m.local_ranks.push_back(r);
+  }
+  OFL_ENSURE(!m.local_ranks.empty(), "runtime: process ", m.options.process,
+             " owns no rank of the plan (", ranks, " ranks)");
+  auto local = [&](int64_t rank) { return ProcessOfRank(plan, rank) == m.options.process; };
+
+  // Kernel threads and allocators, per local rank (other ranks: share 0).
   int cores = m.options.num_threads > 0 ? m.options.num_threads
                                         : static_cast<int>(std::thread::hardware_concurrency());
   cores = std::max(cores, 1);
@@ -70,13 +87,17 @@ Status Runtime::Build(RuntimeOptions options) {
   for (const auto& t : plan.tasks()) {
     if (t.kind() == proto::TaskProto::COMPUTE) compute_streams[t.rank()].insert(t.stream());
   }
-  for (int64_t r = 0; r < ranks; ++r) {
-    shares_.push_back(kThreadSanitizer ? 1 : KernelShare(cores, ranks, r));
+  const int64_t num_local = static_cast<int64_t>(m.local_ranks.size());
+  shares_.assign(ranks, 0);
+  m.arenas.resize(ranks);
+  m.envs.resize(ranks);
+  for (int64_t r = 0; r < ranks; ++r) m.allocators.push_back(std::make_unique<DeviceAllocator>());
+  for (int64_t i = 0; i < num_local; ++i) {
+    const int64_t r = m.local_ranks[i];
+    shares_[r] = kThreadSanitizer ? 1 : KernelShare(cores, num_local, i);
     const int masters = std::max<int>(1, static_cast<int>(compute_streams[r].size()));
-    m.allocators.push_back(std::make_unique<DeviceAllocator>());
-    m.arenas.push_back(
-        std::make_unique<tbb::task_arena>(std::max(shares_.back(), masters), masters));
-    m.envs.push_back(RankEnv{m.arenas.back().get(), &m.options.boxing});
+    m.arenas[r] = std::make_unique<tbb::task_arena>(std::max(shares_[r], masters), masters);
+    m.envs[r] = RankEnv{m.arenas[r].get(), &m.options.boxing};
   }
 
   // Registers: control ones (some task's ctrl_outputs) carry no data.
@@ -84,45 +105,46 @@ Status Runtime::Build(RuntimeOptions options) {
   for (const auto& t : plan.tasks())
     control.insert(t.ctrl_outputs().begin(), t.ctrl_outputs().end());
   m.registers.resize(plan.registers_size());
-  m.producer.assign(plan.registers_size(), -1);
   for (const auto& r : plan.registers()) {
     RuntimeRegister& reg = m.registers[r.id()];
     reg.desc = &r;
     reg.control = control.count(r.id()) > 0;
+    if (!local(r.rank())) continue;
     for (int64_t s = 0; s < r.num_slots(); ++s) {
       OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, m.allocators[r.rank()].get()));
       reg.slots.push_back(slot);
     }
   }
 
-  // Actors and their registers.
+  // Actors (this process's tasks) and their registers.
+  m.actor_of_task.assign(plan.tasks_size(), nullptr);
   for (const auto& t : plan.tasks()) {
+    m.task_names.push_back(TaskDisplayName(t));
+    if (!local(t.rank())) continue;
     std::unique_ptr<Actor> actor = MakeActor(t, m.envs[t.rank()]);
     OFL_ENSURE(actor != nullptr, "plan: task ", t.id(), " has unknown kind ", t.kind());
     std::vector<int64_t> written(t.outputs().begin(), t.outputs().end());
     written.insert(written.end(), t.ctrl_outputs().begin(), t.ctrl_outputs().end());
-    for (int64_t id : written) {
-      OFL_ENSURE(m.producer[id] < 0, "plan: register '", plan.registers(id).name(),
-                 "' is written by task ", m.producer[id], " and task ", t.id());
-      m.producer[id] = t.id();
-      actor->AddOutput(&m.registers[id]);
-    }
+    for (int64_t id : written) actor->AddOutput(&m.registers[id]);
     for (int64_t id : t.inputs()) actor->AddInput(&m.registers[id], true);
     for (int64_t id : t.ctrl_inputs()) actor->AddInput(&m.registers[id], false);
-    m.task_names.push_back(actor->name());
+    m.task_names.back() = actor->name();
+    m.actor_of_task[t.id()] = actor.get();
     m.actors.push_back(std::move(actor));
   }
   for (const auto& t : plan.tasks()) {
+    if (!local(t.rank())) continue;
     std::set<int64_t> read(t.inputs().begin(), t.inputs().end());
     read.insert(t.ctrl_inputs().begin(), t.ctrl_inputs().end());
     for (int64_t id : read) {
       OFL_ENSURE(m.producer[id] >= 0, "plan: task ", t.id(), " (", m.task_names[t.id()],
                  ") reads register '", plan.registers(id).name(), "' that no task writes");
-      Actor::Connect(m.actors[m.producer[id]].get(), &m.registers[id], m.actors[t.id()].get());
+      Actor::Connect(m.actor_of_task[m.producer[id]], &m.registers[id], m.actor_of_task[t.id()]);
     }
   }
   for (const auto& t : plan.tasks()) {
-    OFL_RETURN_IF_ERROR(m.actors[t.id()]->Prepare());
+    if (!local(t.rank())) continue;
+    OFL_RETURN_IF_ERROR(m.actor_of_task[t.id()]->Prepare());
     const TensorKey key{t.op_conf().name(), t.rank()};
     if (t.kind() == proto::TaskProto::SOURCE) {
       OFL_ENSURE(m.sources.emplace(key, t.id()).second, "plan: two sources '", key.name,
@@ -139,13 +161,14 @@ Status Runtime::Build(RuntimeOptions options) {
   // One thread per (rank, stream); actors join in plan order.
   std::map<std::pair<int64_t, int64_t>, ActorThread*> by_stream;
   for (const auto& t : plan.tasks()) {
+    if (!local(t.rank())) continue;
     ActorThread*& thread = by_stream[{t.rank(), t.stream()}];
     if (thread == nullptr) {
       m.threads.push_back(std::make_unique<ActorThread>(t.rank(), t.stream(), shares_[t.rank()],
                                                         m.options.spin_us));
       thread = m.threads.back().get();
     }
-    thread->AddActor(m.actors[t.id()].get());
+    thread->AddActor(m.actor_of_task[t.id()]);
   }
   for (auto& thread : m.threads) thread->Start();
   return Status::OK();
@@ -153,7 +176,8 @@ Status Runtime::Build(RuntimeOptions options) {
 
 Status Runtime::SetVariable(const std::string& name, int64_t rank, const Tensor& value) {
   auto it = impl_->variables.find({name, rank});
-  OFL_ENSURE(it != impl_->variables.end(), "unknown variable '", name, "' on rank ", rank);
+  OFL_ENSURE(it != impl_->variables.end(), "unknown variable '", name, "' on rank ", rank,
+             ProcessNote(plan_, rank, impl_->options.process));
   Tensor& reg = impl_->registers[it->second].slots[0];
   OFL_ENSURE(value.shape() == reg.shape() && value.dtype() == reg.dtype(), "variable '", name,
              "' on rank ", rank, " has shape ", reg.shape(), " ", DataTypeName(reg.dtype()),
@@ -165,7 +189,8 @@ Status Runtime::SetVariable(const std::string& name, int64_t rank, const Tensor&
 Maybe<Tensor> Runtime::GetVariable(const std::string& name, int64_t rank) const {
   auto it = impl_->variables.find({name, rank});
   if (it == impl_->variables.end()) {
-    return NotFound("unknown variable '", name, "' on rank ", rank);
+    return NotFound("unknown variable '", name, "' on rank ", rank,
+                    ProcessNote(plan_, rank, impl_->options.process));
   }
   return impl_->registers[it->second].slots[0].Clone();
 }
@@ -177,6 +202,8 @@ std::vector<TensorKey> Runtime::VariableKeys() const {
 }
 
 void Runtime::set_detect_anomaly(bool on) { impl_->options.detect_anomaly = on; }
+
+const std::vector<int64_t>& Runtime::local_ranks() const { return impl_->local_ranks; }
 
 std::vector<int64_t> Runtime::peak_bytes() const {
   std::vector<int64_t> out;

@@ -64,8 +64,13 @@ struct RuntimeOptions {
   // naming the op and the element (a scan of every output: off by default).
   // Runtime::set_detect_anomaly changes it between runs.
   bool detect_anomaly = false;
-  // Kernel threads for all ranks together; 0 = every core.
+  // Kernel threads for all ranks of this process together; 0 = every core.
   int num_threads = 0;
+  // The process this runtime is (DESIGN.md section 7b): it allocates, builds
+  // and runs only the ranks Plan.process_of_rank gives it; the other ranks'
+  // tasks run in their own processes and meet this one's only through the
+  // communicators of BOXING tasks.
+  int64_t process = 0;
   // How long an idle actor thread polls its mailbox before it sleeps.
   int spin_us = 0;
   // Runs BOXING tasks; required when the plan has any.
@@ -120,8 +125,9 @@ class Runtime {
   void set_detect_anomaly(bool on);  // between runs (RuntimeOptions::detect_anomaly)
 
   int64_t num_ranks() const { return plan_.num_ranks(); }
+  const std::vector<int64_t>& local_ranks() const;  // this process's ranks
   int64_t iteration() const { return iteration_; }  // iterations run so far
-  int kernel_threads(int64_t rank) const { return shares_.at(rank); }
+  int kernel_threads(int64_t rank) const { return shares_.at(rank); }  // 0: not local
   std::vector<int64_t> peak_bytes() const;
   std::vector<int64_t> live_bytes() const;
 

@@ -22,11 +22,13 @@ namespace ofl {
 struct Runtime::Impl {
   RuntimeOptions options;
   std::vector<std::unique_ptr<DeviceAllocator>> allocators;  // per rank
-  std::vector<std::unique_ptr<tbb::task_arena>> arenas;      // per rank
+  std::vector<std::unique_ptr<tbb::task_arena>> arenas;      // per rank (null: not local)
   std::vector<RankEnv> envs;                                 // per rank
+  std::vector<int64_t> local_ranks;                          // this process's, ascending
   std::vector<RuntimeRegister> registers;                    // by register id
   std::vector<int64_t> producer;                             // by register id: task, or -1
-  std::vector<std::unique_ptr<Actor>> actors;                // by task id
+  std::vector<std::unique_ptr<Actor>> actors;                // this process's, in task order
+  std::vector<Actor*> actor_of_task;                         // by task id; null: not local
   std::vector<std::unique_ptr<ActorThread>> threads;         // by (rank, stream)
   std::map<TensorKey, int64_t> sources;                      // -> task id
   std::map<TensorKey, int64_t> variables;                    // -> register id

@@ -17,10 +17,16 @@ namespace {
 // a multi-rank run is active, restored afterwards.
 class BlasThreadsScope {
  public:
-  BlasThreadsScope(int64_t num_ranks, const std::vector<int>& shares) {
-    if (num_ranks <= 1) return;
+  // shares: per rank, 0 for the ranks of other processes.
+  explicit BlasThreadsScope(const std::vector<int>& shares) {
+    int local = 0, smallest = 0;
+    for (int s : shares) {
+      if (s <= 0) continue;
+      smallest = local++ == 0 ? s : std::min(smallest, s);
+    }
+    if (local <= 1) return;
     previous_ = openblas_get_num_threads();
-    openblas_set_num_threads(*std::min_element(shares.begin(), shares.end()));
+    openblas_set_num_threads(smallest);
   }
   ~BlasThreadsScope() {
     if (previous_ > 0) openblas_set_num_threads(previous_);
@@ -58,7 +64,7 @@ Status Runtime::PrepareFeeds(int64_t num_iterations, const std::vector<TensorMap
                  DataTypeName(reg.dtype()), ", got ", t.shape(), " ", DataTypeName(t.dtype()));
       per_step.push_back(&t);
     }
-    SetSourceFeeds(m.actors[task].get(), std::move(per_step));
+    SetSourceFeeds(m.actor_of_task[task], std::move(per_step));
   }
   return Status::OK();
 }
@@ -99,14 +105,16 @@ Status Runtime::PrepareFetches(const std::vector<std::string>& fetches, int64_t 
     OFL_ENSURE(!found.empty(), "run: cannot fetch ",
                persistent ? "variable '" + f + "' (read it with GetVariable)"
                           : "unknown tensor '" + f + "'");
-    for (const auto& [rank, s] : found) wanted.push_back({TensorKey{f, rank}, s});
+    for (const auto& [rank, s] : found) {  // other processes fetch their ranks' own
+      if (m.actor_of_task[s.task] != nullptr) wanted.push_back({TensorKey{f, rank}, s});
+    }
   }
   m.fetch_keys.clear();
   m.fetch_buffers.assign(wanted.size(), std::vector<Tensor>(num_iterations));
   for (size_t k = 0; k < wanted.size(); ++k) {
     const auto& [key, s] = wanted[k];
     m.fetch_keys.push_back(key);
-    m.actors[s.task]->AddFetch(s.from_input, s.arg, &m.fetch_buffers[k]);
+    m.actor_of_task[s.task]->AddFetch(s.from_input, s.arg, &m.fetch_buffers[k]);
   }
   return Status::OK();
 }
@@ -132,7 +140,7 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   for (auto& actor : m.actors) actor->BeginRun(&run);
   for (auto& t : m.threads) t->ResetForRun();
   {
-    BlasThreadsScope blas(plan_.num_ranks(), shares_);
+    BlasThreadsScope blas(shares_);
     run.start = std::chrono::steady_clock::now();
     for (auto& t : m.threads) t->BeginRun(&run);
     run.WaitAllFinished();
@@ -146,8 +154,9 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   }
   std::sort(result.acts.begin(), result.acts.end(),
             [](const ActRecord& a, const ActRecord& b) { return a.start_ns < b.start_ns; });
+  result.act_counts.assign(plan_.tasks_size(), 0);  // other processes' tasks: 0
   for (auto& actor : m.actors) {
-    result.act_counts.push_back(actor->acts());
+    result.act_counts[actor->task().id()] = actor->acts();
     actor->ClearFetches();
     if (actor->task().kind() == proto::TaskProto::SOURCE) SetSourceFeeds(actor.get(), {});
   }
