@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <tuple>
 
 #include "oneflow_lite/core/slicing.h"
 #include "ops/array/strided_copy.h"
+#include "runtime/plan_check.h"
 
 namespace ofl {
 
@@ -266,9 +268,13 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
   }
 }
 
-Maybe<BoxingGroups> BoxingGroups::Create(const proto::Plan& plan,
-                                         std::chrono::milliseconds timeout) {
-  BoxingGroups groups;
+Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& plan,
+                                                          std::chrono::milliseconds timeout,
+                                                          const BoxingWorld& world) {
+  std::unique_ptr<BoxingGroups> groups(new BoxingGroups());
+  groups->timeout_ = timeout;
+  groups->world_ = world;
+  auto local = [&](int64_t rank) { return ProcessOfRank(plan, rank) == world.process; };
   for (const proto::TaskProto& task : plan.tasks()) {
     if (task.kind() != proto::TaskProto::BOXING || task.boxing_conf().group_id() < 0) continue;
     const Conf& conf = task.boxing_conf();
@@ -276,16 +282,65 @@ Maybe<BoxingGroups> BoxingGroups::Create(const proto::Plan& plan,
     OFL_ENSURE(std::find(members.begin(), members.end(), task.rank()) != members.end(),
                "boxing task ", task.id(), ": rank ", task.rank(), " is not in its group ",
                conf.group_id());
-    auto it = groups.groups_.find(conf.group_id());
-    if (it == groups.groups_.end()) {
-      Group g{members, std::make_unique<InProcessGroup>(members.size(), timeout)};
-      groups.groups_.emplace(conf.group_id(), std::move(g));
-    } else {
+    auto it = groups->groups_.find(conf.group_id());
+    if (it != groups->groups_.end()) {
       OFL_ENSURE(it->second.members == members, "boxing task ", task.id(), ": group ",
                  conf.group_id(), " has different members on different tasks");
+      continue;
+    }
+    const int64_t here = std::count_if(members.begin(), members.end(), local);
+    if (here == 0) continue;  // other processes' group
+    Group g{members, nullptr};
+    if (here == static_cast<int64_t>(members.size())) {
+      g.group = std::make_unique<InProcessGroup>(members.size(), timeout);
+    } else {
+      OFL_ENSURE(world.world != nullptr && world.world->store() != nullptr, "boxing group ",
+                 conf.group_id(), " spans processes but this process has no world (store)");
+      for (int64_t m : members) {
+        if (local(m)) groups->gloo_[{members, m}] = nullptr;
+      }
+    }
+    groups->groups_.emplace(conf.group_id(), std::move(g));
+  }
+  OFL_RETURN_IF_ERROR(groups->ConnectGloo());
+  return groups;
+}
+
+BoxingGroups::~BoxingGroups() = default;
+
+Status BoxingGroups::ConnectGloo() {
+  if (gloo_.empty()) return Status::OK();
+  GlooOptions options = world_.world->options().gloo;
+  options.timeout = timeout_;
+  const std::string attempt = StrCat(world_.name, "/a", attempt_++);
+  // Member lists in sorted order (the map's), on every process alike; the
+  // local members of one list connect at once (each waits for the others).
+  auto it = gloo_.begin();
+  while (it != gloo_.end()) {
+    const std::vector<int64_t>& members = it->first.first;
+    std::string name = attempt + "/m";
+    for (int64_t m : members) name += StrCat("_", m);
+    std::vector<decltype(it)> batch;
+    for (; it != gloo_.end() && it->first.first == members; ++it) batch.push_back(it);
+    std::vector<Maybe<std::unique_ptr<GlooCommunicator>>> made;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      made.emplace_back(Status(StatusCode::kInternal, "not connected"));
+    }
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      threads.emplace_back([&, i] {
+        made[i] = GlooCommunicator::Create(world_.world->store(), name, members,
+                                           batch[i]->first.second, options);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      OFL_RETURN_IF_ERROR(made[i].status());
+      batch[i]->second = std::move(made[i]).value();
     }
   }
-  return groups;
+  gloo_aborted_ = false;
+  return Status::OK();
 }
 
 Communicator* BoxingGroups::For(int64_t group_id, int64_t global_rank) const {
@@ -295,22 +350,45 @@ Communicator* BoxingGroups::For(int64_t group_id, int64_t global_rank) const {
   const auto& members = it->second.members;
   auto pos = std::find(members.begin(), members.end(), global_rank);
   CHECK(pos != members.end()) << "rank " << global_rank << " is not in boxing group " << group_id;
-  return it->second.group->Rank(pos - members.begin());
+  if (it->second.group != nullptr) return it->second.group->Rank(pos - members.begin());
+  auto comm = gloo_.find({members, global_rank});
+  CHECK(comm != gloo_.end() && comm->second != nullptr)
+      << "rank " << global_rank << " has no Gloo communicator for group " << group_id;
+  return comm->second.get();
 }
 
 void BoxingGroups::AbortAll(const std::string& why) const {
-  for (const auto& [id, g] : groups_) g.group->AbortAll(why);
+  for (const auto& [id, g] : groups_) {
+    if (g.group != nullptr) g.group->AbortAll(why);
+  }
+  if (!gloo_.empty()) gloo_aborted_ = true;
+  for (const auto& [key, comm] : gloo_) {
+    if (comm != nullptr) comm->Abort(why);
+  }
 }
 
-void BoxingGroups::ResetAll() const {
-  for (const auto& [id, g] : groups_) g.group->Reset();
+Status BoxingGroups::ResetAll() {
+  for (const auto& [id, g] : groups_) {
+    if (g.group != nullptr) g.group->Reset();
+  }
+  if (!gloo_aborted_) return Status::OK();
+  for (auto& [key, comm] : gloo_) {
+    if (comm == nullptr) continue;
+    gloo_bytes_before_[key.second] += comm->bytes_sent();
+    comm.reset();
+  }
+  return ConnectGloo();
 }
 
 std::map<int64_t, int64_t> BoxingGroups::BytesSentByRank() const {
-  std::map<int64_t, int64_t> bytes;
+  std::map<int64_t, int64_t> bytes = gloo_bytes_before_;
   for (const auto& [id, g] : groups_) {
+    if (g.group == nullptr) continue;
     std::vector<int64_t> sent = g.group->BytesSent();
     for (size_t i = 0; i < sent.size(); ++i) bytes[g.members[i]] += sent[i];
+  }
+  for (const auto& [key, comm] : gloo_) {
+    if (comm != nullptr) bytes[key.second] += comm->bytes_sent();
   }
   return bytes;
 }

@@ -12,12 +12,20 @@
 // the smallest pending pair always has both of its ranks waiting on it.
 // Local copies need no communicator.
 //
-// BoxingGroups owns one InProcessGroup per group_id of a Plan's BOXING tasks
-// and hands each rank its Communicator. It is built before the rank threads
-// start; afterwards For() and BytesSentByRank() may be called from any
-// thread, and each returned Communicator serves one thread.
+// BoxingGroups hands each rank of this process its Communicator per group_id
+// of a Plan's BOXING tasks: a group whose members all live in this process
+// gets an InProcessGroup; a group that spans processes (Plan.process_of_rank)
+// gets Gloo: one GlooCommunicator per (member list, local member), shared by
+// every group_id with that member list (their calls carry distinct tags, and
+// a rank's boxing tasks run on one thread). Groups without a member here are
+// skipped. Creating the Gloo communicators is collective: every process must
+// create its BoxingGroups for the same plan in the same order; member lists
+// connect in sorted order, the local members of one list at once. It is built
+// before the rank threads start; afterwards For() and BytesSentByRank() may
+// be called from any thread, and each returned Communicator serves one thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -26,7 +34,9 @@
 #include "oneflow_lite/core/communicator.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/tensor.h"
+#include "runtime/gloo_communicator.h"
 #include "runtime/inprocess_communicator.h"
+#include "runtime/process_world.h"
 
 namespace ofl {
 
@@ -35,28 +45,54 @@ namespace ofl {
 Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* output,
                      Communicator* comm);
 
+// Where a BoxingGroups reaches other processes.
+struct BoxingWorld {
+  ProcessWorld* world = nullptr;  // null: every rank lives in this process
+  int64_t process = 0;            // this process (Plan.process_of_rank)
+  std::string name;               // unique per session: Gloo group names derive from it
+};
+
 class BoxingGroups {
  public:
   // Errors when two tasks of one group_id name different members, or a task's
-  // rank is not a member of its group.
-  static Maybe<BoxingGroups> Create(const proto::Plan& plan, std::chrono::milliseconds timeout);
+  // rank is not a member of its group, or Gloo's rendezvous fails.
+  static Maybe<std::unique_ptr<BoxingGroups>> Create(const proto::Plan& plan,
+                                                     std::chrono::milliseconds timeout,
+                                                     const BoxingWorld& world = {});
+  ~BoxingGroups();
 
-  // The communicator of `global_rank` in group `group_id`; null for -1.
+  // The communicator of `global_rank` (a rank of this process) in group
+  // `group_id`; null for -1.
   Communicator* For(int64_t group_id, int64_t global_rank) const;
-  // Global rank -> bytes it sent over every group, as the communicators counted.
+  // Global rank (of this process) -> bytes it sent over every group, as the
+  // communicators counted.
   std::map<int64_t, int64_t> BytesSentByRank() const;
   int64_t num_groups() const { return static_cast<int64_t>(groups_.size()); }
-  // Every group's InProcessGroup::AbortAll (from a failed run's on_failure)
-  // and Reset (between runs, when no rank is inside a collective).
+  int64_t num_gloo_communicators() const { return static_cast<int64_t>(gloo_.size()); }
+  // Aborts every communicator (from a failed run's on_failure: wakes the
+  // ranks blocked in a collective).
   void AbortAll(const std::string& why) const;
-  void ResetAll() const;
+  // Between runs, when no rank is inside a collective: resets the in-process
+  // groups; after a failed run, connects the Gloo communicators anew (Gloo's
+  // cannot be reset): collective, as Create.
+  Status ResetAll();
 
  private:
+  BoxingGroups() = default;
+  Status ConnectGloo();
+
   struct Group {
     std::vector<int64_t> members;  // global ranks, in group order
-    std::unique_ptr<InProcessGroup> group;
+    std::unique_ptr<InProcessGroup> group;  // null when the group spans processes
   };
   std::map<int64_t, Group> groups_;
+  std::chrono::milliseconds timeout_{0};
+  BoxingWorld world_;
+  // Groups that span processes: (member list, local member) -> communicator.
+  std::map<std::pair<std::vector<int64_t>, int64_t>, std::unique_ptr<GlooCommunicator>> gloo_;
+  std::map<int64_t, int64_t> gloo_bytes_before_;  // bytes of replaced communicators, per rank
+  int64_t attempt_ = 0;
+  mutable std::atomic<bool> gloo_aborted_{false};
 };
 
 }  // namespace ofl

@@ -269,9 +269,12 @@ void GlooCommunicator::Abort(const std::string& reason) {
 }
 
 uint64_t GlooCommunicator::CollectiveSlot(const std::string& signature) {
-  // Bit 63 clear; the call's number above its signature's hash: ranks that
-  // disagree on the call (kind, tag, sizes) never match, they time out.
-  return ((++sequence_ & ((uint64_t{1} << 39) - 1)) << 24) | (Fnv(signature) & 0xffffff);
+  // Bit 63 clear; numbered per signature (kind, tag, dtype, count), so that
+  // the calls of different tags may interleave differently on different
+  // ranks (several boxing groups share one communicator) while ranks that
+  // disagree on a call never match: they time out.
+  const uint64_t n = ++sequences_[signature];
+  return Fnv(StrCat(signature, "#", n)) >> 1;
 }
 
 uint64_t GlooCommunicator::PointSlot(bool send, int64_t peer, const std::string& tag,

@@ -23,6 +23,9 @@
 // Ranks that disagree on a call (its kind, tag, dtype, counts, or the size of
 // one message) never match: each call and message size goes into Gloo's slot,
 // so a mismatch is a timeout naming the rank waited on, never wrong data.
+// Calls are numbered per signature, so one communicator may serve several
+// collective instances (different tags) whose calls interleave differently
+// on different ranks; the calls of one tag keep one order on every rank.
 //
 // Failure: every call has a deadline (options.timeout) and fails with an
 // error naming this rank, the collective, its tag and the rank waited on. A
@@ -150,7 +153,7 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   std::atomic<int64_t> bytes_sent_{0};
   std::vector<char> staging_;  // peers' addends of this rank's part, reused across calls
-  uint64_t sequence_ = 0;      // collectives so far
+  std::map<std::string, uint64_t> sequences_;  // calls so far, per signature
   std::map<std::pair<int64_t, std::string>, uint64_t> sends_, recvs_;  // per (peer, tag)
 
   std::mutex mu_;             // guards the three below

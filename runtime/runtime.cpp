@@ -72,8 +72,8 @@ Status Runtime::Build(RuntimeOptions options) {
   for (int64_t r = 0; r < ranks; ++r) {
     if (ProcessOfRank(plan, r) == m.options.process) m.local_ranks.push_back(r);
   }
-  OFL_ENSURE(!m.local_ranks.empty(), "runtime: process ", m.options.process,
-             " owns no rank of the plan (", ranks, " ranks)");
+  // A process may own no rank of a plan (a placement smaller than the
+  // world): its runs do nothing and return at once.
   auto local = [&](int64_t rank) { return ProcessOfRank(plan, rank) == m.options.process; };
 
   // Kernel threads and allocators, per local rank (other ranks: share 0).

@@ -23,7 +23,8 @@ using std::chrono::milliseconds;
 
 // Request: op(1) arg(8) nkeys(4) [klen(4) key]* vlen(8) value.
 // Reply: code(1) vlen(8) value.
-enum Op : uint8_t { kSet = 1, kGet = 2, kWait = 3, kCheck = 4, kAdd = 5 };
+enum Op : uint8_t { kSet = 1, kGet = 2, kWait = 3, kCheck = 4, kAdd = 5, kWatch = 6, kLeave = 7,
+                   kSetIfAbsent = 8 };
 enum Code : uint8_t { kOkReply = 0, kTimeoutReply = 1, kBadReply = 2 };
 constexpr uint32_t kMaxKeyBytes = 4096;
 constexpr uint32_t kMaxKeys = 4096;
@@ -224,9 +225,19 @@ void TcpStoreServer::AcceptLoop() {
 }
 
 void TcpStoreServer::Serve(int fd) {
+  // kWatch: the key to set (unless set already) when this client's connection
+  // closes without a kLeave first: the client's process died.
+  std::string watch_key;
+  std::vector<char> watch_value;
+  auto on_exit = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (watch_key.empty() || stop_ || data_.count(watch_key) > 0) return;
+    data_[watch_key] = watch_value;
+    changed_.notify_all();
+  };
   for (;;) {
     Req req;
-    if (!ReadRequest(fd, &req, &stop_).empty()) return;  // the client left (or we stop)
+    if (!ReadRequest(fd, &req, &stop_).empty()) return on_exit();  // the client left (or we stop)
     uint8_t code = kOkReply;
     std::vector<char> value;
     {
@@ -285,6 +296,28 @@ void TcpStoreServer::Serve(int fd) {
           changed_.notify_all();
           break;
         }
+        case kSetIfAbsent:
+          if (req.keys.size() != 1) {
+            code = kBadReply;
+            break;
+          }
+          value.push_back(data_.count(req.keys[0]) > 0 ? '0' : '1');
+          if (value[0] == '1') {
+            data_[req.keys[0]] = std::move(req.value);
+            changed_.notify_all();
+          }
+          break;
+        case kWatch:
+          if (req.keys.size() != 1) {
+            code = kBadReply;
+            break;
+          }
+          watch_key = req.keys[0];
+          watch_value = std::move(req.value);
+          break;
+        case kLeave:
+          watch_key.clear();
+          break;
         default:
           code = kBadReply;
       }
@@ -295,7 +328,7 @@ void TcpStoreServer::Serve(int fd) {
     reply.insert(reply.end(), value.begin(), value.end());
     if (!WriteAll(fd, reply.data(), reply.size(), Clock::now() + milliseconds(30000), &stop_)
              .empty()) {
-      return;
+      return on_exit();
     }
   }
 }
@@ -427,6 +460,25 @@ Maybe<int64_t> TcpStore::Add(const std::string& key, int64_t delta) {
   OFL_ASSIGN_OR_RETURN(Reply r,
                        Request(kAdd, {key}, {}, delta, milliseconds(0), "add to '" + key + "'"));
   return std::stoll(std::string(r.value.begin(), r.value.end()));
+}
+
+Maybe<bool> TcpStore::SetIfAbsent(const std::string& key, const std::vector<char>& value) {
+  OFL_ASSIGN_OR_RETURN(Reply r, Request(kSetIfAbsent, {key}, value, 0, milliseconds(0),
+                                        "set-if-absent '" + key + "'"));
+  return !r.value.empty() && r.value[0] == '1';
+}
+
+Status TcpStore::WatchConnection(const std::string& key, const std::string& value) {
+  OFL_ASSIGN_OR_RETURN(Reply r, Request(kWatch, {key}, std::vector<char>(value.begin(), value.end()),
+                                        0, milliseconds(0), "watch '" + key + "'"));
+  (void)r;
+  return Status::OK();
+}
+
+Status TcpStore::Leave() {
+  OFL_ASSIGN_OR_RETURN(Reply r, Request(kLeave, {"-"}, {}, 0, milliseconds(0), "leave"));
+  (void)r;
+  return Status::OK();
 }
 
 void TcpStore::set(const std::string& key, const std::vector<char>& data) {

@@ -6,8 +6,9 @@
 // no TCP store of its own.
 //
 // Operations: set, get (waits until the key exists or the timeout passes),
-// wait for several keys, check (no wait) and an atomic add on a decimal
-// counter (barriers). Values are bytes. Plain POSIX sockets; every connect,
+// wait for several keys, check (no wait), an atomic add on a decimal
+// counter (barriers), and a watch on the client's own connection (a key the
+// server sets when the client dies: how the other processes learn of it). Values are bytes. Plain POSIX sockets; every connect,
 // read, write and wait is bounded by a timeout, and every error names the
 // store's address and the key. Sizes are bounded (keys 4 KiB, values 256 MiB).
 //
@@ -88,6 +89,13 @@ class TcpStore : public gloo::rendezvous::Store {
   Maybe<bool> Check(const std::vector<std::string>& keys);
   // Adds `delta` to the decimal counter at `key` (absent: 0); the new value.
   Maybe<int64_t> Add(const std::string& key, int64_t delta);
+  // Sets `key` unless it exists; true when this call set it.
+  Maybe<bool> SetIfAbsent(const std::string& key, const std::vector<char>& value);
+  // Liveness: when this client's connection closes before Leave() (its
+  // process died: the kernel closes the socket even on kill -9), the server
+  // sets `key` to `value` unless the key exists already (the first loss wins).
+  Status WatchConnection(const std::string& key, const std::string& value);
+  Status Leave();  // a clean goodbye: the watch is dropped
 
   // gloo::rendezvous::Store (throws gloo::IoException with the message).
   void set(const std::string& key, const std::vector<char>& data) override;

@@ -1,6 +1,12 @@
 #include "oneflow_lite/api/distributed_session.h"
 
+#include <atomic>
+#include <condition_variable>
+#include <thread>
+
 #include "graph/strategy_dot.h"
+#include "oneflow_lite/api/world_exchange.h"
+#include "runtime/plan_check.h"
 #include "ops/array/strided_copy.h"
 #include "ops/kernel.h"  // OFL_DISPATCH_FLOAT
 
@@ -13,6 +19,8 @@ std::vector<int64_t> Dims(const proto::ShapeProto& s) {
 }
 
 }  // namespace
+
+Maybe<std::shared_ptr<ProcessWorld>> WorldFromEnvironment() { return ProcessWorld::FromEnv(); }
 
 Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
     const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
@@ -34,16 +42,40 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
   lowering.micro_batches = options.micro_batches;
   s->micro_batches_ = options.micro_batches;
   OFL_ASSIGN_OR_RETURN(s->plan_, LowerDistributed(graph, strategy, fetches, lowering));
-  OFL_ASSIGN_OR_RETURN(BoxingGroups groups, BoxingGroups::Create(s->plan_, options.timeout));
-  s->groups_ = std::make_unique<BoxingGroups>(std::move(groups));
+  s->world_ = options.world;
+  ProcessWorld* world = s->world_.get();
+  int64_t process = 0;
+  if (world != nullptr && world->distributed()) {
+    const int64_t k = world->devices_per_process();
+    const int64_t devices = world->num_processes() * k;
+    OFL_ENSURE(s->plan_.num_ranks() <= devices, "DistributedSession: the placement uses rank ",
+               s->plan_.num_ranks() - 1, " but the world has ", devices, " devices (",
+               world->num_processes(), " processes x ", k, " devices per process)");
+    for (int64_t r = 0; r < s->plan_.num_ranks(); ++r) s->plan_.add_process_of_rank(r / k);
+    process = world->process();
+    s->name_ = StrCat("s", world->NextSequence("session"));
+    OFL_RETURN_IF_ERROR(CheckSamePlan(world, s->name_ + "/plan", s->plan_));
+  }
+  OFL_ASSIGN_OR_RETURN(s->groups_, BoxingGroups::Create(s->plan_, options.timeout,
+                                                        BoxingWorld{world, process, s->name_}));
   RuntimeOptions ro;
   ro.timeout = options.timeout;
   ro.trace_path = options.trace_path;
   ro.num_threads = options.num_threads;
+  ro.process = process;
   BoxingGroups* g = s->groups_.get();
+  DistributedSession* self = s.get();
   // A failed rank (a kernel rejecting a value) wakes the ranks blocked in a
-  // collective now; RunStep resets the groups before the next run.
-  ro.on_failure = [g](const Status& error) { g->AbortAll(error.message()); };
+  // collective now, here and (through the store) in the other processes;
+  // RunStep resets the groups before the next run.
+  ro.on_failure = [g, self](const Status& error) {
+    g->AbortAll(error.message());
+    if (self->world_ != nullptr) {
+      std::lock_guard<std::mutex> lock(self->scope_mu_);
+      self->world_->Fail(self->scope_, StrCat("process ", self->world_->process(), ": ",
+                                              error.message()));
+    }
+  };
   ro.boxing = [g](const proto::TaskProto& task, const Tensor& input, Tensor* output) {
     return RunBoxingStep(task, input, output, g->For(task.boxing_conf().group_id(), task.rank()));
   };
@@ -65,6 +97,7 @@ Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& na
   if (it == source_registers_.end()) return NotFound("unknown input or variable '", name, "'");
   std::map<int64_t, Tensor> parts;
   for (const proto::RegisterDesc* r : it->second) {
+    if (!IsLocal(r->rank())) continue;  // another process slices its own
     OFL_ENSURE(Shape(Dims(r->logical_shape())) == logical.shape(), "'", name, "' expects shape ",
                Shape(Dims(r->logical_shape())), ", got ", logical.shape());
     OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r->desc().dtype()));
@@ -147,9 +180,14 @@ Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tenso
       for (auto& [rank, t] : parts) per_rank[m][{name, rank}] = t;
     }
   }
-  groups_->ResetAll();  // no rank is inside a collective between runs
-  OFL_ASSIGN_OR_RETURN(RunResult r, runtime_->Run(micro_batches_, per_rank, fetches));
+  OFL_ASSIGN_OR_RETURN(RunResult r, RunAndVote(per_rank, fetches));
   results->assign(micro_batches_, {});
+  if (world_ != nullptr && world_->distributed()) {  // every process gets every part
+    for (int64_t m = 0; m < micro_batches_; ++m) {
+      OFL_ASSIGN_OR_RETURN(r.fetched[m], GatherTensors(world_.get(), StrCat(scope_, "/fetch", m),
+                                                       r.fetched[m], scope_));
+    }
+  }
   for (int64_t m = 0; m < micro_batches_; ++m) {
     for (const std::string& f : fetches) {
       std::map<int64_t, Tensor> parts;
@@ -169,10 +207,16 @@ Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tenso
 
 Maybe<Tensor> DistributedSession::GetVariable(const std::string& name) const {
   OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
-  std::map<int64_t, Tensor> parts;
+  TensorMap mine;
   for (const proto::RegisterDesc* r : source_registers_.at(name)) {
-    OFL_ASSIGN_OR_RETURN(parts[r->rank()], runtime_->GetVariable(name, r->rank()));
+    if (!IsLocal(r->rank())) continue;
+    OFL_ASSIGN_OR_RETURN(mine[TensorKey({name, r->rank()})],
+                         runtime_->GetVariable(name, r->rank()));
   }
+  OFL_ASSIGN_OR_RETURN(TensorMap all,
+                       GatherTensors(world_.get(), StrCat(name_, "/read", reads_++), mine));
+  std::map<int64_t, Tensor> parts;
+  for (auto& [key, t] : all) parts[key.rank] = std::move(t);
   return Assemble(name, parts);
 }
 
@@ -181,6 +225,63 @@ Status DistributedSession::SetVariable(const std::string& name, const Tensor& va
   OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, value));
   for (const auto& [rank, t] : parts) OFL_RETURN_IF_ERROR(runtime_->SetVariable(name, rank, t));
   return Status::OK();
+}
+
+bool DistributedSession::IsLocal(int64_t rank) const {
+  return ProcessOfRank(plan_, rank) == (world_ != nullptr ? world_->process() : 0);
+}
+
+Maybe<RunResult> DistributedSession::RunAndVote(const std::vector<TensorMap>& feeds,
+                                                const std::vector<std::string>& fetches) {
+  OFL_RETURN_IF_ERROR(groups_->ResetAll());  // no rank is inside a collective between runs
+  const bool distributed = world_ != nullptr && world_->distributed();
+  {
+    std::lock_guard<std::mutex> lock(scope_mu_);
+    scope_ = StrCat(name_, "/step", steps_++);
+  }
+  if (!distributed) return runtime_->Run(micro_batches_, feeds, fetches);
+  // While the run goes on, a failure elsewhere (a lost process, another
+  // process's failed rank) aborts this process's communicators, so that its
+  // ranks stop now rather than at a collective's timeout.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watch([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) {
+      const std::string failure = world_->CheckFailure(scope_);
+      if (!failure.empty()) {
+        groups_->AbortAll(failure);
+        return;
+      }
+    }
+  });
+  Maybe<RunResult> run = runtime_->Run(micro_batches_, feeds, fetches);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watch.join();
+  // The vote: the step stands only when every process's run succeeded.
+  const std::string outcome = run.ok() ? "" : StrCat("process ", world_->process(), ": ",
+                                                     run.status().message());
+  auto votes = world_->AllGather(scope_ + "/vote",
+                                 std::vector<char>(outcome.begin(), outcome.end()), scope_);
+  if (!votes.ok()) {
+    if (!run.ok()) return run.status();
+    return votes.status();
+  }
+  if (!run.ok()) return run.status();
+  for (const auto& v : votes.value()) {
+    if (!v.empty()) {
+      groups_->AbortAll("another process failed");
+      return Status(StatusCode::kInternal,
+                    StrCat("process ", world_->process(), ": the step failed elsewhere: ",
+                           std::string(v.begin(), v.end())));
+    }
+  }
+  return run;
 }
 
 std::string DistributedSession::StrategyDot() const { return StrategyToDot(graph_, strategy_); }

@@ -15,6 +15,17 @@
 // rank: the communicators are aborted, and reset before the next run. One
 // call at a time (a RunStep while another is in progress fails with an
 // error); the runtime's threads are internal.
+// Several processes (options.world): every process creates the same session
+// (same graph, strategy, fetches and options, in the same order as its other
+// sessions); Create compares the plans' hashes and fails on every process
+// naming the first task that differs. Each process builds and runs only its
+// own ranks; feeds are the logical values (every process feeds the same
+// global batch; each slices its ranks' parts); fetches and GetVariable come
+// back whole on every process (the parts travel through the world's store),
+// so Run, RunStep and GetVariable are collective: every process calls them
+// alike. A step commits only when every process succeeded (a vote through
+// the store after the run); a lost process or a failure anywhere fails the
+// step on every process, naming it.
 #pragma once
 
 #include <chrono>
@@ -38,7 +49,17 @@ struct DistributedOptions {
   std::string trace_path;  // non-empty: write a Chrome trace of each run
   int64_t num_slots = 2;
   int64_t micro_batches = 1;  // k: micro-batches per optimizer step
+  // The processes the placement spans (runtime/process_world.h): process p
+  // owns ranks [p*K, (p+1)*K), K = devices_per_process. Null: a world of
+  // one process that owns every rank (N virtual devices).
+  std::shared_ptr<ProcessWorld> world;
 };
+
+// This process's world from the launcher's environment (WORLD_SIZE, RANK,
+// MASTER_ADDR, MASTER_PORT, OFL_JOB_ID, OFL_DEVICES_PER_PROCESS, ...): made
+// once per process (process 0 then hosts the store) and shared by its
+// sessions; a world of one process when WORLD_SIZE is unset or 1.
+Maybe<std::shared_ptr<ProcessWorld>> WorldFromEnvironment();
 
 class DistributedSession {
  public:
@@ -60,8 +81,11 @@ class DistributedSession {
   int64_t micro_batches() const { return micro_batches_; }
   // Runs fail at the first op whose output holds a NaN or Inf, naming it.
   void set_detect_anomaly(bool on) { runtime_->set_detect_anomaly(on); }
-  Maybe<Tensor> GetVariable(const std::string& name) const;
-  Status SetVariable(const std::string& name, const Tensor& value);
+  Maybe<Tensor> GetVariable(const std::string& name) const;  // collective (see above)
+  Status SetVariable(const std::string& name, const Tensor& value);  // this process's ranks
+  // This process's ranks of the plan (every rank in a world of one process).
+  const std::vector<int64_t>& LocalRanks() const { return runtime_->local_ranks(); }
+  ProcessWorld* world() const { return world_.get(); }
 
   const proto::Plan& plan() const { return plan_; }
   const Strategy& strategy() const { return strategy_; }
@@ -73,6 +97,10 @@ class DistributedSession {
  private:
   DistributedSession() = default;
   Maybe<Tensor> Assemble(const std::string& name, const std::map<int64_t, Tensor>& parts) const;
+  // Runs the steps' iterations with the world's failure watch, then the vote.
+  Maybe<RunResult> RunAndVote(const std::vector<TensorMap>& feeds,
+                              const std::vector<std::string>& fetches);
+  bool IsLocal(int64_t rank) const;
   Maybe<std::map<int64_t, Tensor>> Slice(const std::string& name, const Tensor& logical) const;
 
   OpGraph graph_;
@@ -80,10 +108,16 @@ class DistributedSession {
   proto::Plan plan_;
   std::vector<std::string> fetches_;
   int64_t micro_batches_ = 1;
+  std::shared_ptr<ProcessWorld> world_;  // null: one process
+  std::string name_;                     // "s<k>": this session's keys in the world's store
+  int64_t steps_ = 0;                    // runs so far (each run's keys: name_/step<n>)
+  mutable int64_t reads_ = 0;            // GetVariable calls (their keys)
   std::unique_ptr<BoxingGroups> groups_;
   std::unique_ptr<Runtime> runtime_;
   std::map<std::string, std::vector<const proto::RegisterDesc*>> source_registers_;
   std::mutex run_mutex_;  // held by RunStep: a second thread's run fails
+  std::mutex scope_mu_;   // guards scope_ (read by the runtime's failure hook)
+  std::string scope_;     // the running step's key scope
 };
 
 }  // namespace ofl

@@ -96,6 +96,8 @@ void BindDistributed(py::module_& m) {
              options.trace_path = trace_path;
              options.num_slots = num_slots;
              options.micro_batches = micro_batches;
+             options.world = Unwrap(WorldFromEnvironment());
+             py::gil_scoped_release release;  // the processes meet (rendezvous) here
              return Unwrap(DistributedSession::Create(program.graph(), s, fetches, options));
            }),
            py::arg("program"), py::arg("ranks"), py::arg("hierarchy") = std::vector<int64_t>{},
@@ -152,6 +154,8 @@ void BindDistributed(py::module_& m) {
            [](DistributedSession& s, const std::string& name, const py::array& value) {
              ThrowIfError(s.SetVariable(name, TensorFromArray(value, "variable '" + name + "'")));
            })
+      .def("local_ranks", &DistributedSession::LocalRanks,
+           "this process's ranks of the plan (every rank in a world of one process)")
       .def("bytes_sent", &DistributedSession::BytesSentByRank)
       .def("peak_bytes", &DistributedSession::PeakBytes)
       .def("strategy", [](const DistributedSession& s) { return s.strategy().ToString(s.graph()); })
@@ -160,6 +164,30 @@ void BindDistributed(py::module_& m) {
            "the strategy as Graphviz DOT (graph/strategy_dot.h)")
       .def("plan_bytes",
            [](const DistributedSession& s) { return py::bytes(s.plan().SerializeAsString()); });
+  m.def(
+      "world_info",
+      []() {
+        std::shared_ptr<ProcessWorld> w;
+        {
+          py::gil_scoped_release release;  // the processes meet here the first time
+          w = Unwrap(WorldFromEnvironment());
+        }
+        py::dict d;
+        d["process"] = w->process();
+        d["num_processes"] = w->num_processes();
+        d["devices_per_process"] = w->devices_per_process();
+        d["distributed"] = w->distributed();
+        return d;
+      },
+      "this process's world from the launcher's environment (made on the first call)");
+  m.def(
+      "world_shutdown",
+      []() {
+        py::gil_scoped_release release;
+        auto w = WorldFromEnvironment();
+        if (w.ok()) w.value()->Shutdown();
+      },
+      "leaves the world's store cleanly (process 0, its host, waits for the others)");
 }
 
 }  // namespace ofl::python

@@ -201,7 +201,7 @@ std::string RunCase(const TensorDesc& desc, const Placement& fp, const NdSbp& fr
         const Tensor& in = task.inputs_size() > 0 ? registers[task.inputs(0)] : none;
         Tensor* out = task.outputs_size() > 0 ? &registers[task.outputs(0)] : nullptr;
         Status s =
-            RunBoxingStep(task, in, out, groups.value().For(task.boxing_conf().group_id(), rank));
+            RunBoxingStep(task, in, out, groups.value()->For(task.boxing_conf().group_id(), rank));
         if (!s.ok()) {
           errors[rank] = s.message();
           return;
@@ -238,7 +238,7 @@ std::string RunCase(const TensorDesc& desc, const Placement& fp, const NdSbp& fr
                     plan.value().ToString());
     }
   }
-  std::map<int64_t, int64_t> counted = groups.value().BytesSentByRank();
+  std::map<int64_t, int64_t> counted = groups.value()->BytesSentByRank();
   for (const auto& [rank, bytes] : plan.value().bytes_sent) {
     if (counted[rank] != bytes) {
       return StrCat(what, ": rank ", rank, " sent ", counted[rank], " bytes, the plan says ", bytes,

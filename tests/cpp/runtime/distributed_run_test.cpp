@@ -77,7 +77,8 @@ std::vector<float> DistributedLosses(const OpGraph& g, const Strategy& s, int64_
   LoweringOptions lowering;
   lowering.num_slots = slots;
   const proto::Plan plan = LowerDistributed(g, s, {g.loss()}, lowering).value();
-  BoxingGroups groups = BoxingGroups::Create(plan, milliseconds(10000)).value();
+  std::unique_ptr<BoxingGroups> owned = BoxingGroups::Create(plan, milliseconds(10000)).value();
+  BoxingGroups& groups = *owned;
   RuntimeOptions options;
   options.timeout = milliseconds(20000);
   options.boxing = [&](const proto::TaskProto& t, const Tensor& in, Tensor* out) {

@@ -1,0 +1,112 @@
+// ProcessWorld: the processes of one job (DESIGN.md section 7b) as this
+// process sees them: its index among them, the TCP store they meet at
+// (hosted by process 0), the job's key prefix, where Gloo pairs listen, and
+// how the processes learn that one of them died.
+//
+// The launcher (python -m oneflow_lite.distributed.launch) sets RANK (this
+// process), WORLD_SIZE (processes), MASTER_ADDR, MASTER_PORT, OFL_JOB_ID
+// (unique per launch: several jobs on one machine never share keys),
+// OFL_DEVICES_PER_PROCESS (virtual devices of each process: process p owns
+// the global ranks [p*K, (p+1)*K)), OFL_BIND_ADDR and OFL_IFACE (where the
+// Gloo pairs listen). A process started without WORLD_SIZE (or with 1) is a
+// world of one process, and no store is made.
+//
+// Failure: every process's store connection carries a watch (TcpStore::
+// WatchConnection): when a process dies, even by kill -9, the store sets the
+// job's failure key to "lost process p"; a process that fails on its own
+// publishes its reason there (Fail, first one wins). CheckFailure polls it,
+// and treats a store that no longer answers as the loss of process 0, its
+// host. Sessions poll it while a step runs and abort their communicators.
+//
+// Small collectives through the store (AllGather, Barrier) serve what is not
+// tensor traffic: plan hashes, step votes, fetched values, variables read
+// back. Each call names a key that must be new (callers number them).
+//
+// Thread safety: every method may be called from any thread (the store
+// clients serialise their requests; the monitor has a connection of its own).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/status.h"
+#include "runtime/gloo_communicator.h"
+#include "runtime/tcp_store.h"
+
+namespace ofl {
+
+struct WorldOptions {
+  int64_t process = 0;        // RANK
+  int64_t num_processes = 1;  // WORLD_SIZE
+  int64_t devices_per_process = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  std::string job_id = "job";
+  GlooOptions gloo;  // hostname <- OFL_BIND_ADDR, iface <- OFL_IFACE
+  // Connecting to the store, and the longest wait of a store collective.
+  std::chrono::milliseconds timeout{60000};
+};
+
+class ProcessWorld {
+ public:
+  // From the launcher's variables; errors name the variable and its value.
+  static Maybe<WorldOptions> OptionsFromEnv();
+  // Process 0 starts the store server at master_addr:master_port (0.0.0.0
+  // when master_addr is not this host's loopback, so other hosts reach it);
+  // every process connects and registers its watch.
+  static Maybe<std::shared_ptr<ProcessWorld>> Create(const WorldOptions& options);
+  // The world of this process from its environment, made once and shared
+  // (a world of one process when WORLD_SIZE is unset or 1).
+  static Maybe<std::shared_ptr<ProcessWorld>> FromEnv();
+  ~ProcessWorld();  // leaves the store cleanly (no "lost process" for others)
+
+  int64_t process() const { return options_.process; }
+  int64_t num_processes() const { return options_.num_processes; }
+  int64_t devices_per_process() const { return options_.devices_per_process; }
+  bool distributed() const { return options_.num_processes > 1; }
+  const WorldOptions& options() const { return options_; }
+  TcpStore* store() const { return store_.get(); }  // null in a world of one process
+  // "ofl/<job>/<name>": the job's keys.
+  std::string Key(const std::string& name) const;
+  // A number every process draws in the same order (sessions, steps): the
+  // n-th call returns n on every process as long as all call it alike.
+  int64_t NextSequence(const std::string& what);
+
+  // Every process's `mine`, by process index. `name` must be new; `scope`
+  // as for WaitOrFail.
+  Maybe<std::vector<std::vector<char>>> AllGather(const std::string& name,
+                                                  const std::vector<char>& mine,
+                                                  const std::string& scope = "");
+  Status Barrier(const std::string& name, const std::string& scope = "");
+
+  // Publishes this process's failure of `scope` (e.g. one session's step:
+  // the next step starts clean); the first published one stays.
+  void Fail(const std::string& scope, const std::string& reason);
+  // The first failure of `scope` or a lost process ("" when none), without
+  // waiting; a store that no longer answers is the loss of process 0.
+  std::string CheckFailure(const std::string& scope = "");
+  // Waits (bounded by options().timeout) for `keys`, returning early with
+  // the failure of `scope` or of a lost process.
+  Status WaitOrFail(const std::vector<std::string>& keys, const std::string& scope,
+                    const std::string& what);
+  // Before the process exits: leave the store cleanly; process 0 first waits
+  // (bounded) for the others to leave, as it hosts the store. Idempotent.
+  void Shutdown();
+
+ private:
+  explicit ProcessWorld(WorldOptions options) : options_(std::move(options)) {}
+
+  WorldOptions options_;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStore> store_;    // requests
+  std::unique_ptr<TcpStore> monitor_;  // CheckFailure's polls; carries the watch
+  std::mutex mu_;  // guards the two below
+  std::map<std::string, int64_t> sequences_;
+  bool shut_down_ = false;
+};
+
+}  // namespace ofl
