@@ -74,9 +74,13 @@ Maybe<std::shared_ptr<ProcessWorld>> ProcessWorld::Create(const WorldOptions& op
                                                     options.timeout));
   OFL_ASSIGN_OR_RETURN(w->monitor_, TcpStore::Connect(options.master_addr, options.master_port,
                                                       options.timeout));
+  const int64_t k = options.devices_per_process, first = options.process * k;
+  const std::string ranks =
+      k == 1 ? StrCat("rank ", first) : StrCat("ranks ", first, "..", first + k - 1);
   OFL_RETURN_IF_ERROR(w->monitor_->WatchConnection(
-      w->Key("lost"), StrCat("lost process ", options.process, " (its connection to the store at ",
-                             w->store_->address(), " closed: the process died)")));
+      w->Key("lost"), StrCat("lost process ", options.process, " (", ranks,
+                             "): its connection to the store at ", w->store_->address(),
+                             " closed (the process died)")));
   // Everyone is connected (and watched) before anyone goes on.
   OFL_RETURN_IF_ERROR(w->Barrier("joined"));
   return w;

@@ -14,12 +14,13 @@ Clusters: a preset name (``_C.cluster_presets()``), a Cluster text file, or
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from oneflow_lite import _C
+from oneflow_lite import _C, _world
 
 LR_INPUT = "_lr"  # the fed learning rate of graph-mode optimizers
 _local_clusters: Dict[tuple, object] = {}
@@ -38,10 +39,7 @@ def resolve_cluster(spec, devices: int):
     if spec == "local":
         key = (devices,)
         if key not in _local_clusters:
-            cluster, _figures = _C.calibrate(devices=max(2, devices), num_threads=1,
-                                             memcpy_bytes=16 << 20, matmul_size=256,
-                                             allreduce_bytes=4 << 20, reps=3, name="local")
-            _local_clusters[key] = cluster
+            _local_clusters[key] = _calibrated(devices)
         return _local_clusters[key]
     if spec in _C.cluster_presets():
         return _C.preset_cluster(spec)
@@ -49,6 +47,29 @@ def resolve_cluster(spec, devices: int):
         return _C.load_cluster(spec)  # raises ValueError naming the file and the position
     raise ValueError(f"cluster '{spec}' is neither a preset ({', '.join(_C.cluster_presets())}), "
                      f"'local', nor an existing file")
+
+
+def _calibrated(devices: int):
+    """This machine calibrated; with several processes, process 0 calibrates
+    and the others take its Cluster (every process must plan on the same
+    figures, or their plans differ)."""
+    world = _world.info()
+    text = None
+    if world["process"] == 0:
+        cluster, _figures = _C.calibrate(devices=max(2, devices), num_threads=1,
+                                         memcpy_bytes=16 << 20, matmul_size=256,
+                                         allreduce_bytes=4 << 20, reps=3, name="local")
+        if not world["distributed"]:
+            return cluster
+        with tempfile.TemporaryDirectory() as d:
+            cluster.save(os.path.join(d, "local.pbtxt"))
+            with open(os.path.join(d, "local.pbtxt"), encoding="utf-8") as f:
+                text = f.read()
+    text = _world.broadcast(text)
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "local.pbtxt"), "w", encoding="utf-8") as f:
+            f.write(text)
+        return _C.load_cluster(os.path.join(d, "local.pbtxt"))
 
 
 @dataclass

@@ -1,0 +1,81 @@
+"""This process's place in a multi-process job, for the Python side.
+
+The C++ world (runtime/process_world.h) is made from the launcher's
+variables the first time it is needed; this module adds what Python code
+exchanges with the other processes outside tensor traffic: picklable
+objects gathered through the job's store (``all_gather``, ``broadcast``,
+``barrier``), each call numbered so that every process must make the same
+calls in the same order (as with collectives). ``World`` bundles them for
+code that takes a world object (sharded checkpoints). In a process started
+without WORLD_SIZE (or with 1) everything is local and nothing is sent.
+Not thread-safe: one thread makes the calls.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+from typing import Any, List
+
+from oneflow_lite import _C
+
+_counter = 0
+_started = False
+
+
+def _distributed_env() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1") or "1") > 1
+
+
+def info() -> dict:
+    """process, num_processes, devices_per_process, distributed."""
+    global _started
+    if not _distributed_env():
+        return {"process": 0, "num_processes": 1, "devices_per_process": int(
+            os.environ.get("OFL_DEVICES_PER_PROCESS", "1") or "1"), "distributed": False}
+    d = dict(_C.world_info())
+    if not _started:
+        _started = True
+        atexit.register(_C.world_shutdown)  # process 0 hosts the store: it leaves last
+    return d
+
+
+def all_gather(obj: Any) -> List[Any]:
+    """Every process's ``obj``, by process index."""
+    global _counter
+    if not info()["distributed"]:
+        return [obj]
+    _counter += 1
+    parts = _C.world_all_gather(f"obj{_counter}", pickle.dumps(obj))
+    return [pickle.loads(p) for p in parts]
+
+
+def broadcast(obj: Any) -> Any:
+    """Process 0's ``obj`` on every process."""
+    return all_gather(obj if info()["process"] == 0 else None)[0]
+
+
+def barrier() -> None:
+    all_gather(None)
+
+
+class World:
+    """The world object sharded checkpoints take: process index, count, and
+    the store collectives above."""
+
+    @property
+    def process(self) -> int:
+        return info()["process"]
+
+    @property
+    def num_processes(self) -> int:
+        return info()["num_processes"]
+
+    def barrier(self, name: str = "") -> None:  # noqa: ARG002 - names are for readers
+        barrier()
+
+    def broadcast_str(self, value: str) -> str:
+        return broadcast(value)
+
+    def all_gather_obj(self, obj: Any) -> List[Any]:
+        return all_gather(obj)

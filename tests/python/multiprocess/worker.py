@@ -1,0 +1,133 @@
+"""One process of a multi-process test (tests/python/test_multiprocess.py).
+
+    python -m multiprocess.worker cases OUT 0,5,17      # property cases of test_distributed
+    python -m multiprocess.worker model OUT gpt autoddl 4 2,2
+    python -m multiprocess.worker kill OUT VICTIM        # VICTIM kills itself mid-step 3
+    python -m multiprocess.worker mismatch OUT           # process 1 plans another strategy
+    python -m multiprocess.worker fail OUT               # a bad label on one rank's slice
+
+Each process trains as told and writes what it saw to OUT/<tag>.p<process>.npz
+(losses, parameters after training, errors as text), so the test compares
+every process with the one-process oracle. The world comes from the
+launcher's variables (multiprocess/spawn.py sets them).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+
+import test_distributed as td
+from oneflow_lite import _C
+from oneflow_lite.models import GPTConfig, VGGConfig
+
+PROCESS = int(os.environ.get("RANK", "0"))
+
+
+def save(out: str, tag: str, losses, values: dict, **extra) -> None:
+    arrays = {f"param:{k}": v for k, v in values.items()}
+    np.savez(os.path.join(out, f"{tag}.p{PROCESS}.npz"), losses=np.asarray(losses, np.float64),
+             **arrays, **{k: np.asarray(v) for k, v in extra.items()})
+
+
+def session(g, devices: int, hierarchy, strategy, micro_batches: int = 1, threads: int = 1,
+            timeout_ms: int = 30000):
+    return _C.DistributedSession(g.program, list(range(devices)), list(hierarchy), strategy,
+                                 [g.loss], num_threads=threads, timeout_ms=timeout_ms,
+                                 micro_batches=micro_batches)
+
+
+def run_case(index: int, threads: int):
+    """test_distributed's case `index`: (losses, parameters) on this world."""
+    case = td.make_case(index)
+    data = td.batches(case)
+    k = case["micro_batches"]
+    model = td.make_model(case)
+    g, params = td.build(model, case["batch"])
+    strategy = {"kind": "random", "seed": case["strategy_seed"], "stages": case["stages"]}
+    s = session(g, case["devices"], case["hierarchy"], strategy, k, threads)
+    losses = td.train_micro_batches(s, g, data, k) if k > 1 else td.train(s, g, data)
+    return losses, {p: s.get_variable(p) for p in params}
+
+
+MODELS = {
+    "gpt": lambda: ("gpt", GPTConfig(vocab_size=32, seq_len=8, n_layer=2, n_head=2, n_embd=16,
+                                     dropout=0.1), 16),
+    "vgg": lambda: ("vgg", VGGConfig(features=(4, "M", 8, "M"), in_channels=3, image_size=8,
+                                     fc=(16,), num_classes=5, dropout=0.1), 16),
+}
+
+
+def model_case(name: str):
+    kind, cfg, batch = MODELS[name]()
+    return {"model": kind, "config": cfg, "batch": batch, "micro_batches": 1, "data_seed": 7}
+
+
+def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, steps: int = 3):
+    case = model_case(name)
+    data = td.batches(case)[:steps]
+    g, params = td.build(td.make_model(case), case["batch"])
+    if searcher == "autoddl":
+        strategy = _C.plan(g.program, list(hierarchy), "v100_8gpu", "autoddl").strategy
+    else:
+        strategy = {"kind": "random", "seed": int(searcher), "stages": 1}
+    s = session(g, devices, hierarchy, strategy, 1, threads)
+    return s, g, params, data
+
+
+def main(argv) -> int:
+    mode, out = argv[0], argv[1]
+    threads = int(os.environ.get("OFL_TEST_THREADS", "1"))
+    if mode == "cases":
+        for index in [int(i) for i in argv[2].split(",")]:
+            losses, values = run_case(index, threads)
+            save(out, f"case{index}", losses, values)
+    elif mode == "model":
+        name, searcher, devices = argv[2], argv[3], int(argv[4])
+        hierarchy = [int(h) for h in argv[5].split(",")]
+        s, g, params, data = run_model(name, searcher, devices, hierarchy, threads)
+        losses = td.train(s, g, data)
+        save(out, f"{name}-{searcher}-{argv[5]}", losses, {p: s.get_variable(p) for p in params},
+             strategy=s.strategy())
+    elif mode == "kill":
+        victim = int(argv[2])
+        s, g, params, data = run_model("gpt", "autoddl", 4, [4], threads, steps=1)
+        x, y = data[0]
+        started = threading.Event()
+        if PROCESS == victim:  # dies (SIGKILL) a moment into step 3
+            def die():
+                started.wait(60)
+                time.sleep(0.002)
+                os.kill(os.getpid(), signal.SIGKILL)
+            threading.Thread(target=die, daemon=True).start()
+        for step in range(1000):
+            if step == 3:
+                started.set()
+            try:
+                s.run({g.data: x, g.labels: y}, [g.loss])
+            except Exception as e:  # noqa: BLE001 - the error is what the test reads
+                print(f"ERROR at step {step} after {time.time():.3f}: {e}", flush=True)
+                save(out, "kill", [], {}, error=str(e), stopped=time.time())
+                return 1
+        return 0
+    elif mode == "mismatch":
+        case = model_case("gpt")
+        g, _ = td.build(td.make_model(case), case["batch"])
+        strategy = {"kind": "random", "seed": 11 if PROCESS != 1 else 12, "stages": 1}
+        try:
+            session(g, 4, [4], strategy, 1, threads)
+        except Exception as e:  # noqa: BLE001
+            save(out, "mismatch", [], {}, error=str(e))
+            return 1
+        return 0
+    else:
+        raise SystemExit(f"worker: unknown mode {mode}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
