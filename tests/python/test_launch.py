@@ -304,6 +304,12 @@ def test_log_dir_and_tee_prefix(tmp_path):
     assert code == 0, err
     assert sorted(stdout.splitlines()) == sorted(
         f"[rank {r}] {what} from {r}" for r in (0, 1) for what in ("out", "err"))
+    (logs / "rank_1.log").unlink()
+    (logs / "rank_1.log").mkdir()  # rank 1's log cannot be opened: nothing runs on
+    code, _, err, _ = run(["--nproc-per-node", "2", "--log-dir", str(logs), path], tmp_path)
+    assert code == 1
+    assert verdict(err) == (f"launch: cannot start the processes: [Errno 21] Is a directory: "
+                            f"'{logs / 'rank_1.log'}'")
 
 
 USAGE = [

@@ -311,7 +311,11 @@ def _from_env(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args, options = parse_args(argv)
-    result = launch(python_command(args.target, args.args, args.module), options)
+    try:
+        result = launch(python_command(args.target, args.args, args.module), options)
+    except OSError as e:  # a log file or a process that could not be created
+        print(f"launch: cannot start the processes: {e}", file=sys.stderr, flush=True)
+        return EXIT_FAILED
     if result.message:
         print(result.message, file=sys.stderr, flush=True)
     return result.exit_code
