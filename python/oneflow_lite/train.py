@@ -27,6 +27,7 @@ or ``--data PATH`` for character-level GPT training on a text file.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -35,7 +36,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 import oneflow_lite as flow
-from oneflow_lite import _C, train_args, train_data
+from oneflow_lite import _C, _world, train_args, train_data
 from oneflow_lite import train_report as rep
 from oneflow_lite.nn.graph_compile import resolve_cluster
 
@@ -254,8 +255,27 @@ def setup(args):
         train_args.usage_error(str(e))
 
 
+def launch_self(args, argv: Sequence[str]) -> int:
+    """--nproc N: this job again as N processes of one world (the launcher's
+    variables tell each its part); the launcher's exit code."""
+    from oneflow_lite.distributed.launch import LaunchOptions, launch, python_command
+    result = launch(python_command("oneflow_lite.train", list(argv), module=True),
+                    LaunchOptions(nproc_per_node=args.nproc,
+                                  devices_per_process=args.devices_per_process))
+    if result.message:
+        print(result.message, file=sys.stderr)
+    return result.exit_code
+
+
 def main(argv: Optional[Sequence[str]] = None) -> dict:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    world = _world.info()
+    if args.nproc > 1 and not world["distributed"]:
+        raise SystemExit(launch_self(args, argv))
+    if world["distributed"] and world["process"] != 0:  # process 0 speaks for the job
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+        args.report = args.plot = None
     batches, config, notes = setup(args)
     print(describe(args, config))
     for note in notes:

@@ -98,7 +98,13 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
                                 formatter_class=_HelpFormatter)
     count = _int(1)
     p.add_argument("--model", default="gpt", help="gpt, mlp or vgg")
-    p.add_argument("--devices", type=count, default=4, help="virtual CPU devices")
+    p.add_argument("--devices", type=count, default=None,
+                   help="CPU devices in all (default: 4, or --nproc x --devices-per-process)")
+    p.add_argument("--nproc", type=count, default=1,
+                   help="processes on this machine: the job launches itself through "
+                        "oneflow_lite.distributed.launch (default: 1, every device a thread)")
+    p.add_argument("--devices-per-process", type=count, default=None,
+                   help="virtual devices of each process (default: --devices / --nproc)")
     p.add_argument("--hierarchy", type=_ints, default=None,
                    help="mesh, e.g. 2,2 (default: flat, [--devices])")
     p.add_argument("--searcher", default="autoddl",
@@ -166,6 +172,7 @@ def parse_args(argv: Optional[Sequence[str]] = None, description: str = ""
     searchers = list(_C.searchers())
     if args.searcher not in searchers:
         p.error(f"unknown searcher '{args.searcher}' (expected one of {', '.join(searchers)})")
+    _fill_processes(p, args)
     _fill_defaults(args)
     if args.plan_only:
         args.hierarchy = args.mesh or args.hierarchy
@@ -180,6 +187,25 @@ def parse_args(argv: Optional[Sequence[str]] = None, description: str = ""
             p.error(message)
     _check_outputs(p, args)
     return args
+
+
+def _fill_processes(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--devices = --nproc x --devices-per-process (filling whichever is not
+    given; --devices defaults to 4 with one process)."""
+    if args.nproc > 1 and args.plan_only:
+        p.error(f"--nproc {args.nproc} runs training; --plan-only plans in one process")
+    if args.devices_per_process is None:
+        if args.devices is None:
+            args.devices = 4 if args.nproc == 1 else args.nproc
+        if args.devices % args.nproc != 0:
+            p.error(f"--devices {args.devices} does not split over --nproc {args.nproc} "
+                    f"processes (give --devices-per-process)")
+        args.devices_per_process = args.devices // args.nproc
+    elif args.devices is None:
+        args.devices = args.nproc * args.devices_per_process
+    elif args.devices != args.nproc * args.devices_per_process:
+        p.error(f"--devices {args.devices} is not --nproc {args.nproc} x --devices-per-process "
+                f"{args.devices_per_process}")
 
 
 def _fill_defaults(args: argparse.Namespace) -> None:
