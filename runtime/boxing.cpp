@@ -286,6 +286,15 @@ Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& pla
     if (it != groups->groups_.end()) {
       OFL_ENSURE(it->second.members == members, "boxing task ", task.id(), ": group ",
                  conf.group_id(), " has different members on different tasks");
+      if (it->second.group == nullptr && local(task.rank())) {  // spans processes
+        GlooKey key{members, task.rank(), task.stream()};
+        auto [at, added] = groups->gloo_of_.emplace(std::make_pair(conf.group_id(), task.rank()),
+                                                    key);
+        OFL_ENSURE(added || at->second == key, "boxing group ", conf.group_id(), ": rank ",
+                   task.rank(), " runs its tasks on streams ", std::get<2>(at->second), " and ",
+                   task.stream(), " (one communicator serves one thread)");
+        groups->gloo_[key] = nullptr;
+      }
       continue;
     }
     const int64_t here = std::count_if(members.begin(), members.end(), local);
@@ -296,8 +305,10 @@ Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& pla
     } else {
       OFL_ENSURE(world.world != nullptr && world.world->store() != nullptr, "boxing group ",
                  conf.group_id(), " spans processes but this process has no world (store)");
-      for (int64_t m : members) {
-        if (local(m)) groups->gloo_[{members, m}] = nullptr;
+      if (local(task.rank())) {
+        GlooKey key{members, task.rank(), task.stream()};
+        groups->gloo_of_.emplace(std::make_pair(conf.group_id(), task.rank()), key);
+        groups->gloo_[key] = nullptr;
       }
     }
     groups->groups_.emplace(conf.group_id(), std::move(g));
@@ -315,13 +326,13 @@ Status BoxingGroups::ConnectGloo() {
   const std::string attempt = StrCat(world_.name, "/a", attempt_++);
   // Member lists in sorted order (the map's), on every process alike; the
   // local members of one list connect at once (each waits for the others).
+  // Keys sort by member list, then rank, then stream: the batch of one member
+  // list holds every (local rank, stream); each stream connects its own mesh.
   auto it = gloo_.begin();
   while (it != gloo_.end()) {
-    const std::vector<int64_t>& members = it->first.first;
-    std::string name = attempt + "/m";
-    for (int64_t m : members) name += StrCat("_", m);
+    const std::vector<int64_t>& members = std::get<0>(it->first);
     std::vector<decltype(it)> batch;
-    for (; it != gloo_.end() && it->first.first == members; ++it) batch.push_back(it);
+    for (; it != gloo_.end() && std::get<0>(it->first) == members; ++it) batch.push_back(it);
     std::vector<Maybe<std::unique_ptr<GlooCommunicator>>> made;
     for (size_t i = 0; i < batch.size(); ++i) {
       made.emplace_back(Status(StatusCode::kInternal, "not connected"));
@@ -329,8 +340,10 @@ Status BoxingGroups::ConnectGloo() {
     std::vector<std::thread> threads;
     for (size_t i = 0; i < batch.size(); ++i) {
       threads.emplace_back([&, i] {
+        std::string name = StrCat(attempt, "/s", std::get<2>(batch[i]->first), "/m");
+        for (int64_t m : members) name += StrCat("_", m);
         made[i] = GlooCommunicator::Create(world_.world->store(), name, members,
-                                           batch[i]->first.second, options);
+                                           std::get<1>(batch[i]->first), options);
       });
     }
     for (auto& t : threads) t.join();
@@ -351,7 +364,9 @@ Communicator* BoxingGroups::For(int64_t group_id, int64_t global_rank) const {
   auto pos = std::find(members.begin(), members.end(), global_rank);
   CHECK(pos != members.end()) << "rank " << global_rank << " is not in boxing group " << group_id;
   if (it->second.group != nullptr) return it->second.group->Rank(pos - members.begin());
-  auto comm = gloo_.find({members, global_rank});
+  auto key = gloo_of_.find({group_id, global_rank});
+  CHECK(key != gloo_of_.end()) << "rank " << global_rank << " has no task in group " << group_id;
+  auto comm = gloo_.find(key->second);
   CHECK(comm != gloo_.end() && comm->second != nullptr)
       << "rank " << global_rank << " has no Gloo communicator for group " << group_id;
   return comm->second.get();
@@ -374,7 +389,7 @@ Status BoxingGroups::ResetAll() {
   if (!gloo_aborted_) return Status::OK();
   for (auto& [key, comm] : gloo_) {
     if (comm == nullptr) continue;
-    gloo_bytes_before_[key.second] += comm->bytes_sent();
+    gloo_bytes_before_[std::get<1>(key)] += comm->bytes_sent();
     comm.reset();
   }
   return ConnectGloo();
@@ -388,7 +403,7 @@ std::map<int64_t, int64_t> BoxingGroups::BytesSentByRank() const {
     for (size_t i = 0; i < sent.size(); ++i) bytes[g.members[i]] += sent[i];
   }
   for (const auto& [key, comm] : gloo_) {
-    if (comm != nullptr) bytes[key.second] += comm->bytes_sent();
+    if (comm != nullptr) bytes[std::get<1>(key)] += comm->bytes_sent();
   }
   return bytes;
 }

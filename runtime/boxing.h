@@ -15,9 +15,10 @@
 // BoxingGroups hands each rank of this process its Communicator per group_id
 // of a Plan's BOXING tasks: a group whose members all live in this process
 // gets an InProcessGroup; a group that spans processes (Plan.process_of_rank)
-// gets Gloo: one GlooCommunicator per (member list, local member), shared by
-// every group_id with that member list (their calls carry distinct tags, and
-// a rank's boxing tasks run on one thread). Groups without a member here are
+// gets Gloo: one GlooCommunicator per (member list, local member, stream),
+// shared by every group_id with that member list whose tasks run on that
+// stream of the rank (their calls carry distinct tags, and one stream's
+// tasks run on one thread, in one cyclic order). Groups without a member here are
 // skipped. Creating the Gloo communicators is collective: every process must
 // create its BoxingGroups for the same plan in the same order; member lists
 // connect in sorted order, the local members of one list at once. It is built
@@ -29,6 +30,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "oneflow_lite/core/communicator.h"
@@ -88,8 +90,12 @@ class BoxingGroups {
   std::map<int64_t, Group> groups_;
   std::chrono::milliseconds timeout_{0};
   BoxingWorld world_;
-  // Groups that span processes: (member list, local member) -> communicator.
-  std::map<std::pair<std::vector<int64_t>, int64_t>, std::unique_ptr<GlooCommunicator>> gloo_;
+  // Groups that span processes: (member list, local member, stream) ->
+  // communicator; a rank's boxing streams are threads of their own, and a
+  // communicator serves one thread.
+  using GlooKey = std::tuple<std::vector<int64_t>, int64_t, int64_t>;
+  std::map<GlooKey, std::unique_ptr<GlooCommunicator>> gloo_;
+  std::map<std::pair<int64_t, int64_t>, GlooKey> gloo_of_;  // (group_id, rank) -> its key
   std::map<int64_t, int64_t> gloo_bytes_before_;  // bytes of replaced communicators, per rank
   int64_t attempt_ = 0;
   mutable std::atomic<bool> gloo_aborted_{false};

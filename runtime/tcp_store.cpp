@@ -428,27 +428,40 @@ Status TcpStore::Set(const std::string& key, const std::vector<char>& value) {
   return Status::OK();
 }
 
+// Blocking requests wait on the server in slices of this length, so that
+// threads sharing one client (e.g. the local ranks of one Gloo group
+// connecting at once) take turns rather than wait behind a long get.
+constexpr milliseconds kWaitSlice{50};
+
 Maybe<std::vector<char>> TcpStore::Get(const std::string& key, milliseconds timeout) {
-  OFL_ASSIGN_OR_RETURN(Reply r,
-                       Request(kGet, {key}, {}, timeout.count(), timeout, "get '" + key + "'"));
-  if (r.code == kTimeoutReply) {
-    return Status(StatusCode::kTimeout,
-                  StrCat("tcp store at ", address(), ": get '", key, "' timed out after ",
-                         timeout.count(), " ms (no rank set it)"));
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    const milliseconds wait = std::clamp(left, milliseconds(0), kWaitSlice);
+    OFL_ASSIGN_OR_RETURN(Reply r, Request(kGet, {key}, {}, wait.count(), wait, "get '" + key + "'"));
+    if (r.code != kTimeoutReply) return std::move(r.value);
+    if (Clock::now() >= deadline) break;
   }
-  return std::move(r.value);
+  return Status(StatusCode::kTimeout,
+                StrCat("tcp store at ", address(), ": get '", key, "' timed out after ",
+                       timeout.count(), " ms (no rank set it)"));
 }
 
 Status TcpStore::Wait(const std::vector<std::string>& keys, milliseconds timeout) {
   const std::string what = StrCat("wait for ", keys.size(), " key(s)");
-  OFL_ASSIGN_OR_RETURN(Reply r, Request(kWait, keys, {}, timeout.count(), timeout, what));
-  if (r.code == kTimeoutReply) {
-    return Status(StatusCode::kTimeout,
-                  StrCat("tcp store at ", address(), ": wait for key '",
-                         std::string(r.value.begin(), r.value.end()), "' timed out after ",
-                         timeout.count(), " ms (no rank set it)"));
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    const milliseconds wait = std::clamp(left, milliseconds(0), kWaitSlice);
+    OFL_ASSIGN_OR_RETURN(Reply r, Request(kWait, keys, {}, wait.count(), wait, what));
+    if (r.code != kTimeoutReply) return Status::OK();
+    if (Clock::now() >= deadline) {
+      return Status(StatusCode::kTimeout,
+                    StrCat("tcp store at ", address(), ": wait for key '",
+                           std::string(r.value.begin(), r.value.end()), "' timed out after ",
+                           timeout.count(), " ms (no rank set it)"));
+    }
   }
-  return Status::OK();
 }
 
 Maybe<bool> TcpStore::Check(const std::vector<std::string>& keys) {

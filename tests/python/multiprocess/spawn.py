@@ -51,15 +51,19 @@ def world_env(rank: int, nproc: int, port: int, job: str, devices_per_process: i
 
 def start_world(args: Sequence[str], nproc: int, devices_per_process: int = 1,
                 extra_env: Optional[Dict[str, str]] = None,
-                prefix: Sequence[Sequence[str]] = (), master: str = "127.0.0.1"
+                prefix: Sequence[Sequence[str]] = (), master: str = "127.0.0.1",
+                rank_env: Sequence[Dict[str, str]] = (), port: Optional[int] = None
                 ) -> List[subprocess.Popen]:
     """Starts ``python args...`` in ``nproc`` processes (process r under
-    ``prefix[r]`` when given, e.g. ``ip netns exec host1``)."""
-    port, job = free_port(master if master.startswith("127.") else "0.0.0.0"), uuid.uuid4().hex[:12]
+    ``prefix[r]`` when given, e.g. ``ip netns exec host1``, with
+    ``rank_env[r]`` added to its environment)."""
+    port = port or free_port(master)
+    job = uuid.uuid4().hex[:12]
     procs = []
     for r in range(nproc):
         env = world_env(r, nproc, port, job, devices_per_process, master)
         env.update(extra_env or {})
+        env.update(rank_env[r] if rank_env else {})
         cmd = list(prefix[r]) if prefix else []
         cmd += [sys.executable, *args]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,

@@ -102,6 +102,8 @@ def main(argv) -> int:
             def die():
                 started.wait(60)
                 time.sleep(0.002)
+                with open(os.path.join(out, "kill.died"), "w") as f:
+                    f.write(f"{time.time():.6f}")
                 os.kill(os.getpid(), signal.SIGKILL)
             threading.Thread(target=die, daemon=True).start()
         for step in range(1000):

@@ -1,0 +1,220 @@
+"""One plan across processes (issue 9): the same model and strategy on
+several processes (Gloo between them, in-process collectives inside each)
+gives bitwise the losses and parameters of the same ranks as virtual devices
+of one process (the oracle, itself checked against one device and numpy in
+test_distributed.py): the Gloo and in-process communicators share their
+algorithms and summation order, and every rank runs one kernel thread in
+both. Also: a process killed by SIGKILL mid-step stops every other within
+10 s with an error naming its rank, and the launcher exits non-zero; a
+process given another strategy is a plan-mismatch error on every process;
+two "hosts" (network namespaces joined by a veth pair, made here) run one
+job over their own addresses.
+
+Worlds are started by multiprocess/spawn.py (loopback, a free port and a job
+id each; every process ended by its pid; every wait bounded); each process
+runs multiprocess/worker.py and writes what it saw to an .npz file.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+import test_distributed as td
+from multiprocess import spawn, worker
+from oneflow_lite import _C
+
+PROPERTY_CASES = int(os.environ.get("OFL_MP_CASES", "40"))
+
+
+def world_of(case: dict, index: int):
+    """(processes, devices per process) for a case's device count."""
+    d = case["devices"]
+    if d == 8:
+        return 4, 2
+    if d == 4 and index % 2:
+        return 2, 2
+    return d, 1
+
+
+def oracle_case(index: int):
+    """Case `index` on virtual devices of this process: (losses, parameters)."""
+    return worker.run_case(index, threads=td.make_case(index)["devices"])
+
+
+def assert_same(where: str, result: str, losses, values: dict) -> None:
+    z = np.load(result)
+    assert np.array_equal(z["losses"], np.asarray(losses, np.float64)), \
+        f"{where}: losses {z['losses']} vs one process {losses}"
+    for name, want in values.items():
+        got = z[f"param:{name}"]
+        assert got.dtype == want.dtype and np.array_equal(got, want), \
+            f"{where}: parameter {name} differs (max abs {np.max(np.abs(got - want))})"
+
+
+def run_ok(args, nproc: int, devices_per_process: int, timeout: float, **kw) -> spawn.Result:
+    r = spawn.run_world(args, nproc, timeout, devices_per_process=devices_per_process,
+                        extra_env={"OFL_TEST_THREADS": str(devices_per_process)}, **kw)
+    assert not r.timed_out and r.codes == [0] * nproc, \
+        f"exit codes {r.codes} after {r.seconds:.1f} s\n" + "\n".join(
+            f"--- process {p}:\n{o[-3000:]}" for p, o in enumerate(r.outputs))
+    return r
+
+
+def test_property_cases_match_one_process(tmp_path, capsys):
+    """test_distributed's first OFL_MP_CASES seeded cases (random strategies,
+    MLP/GPT/VGG, pipelines with micro-batches included), each on a world of
+    processes: 2 or 3 processes of one device, 4 of one, 2 of two, 4 of two."""
+    worlds: dict = {}
+    for i in range(PROPERTY_CASES):
+        worlds.setdefault(world_of(td.make_case(i), i), []).append(i)
+    with capsys.disabled():
+        print(f"\n[test_multiprocess] seed {td.BASE_SEED}: {PROPERTY_CASES} cases on worlds "
+              + ", ".join(f"{p}x{k}: {len(c)}" for (p, k), c in sorted(worlds.items())))
+    for (nproc, k), cases in sorted(worlds.items()):
+        run_ok(["-m", "multiprocess.worker", "cases", str(tmp_path),
+                ",".join(map(str, cases))], nproc, k, timeout=300)
+        for i in cases:
+            losses, values = oracle_case(i)
+            case = td.make_case(i)
+            for p in range(nproc):
+                where = (f"case {i} ({case['model']}, {case['devices']} devices "
+                         f"{case['hierarchy']}, {case['stages']} stages x "
+                         f"{case['micro_batches']} micro-batches) on {nproc} processes x {k}, "
+                         f"process {p}")
+                assert_same(where, str(tmp_path / f"case{i}.p{p}.npz"), losses, values)
+
+
+@pytest.mark.parametrize("model,searcher,hierarchy,nproc,k", [
+    ("gpt", "autoddl", [4], 4, 1),
+    ("gpt", "5", [2, 2], 4, 1),
+    ("vgg", "autoddl", [4], 4, 1),
+    ("vgg", "9", [2, 2], 4, 1),
+    ("gpt", "7", [2, 2], 2, 2),   # axis-0 groups span the processes, axis-1 groups stay inside
+    ("gpt", "3", [4], 2, 2),
+])
+def test_models_match_one_process(tmp_path, model, searcher, hierarchy, nproc, k):
+    spec = ",".join(map(str, hierarchy))
+    run_ok(["-m", "multiprocess.worker", "model", str(tmp_path), model, searcher,
+            str(nproc * k), spec], nproc, k, timeout=240)
+    s, g, params, data = worker.run_model(model, searcher, nproc * k, hierarchy, nproc * k)
+    losses = td.train(s, g, data)
+    values = {p: s.get_variable(p) for p in params}
+    for p in range(nproc):
+        where = f"{model} {searcher} on {hierarchy}, {nproc} processes x {k}, process {p}"
+        z = np.load(tmp_path / f"{model}-{searcher}-{spec}.p{p}.npz")
+        assert str(z["strategy"]) == s.strategy(), f"{where}: another strategy"
+        assert_same(where, str(tmp_path / f"{model}-{searcher}-{spec}.p{p}.npz"), losses, values)
+
+
+def test_killed_process_stops_every_other_within_10_s(tmp_path):
+    """SIGKILL of process 2 a moment into a step, under the launcher: the
+    other three stop with an error naming rank 2 within 10 s of its death,
+    and the launcher exits 1 naming rank 2 and SIGKILL."""
+    env = spawn.world_env(0, 1, 0, "x")
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                "MASTER_PORT", "OFL_JOB_ID", "OFL_DEVICES_PER_PROCESS"):
+        env.pop(key, None)
+    cmd = [sys.executable, "-m", "oneflow_lite.distributed.launch", "--nproc-per-node", "4",
+           "--timeout-s", "20", "-m", "multiprocess.worker", "kill", str(tmp_path), "2"]
+    launcher = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+    try:
+        out, err = launcher.communicate(timeout=180)
+    finally:
+        spawn.kill([launcher])
+    assert launcher.returncode == 1, f"launcher exit {launcher.returncode}\n{out}\n{err}"
+    assert "rank 2" in err and "SIGKILL" in err, err
+    stops = []
+    for p in (0, 1, 3):
+        z = np.load(tmp_path / f"kill.p{p}.npz")
+        error = str(z["error"])
+        assert "lost process 2 (rank 2)" in error or "lost rank" in error, \
+            f"process {p}: {error}"
+        stops.append(float(z["stopped"]))
+    died = float(open(tmp_path / "kill.died").read())
+    print(f"killed at {died:.3f}; the others stopped after "
+          + ", ".join(f"{s - died:.2f} s" for s in stops))
+    assert max(stops) - died < 10.0, (died, stops)
+
+
+def test_plan_mismatch_is_an_error_on_every_process(tmp_path):
+    r = spawn.run_world(["-m", "multiprocess.worker", "mismatch", str(tmp_path)], 4, 120)
+    assert not r.timed_out and r.codes == [1, 1, 1, 1], (r.codes, r.outputs)
+    for p in range(4):
+        error = str(np.load(tmp_path / f"mismatch.p{p}.npz")["error"])
+        assert error.startswith("plan mismatch: process 1's plan differs from process 0's at "
+                                "task "), f"process {p}: {error}"
+
+
+# ---------------------------------------------------------------- two hosts
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=20)
+
+
+@pytest.fixture
+def two_hosts():
+    """Two network namespaces joined by a veth pair, 10.x.y.1 and .2 (made
+    here, removed after); None when they cannot be made (not root, no ip)."""
+    tag = uuid.uuid4().hex[:6]
+    hosts = [f"ofl{tag}h0", f"ofl{tag}h1"]
+    links = [f"v{tag}a", f"v{tag}b"]
+    subnet = f"10.{int(tag[:2], 16) % 200 + 20}.{int(tag[2:4], 16)}"
+    addrs = [f"{subnet}.1", f"{subnet}.2"]
+    made = []
+    try:
+        if shutil.which("ip") is None:
+            raise OSError("no ip command")
+        steps = [("netns", "add", hosts[0]), ("netns", "add", hosts[1]),
+                 ("link", "add", links[0], "type", "veth", "peer", "name", links[1]),
+                 ("link", "set", links[0], "netns", hosts[0]),
+                 ("link", "set", links[1], "netns", hosts[1])]
+        for h, link, a in zip(hosts, links, addrs):
+            steps += [("-n", h, "addr", "add", f"{a}/24", "dev", link),
+                      ("-n", h, "link", "set", link, "up"), ("-n", h, "link", "set", "lo", "up")]
+        for step in steps:
+            r = _ip(*step)
+            if r.returncode != 0:
+                raise OSError(f"ip {' '.join(step)}: {r.stderr.strip()}")
+            if step[:2] == ("netns", "add"):
+                made.append(step[2])
+        yield {"hosts": hosts, "addrs": addrs}
+    except OSError as e:
+        print(f"[two hosts] network namespaces cannot be made here ({e}): loopback instead")
+        yield None
+    finally:
+        for h in made:
+            _ip("netns", "del", h)
+
+
+def test_two_hosts_with_two_processes_each(tmp_path, two_hosts):
+    """4 processes as 2 hosts x 2 (their own addresses when namespaces can be
+    made, else loopback addresses) match 4 virtual devices of one process."""
+    model, searcher, hierarchy = "gpt", "5", [2, 2]
+    spec = "2,2"
+    args = ["-m", "multiprocess.worker", "model", str(tmp_path), model, searcher, "4", spec]
+    if two_hosts is not None:
+        hosts, addrs = two_hosts["hosts"], two_hosts["addrs"]
+        host_of = [0, 0, 1, 1]
+        prefix = [["ip", "netns", "exec", hosts[h]] for h in host_of]
+        rank_env = [{"OFL_BIND_ADDR": addrs[h]} for h in host_of]
+        print(f"[two hosts] network namespaces {hosts} at {addrs}")
+        run_ok(args, 4, 1, timeout=240, prefix=prefix, rank_env=rank_env, master=addrs[0],
+               port=29500)
+    else:
+        rank_env = [{"OFL_BIND_ADDR": "127.0.0.1"}, {"OFL_BIND_ADDR": "127.0.0.1"},
+                    {"OFL_BIND_ADDR": "127.0.0.2"}, {"OFL_BIND_ADDR": "127.0.0.2"}]
+        run_ok(args, 4, 1, timeout=240, rank_env=rank_env)
+    s, g, params, data = worker.run_model(model, searcher, 4, hierarchy, 4)
+    losses = td.train(s, g, data)
+    values = {p: s.get_variable(p) for p in params}
+    for p in range(4):
+        assert_same(f"process {p} of 2 hosts", str(tmp_path / f"{model}-{searcher}-{spec}.p{p}.npz"),
+                    losses, values)
