@@ -16,6 +16,7 @@ runs multiprocess/worker.py and writes what it saw to an .npz file.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -218,3 +219,31 @@ def test_two_hosts_with_two_processes_each(tmp_path, two_hosts):
     for p in range(4):
         assert_same(f"process {p} of 2 hosts", str(tmp_path / f"{model}-{searcher}-{spec}.p{p}.npz"),
                     losses, values)
+
+
+def test_main_job_on_two_processes_matches_virtual_devices(tmp_path):
+    """The main job with --nproc 2 --devices-per-process 2 (it launches
+    itself) trains with the losses of --devices 4 in one process."""
+    env = spawn.world_env(0, 1, 0, "x")
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                "MASTER_PORT", "OFL_JOB_ID", "OFL_DEVICES_PER_PROCESS"):
+        env.pop(key, None)
+    common = ["-m", "oneflow_lite.train", "--model", "gpt", "--hierarchy", "2,2", "--steps", "3",
+              "--searcher", "megatron", "--cluster", "v100_8gpu", "--optimality-cap", "0",
+              "--threads", "2"]
+    reports = {}
+    for name, extra in (("one", ["--devices", "4"]),
+                        ("two", ["--nproc", "2", "--devices-per-process", "2"])):
+        path = tmp_path / f"{name}.json"
+        p = subprocess.Popen([sys.executable, *common, *extra, "--report", str(path)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+        try:
+            out, _ = p.communicate(timeout=240)
+        finally:
+            spawn.kill([p])
+        assert p.returncode == 0, out[-3000:]
+        reports[name] = json.loads(path.read_text())
+    one, two = (reports[n]["runs"][0] for n in ("one", "two"))
+    assert one["losses"] == two["losses"], (one["losses"], two["losses"])
+    assert two["measured"]["bytes_per_rank"][:2] == one["measured"]["bytes_per_rank"][:2]

@@ -143,6 +143,63 @@ TEST(TcpStoreTest, StoppingTheServerWakesAWaitingClient) {
   EXPECT_NE(s.message().find("set 'after'"), std::string::npos) << s.message();
 }
 
+TEST(TcpStoreTest, SetIfAbsentSetsOnlyTheFirstValue) {
+  auto server = StartServer();
+  auto a = Client(server->port()), b = Client(server->port());
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(a->SetIfAbsent("first", Bytes("a")).value());
+  EXPECT_FALSE(b->SetIfAbsent("first", Bytes("b")).value());
+  EXPECT_EQ(b->Get("first", milliseconds(100)).value(), Bytes("a"));
+}
+
+TEST(TcpStoreTest, AClientThatLeavesWithoutLeaveSetsItsWatchKey) {
+  auto server = StartServer();
+  auto observer = Client(server->port());
+  ASSERT_TRUE(observer);
+  {
+    auto dying = Client(server->port());
+    ASSERT_TRUE(dying->WatchConnection("lost", "lost process 1").ok());
+  }  // the connection closes without Leave(): as a kill -9 would close it
+  auto got = observer->Get("lost", milliseconds(5000));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value(), Bytes("lost process 1"));
+  {  // the first loss stays
+    auto second = Client(server->port());
+    ASSERT_TRUE(second->WatchConnection("lost", "lost process 2").ok());
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(observer->Get("lost", milliseconds(100)).value(), Bytes("lost process 1"));
+}
+
+TEST(TcpStoreTest, ACleanLeaveSetsNothing) {
+  auto server = StartServer();
+  auto observer = Client(server->port());
+  {
+    auto leaving = Client(server->port());
+    ASSERT_TRUE(leaving->WatchConnection("gone", "lost").ok());
+    ASSERT_TRUE(leaving->Leave().ok());
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_FALSE(observer->Check({"gone"}).value());
+}
+
+TEST(TcpStoreTest, ThreadsSharingAClientTakeTurnsWhileOneWaits) {
+  // A long get must not hold the client: the other thread's set goes through
+  // (two local ranks connecting one Gloo group share the process's client).
+  auto server = StartServer();
+  auto shared = Client(server->port());
+  ASSERT_TRUE(shared);
+  std::thread waiter([&] {
+    auto got = shared->Get("late", milliseconds(5000));
+    EXPECT_TRUE(got.ok()) << got.status().message();
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  const auto start = Clock::now();
+  EXPECT_TRUE(shared->Set("late", Bytes("x")).ok());
+  EXPECT_LT(Clock::now() - start, milliseconds(1000));
+  waiter.join();
+}
+
 TEST(TcpStoreTest, AddressFromTheTorchrunVariables) {
   ::unsetenv("MASTER_ADDR");
   ::unsetenv("MASTER_PORT");
