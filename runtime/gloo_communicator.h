@@ -113,7 +113,7 @@ class GlooCommunicator : public Communicator {
               const std::string& tag) override;
 
   // Wakes a blocked call (it fails naming `reason`); later calls fail at once.
-  void Abort(const std::string& reason);
+  void Abort(const std::string& reason) override;
 
  private:
   class Exchange;

@@ -27,6 +27,7 @@ class InProcessCommunicator : public Communicator {
   int64_t rank() const override { return rank_; }
   int64_t size() const override { return group_->size_; }
   int64_t bytes_sent() const override { return group_->bytes_sent_[rank_]; }
+  void Abort(const std::string& why) override { group_->AbortAll(why); }
 
   Status AllReduce(void* buffer, int64_t count, DataType dtype, const std::string& tag) override {
     InProcessGroup::Post post{"all_reduce", tag, buffer, buffer, count, dtype};

@@ -1,7 +1,10 @@
 // Communicator: the collectives one rank of a group takes part in
-// (DESIGN.md section 7). Implementations: in-process shared memory for
-// virtual CPU devices (runtime/inprocess_communicator.h); Gloo and NCCL
-// later, behind this same interface. Every rank of a group must call the
+// (DESIGN.md sections 7 and 7b). Implementations: in-process shared memory
+// for virtual CPU devices of one process (runtime/inprocess_communicator.h),
+// Gloo over TCP for groups that span processes or hosts
+// (runtime/gloo_communicator.h); NCCL comes with the GPU issue, which adds a
+// device to every buffer and a stream each call may be enqueued on (CPU
+// communicators run their calls synchronously on the calling thread). Every rank of a group must call the
 // same collectives in the same order (fixed at compile time). A call blocks
 // until its peers arrive or the timeout passes, then returns an error that
 // names the rank and the collective. One Communicator object serves one
@@ -50,6 +53,11 @@ class Communicator {
   // Bytes that left this rank's buffers into another rank's, counted by the
   // communicator itself (not taken from any plan).
   virtual int64_t bytes_sent() const = 0;
+
+  // From any thread: wakes a blocked call with an error giving `why` (an
+  // in-process group wakes all its ranks); later calls fail at once until
+  // the group is reset (in-process) or built anew (Gloo).
+  virtual void Abort(const std::string& why) = 0;
 };
 
 }  // namespace ofl
