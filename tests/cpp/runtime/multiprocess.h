@@ -1,6 +1,6 @@
 // Test helper: runs one scenario in N processes. Each process is this test
 // binary again (/proc/self/exe, a fresh process: no fork of a threaded one),
-// filtered to the test GlooWorker.Run, told its scenario, rank, world size
+// filtered to one worker test (GlooWorker.Run by default), told its scenario, rank, world size
 // and store port through OFL_MP_* environment variables. The parent waits for
 // all of them until a deadline, kills the ones still running (each by its own
 // pid) and reaps every child. Outputs go to temporary files, returned so a
@@ -55,8 +55,10 @@ inline std::string Slurp(const std::string& path) {
 }
 
 // Runs `scenario` on ranks 0..n-1; returns one Child per rank.
+// `worker` is the gtest filter of the test that runs scenarios in a child.
 inline std::vector<Child> Run(const std::string& scenario, int n, int port,
-                              std::chrono::seconds deadline_after) {
+                              std::chrono::seconds deadline_after,
+                              const std::string& worker = "GlooWorker.Run") {
   std::vector<Child> children(n);
   std::vector<std::string> logs(n);
   for (int r = 0; r < n; ++r) {
@@ -71,7 +73,7 @@ inline std::vector<Child> Run(const std::string& scenario, int n, int port,
     std::vector<char*> envp;
     for (auto& s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
-    std::string exe = "/proc/self/exe", filter = "--gtest_filter=GlooWorker.Run";
+    std::string exe = "/proc/self/exe", filter = "--gtest_filter=" + worker;
     char* argv[] = {exe.data(), filter.data(), nullptr};
     char tmpl[] = "/tmp/ofl_mp_XXXXXX";
     int fd = ::mkstemp(tmpl);
