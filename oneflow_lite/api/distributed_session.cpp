@@ -1,5 +1,7 @@
 #include "oneflow_lite/api/distributed_session.h"
 
+#include <set>
+
 #include "graph/strategy_dot.h"
 #include "ops/array/strided_copy.h"
 #include "ops/kernel.h"  // OFL_DISPATCH_FLOAT
@@ -181,6 +183,63 @@ Status DistributedSession::SetVariable(const std::string& name, const Tensor& va
   OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, value));
   for (const auto& [rank, t] : parts) OFL_RETURN_IF_ERROR(runtime_->SetVariable(name, rank, t));
   return Status::OK();
+}
+
+std::vector<int64_t> DistributedSession::LocalRanks() const {
+  std::set<int64_t> ranks;
+  for (const proto::TaskProto& t : plan_.tasks()) ranks.insert(t.rank());
+  return std::vector<int64_t>(ranks.begin(), ranks.end());
+}
+
+Maybe<VariableLayout> DistributedSession::VariableLayoutOf(const std::string& name) const {
+  OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
+  OFL_ASSIGN_OR_RETURN(TensorDesc desc, graph_.Desc(name));
+  VariableLayout layout;
+  layout.shape = desc.shape;
+  layout.dtype = desc.dtype;
+  layout.nd_sbp = strategy_.sources().at(name);
+  layout.placement = strategy_.SourcePlacement(name);
+  for (int64_t i = 0; i < layout.placement.size(); ++i) {
+    std::vector<int64_t> coords = layout.placement.Coordinates(i);
+    bool primary = true;
+    for (int64_t a = 0; a < layout.nd_sbp.size(); ++a) {
+      primary &= !(layout.nd_sbp[a].is_broadcast() && coords[a] != 0);
+    }
+    layout.slices.push_back(SliceOf(desc.shape, layout.placement.hierarchy(), layout.nd_sbp,
+                                    coords));
+    layout.primary.push_back(primary);
+  }
+  return layout;
+}
+
+Maybe<const proto::RegisterDesc*> DistributedSession::VariableRegister(const std::string& name,
+                                                                       int64_t rank) const {
+  OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
+  for (const proto::RegisterDesc* r : source_registers_.at(name)) {
+    if (r->rank() == rank) return r;
+  }
+  std::string held;
+  for (const proto::RegisterDesc* r : source_registers_.at(name)) {
+    held += StrCat(held.empty() ? "" : ", ", r->rank());
+  }
+  return NotFound("variable '", name, "' has no slice on rank ", rank,
+                  " in this process (its slices here: ranks [", held, "])");
+}
+
+Maybe<Tensor> DistributedSession::GetVariableSlice(const std::string& name, int64_t rank) const {
+  OFL_RETURN_IF_ERROR(VariableRegister(name, rank).status());
+  return runtime_->GetVariable(name, rank);
+}
+
+Status DistributedSession::SetVariableSlice(const std::string& name, int64_t rank,
+                                            const Tensor& value) {
+  OFL_ASSIGN_OR_RETURN(const proto::RegisterDesc* r, VariableRegister(name, rank));
+  OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r->desc().dtype()));
+  const Shape shape(Dims(r->desc().shape()));
+  OFL_ENSURE(value.shape() == shape && value.dtype() == dtype, "set_variable_slice: variable '",
+             name, "' on rank ", rank, " expects ", DataTypeName(dtype), " ", shape, ", got ",
+             DataTypeName(value.dtype()), " ", value.shape());
+  return runtime_->SetVariable(name, rank, value);
 }
 
 std::string DistributedSession::StrategyDot() const { return StrategyToDot(graph_, strategy_); }

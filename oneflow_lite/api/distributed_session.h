@@ -15,6 +15,9 @@
 // rank: the communicators are aborted, and reset before the next run. One
 // call at a time (a RunStep while another is in progress fails with an
 // error); the runtime's threads are internal.
+// Sharded checkpoints use the per-rank view: LocalRanks, VariableLayoutOf
+// (every rank's slice of a variable, whichever process holds it) and
+// Get/SetVariableSlice (one local rank's slice, no gathering).
 #pragma once
 
 #include <chrono>
@@ -26,6 +29,7 @@
 
 #include "graph/distributed_lowering.h"
 #include "graph/strategy.h"
+#include "oneflow_lite/core/slicing.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "runtime/boxing.h"
 #include "runtime/runtime.h"
@@ -38,6 +42,19 @@ struct DistributedOptions {
   std::string trace_path;  // non-empty: write a Chrome trace of each run
   int64_t num_slots = 2;
   int64_t micro_batches = 1;  // k: micro-batches per optimizer step
+};
+
+// Where a variable lives: logical shape and dtype, NdSbp, placement, and the
+// slice of every rank of the placement (SliceOf), in placement order.
+// primary[i]: rank i's slice is the one copy a checkpoint stores (coordinate
+// 0 on every B axis, as Assemble takes it); P slices are all primary (addends).
+struct VariableLayout {
+  Shape shape;
+  DataType dtype = DataType::kFloat32;
+  NdSbp nd_sbp;
+  Placement placement;
+  std::vector<TensorSlice> slices;
+  std::vector<bool> primary;
 };
 
 class DistributedSession {
@@ -62,6 +79,16 @@ class DistributedSession {
   void set_detect_anomaly(bool on) { runtime_->set_detect_anomaly(on); }
   Maybe<Tensor> GetVariable(const std::string& name) const;
   Status SetVariable(const std::string& name, const Tensor& value);
+  // The ranks whose slices this process holds. For now every rank of the
+  // plan (one process holds every virtual device); with several processes
+  // it becomes the ranks of this process.
+  std::vector<int64_t> LocalRanks() const;
+  Maybe<VariableLayout> VariableLayoutOf(const std::string& name) const;
+  // One local rank's slice of a variable (its physical tensor), and setting
+  // it; errors name the variable, the rank, and the expected and given
+  // shape and dtype.
+  Maybe<Tensor> GetVariableSlice(const std::string& name, int64_t rank) const;
+  Status SetVariableSlice(const std::string& name, int64_t rank, const Tensor& value);
 
   const proto::Plan& plan() const { return plan_; }
   const Strategy& strategy() const { return strategy_; }
@@ -74,6 +101,8 @@ class DistributedSession {
   DistributedSession() = default;
   Maybe<Tensor> Assemble(const std::string& name, const std::map<int64_t, Tensor>& parts) const;
   Maybe<std::map<int64_t, Tensor>> Slice(const std::string& name, const Tensor& logical) const;
+  // The register of `name`'s slice on local `rank`; errors name both.
+  Maybe<const proto::RegisterDesc*> VariableRegister(const std::string& name, int64_t rank) const;
 
   OpGraph graph_;
   Strategy strategy_;
