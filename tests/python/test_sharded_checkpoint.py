@@ -16,6 +16,7 @@ The binding's per-rank view (variable_layout, get/set_variable_slice) is
 held against numpy's array_split and slicing of the logical tensor."""
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -248,3 +249,42 @@ def test_layout_and_slices_match_numpy():
         s.get_variable_slice("w", 7)
     with pytest.raises(ValueError, match="unknown variable 'v'"):
         s.variable_layout("v")
+
+
+# ---- nn.Graph's choice of format, and refusals -------------------------------------
+
+def test_graph_format_follows_the_placement_unless_told(trained, tmp_path):
+    one = gpt_graph(None, None, seed=7)
+    one.load(trained["paths"][4], model="gpt")
+    one(*batches("gpt", steps=1, seed=9)[0])
+    state = {k: v.numpy() for k, v in one.state_dict().items()}
+    one.save(str(tmp_path / "logical"), model="gpt")
+    one.save(str(tmp_path / "sharded"), model="gpt", sharded=True)
+    assert checkpoint.read_index(str(tmp_path / "logical"))["version"] == 1
+    assert checkpoint.read_index(str(tmp_path / "sharded"))["version"] == 2
+    mesh = gpt_graph(MESH, "megatron", seed=3)
+    mesh(*batches("gpt", steps=1, seed=9)[0])
+    for kind in ("logical", "sharded"):
+        mesh.load(str(tmp_path / kind), model="gpt")
+        assert_bitwise({k: v.numpy() for k, v in mesh.state_dict().items()}, state)
+    mesh.save(str(tmp_path / "from_mesh"), sharded=False)
+    assert checkpoint.read_index(str(tmp_path / "from_mesh"))["version"] == 1
+
+
+def test_another_models_sharded_checkpoint_is_refused_and_changes_nothing(trained, tmp_path):
+    mlp = TrainGraph(make_model("mlp"), None)
+    mlp.config.auto_parallel(cluster=CLUSTER, searcher="data_parallel", placement=MESH)
+    mlp(*batches("mlp", steps=1)[0])
+    before = {k: v.numpy() for k, v in mlp.state_dict().items()}
+    with pytest.raises(checkpoint.CheckpointError, match="belongs to model 'gpt', not 'mlp'"):
+        mlp.load(trained["paths"][4], model="mlp")
+    with pytest.raises(checkpoint.CheckpointError, match=r"missing \d+: .*unexpected \d+: "):
+        mlp.load(trained["paths"][4])
+    assert_bitwise({k: v.numpy() for k, v in mlp.state_dict().items()}, before)
+    target = tmp_path / "thesis"
+    target.mkdir()
+    (target / "thesis.tex").write_bytes(b"four years")
+    with pytest.raises(checkpoint.CheckpointError, match="not a checkpoint of ours"):
+        mlp.save(str(target))
+    assert os.listdir(target) == ["thesis.tex"]
+    assert (target / "thesis.tex").read_bytes() == b"four years"
