@@ -121,8 +121,8 @@ def _check_tensor(c: _Checker, i: int, t, files: dict, chunk_bytes: int) -> None
                   where)
     where = f"tensor '{name}'"
     shape = c.need(t, "shape", _ints, "a list of non-negative integers", where)
-    dtype = c.need(t, "dtype", lambda v: isinstance(v, str) and _is_dtype(v),
-                   "a numpy dtype name", where)
+    dtype = c.need(t, "dtype", lambda v: isinstance(v, str) and _is_dtype(v)
+                   and np.dtype(v).kind in "biufc", "a numeric numpy dtype name", where)
     c.need(t, "nd_sbp", lambda v: isinstance(v, str), "a string", where)
     placement = c.need(t, "placement", lambda v: isinstance(v, dict), "an object", where)
     c.need(placement, "ranks", _ints, "a list of ranks", f"{where} placement")

@@ -283,6 +283,7 @@ def _publish(tmp: str, path, replace: bool, model: str, meta, chunk_bytes: int,
              "files": [{"file": g["file"], "nbytes": g["nbytes"]} for g in gathered],
              "tensors": tensors}
     _sharded_index.check(tmp, index)  # what a load will check, before anything is replaced
+    _save_paths._fsync_dir(os.path.join(tmp, SHARDS))  # the shard files' names, too
     checkpoint._write_file(os.path.join(tmp, INDEX),
                            lambda f: f.write(json.dumps(index, indent=1).encode()))
     _save_paths.publish(tmp, full, replace)
