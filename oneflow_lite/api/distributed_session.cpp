@@ -205,8 +205,8 @@ Maybe<VariableLayout> DistributedSession::VariableLayoutOf(const std::string& na
     for (int64_t a = 0; a < layout.nd_sbp.size(); ++a) {
       primary &= !(layout.nd_sbp[a].is_broadcast() && coords[a] != 0);
     }
-    layout.slices.push_back(SliceOf(desc.shape, layout.placement.hierarchy(), layout.nd_sbp,
-                                    coords));
+    layout.slices.push_back(
+        SliceOf(desc.shape, layout.placement.hierarchy(), layout.nd_sbp, coords));
     layout.primary.push_back(primary);
   }
   return layout;

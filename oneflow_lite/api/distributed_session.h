@@ -29,8 +29,8 @@
 
 #include "graph/distributed_lowering.h"
 #include "graph/strategy.h"
-#include "oneflow_lite/core/slicing.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/slicing.h"
 #include "runtime/boxing.h"
 #include "runtime/runtime.h"
 
