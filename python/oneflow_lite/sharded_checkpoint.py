@@ -75,7 +75,11 @@ class SessionShards:
 
     def __init__(self, session, names: Sequence[str], ranks: Optional[Sequence[int]] = None):
         self.session, self.names = session, list(names)
-        self.ranks = list(session.local_ranks() if ranks is None else ranks)
+        local = list(session.local_ranks())
+        self.ranks = local if ranks is None else [int(r) for r in ranks]
+        if not set(self.ranks) <= set(local):
+            raise ValueError(f"SessionShards: ranks {sorted(set(self.ranks) - set(local))} are "
+                             f"not held by this process (it holds {local})")
         self._layouts: Dict[str, dict] = {}
 
     def layout(self, name: str) -> dict:
@@ -120,6 +124,16 @@ def save(path, source, model: str = "", meta: Optional[Mapping[str, Any]] = None
     one alone) calls it with its own source. See the module docstring."""
     world = world or _world.SingleProcess()
     tmp, replace = _prepare(path, model, meta, chunk_bytes, world)
+    try:
+        _write_and_publish(tmp, path, replace, source, model, meta, chunk_bytes, world)
+    except BaseException:
+        if world.index == 0:  # also when a peer vanished inside a collective
+            _save_paths.remove_ours(tmp)  # gone already once published
+        raise
+
+
+def _write_and_publish(tmp: str, path, replace: bool, source, model: str, meta,
+                       chunk_bytes: int, world) -> None:
     error, payload = None, None
     try:
         payload = _write_shard(tmp, source, world.index, chunk_bytes)
@@ -128,14 +142,11 @@ def save(path, source, model: str = "", meta: Optional[Mapping[str, Any]] = None
     gathered = world.all_gather_obj(payload)
     failed = [f"process {i}: {g['error']}" for i, g in enumerate(gathered) if "error" in g]
     status = ""
-    if world.index == 0:
+    if world.index == 0 and not failed:
         try:
-            if not failed:
-                _publish(tmp, path, replace, model, meta, chunk_bytes, gathered)
+            _publish(tmp, path, replace, model, meta, chunk_bytes, gathered)
         except Exception as e:
             error, status = e, f"{type(e).__name__}: {e}"
-        if failed or status:
-            _save_paths.remove_ours(tmp)
     status = world.broadcast_str(status)
     if error is not None:
         raise error
@@ -147,13 +158,18 @@ def save(path, source, model: str = "", meta: Optional[Mapping[str, Any]] = None
 def _prepare(path, model: str, meta, chunk_bytes: int, world) -> Tuple[str, bool]:
     """Process 0 checks the target and makes the marked temporary folder;
     every process gets (its path, whether a checkpoint is replaced)."""
-    reply, error = {}, None
+    mine, error = {}, None
     if world.index == 0:
         try:
-            reply = _make_temp(path, model, meta, chunk_bytes)
+            mine = _make_temp(path, model, meta, chunk_bytes)
         except Exception as e:
-            error, reply = e, {"error": str(e)}
-    reply = json.loads(world.broadcast_str(json.dumps(reply)))
+            error, mine = e, {"error": str(e)}
+    try:
+        reply = json.loads(world.broadcast_str(json.dumps(mine)))
+    except BaseException:
+        if "tmp" in mine:  # process 0, whose peers did not answer
+            _save_paths.remove_ours(mine["tmp"])
+        raise
     if error is not None:
         raise error
     if "error" in reply:

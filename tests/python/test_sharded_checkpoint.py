@@ -97,6 +97,8 @@ def test_index_holds_each_byte_once_and_the_layouts(trained):
         assert index["format"] == "oneflow_lite-sharded" and index["version"] == 2
         assert index["world"] == {"processes": n, "ranks": [0, 1, 2, 3]}
         assert [f["file"] for f in index["files"]] == [sc.shard_file(i) for i in range(n)]
+        assert index["fingerprint"] == checkpoint.fingerprint(
+            {k: (v.shape, v.dtype) for k, v in trained["state"].items()})
         by_name = {t["name"]: t for t in index["tensors"]}
         assert set(by_name) == set(trained["state"])
         for name, value in trained["state"].items():

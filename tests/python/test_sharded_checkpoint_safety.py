@@ -15,12 +15,13 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
 import pytest
 
-from oneflow_lite import _save_paths, checkpoint
+from oneflow_lite import _save_paths, _world, checkpoint
 from oneflow_lite import sharded_checkpoint as sc
 from oneflow_lite.checkpoint import CheckpointError
 from test_hardening_save import PYTHON_DIR, snapshot, user_folder
@@ -295,3 +296,17 @@ def test_a_writer_killed_at_random_moments_leaves_a_loadable_checkpoint(tmp_path
         left = os.listdir(tmp_path / name) if name != "ck" else []
         assert name == "ck" or (name.startswith("ck.tmp-") and left in ([], [
             _save_paths.MARKER]) and not _save_paths.has_marker(str(tmp_path / name)))
+
+
+@pytest.mark.parametrize("vanishes_after", [0, 1])
+def test_a_vanished_peer_fails_the_save_and_leaves_nothing(tmp_path, vanishes_after):
+    """Process 1 never arrives (0) or dies after the first collective (1):
+    process 0's collective times out, and its temporary folder goes."""
+    target = str(tmp_path / "ck")
+    save_arrays(target, 1.0)
+    worlds = _world.thread_worlds(2, timeout_s=1.0)
+    if vanishes_after:
+        threading.Thread(target=worlds[1].broadcast_str, args=("",)).start()
+    with pytest.raises(RuntimeError, match="barrier .* broken in process 0 of 2"):
+        save_arrays(target, 2.0, world=worlds[0])
+    assert value_of(target) == 1.0 and sorted(os.listdir(tmp_path)) == ["ck"]
