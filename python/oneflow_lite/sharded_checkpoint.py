@@ -25,7 +25,9 @@ folder, whose name it broadcasts; every process writes and fsyncs its shard
 file; the slice lists are gathered; process 0 checks that every slice was
 written exactly once, writes index.json and swaps the folder in atomically
 (renameat2). A kill -9 at any moment leaves the previous checkpoint (or
-none) loadable; the next save removes the marked leftovers. Every process
+none) loadable; the next save removes the marked leftovers (named after
+process 0's pid, removed once no process of that pid lives on the host of
+the next save's process 0). Every process
 sees one outcome: an error on any process raises on all.
 Multi-host saves assume one filesystem shared by the hosts, mounted at the
 same path (every process writes into process 0's temporary folder).
@@ -182,7 +184,7 @@ def _make_temp(path, model: str, meta, chunk_bytes: int) -> dict:
     what = f"checkpoint {full}"
     if not isinstance(model, str):
         raise CheckpointError(f"{what}: model must be a str, got {type(model).__name__}")
-    if not (isinstance(chunk_bytes, int) and chunk_bytes > 0):
+    if isinstance(chunk_bytes, bool) or not (isinstance(chunk_bytes, int) and chunk_bytes > 0):
         raise CheckpointError(f"{what}: chunk_bytes={chunk_bytes!r} must be a positive integer")
     try:
         json.dumps(dict(meta or {}))
@@ -217,6 +219,8 @@ def _write_shard(tmp: str, source, process: int, chunk_bytes: int) -> dict:
     """Writes and fsyncs this process's shard file; returns its slice list."""
     rel = shard_file(process)
     tensors, pos = [], 0
+    if not source.names:
+        raise CheckpointError("sharded checkpoint: nothing to save (no tensors)")
     with open(os.path.join(tmp, rel), "wb") as f:
         for name in source.names:
             layout = source.layout(name)
