@@ -51,7 +51,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np

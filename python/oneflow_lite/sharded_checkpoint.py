@@ -40,6 +40,10 @@ before any variable is set, so an error changes nothing. ``load_logical``
 assembles logical tensors (eager models, one device). Errors are
 ``CheckpointError`` naming the file, the tensor and the slice.
 
+Threads: the processes of a World may be threads of one process (tests),
+each calling ``save`` or ``load_into`` with its own source; two saves of
+one target race as two ``mv`` would.
+
     >>> import numpy as np, tempfile, os
     >>> d = os.path.join(tempfile.mkdtemp(), "ck")
     >>> save(d, ArrayShards({"w": np.arange(6, dtype=np.float32).reshape(2, 3)}), model="toy")
