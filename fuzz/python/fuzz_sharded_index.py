@@ -69,10 +69,10 @@ def checkpoint_dir() -> str:
     if _checkpoint is None:
         import threading
 
-        from oneflow_lite import _world, sharded_checkpoint
+        from oneflow_lite import _thread_world, sharded_checkpoint
 
         path = os.path.join(fuzz_common.scratch_dir(), "sharded")
-        worlds = _world.thread_worlds(2)
+        worlds = _thread_world.thread_worlds(2)
         threads = [threading.Thread(target=sharded_checkpoint.save, args=(path, _Rows(i)),
                                     kwargs={"model": "toy", "world": worlds[i],
                                             "chunk_bytes": 16}) for i in (0, 1)]

@@ -1,5 +1,6 @@
 #include "oneflow_lite/api/distributed_session.h"
 
+#include <algorithm>
 #include <set>
 
 #include "graph/strategy_dot.h"
@@ -215,11 +216,15 @@ Maybe<VariableLayout> DistributedSession::VariableLayoutOf(const std::string& na
 Maybe<const proto::RegisterDesc*> DistributedSession::VariableRegister(const std::string& name,
                                                                        int64_t rank) const {
   OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
-  for (const proto::RegisterDesc* r : source_registers_.at(name)) {
-    if (r->rank() == rank) return r;
+  const std::vector<int64_t> local = LocalRanks();
+  if (std::find(local.begin(), local.end(), rank) != local.end()) {
+    for (const proto::RegisterDesc* r : source_registers_.at(name)) {
+      if (r->rank() == rank) return r;
+    }
   }
   std::string held;
   for (const proto::RegisterDesc* r : source_registers_.at(name)) {
+    if (std::find(local.begin(), local.end(), r->rank()) == local.end()) continue;
     held += StrCat(held.empty() ? "" : ", ", r->rank());
   }
   return NotFound("variable '", name, "' has no slice on rank ", rank,

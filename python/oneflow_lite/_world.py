@@ -1,92 +1,81 @@
-"""The processes of a job, as a sharded checkpoint sees them: this process's
-index and the process count, and three collectives every process calls in
-the same order: ``barrier(name)``, ``broadcast_str(value)`` (process 0's
-value, returned to all) and ``all_gather_obj(obj)`` (every process's
-JSON-serialisable object, in process order).
+"""This process's place in a multi-process job, for the Python side.
 
-``World`` is that interface. ``SingleProcess`` is the world of one process
-(every collective is local). ``thread_worlds(n)`` simulates n processes as
-n threads of this one (a shared ``threading.Barrier`` with a timeout, so a
-missing peer fails instead of hanging): tests run one save per thread. A
-real multi-process world implements the same four members over the job's
-TCP store.
-
-One World object per process (per thread for ``thread_worlds``); its
-collectives are not re-entrant.
-
-    >>> w = SingleProcess()
-    >>> w.index, w.count, w.broadcast_str("x"), w.all_gather_obj({"a": 1})
-    (0, 1, 'x', [{'a': 1}])
+The C++ world (runtime/process_world.h) is made from the launcher's
+variables the first time it is needed; this module adds what Python code
+exchanges with the other processes outside tensor traffic: picklable
+objects gathered through the job's store (``all_gather``, ``broadcast``,
+``barrier``), each call numbered so that every process must make the same
+calls in the same order (as with collectives). ``World`` bundles them for
+code that takes a world object (sharded checkpoints). In a process started
+without WORLD_SIZE (or with 1) everything is local and nothing is sent.
+Not thread-safe: one thread makes the calls.
 """
 from __future__ import annotations
 
-import threading
+import atexit
+import os
+import pickle
 from typing import Any, List
+
+from oneflow_lite import _C
+
+_counter = 0
+_started = False
+
+
+def _distributed_env() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1") or "1") > 1
+
+
+def info() -> dict:
+    """process, num_processes, devices_per_process, distributed."""
+    global _started
+    if not _distributed_env():
+        return {"process": 0, "num_processes": 1, "devices_per_process": int(
+            os.environ.get("OFL_DEVICES_PER_PROCESS", "1") or "1"), "distributed": False}
+    d = dict(_C.world_info())
+    if not _started:
+        _started = True
+        atexit.register(_C.world_shutdown)  # process 0 hosts the store: it leaves last
+    return d
+
+
+def all_gather(obj: Any) -> List[Any]:
+    """Every process's ``obj``, by process index."""
+    global _counter
+    if not info()["distributed"]:
+        return [obj]
+    _counter += 1
+    parts = _C.world_all_gather(f"obj{_counter}", pickle.dumps(obj))
+    return [pickle.loads(p) for p in parts]
+
+
+def broadcast(obj: Any) -> Any:
+    """Process 0's ``obj`` on every process."""
+    return all_gather(obj if info()["process"] == 0 else None)[0]
+
+
+def barrier() -> None:
+    all_gather(None)
 
 
 class World:
-    """Interface: ``index`` (0-based) and ``count`` of the processes, and the
-    collectives of the module docstring."""
+    """The world object sharded checkpoints take: process index, count, and
+    the store collectives above."""
 
-    index: int = 0
-    count: int = 1
+    @property
+    def process(self) -> int:
+        return info()["process"]
 
-    def barrier(self, name: str) -> None:
-        raise NotImplementedError
+    @property
+    def num_processes(self) -> int:
+        return info()["num_processes"]
 
-    def broadcast_str(self, value: str) -> str:
-        raise NotImplementedError
-
-    def all_gather_obj(self, obj: Any) -> List[Any]:
-        raise NotImplementedError
-
-
-class SingleProcess(World):
-    """The world of one process."""
-
-    def barrier(self, name: str) -> None:
-        pass
+    def barrier(self, name: str = "") -> None:  # noqa: ARG002 - names are for readers
+        barrier()
 
     def broadcast_str(self, value: str) -> str:
-        return value
+        return broadcast(value)
 
     def all_gather_obj(self, obj: Any) -> List[Any]:
-        return [obj]
-
-
-class _ThreadWorld(World):
-    def __init__(self, index: int, count: int, barrier: threading.Barrier, slots: list):
-        self.index, self.count = index, count
-        self._barrier, self._slots = barrier, slots
-
-    def barrier(self, name: str) -> None:
-        try:
-            self._barrier.wait()
-        except threading.BrokenBarrierError:
-            raise RuntimeError(f"world: barrier '{name}' broken in process {self.index} of "
-                               f"{self.count} (a peer failed or timed out)") from None
-
-    def broadcast_str(self, value: str) -> str:
-        if self.index == 0:
-            self._slots[0] = value
-        self.barrier("broadcast_str")
-        out = self._slots[0]
-        self.barrier("broadcast_str read")  # nobody overwrites the slot before all read it
-        return out
-
-    def all_gather_obj(self, obj: Any) -> List[Any]:
-        self._slots[self.index] = obj
-        self.barrier("all_gather_obj")
-        out = list(self._slots)
-        self.barrier("all_gather_obj read")
-        return out
-
-
-def thread_worlds(count: int, timeout_s: float = 60.0) -> List[World]:
-    """``count`` worlds sharing one barrier: give one to each of ``count``
-    threads, which then act as the processes of one job."""
-    if count < 1:
-        raise ValueError(f"thread_worlds: count={count} must be >= 1")
-    barrier = threading.Barrier(count, timeout=timeout_s)
-    slots: list = [None] * count
-    return [_ThreadWorld(i, count, barrier, slots) for i in range(count)]
+        return all_gather(obj)

@@ -17,7 +17,8 @@ every B axis of the placement (``primary`` in the layout) writes it, so the
 files hold each byte once and nothing is gathered into one process.
 Variables are never P (a strategy refuses it), and a P layout is refused.
 
-Saving (``save``) is collective over a ``World`` (oneflow_lite._world):
+Saving (``save``) is collective over the job's processes (a world object:
+``_world.World``, or ``_thread_world`` threads in tests):
 process 0 checks the target with _save_paths' rule (a new path, an empty
 folder or an earlier checkpoint of ours, either format; anything else, ""
 and "/" are refused and left untouched) and makes the marked temporary
@@ -126,14 +127,15 @@ class ArrayShards:
 def save(path, source, model: str = "", meta: Optional[Mapping[str, Any]] = None,
          world: Optional[_world.World] = None, chunk_bytes: int = CHUNK_BYTES) -> None:
     """Writes ``source``'s slices (``SessionShards`` or ``ArrayShards``) as a
-    sharded checkpoint at ``path``; every process of ``world`` (default: this
-    one alone) calls it with its own source. See the module docstring."""
-    world = world or _world.SingleProcess()
+    sharded checkpoint at ``path``; every process of ``world`` (default: the
+    job's, from the launcher's environment; this process alone without one)
+    calls it with its own source. See the module docstring."""
+    world = world or _world.World()
     tmp, replace = _prepare(path, model, meta, chunk_bytes, world)
     try:
         _write_and_publish(tmp, path, replace, source, model, meta, chunk_bytes, world)
     except BaseException:
-        if world.index == 0:  # also when a peer vanished inside a collective
+        if world.process == 0:  # also when a peer vanished inside a collective
             _save_paths.remove_ours(tmp)  # gone already once published
         raise
 
@@ -142,13 +144,13 @@ def _write_and_publish(tmp: str, path, replace: bool, source, model: str, meta,
                        chunk_bytes: int, world) -> None:
     error, payload = None, None
     try:
-        payload = _write_shard(tmp, source, world.index, chunk_bytes)
+        payload = _write_shard(tmp, source, world.process, chunk_bytes)
     except Exception as e:  # the others must hear of it, not wait for us
         error, payload = e, {"error": f"{type(e).__name__}: {e}"}
     gathered = world.all_gather_obj(payload)
     failed = [f"process {i}: {g['error']}" for i, g in enumerate(gathered) if "error" in g]
     status = ""
-    if world.index == 0 and not failed:
+    if world.process == 0 and not failed:
         try:
             _publish(tmp, path, replace, model, meta, chunk_bytes, gathered)
         except Exception as e:
@@ -165,7 +167,7 @@ def _prepare(path, model: str, meta, chunk_bytes: int, world) -> Tuple[str, bool
     """Process 0 checks the target and makes the marked temporary folder;
     every process gets (its path, whether a checkpoint is replaced)."""
     mine, error = {}, None
-    if world.index == 0:
+    if world.process == 0:
         try:
             mine = _make_temp(path, model, meta, chunk_bytes)
         except Exception as e:

@@ -20,30 +20,28 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")]
 
-from oneflow_lite._world import World  # noqa: E402
-
-
-class FileWorld(World):
+class FileWorld:
     def __init__(self, root: str, index: int, count: int, timeout_s: float = 60.0):
-        self.root, self.index, self.count, self.timeout_s = root, index, count, timeout_s
+        self.root, self.process, self.num_processes = root, index, count
+        self.timeout_s = timeout_s
         self._round = 0
 
     def _exchange(self, value) -> list:
         r, self._round = self._round, self._round + 1
         name = lambda p: os.path.join(self.root, f"round{r:05d}-process{p:05d}.json")  # noqa
-        with open(name(self.index) + ".tmp", "w") as f:
+        with open(name(self.process) + ".tmp", "w") as f:
             json.dump(value, f)
-        os.replace(name(self.index) + ".tmp", name(self.index))
+        os.replace(name(self.process) + ".tmp", name(self.process))
         deadline = time.monotonic() + self.timeout_s
         while True:
-            missing = [p for p in range(self.count) if not os.path.exists(name(p))]
+            missing = [p for p in range(self.num_processes) if not os.path.exists(name(p))]
             if not missing:
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"FileWorld: processes {missing} did not reach round {r}")
             time.sleep(0.01)
         out = []
-        for p in range(self.count):
+        for p in range(self.num_processes):
             with open(name(p)) as f:
                 out.append(json.load(f))
         return out
@@ -52,7 +50,7 @@ class FileWorld(World):
         self._exchange(name)
 
     def broadcast_str(self, value: str) -> str:
-        return self._exchange(value if self.index == 0 else None)[0]
+        return self._exchange(value if self.process == 0 else None)[0]
 
     def all_gather_obj(self, obj):
         return self._exchange(obj)

@@ -10,7 +10,7 @@ import pytest
 
 
 @pytest.mark.parametrize("name", ["oneflow_lite.nn.graph", "oneflow_lite.checkpoint",
-                                  "oneflow_lite.sharded_checkpoint", "oneflow_lite._world",
+                                  "oneflow_lite.sharded_checkpoint", "oneflow_lite._thread_world",
                                   "oneflow_lite._save_paths", "oneflow_lite.serialization"])
 def test_docstring_examples(name):
     module = importlib.import_module(name)

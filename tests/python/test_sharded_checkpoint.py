@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import oneflow_lite as flow
-from oneflow_lite import _C, _world, checkpoint
+from oneflow_lite import _C, _thread_world, checkpoint
 from oneflow_lite import sharded_checkpoint as sc
 from oneflow_lite.graph_builder import GraphBuilder
 from test_graph import CLUSTER, MESH, TrainGraph, batches, eager_losses, make_model
@@ -44,7 +44,7 @@ def gpt_graph(placement, searcher, seed=0):
 def in_threads(count, fn):
     """Runs fn(world) in ``count`` threads (simulated processes); returns
     their results, or raises the first exception."""
-    worlds, results, errors = _world.thread_worlds(count, timeout_s=60), [None] * count, []
+    worlds, results, errors = _thread_world.thread_worlds(count, timeout_s=60), [None] * count, []
 
     def body(i):
         try:
@@ -78,7 +78,7 @@ def trained(tmp_path_factory):
     for n in (2, 4):
         per = 4 // n
         in_threads(n, lambda w, n=n, per=per: sc.save(
-            paths[n], sc.SessionShards(session, names, range(w.index * per, (w.index + 1) * per)),
+            paths[n], sc.SessionShards(session, names, range(w.process * per, (w.process + 1) * per)),
             model="gpt", meta={"steps": STEPS}, world=w))
     next_loss = float(graph(*data[STEPS]).numpy())  # the run that did not stop
     return {"paths": paths, "state": state, "next_loss": next_loss, "data": data}
@@ -153,7 +153,7 @@ def test_two_processes_load_their_own_ranks(trained):
     graph(*batches("gpt", steps=1, seed=9)[0])
     session, names = graph.compiled.session, graph._state_names()
     stats = in_threads(2, lambda w: sc.load_into(
-        trained["paths"][4], sc.SessionShards(session, names, [w.index]), model="gpt").stats)
+        trained["paths"][4], sc.SessionShards(session, names, [w.process]), model="gpt").stats)
     total = sum(v.nbytes for v in trained["state"].values())
     assert [s.bytes_read for s in stats] == [total, total]  # data parallel: both need all
     assert_bitwise({k: v.numpy() for k, v in graph.state_dict().items()}, trained["state"])
@@ -187,7 +187,7 @@ def load_per_process(path, sbp, ranks, verify=True):
     session = w_session(sbp, ranks)
     session.set_variable("w", np.zeros_like(W))
     stats = in_threads(len(ranks), lambda w: sc.load_into(
-        path, sc.SessionShards(session, ["w"], [ranks[w.index]]), verify=verify).stats)
+        path, sc.SessionShards(session, ["w"], [ranks[w.process]]), verify=verify).stats)
     np.testing.assert_array_equal(session.get_variable("w"), W)
     return stats
 

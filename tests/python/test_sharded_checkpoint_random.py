@@ -44,7 +44,7 @@ def test_random_layouts_round_trip_bitwise(tmp_path, index):
     count = rng.choice([1, 2])
     ranks = np.array_split(np.arange(case["devices"]), count)
     in_threads(count, lambda w: sc.save(path, sc.SessionShards(
-        source, names, [int(r) for r in ranks[w.index]]), world=w))
+        source, names, [int(r) for r in ranks[w.process]]), world=w))
 
     devices, hierarchy = rng.choice(LAYOUTS)
     stages = 2 if devices % 2 == 0 and len(hierarchy) == 1 and rng.random() < 0.4 else 1

@@ -21,7 +21,7 @@ import time
 import numpy as np
 import pytest
 
-from oneflow_lite import _save_paths, _world, checkpoint
+from oneflow_lite import _save_paths, _thread_world, checkpoint
 from oneflow_lite import sharded_checkpoint as sc
 from oneflow_lite.checkpoint import CheckpointError
 from test_hardening_save import PYTHON_DIR, snapshot, user_folder
@@ -60,7 +60,7 @@ def test_a_folder_with_other_files_is_refused_by_every_process(tmp_path, process
     def save(world):
         with pytest.raises(CheckpointError, match=rf"'{target}' is a directory that is not a "
                                                   rf"checkpoint of ours .*figures, thesis.tex"):
-            sc.save(target, sc.SessionShards(session, ["w"], ranks[world.index]), world=world)
+            sc.save(target, sc.SessionShards(session, ["w"], ranks[world.process]), world=world)
 
     in_threads(processes, save)
     assert snapshot(tmp_path) == before
@@ -137,11 +137,11 @@ def test_a_failure_in_one_process_fails_all_and_keeps_the_old_checkpoint(tmp_pat
     errors = []
 
     def save(world):
-        source = sc.SessionShards(session, ["w"], [world.index])
+        source = sc.SessionShards(session, ["w"], [world.process])
         try:
-            sc.save(target, source if world.index == 0 else Broken(source), world=world)
+            sc.save(target, source if world.process == 0 else Broken(source), world=world)
         except (OSError, CheckpointError) as e:
-            errors.append((world.index, str(e)))
+            errors.append((world.process, str(e)))
 
     in_threads(2, save)
     assert sorted(errors) == [(0, "sharded checkpoint save failed in another process: "
@@ -304,7 +304,7 @@ def test_a_vanished_peer_fails_the_save_and_leaves_nothing(tmp_path, vanishes_af
     process 0's collective times out, and its temporary folder goes."""
     target = str(tmp_path / "ck")
     save_arrays(target, 1.0)
-    worlds = _world.thread_worlds(2, timeout_s=1.0)
+    worlds = _thread_world.thread_worlds(2, timeout_s=1.0)
     if vanishes_after:
         threading.Thread(target=worlds[1].broadcast_str, args=("",)).start()
     with pytest.raises(RuntimeError, match="barrier .* broken in process 0 of 2"):
