@@ -310,3 +310,30 @@ def test_a_vanished_peer_fails_the_save_and_leaves_nothing(tmp_path, vanishes_af
     with pytest.raises(RuntimeError, match="barrier .* broken in process 0 of 2"):
         save_arrays(target, 2.0, world=worlds[0])
     assert value_of(target) == 1.0 and sorted(os.listdir(tmp_path)) == ["ck"]
+
+
+def test_a_logical_graph_save_in_several_processes_is_written_once(tmp_path):
+    from test_sharded_checkpoint import gpt_graph
+    from test_graph import MESH, batches
+
+    graph = gpt_graph(MESH, "megatron")
+    graph(*batches("gpt", steps=1)[0])
+    state = {k: v.numpy() for k, v in graph.state_dict().items()}
+    target = str(tmp_path / "ck")
+    in_threads(2, lambda w: graph.save(target, model="gpt", sharded=False, world=w))
+    got = checkpoint.load(target).tensors
+    assert all(got[k].tobytes() == v.tobytes() for k, v in state.items())
+    assert sorted(os.listdir(tmp_path)) == ["ck"]
+    user_folder(str(tmp_path / "thesis"))
+    errors = []
+
+    def refused(w):
+        try:
+            graph.save(str(tmp_path / "thesis"), sharded=False, world=w)
+        except CheckpointError as e:
+            errors.append((w.process, str(e)))
+
+    in_threads(2, refused)
+    assert [p for p, _ in sorted(errors)] == [0, 1]
+    assert "checkpoint save failed on process 0: CheckpointError: " in sorted(errors)[1][1]
+    assert "is a directory that is not a checkpoint of ours" in sorted(errors)[0][1]

@@ -58,7 +58,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from oneflow_lite import _C, _global
+from oneflow_lite import _C, _global, _world
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite import checkpoint, sharded_checkpoint
 from oneflow_lite._autograd import is_anomaly_enabled
@@ -356,17 +356,19 @@ class Graph:
              sharded: Optional[bool] = None, world=None) -> None:
         """A checkpoint of every variable. ``sharded`` (default: whether the
         graph runs on a placement): each process writes the slices of its
-        ranks (sharded_checkpoint; ``world``: the job's processes, default
-        this one alone); otherwise one logical checkpoint (checkpoint)."""
+        ranks (sharded_checkpoint); otherwise one logical checkpoint
+        (checkpoint), written by process 0. ``world``: the job's processes
+        (default: from the launcher's environment; this one alone without)."""
         c = self.compiled
         meta = dict(meta or {}, steps=c.steps)
         if self._scheduler is not None:
             meta["lr_scheduler"] = self._scheduler.state_dict()
         if sharded is None:
             sharded = c.parallel is not None
-        if not sharded:
-            checkpoint.save(path, {k: v._array() for k, v in self.state_dict().items()}, model,
-                            meta)
+        if not sharded:  # every process reads the state (collective); process 0 writes
+            arrays = {k: v._array() for k, v in self.state_dict().items()}
+            _on_process0(world or _world.World(),
+                         lambda: checkpoint.save(path, arrays, model, meta))
             return
         source = (sharded_checkpoint.SessionShards(c.session, self._state_names())
                   if c.parallel is not None else
@@ -436,3 +438,18 @@ class Graph:
         for name, t in self._tracer.variables.items():
             if not name.startswith("_const") and t._value is not None:
                 np.copyto(t._value, c.get(name))
+
+
+def _on_process0(world, write) -> None:
+    """Runs ``write`` on process 0 only; every process raises if it failed."""
+    error, status = None, ""
+    if world.process == 0:
+        try:
+            write()
+        except Exception as e:
+            error, status = e, f"{type(e).__name__}: {e}"
+    status = world.broadcast_str(status)
+    if error is not None:
+        raise error
+    if status:
+        raise checkpoint.CheckpointError(f"checkpoint save failed on process 0: {status}")
