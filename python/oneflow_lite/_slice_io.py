@@ -56,14 +56,16 @@ def runs(shape: Sequence[int], offset: Sequence[int], box: Sequence[int]) -> Tup
     return np.ravel(starts), int(box[j] * strides[j])
 
 
-def _merged(spans: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
-    out: List[Tuple[int, int]] = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
+def _merged(begin: np.ndarray, end: np.ndarray) -> List[Tuple[int, int]]:
+    """The union of the byte ranges [begin, end) as sorted disjoint ranges
+    (touching ones joined)."""
+    order = np.argsort(begin, kind="stable")
+    begin, end = begin[order], end[order]
+    reach = np.maximum.accumulate(end)
+    first = np.ones(len(begin), bool)
+    first[1:] = begin[1:] > reach[:-1]
+    last = np.append(np.flatnonzero(first)[1:] - 1, len(begin) - 1)
+    return list(zip(begin[first].tolist(), reach[last].tolist()))
 
 
 @dataclasses.dataclass
@@ -95,17 +97,24 @@ class SliceReader:
         in which at least the boxes ``parts`` (relative to the slice) hold the
         file's bytes, verified as the module docstring says."""
         nbytes, item = saved["nbytes"], dtype.itemsize
-        spans = []
+        begin, end = [], []
         for offset, box in parts:
             starts, length = runs(saved["shape"], offset, box)
-            spans += [(int(s) * item, int(s) * item + length * item) for s in starts]
+            begin.append(starts * item)
+            end.append(starts * item + length * item)
+        begin, end = np.concatenate(begin), np.concatenate(end)
         chunks = None
-        if self.verify:
+        if self.verify:  # whole chunks: those any range touches
             c = self.chunk_bytes
-            chunks = sorted({k for a, b in spans for k in range(a // c, (b - 1) // c + 1)})
-            spans = [(k * c, min(nbytes, (k + 1) * c)) for k in chunks]
+            count = -(-nbytes // c)
+            edges = np.zeros(count + 1, np.int64)
+            np.add.at(edges, begin // c, 1)
+            np.add.at(edges, (end - 1) // c + 1, -1)
+            chunks = np.flatnonzero(np.cumsum(edges)[:count] > 0).tolist()
+            begin = np.array(chunks, np.int64) * c
+            end = np.minimum(begin + c, nbytes)
         buf = np.empty(nbytes, np.uint8)
-        for a, b in _merged(spans):
+        for a, b in _merged(begin, end):
             self._pread(saved["file"], saved["byte_offset"] + a, memoryview(buf)[a:b])
         if self.verify:
             self._check(tensor, saved, buf, chunks)
