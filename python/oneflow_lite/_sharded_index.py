@@ -170,8 +170,10 @@ def _check_disjoint(c: _Checker, where: str, slices: list) -> None:
     slices = [s for s in slices if math.prod(s["shape"])]
     if len(slices) < 2:
         return
-    lo = np.array([s["offset"] for s in slices], dtype=object).reshape(len(slices), -1)
-    hi = lo + np.array([s["shape"] for s in slices], dtype=object).reshape(len(slices), -1)
+    # int64 holds them: a non-empty slice lies in a tensor of at most the
+    # elements its files' bytes hold (the count check came first)
+    lo = np.array([s["offset"] for s in slices], dtype=np.int64)
+    hi = lo + np.array([s["shape"] for s in slices], dtype=np.int64)
     for i in range(len(slices)):
         meet = np.all((lo[i] < hi) & (lo < hi[i]), axis=1)
         meet[i] = False
