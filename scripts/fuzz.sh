@@ -5,7 +5,7 @@
 #     -fsanitize=fuzzer,address (the libraries: address,fuzzer-no-link);
 #     only the fuzz targets and the libraries they link.
 #   Python (atheris, from requirements.txt): strategy checkpoint_index
-#     cli_data cli_cluster, on the extension of the ordinary build/.
+#     sharded_index cli_data cli_cluster, on the extension of the ordinary build/.
 # Each run starts from fuzz/corpus/TARGET and fuzz/regressions/TARGET (read
 # only; new inputs go to build-fuzz/corpus/TARGET); a crash, leak, timeout
 # (-timeout=10 s per input) or out-of-memory input is written to
@@ -19,7 +19,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 
 OFL_FUZZ_CPP=(cluster job plan)
-OFL_FUZZ_PY=(strategy checkpoint_index cli_data cli_cluster)
+OFL_FUZZ_PY=(strategy checkpoint_index sharded_index cli_data cli_cluster)
 OFL_FUZZ_DIR="$OFL_ROOT/build-fuzz"
 
 usage() {

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <thread>
+#include <algorithm>
+#include <set>
 
 #include "graph/strategy_dot.h"
 #include "oneflow_lite/api/world_exchange.h"
@@ -282,6 +284,61 @@ Maybe<RunResult> DistributedSession::RunAndVote(const std::vector<TensorMap>& fe
     }
   }
   return run;
+}
+
+Maybe<VariableLayout> DistributedSession::VariableLayoutOf(const std::string& name) const {
+  OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
+  OFL_ASSIGN_OR_RETURN(TensorDesc desc, graph_.Desc(name));
+  VariableLayout layout;
+  layout.shape = desc.shape;
+  layout.dtype = desc.dtype;
+  layout.nd_sbp = strategy_.sources().at(name);
+  layout.placement = strategy_.SourcePlacement(name);
+  for (int64_t i = 0; i < layout.placement.size(); ++i) {
+    std::vector<int64_t> coords = layout.placement.Coordinates(i);
+    bool primary = true;
+    for (int64_t a = 0; a < layout.nd_sbp.size(); ++a) {
+      primary &= !(layout.nd_sbp[a].is_broadcast() && coords[a] != 0);
+    }
+    layout.slices.push_back(
+        SliceOf(desc.shape, layout.placement.hierarchy(), layout.nd_sbp, coords));
+    layout.primary.push_back(primary);
+  }
+  return layout;
+}
+
+Maybe<const proto::RegisterDesc*> DistributedSession::VariableRegister(const std::string& name,
+                                                                       int64_t rank) const {
+  OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
+  const std::vector<int64_t>& local = LocalRanks();
+  if (std::find(local.begin(), local.end(), rank) != local.end()) {
+    for (const proto::RegisterDesc* r : source_registers_.at(name)) {
+      if (r->rank() == rank) return r;
+    }
+  }
+  std::string held;
+  for (const proto::RegisterDesc* r : source_registers_.at(name)) {
+    if (std::find(local.begin(), local.end(), r->rank()) == local.end()) continue;
+    held += StrCat(held.empty() ? "" : ", ", r->rank());
+  }
+  return NotFound("variable '", name, "' has no slice on rank ", rank,
+                  " in this process (its slices here: ranks [", held, "])");
+}
+
+Maybe<Tensor> DistributedSession::GetVariableSlice(const std::string& name, int64_t rank) const {
+  OFL_RETURN_IF_ERROR(VariableRegister(name, rank).status());
+  return runtime_->GetVariable(name, rank);
+}
+
+Status DistributedSession::SetVariableSlice(const std::string& name, int64_t rank,
+                                            const Tensor& value) {
+  OFL_ASSIGN_OR_RETURN(const proto::RegisterDesc* r, VariableRegister(name, rank));
+  OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r->desc().dtype()));
+  const Shape shape(Dims(r->desc().shape()));
+  OFL_ENSURE(value.shape() == shape && value.dtype() == dtype, "set_variable_slice: variable '",
+             name, "' on rank ", rank, " expects ", DataTypeName(dtype), " ", shape, ", got ",
+             DataTypeName(value.dtype()), " ", value.shape());
+  return runtime_->SetVariable(name, rank, value);
 }
 
 std::string DistributedSession::StrategyDot() const { return StrategyToDot(graph_, strategy_); }

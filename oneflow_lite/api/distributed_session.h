@@ -26,6 +26,9 @@
 // alike. A step commits only when every process succeeded (a vote through
 // the store after the run); a lost process or a failure anywhere fails the
 // step on every process, naming it.
+// Sharded checkpoints use the per-rank view: LocalRanks, VariableLayoutOf
+// (every rank's slice of a variable, whichever process holds it) and
+// Get/SetVariableSlice (one local rank's slice, no gathering).
 #pragma once
 
 #include <chrono>
@@ -38,6 +41,7 @@
 #include "graph/distributed_lowering.h"
 #include "graph/strategy.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/slicing.h"
 #include "runtime/boxing.h"
 #include "runtime/runtime.h"
 
@@ -60,6 +64,18 @@ struct DistributedOptions {
 // once per process (process 0 then hosts the store) and shared by its
 // sessions; a world of one process when WORLD_SIZE is unset or 1.
 Maybe<std::shared_ptr<ProcessWorld>> WorldFromEnvironment();
+// Where a variable lives: logical shape and dtype, NdSbp, placement, and the
+// slice of every rank of the placement (SliceOf), in placement order.
+// primary[i]: rank i's slice is the one copy a checkpoint stores (coordinate
+// 0 on every B axis, as Assemble takes it); P slices are all primary (addends).
+struct VariableLayout {
+  Shape shape;
+  DataType dtype = DataType::kFloat32;
+  NdSbp nd_sbp;
+  Placement placement;
+  std::vector<TensorSlice> slices;
+  std::vector<bool> primary;
+};
 
 class DistributedSession {
  public:
@@ -86,6 +102,12 @@ class DistributedSession {
   // This process's ranks of the plan (every rank in a world of one process).
   const std::vector<int64_t>& LocalRanks() const { return runtime_->local_ranks(); }
   ProcessWorld* world() const { return world_.get(); }
+  Maybe<VariableLayout> VariableLayoutOf(const std::string& name) const;
+  // One local rank's slice of a variable (its physical tensor), and setting
+  // it; errors name the variable, the rank, and the expected and given
+  // shape and dtype.
+  Maybe<Tensor> GetVariableSlice(const std::string& name, int64_t rank) const;
+  Status SetVariableSlice(const std::string& name, int64_t rank, const Tensor& value);
 
   const proto::Plan& plan() const { return plan_; }
   const Strategy& strategy() const { return strategy_; }
@@ -102,6 +124,8 @@ class DistributedSession {
                               const std::vector<std::string>& fetches);
   bool IsLocal(int64_t rank) const;
   Maybe<std::map<int64_t, Tensor>> Slice(const std::string& name, const Tensor& logical) const;
+  // The register of `name`'s slice on local `rank`; errors name both.
+  Maybe<const proto::RegisterDesc*> VariableRegister(const std::string& name, int64_t rank) const;
 
   OpGraph graph_;
   Strategy strategy_;

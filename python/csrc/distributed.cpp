@@ -5,6 +5,8 @@
 // contiguous flat placements (stages) at random forward-op boundaries;
 // micro_batches=k runs k micro-batches per step, and run() then takes a
 // list of k feed dicts and returns a list of k lists of fetched arrays.
+// Sharded checkpoints: local_ranks(), variable_layout(name) (a dict),
+// get_variable_slice(name, rank) and set_variable_slice(name, rank, array).
 #include <pybind11/stl.h>
 
 #include <type_traits>
@@ -77,6 +79,29 @@ StrategySpec SpecFrom(const py::dict& spec) {
     s.seed = static_cast<uint64_t>(seed);
   }
   return s;
+}
+
+// {"shape", "dtype", "nd_sbp", "ranks", "hierarchy", "slices": {rank: {"offset",
+// "shape", "partial", "primary"}}}: api's VariableLayout.
+py::dict LayoutDict(const VariableLayout& layout) {
+  py::dict slices;
+  for (int64_t i = 0; i < layout.placement.size(); ++i) {
+    const TensorSlice& s = layout.slices[i];
+    py::dict d;
+    d["offset"] = s.offset;
+    d["shape"] = s.shape.dims();
+    d["partial"] = s.partial;
+    d["primary"] = static_cast<bool>(layout.primary[i]);
+    slices[py::int_(layout.placement.ranks()[i])] = d;
+  }
+  py::dict out;
+  out["shape"] = layout.shape.dims();
+  out["dtype"] = std::string(DataTypeName(layout.dtype));
+  out["nd_sbp"] = layout.nd_sbp.ToString();
+  out["ranks"] = layout.placement.ranks();
+  out["hierarchy"] = layout.placement.hierarchy().dims();
+  out["slices"] = slices;
+  return out;
 }
 
 }  // namespace
@@ -156,6 +181,26 @@ void BindDistributed(py::module_& m) {
            })
       .def("local_ranks", &DistributedSession::LocalRanks,
            "this process's ranks of the plan (every rank in a world of one process)")
+      .def("variable_layout",
+           [](const DistributedSession& s, const std::string& name) {
+             return LayoutDict(Unwrap(s.VariableLayoutOf(name)));
+           },
+           py::arg("name"),
+           "shape, dtype, nd_sbp, ranks, hierarchy, and slices: rank -> {offset, shape, "
+           "partial, primary (the one copy a checkpoint stores)}")
+      .def("get_variable_slice",
+           [](const DistributedSession& s, const std::string& name, int64_t rank) {
+             return ArrayFromTensor(Unwrap(s.GetVariableSlice(name, rank)));
+           },
+           py::arg("name"), py::arg("rank"))
+      .def("set_variable_slice",
+           [](DistributedSession& s, const std::string& name, int64_t rank,
+              const py::array& value) {
+             const std::string what =
+                 "set_variable_slice: variable '" + name + "' rank " + std::to_string(rank);
+             ThrowIfError(s.SetVariableSlice(name, rank, TensorFromArray(value, what)));
+           },
+           py::arg("name"), py::arg("rank"), py::arg("value"))
       .def("bytes_sent", &DistributedSession::BytesSentByRank)
       .def("peak_bytes", &DistributedSession::PeakBytes)
       .def("strategy", [](const DistributedSession& s) { return s.strategy().ToString(s.graph()); })

@@ -1,6 +1,6 @@
 """Where a save may write: the one rule that keeps our writers from losing the
-user's files. Checkpoint writers (``checkpoint.save``, hence ``nn.Graph.save``)
-use it, and so will the sharded writer.
+user's files. Checkpoint writers (``checkpoint.save``, hence ``nn.Graph.save``,
+and ``sharded_checkpoint.save``) use it.
 
 The rule: a writer deletes, renames or replaces only
 
@@ -24,10 +24,15 @@ renames, and a crash between them leaves the old one under
 removal cut short still leaves a marked (ours) folder; marked temporaries
 of dead writers are removed by the next save of that target.
 
+Both checkpoint formats (logical: ``index.json`` + ``tensors/NNNNN.npy``;
+sharded: ``index.json`` + ``shards/process-NNNNN.bin``) replace each other:
+``check_checkpoint_target`` accepts a marked folder holding only the entries
+of ``CHECKPOINT_LAYOUT``, each sub-folder holding only files named as ours.
+
 A writer's steps (checkpoint.save; the sharded writer the same way)::
 
     path = target_path(path, "my writer")               # refuses "", "/"
-    replace = check_replaceable(path, what, entries)    # refuses the user's
+    replace = check_checkpoint_target(path, what)       # refuses the user's
     tmp = make_temp_dir(path)                           # marked, fresh name
     try: ...write into tmp...; publish(tmp, path, replace)
     except BaseException: remove_ours(tmp); raise
@@ -56,6 +61,10 @@ from typing import Callable, Iterable, Optional
 MARKER = ".oneflow_lite-checkpoint"
 _MARKER_TEXT = b"oneflow_lite checkpoint: a later save may replace this directory\n"
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+# A checkpoint directory of ours, either format: top-level entry -> the
+# pattern of the file names inside it (None: a file).
+CHECKPOINT_LAYOUT = {"index.json": None, "tensors": r"\d{5,}\.npy",
+                     "shards": r"process-\d{5,}\.bin"}
 
 
 class SaveTargetError(ValueError):
@@ -123,6 +132,27 @@ def check_replaceable(path: str, what: str, entries: Iterable[str],
     raise SaveTargetError(f"{what}: '{path}' is a directory that is not a checkpoint of ours "
                           f"(it holds {shown or 'no marker ' + MARKER}); refusing to replace it "
                           f"(remove it or choose a new path)")
+
+
+def check_checkpoint_target(path: str, what: str,
+                            legacy: Optional[Callable[[str], bool]] = None) -> bool:
+    """``check_replaceable`` with the entries of ``CHECKPOINT_LAYOUT``, and
+    refuses a checkpoint of ours whose sub-folders hold files we did not
+    name (a user's file dropped into ``tensors/`` or ``shards/``)."""
+    replace = check_replaceable(path, what, CHECKPOINT_LAYOUT, legacy)
+    for folder, pattern in CHECKPOINT_LAYOUT.items():
+        full = os.path.join(path, folder)
+        if not replace or pattern is None or not os.path.isdir(full):
+            continue
+        if os.path.islink(full):
+            raise SaveTargetError(f"{what}: '{full}' is a symbolic link; refusing to replace it")
+        foreign = sorted(n for n in os.listdir(full) if not (
+            re.fullmatch(pattern, n) and os.path.isfile(os.path.join(full, n))
+            and not os.path.islink(os.path.join(full, n))))
+        if foreign:
+            raise SaveTargetError(f"{what}: {folder}/ holds files that are not ours "
+                                  f"({', '.join(foreign[:5])}); refusing to replace it")
+    return replace
 
 
 def make_temp_dir(path: str) -> str:

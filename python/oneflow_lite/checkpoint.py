@@ -19,13 +19,18 @@ optimizer state they carry.
 Writing loses nothing of the user's and is atomic (the rule lives in
 oneflow_lite._save_paths): ``<dir>`` must be new, an empty directory, or an
 earlier checkpoint of ours (a directory holding the marker file
-``.oneflow_lite-checkpoint``, ``index.json`` and ``tensors/NNNNN.npy`` and
-nothing else; or such a checkpoint written before markers); "" and
+``.oneflow_lite-checkpoint``, ``index.json`` and ``tensors/NNNNN.npy`` or
+``shards/process-NNNNN.bin`` and nothing else; or such a checkpoint written
+before markers); "" and
 "/", a regular file, a symlink and a directory with other files are refused.
 Everything goes into a fresh marked folder ``<dir>.tmp-<pid>-<random>``
 first (files flushed and fsync'ed), which is then swapped with ``<dir>``
 atomically (Linux ``renameat2``), so a crash at any moment leaves the old
 checkpoint or the new one loadable, never a mix.
+
+Sharded checkpoints (oneflow_lite.sharded_checkpoint, format version 2:
+slices per rank) load here too: ``read_index`` and ``load`` recognise them,
+and ``load`` assembles their logical tensors.
 
 Loading checks everything it reads: a missing or truncated file, a wrong
 checksum, a shape or dtype that differs from the index, and, when the
@@ -46,7 +51,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -71,6 +75,7 @@ class Checkpoint:
     model: str
     fingerprint: str
     meta: Dict[str, Any]
+    stats: Any = None  # a sharded load's _slice_io.ReadStats (bytes read per file)
 
 
 def is_state(name: str) -> bool:
@@ -127,14 +132,10 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"checkpoint {path}: meta is not JSON-serialisable: {e}") from None
     try:
-        replace = _save_paths.check_replaceable(path, f"checkpoint {path}", ENTRIES,
-                                                legacy=_is_unmarked_checkpoint)
+        replace = _save_paths.check_checkpoint_target(path, f"checkpoint {path}",
+                                                      legacy=_is_unmarked_checkpoint)
     except _save_paths.SaveTargetError as e:
         raise CheckpointError(str(e)) from None
-    foreign = _foreign_tensor_files(path) if replace else []
-    if foreign:
-        raise CheckpointError(f"checkpoint {path}: {TENSORS}/ holds files that are not ours "
-                              f"({', '.join(foreign[:5])}); refusing to replace it")
     tmp = _save_paths.make_temp_dir(path)
     try:
         os.makedirs(os.path.join(tmp, TENSORS))
@@ -156,16 +157,6 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
         raise
 
 
-def _foreign_tensor_files(path: str) -> list:
-    """What in ``<path>/tensors/`` a writer of ours did not name (NNNNN.npy)."""
-    folder = os.path.join(path, TENSORS)
-    if not os.path.isdir(folder):
-        return []
-    return sorted(n for n in os.listdir(folder)
-                  if not (re.fullmatch(r"\d{5,}\.npy", n)
-                          and os.path.isfile(os.path.join(folder, n))))
-
-
 def _is_unmarked_checkpoint(path: str) -> bool:
     """A checkpoint of ours written before the marker file: exactly index.json
     (of our format) and tensors/."""
@@ -180,7 +171,8 @@ def _is_unmarked_checkpoint(path: str) -> bool:
 
 
 def read_index(path: str) -> dict:
-    """The parsed and checked index.json of the checkpoint at ``path``."""
+    """The parsed and checked index.json of the checkpoint at ``path``
+    (either format: a sharded one's is checked by sharded_checkpoint)."""
     file = os.path.join(path, INDEX)
     if not os.path.isdir(path):
         raise CheckpointError(f"checkpoint {path}: no such directory")
@@ -191,6 +183,10 @@ def read_index(path: str) -> dict:
         raise CheckpointError(f"checkpoint {path}: {INDEX} is missing") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise CheckpointError(f"checkpoint {path}: {INDEX} does not parse: {e}") from None
+    if isinstance(index, dict) and index.get("format") == _sharded_format():
+        from oneflow_lite import _sharded_index
+
+        return _sharded_index.check(path, index)
     if not isinstance(index, dict) or index.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint {path}: {INDEX} is not a {FORMAT} index "
                               f"(format={index.get('format') if isinstance(index, dict) else None!r})")
@@ -329,6 +325,10 @@ def load(path: str, expected: Optional[Mapping[str, Tuple[Sequence[int], str]]] 
     file's sha256."""
     path = os.path.abspath(path.rstrip("/"))
     index = read_index(path)
+    if index["format"] == _sharded_format():
+        from oneflow_lite import sharded_checkpoint
+
+        return sharded_checkpoint.load_logical(path, model, expected, verify, allow_missing_state)
     if model is not None and index["model"] != model:
         raise CheckpointError(f"checkpoint {path} belongs to model '{index['model']}', "
                               f"not '{model}'")
@@ -337,6 +337,10 @@ def load(path: str, expected: Optional[Mapping[str, Tuple[Sequence[int], str]]] 
     tensors = {e["name"]: _read_tensor(path, e, verify) for e in index["tensors"]}
     return Checkpoint(tensors=tensors, model=index["model"], fingerprint=index["fingerprint"],
                       meta=index.get("meta", {}))
+
+
+def _sharded_format() -> str:
+    return "oneflow_lite-sharded"  # sharded_checkpoint.FORMAT (that module imports this one)
 
 
 def eager_tensors(model, optimizer=None) -> Dict[str, np.ndarray]:

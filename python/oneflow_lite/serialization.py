@@ -3,8 +3,8 @@
 The file is written under a fresh temporary name beside it and renamed, so
 a crash never leaves a half-written file under the real name. ``flow.save``
 replaces only a file that is itself a flow.save archive (see ``save``).
-Sharded checkpoints of graphs are nn.Graph's own format
-(oneflow_lite.checkpoint). Stateless; thread-compatible.
+Checkpoints of graphs are nn.Graph's own formats (oneflow_lite.checkpoint,
+logical; oneflow_lite.sharded_checkpoint, per rank). Stateless; thread-compatible.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "fuzz", "python"))
 
-TARGETS = ["strategy", "checkpoint_index", "cli_data", "cli_cluster"]
+TARGETS = ["strategy", "checkpoint_index", "sharded_index", "cli_data", "cli_cluster"]
 
 
 def inputs(target):

@@ -1,5 +1,6 @@
 """The runnable examples in the docstrings of nn.Graph, the checkpoint
-format, the save-target rule and flow.save run and print what they say."""
+formats (logical and sharded, with the world of processes a sharded save
+runs in), the save-target rule and flow.save run and print what they say."""
 from __future__ import annotations
 
 import doctest
@@ -9,6 +10,7 @@ import pytest
 
 
 @pytest.mark.parametrize("name", ["oneflow_lite.nn.graph", "oneflow_lite.checkpoint",
+                                  "oneflow_lite.sharded_checkpoint", "oneflow_lite._thread_world",
                                   "oneflow_lite._save_paths", "oneflow_lite.serialization"])
 def test_docstring_examples(name):
     module = importlib.import_module(name)

@@ -32,8 +32,11 @@ attribute name as prefix when the Graph holds several modules with
 parameters), optimizer state "<param>/m", "/v", "/step", "/momentum".
 After the first call the graph owns the training state: ``state_dict()``
 reads it (logical tensors, whatever the layout), ``load_state_dict()``
-writes it, ``save(dir)`` / ``load(dir)`` go through oneflow_lite.checkpoint,
-and ``copy_to_modules()`` writes the parameters back into the eager modules.
+writes it, ``save(dir)`` / ``load(dir)`` write and read checkpoints: sharded
+(oneflow_lite.sharded_checkpoint: each process writes its ranks' slices,
+each rank reads only its byte ranges) for a graph on a placement, logical
+(oneflow_lite.checkpoint) on one device; ``load`` reads either format under
+any plan. ``copy_to_modules()`` writes the parameters back into the eager modules.
 The scheduler given to ``add_optimizer`` is stepped after every call; the
 optimizer's current lr is fed each step (no recompile).
 
@@ -55,9 +58,9 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from oneflow_lite import _C, _global
+from oneflow_lite import _C, _global, _world
 from oneflow_lite import _dtype as dtypes
-from oneflow_lite import checkpoint
+from oneflow_lite import checkpoint, sharded_checkpoint
 from oneflow_lite._autograd import is_anomaly_enabled
 from oneflow_lite._tensor import Tensor
 from oneflow_lite.nn.graph_compile import LR_INPUT, Compiled, ParallelConfig
@@ -236,8 +239,11 @@ class Graph:
             state, self._pending_state = self._pending_state, None
             self.load_state_dict(state)
         if self._pending_checkpoint is not None:
-            (path, ck), self._pending_checkpoint = self._pending_checkpoint, None
-            self._apply_checkpoint(path, ck)
+            (path, ck, model), self._pending_checkpoint = self._pending_checkpoint, None
+            if ck is None:
+                self._apply_sharded(path, model)
+            else:
+                self._apply_checkpoint(path, ck)
 
     # ---- running ------------------------------------------------------------------
     def __call__(self, *args):
@@ -346,34 +352,83 @@ class Graph:
         for k, a in arrays.items():
             self._compiled.set(k, a.astype(specs[k][1]))
 
-    def save(self, path: str, model: str = "", meta: Optional[dict] = None) -> None:
-        """A checkpoint (oneflow_lite.checkpoint) of every variable."""
-        meta = dict(meta or {}, steps=self.compiled.steps)
+    def save(self, path: str, model: str = "", meta: Optional[dict] = None,
+             sharded: Optional[bool] = None, world=None) -> None:
+        """A checkpoint of every variable. ``sharded`` (default: whether the
+        graph runs on a placement): each process writes the slices of its
+        ranks (sharded_checkpoint); otherwise one logical checkpoint
+        (checkpoint), written by process 0. ``world``: the job's processes
+        (default: from the launcher's environment; this one alone without)."""
+        c = self.compiled
+        meta = dict(meta or {}, steps=c.steps)
         if self._scheduler is not None:
             meta["lr_scheduler"] = self._scheduler.state_dict()
-        checkpoint.save(path, {k: v._array() for k, v in self.state_dict().items()}, model, meta)
+        if sharded is None:
+            sharded = c.parallel is not None
+        if not sharded:  # every process reads the state (collective); process 0 writes
+            arrays = {k: v._array() for k, v in self.state_dict().items()}
+            _on_process0(world or _world.World(),
+                         lambda: checkpoint.save(path, arrays, model, meta))
+            return
+        source = (sharded_checkpoint.SessionShards(c.session, self._state_names())
+                  if c.parallel is not None else
+                  sharded_checkpoint.ArrayShards({k: c.get(k) for k in self._state_names()}))
+        sharded_checkpoint.save(path, source, model, meta, world)
 
     def load(self, path: str, model: Optional[str] = None) -> checkpoint.Checkpoint:
-        """Loads a checkpoint saved by ``save`` (any plan, any device count)
-        or from an eager model and optimizer (``checkpoint.save_eager``).
-        Files are checked now; names, shapes and dtypes against the graph's
-        variables now, or at the first call when the graph is not compiled yet."""
+        """Loads a checkpoint saved by ``save`` (either format, any plan, any
+        device or process count) or from an eager model and optimizer
+        (``checkpoint.save_eager``). Files (and a sharded checkpoint's index)
+        are checked now; names, shapes and dtypes against the graph's
+        variables now, or at the first call when the graph is not compiled
+        yet. A sharded checkpoint loads into a graph on a placement rank by
+        rank, reading only the byte ranges of this process's ranks; the
+        returned Checkpoint then has no tensors and its ``stats`` count the
+        bytes read."""
+        if sharded_checkpoint.is_sharded(path):
+            index = sharded_checkpoint.read_index(path)
+            if model is not None and index["model"] != model:
+                raise checkpoint.CheckpointError(f"checkpoint {path} belongs to model "
+                                                 f"'{index['model']}', not '{model}'")
+            if self._compiled is None:
+                self._pending_checkpoint = (path, None, model)
+                return checkpoint.Checkpoint({}, index["model"], index["fingerprint"],
+                                             index.get("meta", {}))
+            return self._apply_sharded(path, model)
         ck = checkpoint.load(path, model=model)
         if self._compiled is None:
-            self._pending_checkpoint = (path, ck)
+            self._pending_checkpoint = (path, ck, model)
         else:
             self._apply_checkpoint(path, ck)
         return ck
 
-    def _apply_checkpoint(self, path: str, ck: checkpoint.Checkpoint) -> None:
+    def _state_specs(self) -> Dict[str, tuple]:
         state = set(self._state_names())
-        specs = {k: v for k, v in self._compiled.specs().items() if k in state}
+        return {k: v for k, v in self._compiled.specs().items() if k in state}
+
+    def _apply_checkpoint(self, path: str, ck: checkpoint.Checkpoint) -> None:
         index = {"model": ck.model, "tensors": [
             {"name": k, "shape": list(v.shape), "dtype": v.dtype.name}
             for k, v in ck.tensors.items()]}
-        checkpoint.check_compatible(path, index, specs,
+        checkpoint.check_compatible(path, index, self._state_specs(),
                                     allow_missing_state=self._optimizer is None)
         self.load_state_dict(ck.tensors)
+        self._apply_meta(ck)
+
+    def _apply_sharded(self, path: str, model: Optional[str]) -> checkpoint.Checkpoint:
+        c, missing_ok = self._compiled, self._optimizer is None
+        if c.parallel is None:
+            ck = sharded_checkpoint.load_logical(path, model, self._state_specs(),
+                                                 allow_missing_state=missing_ok)
+            self._apply_checkpoint(path, ck)
+            return ck
+        target = sharded_checkpoint.SessionShards(c.session, self._state_names())
+        ck = sharded_checkpoint.load_into(path, target, model, self._state_specs(),
+                                          allow_missing_state=missing_ok)
+        self._apply_meta(ck)
+        return ck
+
+    def _apply_meta(self, ck: checkpoint.Checkpoint) -> None:
         if self._scheduler is not None and "lr_scheduler" in ck.meta:
             self._scheduler.load_state_dict(ck.meta["lr_scheduler"])
 
@@ -383,3 +438,18 @@ class Graph:
         for name, t in self._tracer.variables.items():
             if not name.startswith("_const") and t._value is not None:
                 np.copyto(t._value, c.get(name))
+
+
+def _on_process0(world, write) -> None:
+    """Runs ``write`` on process 0 only; every process raises if it failed."""
+    error, status = None, ""
+    if world.process == 0:
+        try:
+            write()
+        except Exception as e:
+            error, status = e, f"{type(e).__name__}: {e}"
+    status = world.broadcast_str(status)
+    if error is not None:
+        raise error
+    if status:
+        raise checkpoint.CheckpointError(f"checkpoint save failed on process 0: {status}")
