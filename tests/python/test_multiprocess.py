@@ -29,7 +29,7 @@ import pytest
 
 import test_distributed as td
 from multiprocess import spawn, worker
-from oneflow_lite import _C
+from oneflow_lite import _C, sharded_checkpoint
 
 PROPERTY_CASES = int(os.environ.get("OFL_MP_CASES", "40"))
 
@@ -247,3 +247,45 @@ def test_main_job_on_two_processes_matches_virtual_devices(tmp_path):
     one, two = (reports[n]["runs"][0] for n in ("one", "two"))
     assert one["losses"] == two["losses"], (one["losses"], two["losses"])
     assert two["measured"]["bytes_per_rank"][:2] == one["measured"]["bytes_per_rank"][:2]
+
+
+def test_sharded_checkpoint_across_process_counts(tmp_path):
+    """4 processes train 3 steps and save a sharded checkpoint; 2 processes
+    (same plan on 2 x 2 devices, and another random plan on 2 x 1), one
+    process with 4 virtual devices (another plan) and an eager load get the
+    parameters and optimizer state bitwise; the next 2 losses equal those of
+    the run that did not stop (bitwise under the same plan, else within
+    float32 tolerance: another plan sums in another order); each process of
+    the 2 x 1 load reads exactly the bytes its rank's slices overlap."""
+    ckpt = tmp_path / "ckpt"
+    run_ok(["-m", "multiprocess.worker", "ckpt_save", str(tmp_path), str(ckpt)], 4, 1,
+           timeout=240)
+    saved = np.load(tmp_path / "ckpt_save.p0.npz")
+    names = [k[len("param:"):] for k in saved.files if k.startswith("param:")]
+    assert any("/momentum" in n for n in names)  # optimizer state is in it
+    loads = [("same2x2", 2, 2, "4", worker.CKPT_MODEL[1], True),
+             ("other2x1", 2, 1, "2", "17", False)]
+    for tag, nproc, k, spec, seed, exact in loads:
+        run_ok(["-m", "multiprocess.worker", "ckpt_load", str(tmp_path), str(ckpt), tag,
+                str(nproc * k), spec, seed], nproc, k, timeout=240)
+        for p in range(nproc):
+            z = np.load(tmp_path / f"{tag}.p{p}.npz")
+            for n in names:
+                assert np.array_equal(z[f"param:{n}"], saved[f"param:{n}"]), (tag, p, n)
+            if exact:
+                assert np.array_equal(z["losses"], saved["losses"]), (tag, z["losses"])
+            else:
+                np.testing.assert_allclose(z["losses"], saved["losses"], rtol=1e-4, atol=1e-5)
+            if tag == "other2x1":  # one rank per process: exactly its overlaps
+                assert int(z["bytes_read"]) == int(z["bytes_wanted"]), (p, z["bytes_read"])
+                assert int(z["bytes_read"]) < int(z["bytes_total"])
+    # One process, 4 virtual devices, another plan; and eagerly.
+    s, g, params, data = worker.run_model("gpt", "23", 4, [2, 2], 4, steps=5)
+    shards = sharded_checkpoint.SessionShards(s, list(g.program.variables()))
+    sharded_checkpoint.load_into(str(ckpt), shards, model="gpt")
+    for n in names:
+        assert np.array_equal(s.get_variable(n), saved[f"param:{n}"]), n
+    np.testing.assert_allclose(td.train(s, g, data[3:5]), saved["losses"], rtol=1e-4, atol=1e-5)
+    eager = sharded_checkpoint.load_logical(str(ckpt), model="gpt")
+    for n in names:
+        assert np.array_equal(eager.tensors[n], saved[f"param:{n}"]), n

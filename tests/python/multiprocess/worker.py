@@ -4,7 +4,8 @@
     python -m multiprocess.worker model OUT gpt autoddl 4 2,2
     python -m multiprocess.worker kill OUT VICTIM        # VICTIM kills itself mid-step 3
     python -m multiprocess.worker mismatch OUT           # process 1 plans another strategy
-    python -m multiprocess.worker fail OUT               # a bad label on one rank's slice
+    python -m multiprocess.worker ckpt_save OUT DIR      # 3 steps, sharded save, 2 more steps
+    python -m multiprocess.worker ckpt_load OUT DIR TAG DEVICES HIERARCHY SEED
 
 Each process trains as told and writes what it saw to OUT/<tag>.p<process>.npz
 (losses, parameters after training, errors as text), so the test compares
@@ -22,7 +23,7 @@ import time
 import numpy as np
 
 import test_distributed as td
-from oneflow_lite import _C
+from oneflow_lite import _C, sharded_checkpoint
 from oneflow_lite.models import GPTConfig, VGGConfig
 
 PROCESS = int(os.environ.get("RANK", "0"))
@@ -126,8 +127,61 @@ def main(argv) -> int:
             save(out, "mismatch", [], {}, error=str(e))
             return 1
         return 0
+    elif mode in ("ckpt_save", "ckpt_load"):
+        return checkpoint_mode(mode, out, argv[2:], threads)
     else:
         raise SystemExit(f"worker: unknown mode {mode}")
+    return 0
+
+
+CKPT_MODEL = ("gpt", "3")  # a random strategy on 4 ranks for the saving run
+
+
+def overlap_bytes(box_a, box_b, itemsize: int) -> int:
+    n = 1
+    for (a0, an), (b0, bn) in zip(zip(*box_a), zip(*box_b)):
+        n *= max(0, min(a0 + an, b0 + bn) - max(a0, b0))
+    return n * itemsize
+
+
+def checkpoint_mode(mode: str, out: str, args, threads: int) -> int:
+    """ckpt_save: 3 steps on 4 ranks, a sharded save into DIR, then 2 more
+    steps (the run that did not stop). ckpt_load: a fresh session on
+    DEVICES ranks under random strategy SEED loads DIR (reading exact byte
+    ranges, verify=False, so the bytes read are countable), then trains the
+    2 steps; it also reports the bytes its ranks' slices overlap."""
+    directory = args[0]
+    if mode == "ckpt_save":
+        s, g, params, data = run_model(CKPT_MODEL[0], CKPT_MODEL[1], 4, [4], threads, steps=5)
+        tag = "ckpt_save"
+    else:
+        tag, devices = args[1], int(args[2])
+        hierarchy = [int(h) for h in args[3].split(",")]
+        s, g, params, data = run_model(CKPT_MODEL[0], args[4], devices, hierarchy, threads,
+                                       steps=5)
+    names = list(g.program.variables())
+    shards = sharded_checkpoint.SessionShards(s, names)
+    extra = {}
+    if mode == "ckpt_save":
+        td.train(s, g, data[:3])
+        state = {n: s.get_variable(n) for n in names}
+        sharded_checkpoint.save(directory, shards, model="gpt")
+    else:
+        ck = sharded_checkpoint.load_into(directory, shards, model="gpt", verify=False)
+        index = sharded_checkpoint.read_index(directory)
+        want = 0
+        for entry in index["tensors"]:
+            layout = shards.layout(entry["name"])
+            itemsize = np.dtype(entry["dtype"]).itemsize
+            for r in shards.ranks:
+                mine = (layout["slices"][r]["offset"], layout["slices"][r]["shape"])
+                for saved in entry["slices"]:
+                    want += overlap_bytes(mine, (saved["offset"], saved["shape"]), itemsize)
+        total = sum(sl["nbytes"] for e in index["tensors"] for sl in e["slices"])
+        extra = {"bytes_read": ck.stats.bytes_read, "bytes_wanted": want, "bytes_total": total}
+        state = {n: s.get_variable(n) for n in names}
+    losses = td.train(s, g, data[3:5])
+    save(out, tag, losses, state, **extra)
     return 0
 
 
