@@ -95,6 +95,11 @@ Status Runtime::Build(RuntimeOptions options) {
     }
   }
 
+  // The undo copy runs while no kernel does: on all C kernel threads (one
+  // under ThreadSanitizer, as the ranks' arenas).
+  m.undo = std::make_unique<StepUndo>(plan, &m.registers, m.allocators,
+                                      kThreadSanitizer ? 1 : cores, m.options.transactional);
+
   // Actors and their registers.
   for (const auto& t : plan.tasks()) {
     std::unique_ptr<Actor> actor = MakeActor(t, m.envs[t.rank()]);
@@ -182,6 +187,10 @@ std::vector<int64_t> Runtime::peak_bytes() const {
   std::vector<int64_t> out;
   for (const auto& a : impl_->allocators) out.push_back(a->peak_bytes());
   return out;
+}
+
+std::vector<int64_t> Runtime::undo_bytes() const {
+  return impl_->undo->bytes_per_rank();
 }
 
 std::vector<int64_t> Runtime::live_bytes() const {

@@ -40,6 +40,7 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
   ro.timeout = options.timeout;
   ro.trace_path = options.trace_path;
   ro.num_threads = options.num_threads;
+  ro.transactional = options.transactional;
   BoxingGroups* g = s->groups_.get();
   // A failed rank (a kernel rejecting a value) wakes the ranks blocked in a
   // collective now; RunStep resets the groups before the next run.

@@ -12,7 +12,8 @@
 // and returns each micro-batch's fetches. Dropout and other random ops draw
 // per micro-batch (the kernel's iteration is the micro-batch counter).
 // A run that fails on one rank (a kernel rejecting a value) stops every
-// rank: the communicators are aborted, and reset before the next run. One
+// rank: the communicators are aborted, and reset before the next run, and
+// (transactional, the default) every variable is as before the run. One
 // call at a time (a RunStep while another is in progress fails with an
 // error); the runtime's threads are internal.
 #pragma once
@@ -38,6 +39,8 @@ struct DistributedOptions {
   std::string trace_path;  // non-empty: write a Chrome trace of each run
   int64_t num_slots = 2;
   int64_t micro_batches = 1;  // k: micro-batches per optimizer step
+  // A failed run restores every variable (RuntimeOptions::transactional).
+  bool transactional = true;
 };
 
 class DistributedSession {
