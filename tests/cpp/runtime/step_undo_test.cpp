@@ -5,6 +5,8 @@
 // may leave some variables updated and says so. The oracle for "unchanged"
 // is a copy taken with GetVariable before the run; for the retry, a second
 // Runtime that never failed. Every run has a timeout.
+#include "runtime/step_undo.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,7 +16,6 @@
 #include "ops/kernel.h"
 #include "plan_maker.h"
 #include "runtime/runtime.h"
-#include "runtime/step_undo.h"
 
 namespace ofl {
 namespace {
@@ -23,7 +24,8 @@ using proto::TaskProto;
 using std::chrono::milliseconds;
 
 constexpr int64_t kN = 64;
-constexpr char kRestored[] = " (variables and optimizer state restored to their values before this run)";
+constexpr char kRestored[] =
+    " (variables and optimizer state restored to their values before this run)";
 constexpr char kOff[] = " (state may be partially updated: transactional steps are off)";
 
 // test_gate copies its input; x[0] < 0 is rejected; x[0] >= 100 sleeps `ms`
@@ -83,7 +85,8 @@ RuntimeOptions Options(bool transactional = true) {
 // Variables as they are now, by (name, rank).
 TensorMap Snapshot(const Runtime& rt) {
   TensorMap out;
-  for (const TensorKey& key : rt.VariableKeys()) out[key] = rt.GetVariable(key.name, key.rank).value();
+  for (const TensorKey& key : rt.VariableKeys())
+    out[key] = rt.GetVariable(key.name, key.rank).value();
   return out;
 }
 
@@ -95,8 +98,8 @@ bool BitwiseEqual(const Tensor& a, const Tensor& b) {
 void ExpectBitwiseEqual(const TensorMap& got, const TensorMap& want) {
   ASSERT_EQ(got.size(), want.size());
   for (const auto& [key, t] : want) {
-    EXPECT_TRUE(BitwiseEqual(got.at(key), t)) << "variable '" << key.name << "' on rank "
-                                              << key.rank;
+    EXPECT_TRUE(BitwiseEqual(got.at(key), t))
+        << "variable '" << key.name << "' on rank " << key.rank;
   }
 }
 
@@ -104,7 +107,8 @@ void ExpectBitwiseEqual(const TensorMap& got, const TensorMap& want) {
 std::unique_ptr<Runtime> MakeRuntime(const proto::Plan& plan, const RuntimeOptions& options) {
   auto rt = Runtime::Create(plan, options).value();
   for (int64_t r = 0; r < 2; ++r) {
-    EXPECT_TRUE(rt->SetVariable("w", r, MakeTensor({kN}, [&](int64_t i) { return 0.1 * i - r; })).ok());
+    EXPECT_TRUE(
+        rt->SetVariable("w", r, MakeTensor({kN}, [&](int64_t i) { return 0.1 * i - r; })).ok());
     EXPECT_TRUE(rt->SetVariable("m", r, MakeTensor({kN}, [](int64_t i) { return 0.01 * i; })).ok());
     EXPECT_TRUE(rt->SetVariable("v", r, MakeTensor({kN}, [](int64_t i) { return 0.02 * i; })).ok());
     Tensor step(Shape({1}), DataType::kInt64);
@@ -173,7 +177,8 @@ TEST(StepUndoTest, KernelErrorOnOneRankRestoresEveryVariableAndTheRetryMatchesAF
   auto oracle = fresh->Run(3, Feeds(), {"y"});
   ASSERT_TRUE(oracle.ok()) << oracle.status().message();
   ExpectBitwiseEqual(Snapshot(*rt), Snapshot(*fresh));
-  for (int64_t i = 0; i < 3; ++i) ExpectBitwiseEqual(retried.value().fetched[i], oracle.value().fetched[i]);
+  for (int64_t i = 0; i < 3; ++i)
+    ExpectBitwiseEqual(retried.value().fetched[i], oracle.value().fetched[i]);
   EXPECT_EQ(rt->iteration(), 3);
   // And the step did something: the oracle's variables moved.
   EXPECT_FALSE(BitwiseEqual(Snapshot(*fresh).at({"w", 1}), before.at({"w", 1})));
@@ -191,10 +196,10 @@ TEST(StepUndoTest, TimedOutRunRestoresEveryVariable) {
   EXPECT_EQ(failed.status().code(), StatusCode::kTimeout) << failed.status().message();
   EXPECT_NE(failed.status().message().find("rank 1: task"), std::string::npos)
       << failed.status().message();
-  EXPECT_TRUE(failed.status().message().size() > sizeof(kRestored) &&
-              failed.status().message().compare(failed.status().message().size() -
-                                                    (sizeof(kRestored) - 1),
-                                                std::string::npos, kRestored) == 0)
+  EXPECT_TRUE(
+      failed.status().message().size() > sizeof(kRestored) &&
+      failed.status().message().compare(failed.status().message().size() - (sizeof(kRestored) - 1),
+                                        std::string::npos, kRestored) == 0)
       << failed.status().message();
   ExpectBitwiseEqual(Snapshot(*rt), before);
   EXPECT_EQ(rt->iteration(), 0);
@@ -240,9 +245,9 @@ TEST(StepUndoTest, WithoutTransactionsAFailedRunMayLeaveAPartialUpdateAndSaysSo)
   const TensorMap before = Snapshot(*rt);
   auto failed = rt->Run(3, Feeds(1, 0, -3), {"y"});
   ASSERT_FALSE(failed.ok());
-  EXPECT_EQ(failed.status().message(),
-            std::string("rank 0: task 5 (test_gate 'gate'): x[0]=-3 is out of range [0, 100]") +
-                kOff);
+  EXPECT_EQ(
+      failed.status().message(),
+      std::string("rank 0: task 5 (test_gate 'gate'): x[0]=-3 is out of range [0, 100]") + kOff);
   // Rank 1's update of iteration 0 ran before rank 0's gate of iteration 1 could act.
   const TensorMap after = Snapshot(*rt);
   EXPECT_FALSE(BitwiseEqual(after.at({"w", 1}), before.at({"w", 1})));
