@@ -72,6 +72,8 @@ class DistributedSession {
   std::string StrategyDot() const;  // the strategy as Graphviz DOT (graph/strategy_dot.h)
   std::map<int64_t, int64_t> BytesSentByRank() const { return groups_->BytesSentByRank(); }
   std::vector<int64_t> PeakBytes() const { return runtime_->peak_bytes(); }
+  // Per rank: the undo copy of transactional steps (part of PeakBytes).
+  std::vector<int64_t> UndoBytes() const { return runtime_->undo_bytes(); }
 
  private:
   DistributedSession() = default;

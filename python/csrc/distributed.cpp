@@ -156,6 +156,9 @@ void BindDistributed(py::module_& m) {
            })
       .def("bytes_sent", &DistributedSession::BytesSentByRank)
       .def("peak_bytes", &DistributedSession::PeakBytes)
+      .def("undo_bytes", &DistributedSession::UndoBytes,
+           "per rank: bytes of the undo copy of the variables (transactional steps), part of "
+           "peak_bytes")
       .def("strategy", [](const DistributedSession& s) { return s.strategy().ToString(s.graph()); })
       .def("to_dot",
            [](const DistributedSession& s) { return s.StrategyDot(); },

@@ -101,6 +101,10 @@ def test_timed_out_steps_leave_every_variable_bitwise_unchanged():
 def test_without_transactions_the_error_says_state_may_be_partial():
     g = build()
     s = session(g, transactional=False)
+    on = session(g)
+    # The undo copy is allocated once per rank, beside the registers, and counted.
+    assert s.undo_bytes() == [0, 0, 0, 0] and min(on.undo_bytes()) > 0
+    assert [a - b for a, b in zip(on.peak_bytes(), s.peak_bytes())] == on.undo_bytes()
     x, y = batch(0)
     bad_y = y.copy()
     bad_y[0, 0] = 99
