@@ -43,6 +43,7 @@ StepUndo::StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* regist
       arena_(std::make_unique<tbb::task_arena>(std::max(threads, 1))) {
   for (int64_t id : UpdatedRegisters(plan)) {
     RuntimeRegister& reg = (*registers)[id];
+    if (reg.slots.empty()) continue;  // not allocated here: a rank of another process
     CHECK_EQ(reg.slots.size(), 1u) << "persistent register '" << reg.desc->name() << "'";
     Tensor* live = &reg.slots[0];
     const int64_t rank = reg.desc->rank();

@@ -46,6 +46,7 @@ class StepUndo {
 
   // With `keep_copy`, one undo buffer per updated register, from
   // allocators[its rank]; without, none (Save and Restore do nothing).
+  // Registers with no slot (ranks this process does not run) are skipped.
   // `registers` (by id) must outlive the StepUndo. `threads`: the copy
   // threads (>= 1).
   StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* registers,
