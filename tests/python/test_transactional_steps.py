@@ -86,15 +86,18 @@ def test_timed_out_steps_leave_every_variable_bitwise_unchanged():
     g = build()
     s = session(g, timeout_ms=1)
     failures = 0
-    for seed in range(5):  # each attempt: unchanged when it fails, as Run says
+    for seed in range(40):  # each attempt: unchanged when it fails, as Run says
         before = snapshot(s, g)
         x, y = batch(seed)
         try:
             step(s, g, x, y)
         except (RuntimeError, ValueError) as e:
             failures += 1
+            assert " waited 1 ms for " in str(e) or "timed out" in str(e), str(e)
             assert str(e).endswith(RESTORED), str(e)
             assert_bitwise_equal(snapshot(s, g), before)
+        if failures == 3:
+            break
     assert failures > 0  # 4 ranks on 2 cores: some wait passes 1 ms
 
 
