@@ -43,10 +43,9 @@
 // thread stopped, iteration() does not advance (dropout replays the same
 // masks when the step is retried), and the error of a plan that updates
 // variables ends with "(variables and optimizer state restored to their
-// values before this run)". The outcome is
-// options.commit(local) when set (across processes: the outcome every
-// process agrees on), else the local one. runtime/step_undo.h has the
-// mechanism and why it is an undo copy.
+// values before this run)". The outcome is options.commit(local) when set
+// (across processes: the outcome every process agrees on), else the local
+// one. runtime/step_undo.h has the mechanism and why it is an undo copy.
 //
 // Thread safety: one call at a time (Run, SetVariable, GetVariable); the
 // Runtime's own threads are internal.
@@ -93,7 +92,8 @@ struct RuntimeOptions {
   // may leave some variables updated; its error then ends with "(state may
   // be partially updated: transactional steps are off)".
   bool transactional = true;
-  // Called once per Run after every local actor thread stopped, with this
+  // Called once per Run that started its actors (not when feeds or fetches
+  // are refused first), after every local actor thread stopped, with this
   // process's outcome; returns the outcome all processes agree on (e.g. a
   // vote through the rendezvous store). An error restores the undo copy even
   // when the local run succeeded, and Run returns it (no fetched values); an
