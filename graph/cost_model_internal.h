@@ -1,8 +1,8 @@
 // Internal to the cost model (cost_model.h): the builder that turns an
 // OpGraph into cost nodes and edges, its caches, and the shared rules
 // (busiest rank's share of work and bytes, seconds of a boxing plan).
-// Exposed only for cost_model.cpp and tests. Not synchronised: one Builder
-// per build.
+// Exposed only for cost_model*.cpp, strategy_report.cpp (the undo bytes)
+// and tests. Not synchronised: one Builder per build.
 #pragma once
 
 #include <map>

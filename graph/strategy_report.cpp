@@ -5,7 +5,10 @@
 #include <numeric>
 #include <sstream>
 
+#include "graph/cost_model_internal.h"  // LargestSliceElements
+#include "oneflow_lite/core/checked_math.h"
 #include "oneflow_lite/core/json.h"
+#include "ops/op_registry.h"
 #include "search/matmul_lower_bound.h"
 
 namespace ofl {
@@ -15,6 +18,28 @@ std::string SignatureOf(const CostNodeInfo& info, int candidate) {
   if (!info.signatures.empty()) return info.signatures[candidate].ToString();
   if (!info.sbps.empty()) return info.sbps[candidate].ToString();
   return "";
+}
+
+// Bytes of the undo copy, on the busiest rank under candidate `c`, of the
+// variables that `info`'s folded update writes in place (its OpDef mutable
+// inputs); 0 for a node that updates nothing.
+int64_t UndoBytes(const OpGraph& graph, const CostNodeInfo& info, int c) {
+  if (info.update_op.empty() || c >= static_cast<int>(info.signatures.size())) return 0;
+  auto op = std::find_if(graph.ops().begin(), graph.ops().end(),
+                         [&](const OpNode& n) { return n.name == info.update_op; });
+  if (op == graph.ops().end()) return 0;
+  Maybe<const OpDef*> def = OpRegistry::Find(op->type);
+  if (!def.ok()) return 0;
+  const NdSbpSignature& sig = info.signatures[c];
+  int64_t bytes = 0;
+  for (size_t i = 0; i < op->inputs.size() && i < sig.inputs.size(); ++i) {
+    Maybe<TensorDesc> desc = graph.Desc(op->inputs[i]);
+    if (!def.value()->is_mutable_input(static_cast<int>(i)) || !desc.ok()) continue;
+    const int64_t elements = internal::LargestSliceElements(
+        desc.value().shape, info.placement.hierarchy(), sig.inputs[i]);
+    bytes = SaturatingAdd(bytes, SaturatingMul(elements, SizeOf(desc.value().dtype)));
+  }
+  return bytes;
 }
 
 bool HasPartial(const NdSbp& sbp) {
@@ -95,6 +120,7 @@ Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& mode
     r.signature = SignatureOf(info, c);
     r.compute_seconds = eval.node_seconds[i];
     r.memory_bytes = cost.node(i).candidates[c].memory_bytes;
+    report.undo_bytes = SaturatingAdd(report.undo_bytes, UndoBytes(graph, info, c));
     r.flops = c < static_cast<int>(info.flops.size()) ? info.flops[c] : 0;
     if (info.kind == CostNodeKind::kOp && IsMatmul(info.op_type)) {
       r.matmul = MatmulDims(graph, info.name);
@@ -196,6 +222,10 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
       << FormatSeconds(compute_seconds) << " + communication " << FormatSeconds(transfer_seconds)
       << "; memory " << FormatBytes(memory_bytes) << " per device";
   if (memory_limit_bytes != kNoMemoryLimit) out << " (limit " << FormatBytes(memory_limit_bytes) << ")";
+  if (undo_bytes > 0) {
+    out << "\nundo copy of variables (transactional steps): " << FormatBytes(undo_bytes)
+        << " per device";
+  }
   if (optimality) out << "\n" << optimality->ToText(total_seconds);
   out << "\ncluster " << cluster << ", " << placement << ", " << micro_batches
       << " micro-batch(es)\n";
@@ -246,7 +276,8 @@ std::string StrategyReport::ToJson() const {
       << ", \"predicted_step_s\": " << JsonNumber(total_seconds)
       << ", \"compute_s\": " << JsonNumber(compute_seconds)
       << ", \"communication_s\": " << JsonNumber(transfer_seconds)
-      << ", \"memory_bytes\": " << memory_bytes << ", \"memory_limit_bytes\": "
+      << ", \"memory_bytes\": " << memory_bytes << ", \"undo_bytes\": " << undo_bytes
+      << ", \"memory_limit_bytes\": "
       << (memory_limit_bytes == kNoMemoryLimit ? std::string("null")
                                                : std::to_string(memory_limit_bytes))
       << ", \"optimality\": "

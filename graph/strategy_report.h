@@ -99,6 +99,12 @@ struct StrategyReport {
   double transfer_seconds = 0;
   int64_t memory_bytes = 0;  // per device
   int64_t memory_limit_bytes = 0;
+  // Per device (each variable at its busiest rank, as memory_bytes): the
+  // runtime's undo copy of every variable an update writes in place (the
+  // parameter and its optimizer state, in their stored dtypes), which
+  // transactional steps (runtime/step_undo.h) allocate beside them. Not in
+  // memory_bytes (the cost model leaves it out).
+  int64_t undo_bytes = 0;
   std::optional<Optimality> optimality;  // when measured
   std::vector<NodeReport> nodes;  // costliest first (ties: graph order)
   std::vector<EdgeReport> edges;  // edges that move bytes, costliest first

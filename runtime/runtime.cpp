@@ -116,6 +116,11 @@ Status Runtime::Build(RuntimeOptions options) {
     }
   }
 
+  // The undo copy runs while no kernel does: on all C kernel threads (one
+  // under ThreadSanitizer, as the ranks' arenas).
+  m.undo = std::make_unique<StepUndo>(plan, &m.registers, m.allocators,
+                                      kThreadSanitizer ? 1 : cores, m.options.transactional);
+
   // Actors (this process's tasks) and their registers.
   m.actor_of_task.assign(plan.tasks_size(), nullptr);
   for (const auto& t : plan.tasks()) {
@@ -209,6 +214,10 @@ std::vector<int64_t> Runtime::peak_bytes() const {
   std::vector<int64_t> out;
   for (const auto& a : impl_->allocators) out.push_back(a->peak_bytes());
   return out;
+}
+
+std::vector<int64_t> Runtime::undo_bytes() const {
+  return impl_->undo->bytes_per_rank();
 }
 
 std::vector<int64_t> Runtime::live_bytes() const {

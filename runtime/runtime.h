@@ -34,6 +34,19 @@
 // timeout, or an abort from on_failure). A kernel that never returns cannot
 // be stopped.
 //
+// Transactional steps (options.transactional, on by default): a Run is
+// all-or-nothing for the variables it updates in place (parameters and
+// optimizer state). Before the actors start, every persistent register some
+// task writes is copied into an undo buffer allocated once per rank by that
+// rank's allocator (counted in peak_bytes(); undo_bytes() per rank); when the
+// run's outcome is an error, the buffers are copied back after every actor
+// thread stopped, iteration() does not advance (dropout replays the same
+// masks when the step is retried), and the error of a plan that updates
+// variables ends with "(variables and optimizer state restored to their
+// values before this run)". The outcome is options.commit(local) when set
+// (across processes: the outcome every process agrees on), else the local
+// one. runtime/step_undo.h has the mechanism and why it is an undo copy.
+//
 // Thread safety: one call at a time (Run, SetVariable, GetVariable); the
 // Runtime's own threads are internal.
 #pragma once
@@ -79,6 +92,18 @@ struct RuntimeOptions {
   // error: e.g. to abort the communicators, so that ranks blocked in a
   // collective return now rather than at the collective's timeout.
   std::function<void(const Status&)> on_failure;
+  // Keep an undo copy of the updated variables and restore it when a run
+  // fails (see the top of this file). Off: no undo bytes, and a failed run
+  // may leave some variables updated; its error then ends with "(state may
+  // be partially updated: transactional steps are off)".
+  bool transactional = true;
+  // Called once per Run that started its actors (not when feeds or fetches
+  // are refused first), after every local actor thread stopped, with this
+  // process's outcome; returns the outcome all processes agree on (e.g. a
+  // vote through the rendezvous store). An error restores the undo copy even
+  // when the local run succeeded, and Run returns it (no fetched values); an
+  // OK for a failed local run keeps the local error. Empty: the local outcome.
+  std::function<Status(const Status& local)> commit;
 };
 
 // A tensor of one rank: a fed input, a fetched value, a variable.
@@ -108,8 +133,11 @@ class Runtime {
                                                 RuntimeOptions options = {});
   ~Runtime();
 
-  // Runs `num_iterations` iterations (iteration() advances by that many even
-  // when the run fails; variables may then hold a partial update). `feeds`:
+  // Runs `num_iterations` iterations (iteration() advances by that many when
+  // the run succeeds; a failed run restores the variables and leaves
+  // iteration() as it was when transactional, see the top of this file;
+  // otherwise iteration() advances and variables may hold a partial
+  // update). `feeds`:
   // one map per iteration, or one map reused for every iteration (or none
   // when the plan has no SOURCE); every SOURCE task (name = op_conf.name,
   // rank) must be fed a tensor of its register's shape and dtype. `fetches`
@@ -130,6 +158,9 @@ class Runtime {
   int kernel_threads(int64_t rank) const { return shares_.at(rank); }  // 0: not local
   std::vector<int64_t> peak_bytes() const;
   std::vector<int64_t> live_bytes() const;
+  // Per rank: bytes of the undo copy (0 when not transactional); part of
+  // peak_bytes() and live_bytes().
+  std::vector<int64_t> undo_bytes() const;
 
  private:
   struct Impl;

@@ -16,6 +16,7 @@
 #include "runtime/actor_thread.h"
 #include "runtime/allocator.h"
 #include "runtime/runtime.h"
+#include "runtime/step_undo.h"
 
 namespace ofl {
 
@@ -33,6 +34,7 @@ struct Runtime::Impl {
   std::map<TensorKey, int64_t> sources;                      // -> task id
   std::map<TensorKey, int64_t> variables;                    // -> register id
   std::vector<std::string> task_names;                       // by task id
+  std::unique_ptr<StepUndo> undo;  // the updated variables (and their undo copy)
 
   // One run's fetches: keys[k] is filled from buffers[k][step].
   std::vector<TensorKey> fetch_keys;

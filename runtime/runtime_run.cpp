@@ -139,13 +139,13 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   run.SetRunning(static_cast<int64_t>(m.threads.size()));
   for (auto& actor : m.actors) actor->BeginRun(&run);
   for (auto& t : m.threads) t->ResetForRun();
+  m.undo->Save();  // nothing when not transactional
   {
     BlasThreadsScope blas(shares_);
     run.start = std::chrono::steady_clock::now();
     for (auto& t : m.threads) t->BeginRun(&run);
     run.WaitAllFinished();
   }
-  iteration_ += num_iterations;
 
   RunResult result;
   for (auto& t : m.threads) {
@@ -165,8 +165,11 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   if (!m.options.trace_path.empty()) {
     trace = WriteChromeTrace(m.options.trace_path, result.acts, m.task_names);
   }
-  OFL_RETURN_IF_ERROR(run.error());
-  OFL_RETURN_IF_ERROR(trace);
+  // Every actor thread has stopped: the outcome may restore the variables.
+  const Status outcome = ConcludeRun(run.error().ok() ? trace : run.error(), m.options.commit,
+                                     m.undo.get());
+  if (outcome.ok() || !m.options.transactional) iteration_ += num_iterations;
+  OFL_RETURN_IF_ERROR(outcome);
   result.fetched.resize(num_iterations);
   for (size_t k = 0; k < m.fetch_keys.size(); ++k) {
     for (int64_t i = 0; i < num_iterations; ++i) {

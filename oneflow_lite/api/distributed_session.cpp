@@ -65,6 +65,7 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
   ro.trace_path = options.trace_path;
   ro.num_threads = options.num_threads;
   ro.process = process;
+  ro.transactional = options.transactional;
   BoxingGroups* g = s->groups_.get();
   DistributedSession* self = s.get();
   // A failed rank (a kernel rejecting a value) wakes the ranks blocked in a
@@ -78,6 +79,11 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
                                               error.message()));
     }
   };
+  if (world != nullptr && world->distributed()) {
+    // The commit point: the runtime keeps this run's updates only when every
+    // process's run succeeded, else restores them (transactional steps).
+    ro.commit = [self](const Status& local) { return self->Vote(local); };
+  }
   ro.boxing = [g](const proto::TaskProto& task, const Tensor& input, Tensor* output) {
     return RunBoxingStep(task, input, output, g->For(task.boxing_conf().group_id(), task.rank()));
   };
@@ -265,25 +271,24 @@ Maybe<RunResult> DistributedSession::RunAndVote(const std::vector<TensorMap>& fe
   }
   cv.notify_all();
   watch.join();
-  // The vote: the step stands only when every process's run succeeded.
-  const std::string outcome = run.ok() ? "" : StrCat("process ", world_->process(), ": ",
-                                                     run.status().message());
-  auto votes = world_->AllGather(scope_ + "/vote",
-                                 std::vector<char>(outcome.begin(), outcome.end()), scope_);
-  if (!votes.ok()) {
-    if (!run.ok()) return run.status();
-    return votes.status();
-  }
-  if (!run.ok()) return run.status();
-  for (const auto& v : votes.value()) {
-    if (!v.empty()) {
-      groups_->AbortAll("another process failed");
-      return Status(StatusCode::kInternal,
-                    StrCat("process ", world_->process(), ": the step failed elsewhere: ",
-                           std::string(v.begin(), v.end())));
-    }
-  }
   return run;
+}
+
+Status DistributedSession::Vote(const Status& local) {
+  const std::string outcome =
+      local.ok() ? "" : StrCat("process ", world_->process(), ": ", local.message());
+  auto votes = world_->AllGather(scope_ + "/vote", std::vector<char>(outcome.begin(), outcome.end()),
+                                 scope_);
+  if (!local.ok()) return local;
+  if (!votes.ok()) return votes.status();
+  for (const auto& v : votes.value()) {
+    if (v.empty()) continue;
+    groups_->AbortAll("another process failed");
+    return Status(StatusCode::kInternal,
+                  StrCat("process ", world_->process(), ": the step failed elsewhere: ",
+                         std::string(v.begin(), v.end())));
+  }
+  return Status::OK();
 }
 
 Maybe<VariableLayout> DistributedSession::VariableLayoutOf(const std::string& name) const {

@@ -12,7 +12,8 @@
 // and returns each micro-batch's fetches. Dropout and other random ops draw
 // per micro-batch (the kernel's iteration is the micro-batch counter).
 // A run that fails on one rank (a kernel rejecting a value) stops every
-// rank: the communicators are aborted, and reset before the next run. One
+// rank: the communicators are aborted, and reset before the next run, and
+// (transactional, the default) every variable is as before the run. One
 // call at a time (a RunStep while another is in progress fails with an
 // error); the runtime's threads are internal.
 // Several processes (options.world): every process creates the same session
@@ -57,6 +58,8 @@ struct DistributedOptions {
   // owns ranks [p*K, (p+1)*K), K = devices_per_process. Null: a world of
   // one process that owns every rank (N virtual devices).
   std::shared_ptr<ProcessWorld> world;
+  // A failed run restores every variable (RuntimeOptions::transactional).
+  bool transactional = true;
 };
 
 // This process's world from the launcher's environment (WORLD_SIZE, RANK,
@@ -115,11 +118,15 @@ class DistributedSession {
   std::string StrategyDot() const;  // the strategy as Graphviz DOT (graph/strategy_dot.h)
   std::map<int64_t, int64_t> BytesSentByRank() const { return groups_->BytesSentByRank(); }
   std::vector<int64_t> PeakBytes() const { return runtime_->peak_bytes(); }
+  // Per rank: the undo copy of transactional steps (part of PeakBytes).
+  std::vector<int64_t> UndoBytes() const { return runtime_->undo_bytes(); }
 
  private:
   DistributedSession() = default;
   Maybe<Tensor> Assemble(const std::string& name, const std::map<int64_t, Tensor>& parts) const;
-  // Runs the steps' iterations with the world's failure watch, then the vote.
+  // Runs the steps' iterations with the world's failure watch (the runtime's
+  // commit hook votes).
+  Status Vote(const Status& local);  // the commit point across processes
   Maybe<RunResult> RunAndVote(const std::vector<TensorMap>& feeds,
                               const std::vector<std::string>& fetches);
   bool IsLocal(int64_t rank) const;

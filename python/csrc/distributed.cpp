@@ -112,7 +112,7 @@ void BindDistributed(py::module_& m) {
                        const std::vector<int64_t>& hierarchy, const py::dict& strategy,
                        const std::vector<std::string>& fetches, int num_threads,
                        int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
-                       int64_t micro_batches) {
+                       int64_t micro_batches, bool transactional) {
              Placement placement = MakePlacement(ranks, hierarchy);
              Strategy s = Unwrap(MakeStrategy(program.graph(), placement, SpecFrom(strategy)));
              DistributedOptions options;
@@ -121,6 +121,7 @@ void BindDistributed(py::module_& m) {
              options.trace_path = trace_path;
              options.num_slots = num_slots;
              options.micro_batches = micro_batches;
+             options.transactional = transactional;
              options.world = Unwrap(WorldFromEnvironment());
              py::gil_scoped_release release;  // the processes meet (rendezvous) here
              return Unwrap(DistributedSession::Create(program.graph(), s, fetches, options));
@@ -128,7 +129,8 @@ void BindDistributed(py::module_& m) {
            py::arg("program"), py::arg("ranks"), py::arg("hierarchy") = std::vector<int64_t>{},
            py::arg("strategy") = py::dict(), py::arg("fetches") = std::vector<std::string>{},
            py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000,
-           py::arg("trace_path") = "", py::arg("num_slots") = 2, py::arg("micro_batches") = 1)
+           py::arg("trace_path") = "", py::arg("num_slots") = 2, py::arg("micro_batches") = 1,
+           py::arg("transactional") = true)
       .def("run",
            [](DistributedSession& s, const py::object& feeds,
               const std::vector<std::string>& fetches) -> py::object {
@@ -203,6 +205,9 @@ void BindDistributed(py::module_& m) {
            py::arg("name"), py::arg("rank"), py::arg("value"))
       .def("bytes_sent", &DistributedSession::BytesSentByRank)
       .def("peak_bytes", &DistributedSession::PeakBytes)
+      .def("undo_bytes", &DistributedSession::UndoBytes,
+           "per rank: bytes of the undo copy of the variables (transactional steps), part of "
+           "peak_bytes")
       .def("strategy", [](const DistributedSession& s) { return s.strategy().ToString(s.graph()); })
       .def("to_dot",
            [](const DistributedSession& s) { return s.StrategyDot(); },

@@ -289,3 +289,43 @@ def test_sharded_checkpoint_across_process_counts(tmp_path):
     eager = sharded_checkpoint.load_logical(str(ckpt), model="gpt")
     for n in names:
         assert np.array_equal(eager.tensors[n], saved[f"param:{n}"]), n
+
+
+@pytest.mark.parametrize("nproc,k", [(4, 1), (2, 2)])
+def test_failed_step_across_processes_leaves_every_variable_bitwise(tmp_path, nproc, k):
+    """A label out of range on the ranks of row 3: every process's step
+    fails (the failing one with the kernel's error, the others naming it),
+    all variables (Adam's m, v, step included) are bitwise as before on every
+    process, and the next good step gives the loss of a session that never
+    failed (one process, 4 virtual devices)."""
+    import test_transactional_steps as tt
+    run_ok(["-m", "multiprocess.worker", "fail", str(tmp_path)], nproc, k, timeout=240)
+    g = tt.build()
+    fresh = tt.session(g)
+    x, y = tt.batch(0)
+    x2, y2 = tt.batch(1)
+    want = [tt.step(fresh, g, x, y), tt.step(fresh, g, x2, y2)]
+    for p in range(nproc):
+        z = np.load(tmp_path / f"fail.p{p}.npz")
+        error = str(z["error"])
+        assert "labels[3, 5]=-3 is out of range [0, 11)" in error, (p, error)
+        assert error.endswith(tt.RESTORED), (p, error)
+        for key in z.files:
+            if key.startswith("param:"):
+                name = key[len("param:"):]
+                assert z[key].tobytes() == z[f"before:{name}"].tobytes(), (p, name)
+        assert z["losses"].tolist() == want, (p, z["losses"], want)
+
+
+def test_timed_out_step_across_processes_leaves_every_variable_bitwise(tmp_path):
+    run_ok(["-m", "multiprocess.worker", "timeout", str(tmp_path)], 4, 1, timeout=240)
+    import test_transactional_steps as tt
+    for p in range(4):
+        z = np.load(tmp_path / f"timeout.p{p}.npz")
+        error = str(z["error"])
+        assert error, f"process {p}: no step timed out in 40 tries with 1 ms waits"
+        assert error.endswith(tt.RESTORED), (p, error)
+        for key in z.files:
+            if key.startswith("param:"):
+                name = key[len("param:"):]
+                assert z[key].tobytes() == z[f"before:{name}"].tobytes(), (p, name)

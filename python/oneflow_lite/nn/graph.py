@@ -81,6 +81,22 @@ class GraphConfig:
         # NaN/Inf check after every op of a step: True, False, or None to
         # follow flow.set_detect_anomaly / flow.autograd.detect_anomaly.
         self.detect_anomaly: Optional[bool] = None
+        self.transactional = True  # see transactional_steps
+
+    def transactional_steps(self, on: bool = True) -> None:
+        """On (the default): a step that fails on any rank (a kernel error, a
+        timeout) leaves every parameter and optimizer state as before it, at
+        the cost of one undo copy of them per device; off: no copy, and a
+        failed step may leave some of them updated. Applies to auto_parallel
+        graphs; set it before the first call.
+
+        >>> graph.config.transactional_steps(False)  # doctest: +SKIP
+        """
+        if not isinstance(on, bool):
+            raise TypeError(f"transactional_steps: expected a bool, got {type(on).__name__} {on!r}")
+        self.transactional = on
+        if self.parallel is not None:
+            self.parallel.transactional = on
 
     def auto_parallel(self, cluster="local", searcher: str = "autoddl", placement=None,
                       micro_batches: int = 1, memory_limit: Optional[int] = None,
@@ -107,7 +123,7 @@ class GraphConfig:
             ranks=list(placement.ranks), hierarchy=list(placement.hierarchy), cluster=cluster,
             searcher=searcher, micro_batches=int(micro_batches), strategy_path=keep,
             memory_limit=memory_limit, num_threads=num_threads, timeout_ms=timeout_ms,
-            optimality_cap_s=optimality_cap_s)
+            optimality_cap_s=optimality_cap_s, transactional=self.transactional)
         self.placement = placement
         self.num_threads = num_threads
 

@@ -86,6 +86,7 @@ class ParallelConfig:
     num_threads: int = 0
     timeout_ms: int = 120000
     optimality_cap_s: Optional[float] = None  # exact from the plan: its distance to the optimum
+    transactional: bool = True  # a failed step restores variables (GraphConfig.transactional_steps)
 
     def __post_init__(self) -> None:
         names = searcher_names()
@@ -150,7 +151,7 @@ class Compiled:
         session = _C.DistributedSession(
             program, list(parallel.ranks), list(parallel.hierarchy), strategy, list(outputs),
             num_threads=parallel.num_threads, timeout_ms=parallel.timeout_ms,
-            micro_batches=int(parallel.micro_batches))
+            micro_batches=int(parallel.micro_batches), transactional=parallel.transactional)
         return Compiled(program, session, list(inputs), list(outputs), variables, parallel,
                         planned, strategy, lr_input)
 

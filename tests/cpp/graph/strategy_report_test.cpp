@@ -11,6 +11,7 @@
 #include "oneflow_lite/core/json.h"
 #include "graph/strategy_diff.h"
 #include "graph/strategy_report.h"
+#include "model_makers.h"
 
 namespace ofl {
 namespace {
@@ -154,6 +155,42 @@ TEST(StrategyReport, TwoLinearsOnATwoLevelMeshByHand) {
   // minus 20/4 = 5 held: 2.5595 words = 10.238 bytes.
   EXPECT_EQ(Node(r, "mm1").matmul->bound_case, "3d");
   EXPECT_NEAR(Node(r, "mm1").matmul->lower_bound_bytes, 4 * (3 * 2.5198420997897464 - 5), 1e-9);
+}
+
+// The undo copy of transactional steps: Adam's w [4, 3], m and v (float32)
+// and step (an int64 scalar, always B) of TinyTrainGraph on two ranks: with
+// w B, 3 x 48 + 8 = 152 bytes per device; with w S(0), rows 2 of 4:
+// 3 x 24 + 8 = 80. A graph without updates has none.
+TEST(StrategyReport, UndoCopyOfUpdatedVariablesByHand) {
+  OptimizerConf adam;
+  adam.kind = "adam";
+  OpGraph g = testing::TinyTrainGraph(adam);
+  Placement p = Placement::Create(DeviceType::kCPU, {0, 1}).value();
+  auto model = BuildCostModel(g, Strategy(p), OneLevel()).value();
+  const int w = model->NodeOf("w");
+  ASSERT_GE(w, 0);
+  std::map<std::string, int64_t> undo;  // by w's parameter NdSbp
+  for (int c = 0; c < model->graph().num_candidates(w); ++c) {
+    std::vector<int> choice(model->graph().num_nodes(), 0);
+    choice[w] = c;
+    Solution s = model->graph().Evaluate(choice).value();
+    StrategyReport r = ReportStrategy(g, *model, s).value();
+    undo[Node(r, "w").signature.substr(0, Node(r, "w").signature.find(','))] = r.undo_bytes;
+    EXPECT_NE(r.ToText().find("undo copy of variables (transactional steps): "),
+              std::string::npos);
+  }
+  EXPECT_EQ(undo.at("(B)"), 152);
+  EXPECT_EQ(undo.at("(S(0))"), 80);
+
+  OpGraph forward = TwoLinears();
+  auto forward_model = BuildCostModel(forward, Strategy(p), OneLevel()).value();
+  std::vector<int> choice = forward_model->ChoiceOf(ColumnSecond(p)).value();
+  StrategyReport r =
+      ReportStrategy(forward, *forward_model, forward_model->graph().Evaluate(choice).value())
+          .value();
+  EXPECT_EQ(r.undo_bytes, 0);
+  EXPECT_EQ(r.ToText().find("undo copy"), std::string::npos);
+  EXPECT_NE(r.ToJson().find("\"undo_bytes\": 0"), std::string::npos);
 }
 
 TEST(StrategyDiff, SaysWhatChangedAndWhatItCosts) {

@@ -4,6 +4,8 @@
     python -m multiprocess.worker model OUT gpt autoddl 4 2,2
     python -m multiprocess.worker kill OUT VICTIM        # VICTIM kills itself mid-step 3
     python -m multiprocess.worker mismatch OUT           # process 1 plans another strategy
+    python -m multiprocess.worker fail OUT               # a bad label on one rank's slice
+    python -m multiprocess.worker timeout OUT            # 1 ms waits: steps time out
     python -m multiprocess.worker ckpt_save OUT DIR      # 3 steps, sharded save, 2 more steps
     python -m multiprocess.worker ckpt_load OUT DIR TAG DEVICES HIERARCHY SEED
 
@@ -127,10 +129,57 @@ def main(argv) -> int:
             save(out, "mismatch", [], {}, error=str(e))
             return 1
         return 0
+    elif mode in ("fail", "timeout"):
+        return failure_mode(mode, out, threads)
     elif mode in ("ckpt_save", "ckpt_load"):
         return checkpoint_mode(mode, out, argv[2:], threads)
     else:
         raise SystemExit(f"worker: unknown mode {mode}")
+    return 0
+
+
+def txn_session(threads: int, timeout_ms: int = 30000):
+    """test_transactional_steps's GPT (Adam, dropout) on 4 ranks [2, 2]."""
+    import test_transactional_steps as tt
+    g = tt.build()
+    s = _C.DistributedSession(g.program, [0, 1, 2, 3], [2, 2], {"kind": "random", "seed": 5},
+                              [g.loss], num_threads=threads, timeout_ms=timeout_ms)
+    return tt, g, s
+
+
+def failure_mode(mode: str, out: str, threads: int) -> int:
+    """fail: a good step, a step with a label out of range on the ranks of
+    row 3, a good step. timeout: a good step under a 30 s timeout cannot be
+    had with 1 ms waits, so the session has 1 ms and steps until one fails
+    (every process sees the same outcome: the vote). Saves the variables
+    before and after the failed step, its error, and the losses."""
+    tt, g, s = txn_session(threads, 30000 if mode == "fail" else 1)
+    x, y = tt.batch(0)
+    x2, y2 = tt.batch(1)
+    errors, losses = [], []
+    if mode == "fail":
+        losses.append(tt.step(s, g, x, y))
+        before = tt.snapshot(s, g)
+        bad_y = y.copy()
+        bad_y[3, 5] = -3
+        try:
+            tt.step(s, g, x, bad_y)
+        except ValueError as e:
+            errors.append(str(e))
+        after = tt.snapshot(s, g)
+        losses.append(tt.step(s, g, x2, y2))
+    else:
+        before = tt.snapshot(s, g)
+        for _ in range(40):
+            try:
+                losses.append(tt.step(s, g, x, y))
+                before = tt.snapshot(s, g)
+            except RuntimeError as e:  # a timeout
+                errors.append(str(e))
+                break
+        after = tt.snapshot(s, g)
+    save(out, mode, losses, after, error="\n".join(errors),
+         **{f"before:{k}": v for k, v in before.items()})
     return 0
 
 
