@@ -1,5 +1,5 @@
 // Kernels that reject a user value (KernelContext::Fail) and the anomaly
-// check, in both executors: the actor runtime stops every rank, also one
+// check in the actor runtime: it stops every rank, also one
 // blocked in a real all-reduce (on_failure aborts the communicators), with
 // the failing rank's error; the groups are reset and the next run succeeds.
 // On one rank (a single-device graph's plan) a failed run is followed by a
