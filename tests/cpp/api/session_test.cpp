@@ -2,17 +2,34 @@
 // runtime. Feeds, fetches (inputs, intermediate values, variables after the
 // step) and variables are checked with errors naming the tensor; values are
 // worked out by hand; a kernel's rejection names the op and the next run
-// works; the runtime gets the session's kernel threads; a second
+// works; kernels see the session's num_threads in oneTBB and OpenMP; a second
 // concurrent Run fails with a named error.
 #include "oneflow_lite/api/session.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
+#include <tbb/task_arena.h>
 
 #include <atomic>
 #include <thread>
 
+#include "ops/kernel.h"
+
 namespace ofl {
 namespace {
+
+// test_threads: out = [oneTBB's concurrency, OpenMP's max threads] as the
+// kernel sees them (ParallelFor's pool and oneDNN's).
+OFL_REGISTER_OP("test_threads")
+    .Input("like")
+    .Output("out")
+    .InferShape([](const OpContext&) -> Maybe<std::vector<TensorDesc>> {
+      return std::vector<TensorDesc>{{Shape({2}), DataType::kInt64}};
+    });
+OFL_REGISTER_KERNEL("test_threads", DeviceType::kCPU, [](KernelContext& k) {
+  k.out(0).data<int64_t>()[0] = tbb::this_task_arena::max_concurrency();
+  k.out(0).data<int64_t>()[1] = omp_get_max_threads();
+});
 
 Tensor Floats(const Shape& shape, std::vector<float> values) {
   Tensor t(shape, DataType::kFloat32);
@@ -108,14 +125,23 @@ TEST(SessionTest, AKernelsRejectionNamesTheOpAndTheNextRunWorks) {
   EXPECT_FLOAT_EQ(out[0].data<float>()[3], 3.0f);  // row 1
 }
 
-TEST(SessionTest, TheRuntimeGetsTheSessionsKernelThreads) {
+TEST(SessionTest, KernelsRunOnTheSessionsThreads) {
+  OpGraph g = AddGraph();
+  std::string seen = g.AddOp("test_threads", {"sum/out_0"}, {}, "threads").value()[0];
+  const Tensor x = Floats(Shape({2}), {0, 0});
+  for (int n : {1, 3}) {
+    SessionOptions options;
+    options.num_threads = n;
+    auto s = Session::Create(g, options).value();
+    EXPECT_EQ(s->kernel_threads(), n);
+    std::vector<Tensor> out;
+    ASSERT_TRUE(s->Run({{"x", x}}, {seen}, &out).ok());
+    EXPECT_EQ(out[0].data<int64_t>()[0], n) << "oneTBB";
+    EXPECT_EQ(out[0].data<int64_t>()[1], n) << "OpenMP";
+  }
   SessionOptions options;
-  options.num_threads = 3;
-  EXPECT_EQ(Session::Create(AddGraph(), options).value()->kernel_threads(), 3);
-  options.num_threads = 1;
-  EXPECT_EQ(Session::Create(AddGraph(), options).value()->kernel_threads(), 1);
   options.timeout = std::chrono::milliseconds(0);
-  EXPECT_EQ(Session::Create(AddGraph(), options).status().message(),
+  EXPECT_EQ(Session::Create(g, options).status().message(),
             "session: timeout=0 ms must be positive");
 }
 
