@@ -36,9 +36,11 @@ namespace ofl {
 
 struct SessionOptions {
   int num_threads = 0;  // kernel threads; 0 = every core of the machine
-  // Longest wait of the runtime for one input or free slot: one kernel
-  // running longer than this fails the step with an error naming the op
-  // that waited (RuntimeOptions::timeout). Must be positive.
+  // RuntimeOptions::timeout: the longest an actor thread waits for a
+  // message from another thread before the step fails naming the task. The
+  // single-device plan has one stream, so one thread runs every task and
+  // never waits on another: this bounds only a plan of several streams
+  // (kept generous so that no long kernel trips it). Must be positive.
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
 };
 
