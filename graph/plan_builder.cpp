@@ -61,10 +61,9 @@ void PlanBuilder::AddInPlaceCtrlEdges() {
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   for (const auto& [reader, writer] : edges) {
     const int64_t rank = plan_.tasks(writer).rank();
-    const int64_t reg = AddCtrlRegister(
-        StrCat("ctrl/", plan_.tasks(reader).op_conf().name(), "->",
-               plan_.tasks(writer).op_conf().name()),
-        rank);
+    const int64_t reg = AddCtrlRegister(StrCat("ctrl/", plan_.tasks(reader).op_conf().name(), "->",
+                                               plan_.tasks(writer).op_conf().name()),
+                                        rank);
     const int64_t period = plan_.tasks(writer).period();
     if (period > 1) plan_.mutable_registers(reg)->set_period(period);
     plan_.mutable_tasks(reader)->add_ctrl_outputs(reg);

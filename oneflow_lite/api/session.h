@@ -88,7 +88,7 @@ class Session {
   std::map<std::string, TensorDesc> inputs_;     // fed SOURCE registers
   std::map<std::string, TensorDesc> variables_;  // persistent registers
   std::set<std::string> fetchable_;              // every other data register
-  std::mutex run_mutex_;  // held by Run: a second thread's Run fails
+  std::mutex run_mutex_;                         // held by Run: a second thread's Run fails
 };
 
 }  // namespace ofl

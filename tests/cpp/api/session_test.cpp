@@ -105,8 +105,7 @@ TEST(SessionTest, TrainsAndFetchesVariablesAfterTheUpdate) {
 TEST(SessionTest, AKernelsRejectionNamesTheOpAndTheNextRunWorks) {
   OpGraph g;
   ASSERT_TRUE(g.AddInput("ids", {Shape({3}), DataType::kInt64}).ok());
-  ASSERT_TRUE(
-      g.AddVariable("table", Floats(Shape({4, 2}), {0, 1, 2, 3, 4, 5, 6, 7}), false).ok());
+  ASSERT_TRUE(g.AddVariable("table", Floats(Shape({4, 2}), {0, 1, 2, 3, 4, 5, 6, 7}), false).ok());
   std::string y = g.AddOp("embedding", {"table", "ids"}, {}, "emb").value()[0];
   auto s = Session::Create(g).value();
   Tensor ids(Shape({3}), DataType::kInt64);
@@ -162,8 +161,9 @@ TEST(SessionTest, ASecondConcurrentRunFailsWithANamedError) {
       std::vector<Tensor> out;
       Status st = s->Run({{"a", a}, {"b", a}}, {c}, &out);
       if (st.ok()) continue;
-      if (st.message() == "Session.run: already running on another thread (a Session runs one "
-                          "call at a time)") {
+      if (st.message() ==
+          "Session.run: already running on another thread (a Session runs one "
+          "call at a time)") {
         ++refused;
       } else {
         ++other;

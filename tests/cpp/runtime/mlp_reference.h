@@ -67,8 +67,8 @@ class MlpReference {
     }
     return c;
   }
-  static void Update(std::vector<double>* w, std::vector<double>* buf,
-                     const std::vector<double>& g, double lr, double momentum) {
+  static void Update(std::vector<double>* w, std::vector<double>* buf, const std::vector<double>& g,
+                     double lr, double momentum) {
     for (size_t i = 0; i < w->size(); ++i) {
       (*buf)[i] = momentum * (*buf)[i] + g[i];
       (*w)[i] -= lr * (*buf)[i];
