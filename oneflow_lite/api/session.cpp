@@ -87,12 +87,14 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   if (!fed.empty()) per_iteration.push_back(std::move(fed));
   OFL_ASSIGN_OR_RETURN(RunResult r, runtime_->Run(1, per_iteration, made));
   results->clear();
+  std::set<std::string> taken;
   for (const std::string& f : fetches) {
     if (variables_.count(f) > 0) {
       OFL_ASSIGN_OR_RETURN(Tensor v, runtime_->GetVariable(f, 0));
       results->push_back(std::move(v));
-    } else {
-      results->push_back(r.fetched[0].at({f, 0}));
+    } else {  // each result owns its buffer, also for a fetch named twice
+      const Tensor& t = r.fetched[0].at({f, 0});
+      results->push_back(taken.insert(f).second ? t : t.Clone());
     }
   }
   return Status::OK();

@@ -73,8 +73,9 @@ TEST(SessionTest, RunsAndValidatesFeedsFetchesAndVariables) {
   EXPECT_EQ(s->GetVariable("w").status().message(), "unknown variable 'w'");
   ASSERT_TRUE(s->SetVariable("v", Floats(Shape({2}), {1, 2})).ok());
   ASSERT_TRUE(s->Run({{"x", x}}, {"sum/out_0", "sum/out_0"}, &out).ok());
-  ASSERT_EQ(out.size(), 2u);  // a fetch named twice comes twice
+  ASSERT_EQ(out.size(), 2u);  // a fetch named twice comes twice, in buffers of its own
   EXPECT_FLOAT_EQ(out[1].data<float>()[1], 2.0f);
+  EXPECT_NE(out[0].raw(), out[1].raw());
   EXPECT_EQ(Session::Create(AddGraph(), {-1}).status().message(),
             "session: num_threads=-1 is negative");
 }
