@@ -7,8 +7,8 @@
 // that sees both graph/ and runtime/.
 // Errors name the op and the tensor: a rejected feed or variable as
 // "run: input 'x' expects shape ...", a kernel's as the runtime reports it,
-// "rank 0: task 12 (embedding 'wte'): ...". A failed Run leaves the
-// variables as the tasks before the failure left them.
+// "rank 0: task 12 (embedding 'wte'): ...". What a failed Run leaves in the
+// variables is the runtime's rule (runtime/runtime.h Run).
 // Threads: the runtime's one actor thread per stream runs the kernels in a
 // oneTBB arena of SessionOptions::num_threads (runtime/runtime.h, one rank
 // gets them all), and the Session bounds every kernel thread pool of the
