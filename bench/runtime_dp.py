@@ -7,7 +7,8 @@ bench/ops_gpt.py: 4 layers, hidden 256, 4 heads, sequence 128, vocabulary
 batch 16, in three configurations, each using the machine's 2 cores in
 total (``num_threads=--threads`` in every one):
 
-- ``session``: the plain single-device ``_C.Session`` (sequential executor);
+- ``session``: the plain single-device ``_C.Session`` (the single-device
+  lowering, run as a one-rank plan on the actor runtime);
 - ``dist1``: a 1-rank ``_C.DistributedSession`` (the actor runtime, one rank);
 - ``dist2``: a 2-rank ``_C.DistributedSession`` (hierarchy [2]) running data
   parallel: strategy ``{"kind": "deduce", "pinned": {...}}`` with ids,

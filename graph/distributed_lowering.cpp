@@ -49,7 +49,7 @@ class Lowerer {
     }
     for (const OpNode& node : graph_.ops()) OFL_RETURN_IF_ERROR(AddOp(node));
     for (const std::string& f : fetches) AddSink(f);
-    AddInPlaceCtrlEdges();
+    builder_.AddInPlaceCtrlEdges();
     return builder_.Release();
   }
 
@@ -185,41 +185,6 @@ class Lowerer {
                                                 kComputeStream, {layout.registers[i]}, {});
       task->mutable_op_conf()->set_name(tensor);
       SetPeriod(task, layout.period);
-    }
-  }
-
-  // Every other reader of a register that a task writes in place must act
-  // first in the same iteration: a ctrl register from each reader to it.
-  void AddInPlaceCtrlEdges() {
-    const proto::Plan& plan = builder_.plan();
-    std::map<int64_t, std::vector<int64_t>> readers;  // register -> tasks reading it
-    for (const auto& t : plan.tasks()) {
-      for (int64_t r : t.inputs()) readers[r].push_back(t.id());
-    }
-    std::vector<std::pair<int64_t, int64_t>> edges;  // (reader task, writer task)
-    for (const auto& t : plan.tasks()) {
-      if (t.kind() != proto::TaskProto::COMPUTE) continue;
-      const OpDef* def = OpRegistry::Find(t.op_conf().op_type()).value();
-      for (int i = 0; i < t.inputs_size(); ++i) {
-        if (!def->is_mutable_input(i)) continue;
-        for (int64_t reader : readers[t.inputs(i)]) {
-          if (reader != t.id()) edges.emplace_back(reader, t.id());
-        }
-      }
-    }
-    std::sort(edges.begin(), edges.end());
-    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-    for (const auto& [reader, writer] : edges) {
-      const int64_t rank = plan.tasks(writer).rank();
-      int64_t reg = builder_.AddCtrlRegister(StrCat("ctrl/", plan.tasks(reader).op_conf().name(),
-                                                    "->", plan.tasks(writer).op_conf().name()),
-                                             rank);
-      // Once per the writer's period: a micro-rate reader signals after its
-      // last micro-batch of the step (runtime/actor.h, act ratios).
-      const int64_t period = plan.tasks(writer).period();
-      if (period > 1) builder_.mutable_register(reg)->set_period(period);
-      builder_.mutable_task(reader)->add_ctrl_outputs(reg);
-      builder_.mutable_task(writer)->add_ctrl_inputs(reg);
     }
   }
 

@@ -34,6 +34,7 @@ Maybe<proto::Plan> LowerSingleDevice(const OpGraph& graph) {
     for (const std::string& in : node.inputs) conf->add_inputs(in);
     for (const std::string& out : node.outputs) conf->add_outputs(out);
   }
+  builder.AddInPlaceCtrlEdges();
   return builder.Release();
 }
 

@@ -1,5 +1,9 @@
 #include "graph/plan_builder.h"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+
 #include "graph/op_graph.h"
 
 namespace ofl {
@@ -35,6 +39,36 @@ proto::TaskProto* PlanBuilder::AddTask(proto::TaskProto::Kind kind, int64_t rank
   for (int64_t id : inputs) t->add_inputs(id);
   for (int64_t id : outputs) t->add_outputs(id);
   return t;
+}
+
+void PlanBuilder::AddInPlaceCtrlEdges() {
+  std::map<int64_t, std::vector<int64_t>> readers;  // register -> tasks reading it
+  for (const auto& t : plan_.tasks()) {
+    for (int64_t r : t.inputs()) readers[r].push_back(t.id());
+  }
+  std::vector<std::pair<int64_t, int64_t>> edges;  // (reader task, writer task)
+  for (const auto& t : plan_.tasks()) {
+    if (t.kind() != proto::TaskProto::COMPUTE) continue;
+    const OpDef* def = OpRegistry::Find(t.op_conf().op_type()).value();
+    for (int i = 0; i < t.inputs_size(); ++i) {
+      if (!def->is_mutable_input(i)) continue;
+      for (int64_t reader : readers[t.inputs(i)]) {
+        if (reader != t.id()) edges.emplace_back(reader, t.id());
+      }
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  for (const auto& [reader, writer] : edges) {
+    const int64_t rank = plan_.tasks(writer).rank();
+    const int64_t reg = AddCtrlRegister(StrCat("ctrl/", plan_.tasks(reader).op_conf().name(), "->",
+                                               plan_.tasks(writer).op_conf().name()),
+                                        rank);
+    const int64_t period = plan_.tasks(writer).period();
+    if (period > 1) plan_.mutable_registers(reg)->set_period(period);
+    plan_.mutable_tasks(reader)->add_ctrl_outputs(reg);
+    plan_.mutable_tasks(writer)->add_ctrl_inputs(reg);
+  }
 }
 
 }  // namespace ofl

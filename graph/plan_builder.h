@@ -23,6 +23,13 @@ class PlanBuilder {
   proto::TaskProto* AddTask(proto::TaskProto::Kind kind, int64_t rank, int64_t stream,
                             const std::vector<int64_t>& inputs,
                             const std::vector<int64_t>& outputs);
+  // Orders every in-place update after the other readers of the register it
+  // writes (an OpDef mutable input, e.g. sgd_update's param): a ctrl register
+  // from each such reader to the update, of the update's period (a
+  // micro-rate reader signals after its last micro-batch of the step,
+  // runtime/actor.h). The runtime refuses a plan without them
+  // (runtime/plan_check.h CheckInPlaceOrder). Call once, after every task.
+  void AddInPlaceCtrlEdges();
   // A fresh id for a collective instance (BoxingConf::group_id).
   int64_t NewGroupId() { return next_group_id_++; }
 

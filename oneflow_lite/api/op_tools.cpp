@@ -3,7 +3,6 @@
 #include <limits>
 
 #include "graph/autodiff.h"
-#include "oneflow_lite/api/session.h"
 #include "ops/kernel.h"
 #include "ops/nd_sbp.h"
 
@@ -65,6 +64,33 @@ Status CheckOutputDescs(const OpDef& def, const OpContext& ctx,
   return Status::OK();
 }
 
+// Eager's own light path (graphs run on the actor runtime, api/session.h):
+// every op of `g` in graph order, its CPU kernel called directly on
+// `values` (tensor name -> value; the ops' outputs are added, zeroed before
+// the kernel writes them). A value a kernel rejects stops there (CallKernel).
+// The kernel's iteration is 0, as a graph's first step.
+Status RunOpsDirectly(const OpGraph& g, std::map<std::string, Tensor>* values) {
+  for (const OpNode& node : g.ops()) {
+    OFL_ASSIGN_OR_RETURN(const KernelFn* kernel, KernelRegistry::Find(node.type, DeviceType::kCPU));
+    KernelContext kc;
+    kc.op_type = node.type;
+    kc.op_name = node.name;
+    kc.attrs = &node.attrs;
+    for (const std::string& in : node.inputs) kc.inputs.push_back(&values->at(in));
+    for (const std::string& out : node.outputs) {
+      OFL_ASSIGN_OR_RETURN(TensorDesc d, g.Desc(out));
+      Tensor& t = (*values)[out] = Tensor::Zeros(d.shape, d.dtype);
+      kc.outputs.push_back(&t);
+    }
+    if (!kc.outputs.empty()) {
+      kc.logical_shape = kc.outputs[0]->shape();
+      kc.logical_offset.assign(kc.logical_shape.ndim(), 0);
+    }
+    OFL_RETURN_IF_ERROR(CallKernel(*kernel, kc));
+  }
+  return Status::OK();
+}
+
 // NaN for floats, a sentinel for integers: an element no kernel writes shows.
 void Poison(Tensor* t) {
   if (t->numel() == 0) return;
@@ -84,15 +110,20 @@ Maybe<std::vector<Tensor>> RunOp(const std::string& op_type, const std::vector<T
     const TensorDesc d = g.Desc(out).value();
     OFL_RETURN_IF_ERROR(CheckAllocation(d.shape, d.dtype, op_type + ": output '" + out + "'"));
   }
-  OFL_ASSIGN_OR_RETURN(auto session, Session::Create(g));
-  std::vector<Tensor> results;
-  OFL_RETURN_IF_ERROR(session->Run({}, outs, &results));
-  // Mutable inputs are outputs too: return their new values after the outputs.
+  // The op writes its mutable inputs in place: on copies, returned after the outputs.
   OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
+  std::map<std::string, Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!def->is_mutable_input(static_cast<int>(i))) continue;
-    OFL_ASSIGN_OR_RETURN(Tensor t, session->GetVariable(ArgTensorName(i)));
-    results.push_back(t);
+    const bool mutated = def->is_mutable_input(static_cast<int>(i));
+    values[ArgTensorName(static_cast<int>(i))] = mutated ? inputs[i].Clone() : inputs[i];
+  }
+  OFL_RETURN_IF_ERROR(RunOpsDirectly(g, &values));
+  std::vector<Tensor> results;
+  for (const std::string& out : outs) results.push_back(values.at(out));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (def->is_mutable_input(static_cast<int>(i))) {
+      results.push_back(values.at(ArgTensorName(static_cast<int>(i))));
+    }
   }
   return results;
 }
@@ -122,11 +153,17 @@ Maybe<std::vector<Tensor>> RunOpGrad(const std::string& op_type, const std::vect
     fetches.push_back(it->second);
     fetched_input.push_back(static_cast<int>(i));
   }
-  OFL_ASSIGN_OR_RETURN(auto session, Session::Create(g));
-  std::vector<Tensor> results;
-  OFL_RETURN_IF_ERROR(session->Run(feeds, fetches, &results));
+  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
+  std::map<std::string, Tensor> values = std::move(feeds);
+  for (size_t i = 0; i < inputs.size(); ++i) {  // the forward op runs too: never on the caller's
+    const bool mutated = def->is_mutable_input(static_cast<int>(i));
+    values[ArgTensorName(static_cast<int>(i))] = mutated ? inputs[i].Clone() : inputs[i];
+  }
+  OFL_RETURN_IF_ERROR(RunOpsDirectly(g, &values));
   std::vector<Tensor> per_input(inputs.size());
-  for (size_t k = 0; k < fetched_input.size(); ++k) per_input[fetched_input[k]] = results[k];
+  for (size_t k = 0; k < fetched_input.size(); ++k) {
+    per_input[fetched_input[k]] = values.at(fetches[k]);
+  }
   return per_input;
 }
 

@@ -4,7 +4,8 @@
 micro-batch count (``Graph.config.auto_parallel(...)``); ``plan`` costs and
 searches a program on it (``_C.plan``); ``Compiled`` holds the runnable
 session (``_C.Session`` on one device, ``_C.DistributedSession`` on a
-placement) with the names it feeds and fetches, runs one step, and reads and
+placement; both run their plan on the C++ actor runtime, the one executor of
+graphs) with the names it feeds and fetches, runs one step, and reads and
 writes the logical variables (parameters and optimizer state).
 
 Clusters: a preset name (``_C.cluster_presets()``), a Cluster text file, or
