@@ -42,6 +42,8 @@ struct SessionOptions {
   // never waits on another: this bounds only a plan of several streams
   // (kept generous so that no long kernel trips it). Must be positive.
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  // A failed Run restores every variable it updated (RuntimeOptions::transactional).
+  bool transactional = true;
 };
 
 class Program {

@@ -148,3 +148,24 @@ def test_graph_config_transactional_steps_reaches_the_session(transactional):
         assert all(before[k].tobytes() == after[k].tobytes() for k in before)
     with pytest.raises(TypeError, match="transactional_steps: expected a bool, got int 1"):
         g.config.transactional_steps(1)
+
+
+@pytest.mark.parametrize("transactional", [True, False])
+def test_one_device_graph_steps_are_transactional_too(transactional):
+    """A one-device nn.Graph runs on the actor runtime (one rank): the same
+    undo copy, switched by the same setting."""
+    flow.manual_seed(0)
+    model = flow.models.create("gpt", GPTConfig(vocab_size=11, seq_len=8, n_layer=1, n_head=2,
+                                                n_embd=16))
+    g = TrainGraph(model, flow.optim.Adam(model.parameters(), lr=0.01))
+    g.config.transactional_steps(transactional)
+    x, y = batch(0)
+    g(x, y)
+    before = {k: v.numpy().copy() for k, v in g.state_dict().items()}
+    bad_y = y.copy()
+    bad_y[2, 1] = 50
+    with pytest.raises(ValueError) as info:
+        g(x, bad_y)
+    assert str(info.value).endswith(RESTORED if transactional else OFF), str(info.value)
+    after = {k: v.numpy() for k, v in g.state_dict().items()}
+    assert all(before[k].tobytes() == after[k].tobytes() for k in before) or not transactional

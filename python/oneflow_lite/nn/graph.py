@@ -87,8 +87,8 @@ class GraphConfig:
         """On (the default): a step that fails on any rank (a kernel error, a
         timeout) leaves every parameter and optimizer state as before it, at
         the cost of one undo copy of them per device; off: no copy, and a
-        failed step may leave some of them updated. Applies to auto_parallel
-        graphs; set it before the first call.
+        failed step may leave some of them updated. Applies to one-device and
+        auto_parallel graphs alike; set it before the first call.
 
         >>> graph.config.transactional_steps(False)  # doctest: +SKIP
         """
@@ -249,7 +249,7 @@ class Graph:
                              hyper)
         self._compiled = Compiled.build(program, tracer._input_names, tracer._outputs,
                                         self.config.parallel, tracer.pinned, lr_input,
-                                        self.config.num_threads)
+                                        self.config.num_threads, self.config.transactional)
         self._tracer = tracer
         if self._pending_state is not None:
             state, self._pending_state = self._pending_state, None

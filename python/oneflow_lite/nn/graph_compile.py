@@ -137,10 +137,11 @@ class Compiled:
     @staticmethod
     def build(program, inputs: Sequence[str], outputs: Sequence[str],
               parallel: Optional[ParallelConfig], pinned: Dict[str, str],
-              lr_input: Optional[str], num_threads: int = 0) -> "Compiled":
+              lr_input: Optional[str], num_threads: int = 0,
+              transactional: bool = True) -> "Compiled":
         variables = list(program.variables())
         if parallel is None:
-            session = _C.Session(program, num_threads)
+            session = _C.Session(program, num_threads, transactional=transactional)
             return Compiled(program, session, list(inputs), list(outputs), variables,
                             lr_input=lr_input)
         planned = None
