@@ -221,8 +221,17 @@ Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& fro
                             boxing_internal::ReductionSteps(logical.shape, from, same ? &to : nullptr),
                             &cost);
   if (!same || cur != to) {
-    cost.steps.push_back(StepCostOf(boxing_internal::SendRecvStep(
-        logical, from_placement, cur, to_placement, to, /*with_transfers=*/false)));
+    BoxingStepCost step;
+    step.kind = proto::BoxingConf::SEND_RECV;
+    step.from = cur;
+    step.to = to;
+    // Ranks of neither placement send nothing: the vector's max and sum are the step's.
+    for (int64_t b : boxing_internal::SendRecvBytes(logical, from_placement, cur, to_placement, to,
+                                                    /*transfers=*/nullptr)) {
+      step.max_bytes = std::max(step.max_bytes, b);
+      step.total_bytes = SaturatingAdd(step.total_bytes, b);
+    }
+    cost.steps.push_back(std::move(step));
   }
   return cost;
 }

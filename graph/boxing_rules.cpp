@@ -2,8 +2,10 @@
 #include "graph/boxing_rules.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
-#include <set>
+
+#include <glog/logging.h>
 
 #include "oneflow_lite/core/checked_math.h"
 #include "oneflow_lite/core/slicing.h"
@@ -152,17 +154,10 @@ using Holders = std::vector<std::pair<Box, std::vector<int64_t>>>;
 // of the receivers on the source's P axes (all receivers share one class
 // when the source has no P axis), and each receiver visits only the holders
 // whose boxes can meet its slice.
-BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
-                        const Placement& tp, const NdSbp& target, bool with_transfers) {
-  BoxingStep step;
-  step.kind = Conf::SEND_RECV;
-  step.from_placement = sp;
-  step.from = source;
-  step.to_placement = tp;
-  step.to = target;
+std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& sp,
+                                   const NdSbp& source, const Placement& tp, const NdSbp& target,
+                                   std::vector<BoxTransfer>* transfers) {
   const bool same = sp == tp;
-  for (int64_t r : sp.ranks()) step.bytes_sent[r] = 0;
-  for (int64_t r : tp.ranks()) step.bytes_sent[r] = 0;
   const int64_t element_size = SizeOf(logical.dtype);
   std::vector<int64_t> partial_axes;
   for (int64_t a = 0; a < source.size(); ++a) {
@@ -175,18 +170,32 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
     TensorSlice s = SliceOf(logical.shape, sp.hierarchy(), source, source_coords[si]);
     source_boxes[si] = Box{s.offset, s.shape};
   }
+  int64_t max_rank = 0;
+  for (int64_t r : sp.ranks()) max_rank = std::max(max_rank, r);
+  for (int64_t r : tp.ranks()) max_rank = std::max(max_rank, r);
+  // Each source rank holds one box of one class: its holder id (-1: none yet).
+  std::vector<int64_t> holder_id(max_rank + 1, -1);
+  int64_t next_id = 0;
   // Holders per class, and an index over them: holder positions sorted by
   // their box's offset on `axis` (the tensor axis where boxes differ most);
   // boxes of one class tile the tensor, so along `axis` they form a
   // partition and the ones meeting a range are found by binary search.
+  // Per box, a min-heap of its holders by (bytes sent, rank): the sender
+  // choice (least loaded, then lowest rank) is its top; only this box's
+  // requests load them (boxes have disjoint holders).
+  using Load = std::pair<int64_t, int64_t>;  // (bytes sent, rank)
   struct Class {
     Holders holders;
-    int64_t axis = -1;
-    std::vector<size_t> by_offset;
+    int64_t first_id = 0;
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> cuts;  // per axis: (begin, size)
+    std::vector<int64_t> strides;
+    std::vector<int64_t> grid;  // cell -> holder index, -1 when no box is there
+    std::vector<std::vector<Load>> loads;
   };
   std::map<std::vector<int64_t>, Class> classes;
-  auto class_for = [&](const std::vector<int64_t>& ct) -> const Class& {
-    std::vector<int64_t> key;
+  std::vector<int64_t> key;
+  auto class_for = [&](const std::vector<int64_t>& ct) -> Class& {
+    key.clear();
     for (int64_t a : partial_axes) key.push_back(ct[a]);
     auto it = classes.find(key);
     if (it != classes.end()) return it->second;
@@ -200,83 +209,149 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
       if (fresh) c.holders.push_back({source_boxes[si], {}});
       c.holders[pos->second].second.push_back(sp.ranks()[si]);
     }
-    size_t most = 1;
-    for (int64_t d = 0; d < logical.shape.ndim(); ++d) {
-      std::set<int64_t> offsets;
-      for (const auto& h : c.holders) offsets.insert(h.first.offset[d]);
-      if (offsets.size() > most) {
-        most = offsets.size();
-        c.axis = d;
+    c.first_id = next_id;
+    next_id += static_cast<int64_t>(c.holders.size());
+    c.loads.resize(c.holders.size());
+    for (size_t h = 0; h < c.holders.size(); ++h) {
+      for (int64_t r : c.holders[h].second) {
+        holder_id[r] = c.first_id + static_cast<int64_t>(h);
+        c.loads[h].emplace_back(0, r);
       }
+      std::make_heap(c.loads[h].begin(), c.loads[h].end(), std::greater<>());
     }
-    if (c.axis >= 0) {
-      for (size_t h = 0; h < c.holders.size(); ++h) {
-        if (c.holders[h].first.shape.NumElements() > 0) c.by_offset.push_back(h);
+    // The grid index: per tensor axis the distinct (begin, size) of the
+    // boxes, sorted (they tile the axis, so ends are sorted too), and the
+    // holder of each combination.
+    const int64_t ndim = logical.shape.ndim();
+    c.cuts.assign(ndim, {});
+    for (const auto& h : c.holders) {
+      for (int64_t d = 0; d < ndim; ++d) c.cuts[d].emplace_back(h.first.offset[d], h.first.shape[d]);
+    }
+    int64_t cells = 1;
+    c.strides.assign(ndim, 1);
+    for (int64_t d = ndim - 1; d >= 0; --d) {
+      std::sort(c.cuts[d].begin(), c.cuts[d].end());
+      c.cuts[d].erase(std::unique(c.cuts[d].begin(), c.cuts[d].end()), c.cuts[d].end());
+      c.strides[d] = cells;
+      cells = SaturatingMul(cells, static_cast<int64_t>(c.cuts[d].size()));
+    }
+    // Every combination is a box: each axis's cut depends only on the mesh
+    // axes that split it, and the class ranges over all of them.
+    CHECK_EQ(cells, static_cast<int64_t>(c.holders.size())) << "boxing: boxes are not a grid";
+    c.grid.assign(cells, -1);
+    for (size_t h = 0; h < c.holders.size(); ++h) {
+      int64_t cell = 0;
+      for (int64_t d = 0; d < ndim; ++d) {
+        const Box& b = c.holders[h].first;
+        auto it = std::lower_bound(c.cuts[d].begin(), c.cuts[d].end(),
+                                   std::make_pair(b.offset[d], b.shape[d]));
+        cell += (it - c.cuts[d].begin()) * c.strides[d];
       }
-      std::stable_sort(c.by_offset.begin(), c.by_offset.end(), [&](size_t x, size_t y) {
-        return c.holders[x].first.offset[c.axis] < c.holders[y].first.offset[c.axis];
-      });
+      c.grid[cell] = static_cast<int64_t>(h);
     }
-    return classes.emplace(std::move(key), std::move(c)).first->second;
+    return classes.emplace(key, std::move(c)).first->second;
   };
-  // Bytes sent so far by global rank (a vector: the sender choice reads it
-  // for every holder of every box).
-  int64_t max_rank = 0;
-  for (const auto& [r, b] : step.bytes_sent) max_rank = std::max(max_rank, r);
-  std::vector<int64_t> sent(max_rank + 1, 0);
+  std::vector<int64_t> sent(max_rank + 1, 0);  // by global rank
   std::vector<size_t> meeting;
+  const int64_t ndim = logical.shape.ndim();
+  std::vector<int64_t> lo(ndim), hi(ndim), at(ndim);
+  const Shape& th = tp.hierarchy();
+  std::vector<int64_t> ct(th.ndim(), 0);  // row-major odometer over the receivers
+  Box need{std::vector<int64_t>(logical.shape.ndim()), logical.shape};
   for (int64_t ti = 0; ti < tp.size(); ++ti) {
+    if (ti > 0) {
+      for (int64_t a = th.ndim() - 1; a >= 0; --a) {
+        if (++ct[a] < th[a]) break;
+        ct[a] = 0;
+      }
+    }
     const int64_t receiver = tp.ranks()[ti];
-    const std::vector<int64_t> ct = tp.Coordinates(ti);
     bool zeros = false;
     for (int64_t a = 0; a < target.size(); ++a) {
       bool kept = same && source[a].is_partial_sum();
       if (target[a].is_partial_sum() && !kept && ct[a] != 0) zeros = true;
     }
-    TensorSlice need_slice = SliceOf(logical.shape, tp.hierarchy(), target, ct);
-    Box need{need_slice.offset, need_slice.shape};
-    if (zeros || need.shape.NumElements() == 0) continue;
-    const Class& c = class_for(ct);
-    // The holders whose boxes may meet `need`, in source order.
-    meeting.clear();
-    if (c.axis < 0) {
-      for (size_t h = 0; h < c.holders.size(); ++h) meeting.push_back(h);
-    } else {
-      const int64_t begin = need.offset[c.axis], end = begin + need.shape[c.axis];
-      auto first = std::partition_point(c.by_offset.begin(), c.by_offset.end(), [&](size_t h) {
-        const Box& b = c.holders[h].first;
-        return b.offset[c.axis] + b.shape[c.axis] <= begin;
-      });
-      for (auto i = first; i != c.by_offset.end(); ++i) {
-        if (c.holders[*i].first.offset[c.axis] >= end) break;
-        meeting.push_back(*i);
-      }
-      // Source order, for the transfers' order; the bytes do not depend on
-      // it (boxes have disjoint holders).
-      if (with_transfers) std::sort(meeting.begin(), meeting.end());
+    if (zeros) continue;
+    // SliceOf without its checks and allocations.
+    bool empty = false;
+    for (int64_t d = 0; d < logical.shape.ndim(); ++d) {
+      need.offset[d] = 0;
+      need.shape[d] = logical.shape[d];
     }
+    for (int64_t a = 0; a < th.ndim(); ++a) {
+      if (!target[a].is_split()) continue;
+      const int64_t d = target[a].axis();
+      Range r = BalancedPart(need.shape[d], th[a], ct[a]);
+      need.offset[d] += r.begin;
+      need.shape[d] = r.size;
+    }
+    for (int64_t d = 0; d < logical.shape.ndim(); ++d) empty = empty || need.shape[d] == 0;
+    if (empty) continue;
+    Class& c = class_for(ct);
+    // The boxes that meet `need`: per tensor axis the run of cuts meeting
+    // its range, then every cell of their product.
+    meeting.clear();
+    bool none = false;
+    for (int64_t d = 0; d < ndim && !none; ++d) {
+      const auto& cuts = c.cuts[d];
+      const int64_t begin = need.offset[d], end = begin + need.shape[d];
+      lo[d] = std::partition_point(cuts.begin(), cuts.end(),
+                                   [&](const auto& x) { return x.first + x.second <= begin; }) -
+              cuts.begin();
+      hi[d] = std::partition_point(cuts.begin() + lo[d], cuts.end(),
+                                   [&](const auto& x) { return x.first < end; }) -
+              cuts.begin();
+      none = lo[d] >= hi[d];
+      at[d] = lo[d];
+    }
+    while (!none) {
+      int64_t cell = 0;
+      for (int64_t d = 0; d < ndim; ++d) cell += at[d] * c.strides[d];
+      if (c.grid[cell] >= 0) meeting.push_back(static_cast<size_t>(c.grid[cell]));
+      int64_t d = ndim - 1;
+      for (; d >= 0; --d) {
+        if (++at[d] < hi[d]) break;
+        at[d] = lo[d];
+      }
+      none = d < 0;
+    }
+    // Source order, for the transfers' order; the bytes do not depend on
+    // it (boxes have disjoint holders).
+    if (transfers != nullptr) std::sort(meeting.begin(), meeting.end());
     for (size_t h : meeting) {
-      const auto& [box, ranks] = c.holders[h];
+      const Box& box = c.holders[h].first;
       const int64_t bytes = SaturatingMul(OverlapElements(need, box), element_size);
       if (bytes == 0) continue;
-      int64_t sender = -1;
-      if (std::find(ranks.begin(), ranks.end(), receiver) != ranks.end()) {
-        sender = receiver;
-      } else {
-        for (int64_t r : ranks) {
-          if (sender < 0 || sent[r] < sent[sender] || (sent[r] == sent[sender] && r < sender)) {
-            sender = r;
-          }
-        }
+      int64_t sender = receiver;
+      if (holder_id[receiver] != c.first_id + static_cast<int64_t>(h)) {
+        std::vector<Load>& heap = c.loads[h];
+        std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+        sender = heap.back().second;
         sent[sender] += bytes;
+        heap.back().first = sent[sender];
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
       }
-      if (with_transfers) {
+      if (transfers != nullptr) {
         Box piece = Intersect(need, box);
-        step.transfers.push_back({sender, receiver, piece.offset, piece.shape});
+        transfers->push_back({sender, receiver, piece.offset, piece.shape});
       }
     }
   }
-  for (auto& [r, b] : step.bytes_sent) b = sent[r];
+  return sent;
+}
+
+BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
+                        const Placement& tp, const NdSbp& target, bool with_transfers) {
+  BoxingStep step;
+  step.kind = Conf::SEND_RECV;
+  step.from_placement = sp;
+  step.from = source;
+  step.to_placement = tp;
+  step.to = target;
+  const std::vector<int64_t> sent =
+      SendRecvBytes(logical, sp, source, tp, target, with_transfers ? &step.transfers : nullptr);
+  for (int64_t r : sp.ranks()) step.bytes_sent[r] = sent[r];
+  for (int64_t r : tp.ranks()) step.bytes_sent[r] = sent[r];
   return step;
 }
 

@@ -43,7 +43,13 @@ std::vector<std::vector<int64_t>> SoundOrders(const NdSbp& from, const NdSbp& to
 std::vector<std::pair<int64_t, Sbp>> ReductionSteps(const Shape& logical, const NdSbp& from,
                                                     const NdSbp* target);
 
-// The general SEND_RECV step (boxing.h); `transfers` filled when asked.
+// The general SEND_RECV step (boxing.h): bytes sent by global rank (indexed
+// up to the largest rank of either placement); `transfers` appended when not null.
+std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& sp,
+                                   const NdSbp& source, const Placement& tp, const NdSbp& target,
+                                   std::vector<BoxTransfer>* transfers);
+
+// The same as a BoxingStep; `transfers` filled when asked.
 BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
                         const Placement& tp, const NdSbp& target, bool with_transfers);
 
