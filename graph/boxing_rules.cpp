@@ -255,6 +255,20 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
   std::vector<size_t> meeting;
   const int64_t ndim = logical.shape.ndim();
   std::vector<int64_t> lo(ndim), hi(ndim), at(ndim);
+  std::vector<std::vector<int64_t>> overlap(ndim);
+  // `bytes` of box h of class c to `receiver`: from itself when it holds
+  // the box, else from the least-loaded holder (then the lowest rank).
+  // Returns the sender.
+  auto send = [&](Class& c, size_t h, int64_t receiver, int64_t bytes) {
+    if (holder_id[receiver] == c.first_id + static_cast<int64_t>(h)) return receiver;
+    std::vector<Load>& heap = c.loads[h];
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const int64_t sender = heap.back().second;
+    sent[sender] += bytes;
+    heap.back().first = sent[sender];
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    return sender;
+  };
   const Shape& th = tp.hierarchy();
   std::vector<int64_t> ct(th.ndim(), 0);  // row-major odometer over the receivers
   Box need{std::vector<int64_t>(logical.shape.ndim()), logical.shape};
@@ -289,9 +303,10 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
     if (empty) continue;
     Class& c = class_for(ct);
     // The boxes that meet `need`: per tensor axis the run of cuts meeting
-    // its range, then every cell of their product.
-    meeting.clear();
+    // its range and each cut's overlap with it, then every cell of their
+    // product (its elements: the product of the overlaps).
     bool none = false;
+    int64_t cell = 0;
     for (int64_t d = 0; d < ndim && !none; ++d) {
       const auto& cuts = c.cuts[d];
       const int64_t begin = need.offset[d], end = begin + need.shape[d];
@@ -303,38 +318,45 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
               cuts.begin();
       none = lo[d] >= hi[d];
       at[d] = lo[d];
+      cell += lo[d] * c.strides[d];
+      overlap[d].clear();
+      for (int64_t i = lo[d]; i < hi[d]; ++i) {
+        const int64_t b = std::max(begin, cuts[i].first);
+        const int64_t e = std::min(end, cuts[i].first + cuts[i].second);
+        overlap[d].push_back(std::max<int64_t>(0, e - b));
+      }
     }
+    meeting.clear();
     while (!none) {
-      int64_t cell = 0;
-      for (int64_t d = 0; d < ndim; ++d) cell += at[d] * c.strides[d];
-      if (c.grid[cell] >= 0) meeting.push_back(static_cast<size_t>(c.grid[cell]));
+      int64_t elements = 1;  // at most need's elements: no overflow
+      for (int64_t d = 0; d < ndim; ++d) elements *= overlap[d][at[d] - lo[d]];
+      const int64_t h = c.grid[cell];
+      if (elements > 0 && h >= 0) {
+        if (transfers != nullptr) {
+          meeting.push_back(static_cast<size_t>(h));
+        } else {
+          send(c, static_cast<size_t>(h), receiver, SaturatingMul(elements, element_size));
+        }
+      }
       int64_t d = ndim - 1;
       for (; d >= 0; --d) {
+        cell += c.strides[d];
         if (++at[d] < hi[d]) break;
+        cell -= (hi[d] - lo[d]) * c.strides[d];
         at[d] = lo[d];
       }
       none = d < 0;
     }
+    if (transfers == nullptr) continue;
     // Source order, for the transfers' order; the bytes do not depend on
     // it (boxes have disjoint holders).
-    if (transfers != nullptr) std::sort(meeting.begin(), meeting.end());
+    std::sort(meeting.begin(), meeting.end());
     for (size_t h : meeting) {
       const Box& box = c.holders[h].first;
-      const int64_t bytes = SaturatingMul(OverlapElements(need, box), element_size);
-      if (bytes == 0) continue;
-      int64_t sender = receiver;
-      if (holder_id[receiver] != c.first_id + static_cast<int64_t>(h)) {
-        std::vector<Load>& heap = c.loads[h];
-        std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-        sender = heap.back().second;
-        sent[sender] += bytes;
-        heap.back().first = sent[sender];
-        std::push_heap(heap.begin(), heap.end(), std::greater<>());
-      }
-      if (transfers != nullptr) {
-        Box piece = Intersect(need, box);
-        transfers->push_back({sender, receiver, piece.offset, piece.shape});
-      }
+      const int64_t sender =
+          send(c, h, receiver, SaturatingMul(OverlapElements(need, box), element_size));
+      Box piece = Intersect(need, box);
+      transfers->push_back({sender, receiver, piece.offset, piece.shape});
     }
   }
   return sent;
