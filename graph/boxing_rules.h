@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,19 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
 // The same as a BoxingStep; `transfers` filled when asked.
 BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
                         const Placement& tp, const NdSbp& target, bool with_transfers);
+
+// The SEND_RECV step's (busiest, total) bytes without walking its
+// receivers, where that is exact (boxing_cells.cpp): the source has no P
+// axis; requests are counted per target cell (the receivers wanting that
+// slice, less the box's own holders); a box with one holder gets all of
+// them in any order; a box with H holders whose m requests are all w bytes
+// spreads them as at most w * ceil(m / H) (least loaded, then lowest rank).
+// Empty when not exact (a box with several holders gets requests of
+// different sizes): then SendRecvBytes walks the ranks.
+std::optional<std::pair<int64_t, int64_t>> SendRecvByCells(const TensorDesc& logical,
+                                                           const Placement& sp, const NdSbp& source,
+                                                           const Placement& tp,
+                                                           const NdSbp& target);
 
 // The checks both planners run first (empty placements, device types, NdSbps).
 Status CheckBoxing(const TensorDesc& logical, const Placement& from_placement, const NdSbp& from,
