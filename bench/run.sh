@@ -19,6 +19,10 @@
 #         layers, meshes [8] to [128, 8]), a 4-layer MLP and VGG16 (predicted step
 #         times, search seconds on one core) -> bench/results/search.json, plotted by
 #         bench/plot_search.py into search_time.png and search_step.png.
+#   scale   bench/search_bench.py scale: only the search suite's scale rows (autoddl, cost
+#         model included, on the 96-layer GPT on [128, 8] and 2 layers on [64, 64], median of 3;
+#         the whole --plan-only command of train.py's 96-layer model on [128, 8]) ->
+#         bench/results/scale.json (the search suite ends with the same rows).
 #   paper   bench/search_bench.py paper: best expert vs autoddl on VGG16 and a
 #         Transformer, beside the AutoDDL paper's reductions -> paper.json, paper.png.
 #   ilp     bench/ilp_crosscheck.py: exact and autoddl against the integer linear
@@ -37,7 +41,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops|runtime|search|paper|fidelity|ilp|soak" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime|search|scale|paper|fidelity|ilp|soak" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -129,13 +133,14 @@ one_core() {
     "${pin[@]}" "$OFL_PY" "$@"
 }
 
-run_search() {  # $1: search or paper; one core, one thread everywhere
+run_search() {  # $1: search, scale or paper; one core, one thread everywhere
   local results=bench/results load_before
   mkdir -p "$results"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "bench: search_bench.py $1 (one core)" >&2
   one_core bench/search_bench.py "$1" --out "$results/$1.json" \
     --load-before "$load_before" || return 1
+  if [[ $1 == scale ]]; then echo "bench: wrote $results/scale.json" >&2; return 0; fi
   "$OFL_PY" bench/plot_search.py || return 1
   echo "bench: wrote $results/$1.json and its plots" >&2
 }
@@ -161,7 +166,7 @@ case $suite in
     cd "$OFL_ROOT"
     run_fidelity
     ;;
-  search|paper)
+  search|scale|paper)
     ofl_setup
     cd "$OFL_ROOT"
     run_search "$suite"

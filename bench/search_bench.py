@@ -18,6 +18,14 @@ the file, its failures under checks_failed). A configuration
 where nothing fits gives rows with fits=false, the error and the smallest
 per-device need.
 
+scale_rows (at the end of search; alone: ``search_bench.py scale``):
+autoddl with its cost model on the 96-layer GPT on [128, 8] (1,024
+devices) and 2 layers on [64, 64] (4,096 devices, one sequence per device:
+8 x 512), SCALE_RUNS runs each (seconds_runs, build_seconds_runs; seconds
+and build_seconds their medians), and the whole ``python -m
+oneflow_lite.train --plan-only`` command of its default 96-layer model on
+[128, 8] (start, trace, plan, report, presets) as a subprocess.
+
 paper: VGG16 (global batch 256) and a Transformer (12 layers, hidden 1024,
 16 heads, sequence 512, vocabulary 32000, global batch 128) on 16
 single-GPU nodes of p100_nodes (mesh [16]) and on 4 nodes of v100_8gpu
@@ -38,6 +46,7 @@ import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import time
 
@@ -191,7 +200,63 @@ def search_suite(args, log, save) -> dict:
                         micro_batch=GPT_MICRO_BATCH)
             rows += run_config(program, base, mesh, "h100_8gpu", searchers, log, **gpt_args)
             save({"rows": rows, "partial": True})
-    return {"rows": rows}
+    return {"rows": rows, "scale_rows": scale_rows(log)}
+
+
+SCALE_RUNS = 3  # timings per scale row: the median is the figure
+# (layers, mesh, micro-batches): the 96-layer GPT on 1,024 devices (global
+# batch 512, as the rows above) and 2 layers on 4,096 devices with one
+# sample per device (8 x 512 = 4,096 sequences).
+SCALE_CONFIGS = ((96, [128, 8], 64), (2, [64, 64], 512))
+PLAN_ONLY_ARGV = ["--plan-only", "--cluster", "h100_8gpu", "--mesh", "128,8"]
+
+
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def scale_rows(log) -> list:
+    """autoddl at 1,024 and 4,096 devices, SCALE_RUNS times each (cost model
+    included: each run builds it anew), and the whole `--plan-only` command
+    of train.py's default 96-layer model on [128, 8] as a subprocess."""
+    rows = []
+    for layers, mesh, micro_batches in SCALE_CONFIGS:
+        program, _ = build_program("gpt", layers=layers, batch=GPT_MICRO_BATCH, **GPT)
+        row = dict(model="gpt", layers=layers, mesh=mesh, devices=mesh[0] * mesh[1],
+                   cluster="h100_8gpu", searcher="autoddl", micro_batch=GPT_MICRO_BATCH,
+                   batch=GPT_MICRO_BATCH * micro_batches, build_seconds_runs=[],
+                   seconds_runs=[])
+        for _ in range(SCALE_RUNS):
+            started = time.perf_counter()
+            model = _C.build_cost_model(program, mesh, "h100_8gpu", micro_batches=micro_batches,
+                                        compute_dtype="bfloat16", bytes_per_parameter=16.0)
+            planned = model.plan("autoddl")
+            row["seconds_runs"].append(round(time.perf_counter() - started, 4))
+            row["build_seconds_runs"].append(round(model.build_seconds, 4))
+        row.update(seconds=median(row["seconds_runs"]),
+                   build_seconds=median(row["build_seconds_runs"]),
+                   ops=planned.stats["ops"], cost_nodes=planned.stats["cost_nodes"],
+                   predicted_step_s=planned.predicted_step_s)
+        log(f"  scale gpt L={layers} mesh={mesh}: autoddl {row['seconds']} s median "
+            f"(build {row['build_seconds']} s), runs {row['seconds_runs']}")
+        rows.append(row)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    runs = []
+    for _ in range(SCALE_RUNS):
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "oneflow_lite.train"] + PLAN_ONLY_ARGV,
+                              env=env, capture_output=True, text=True, timeout=1800)
+        runs.append(round(time.perf_counter() - started, 2))
+        if proc.returncode != 0:
+            CHECKS_FAILED.append(("plan-only", proc.stderr.strip()[-300:]))
+            break
+    rows.append(dict(command="python -m oneflow_lite.train " + " ".join(PLAN_ONLY_ARGV),
+                     what="the whole command: start, trace, plan, report, expert presets",
+                     seconds_runs=runs, seconds=median(runs)))
+    log(f"  plan-only 96 layers on [128, 8]: {median(runs)} s median, runs {runs}")
+    return rows
 
 
 def paper_suite(args, log, save) -> dict:
@@ -234,7 +299,8 @@ def paper_suite(args, log, save) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("suite", choices=["search", "paper"])
+    parser.add_argument("suite", choices=["search", "paper", "scale"],
+                        help="scale: only the scale rows (also run at the end of search)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--layers", type=int, nargs="*", default=[2, 8, 24, 48, 96])
     parser.add_argument("--meshes", type=json.loads, default=[[8], [2, 8], [16, 8], [128, 8]],
@@ -266,7 +332,8 @@ def main() -> int:
             f.write("\n")
         os.replace(args.out + ".tmp", args.out)
 
-    suite = search_suite if args.suite == "search" else paper_suite
+    suite = {"search": search_suite, "paper": paper_suite,
+             "scale": lambda args, log, save: {"scale_rows": scale_rows(log)}}[args.suite]
     result = suite(args, log, save)
     result["checks_failed"] = [dict(configuration=w, what=what) for w, what in CHECKS_FAILED]
     save(result)

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <sstream>
 
+#include "graph/boxing_rules.h"
 #include "oneflow_lite/core/checked_math.h"
 #include "oneflow_lite/core/slicing.h"
 
@@ -14,83 +14,14 @@ namespace {
 
 using Conf = proto::BoxingConf;
 
-NdSbp With(const NdSbp& nd_sbp, int64_t axis, const Sbp& sbp) {
-  std::vector<Sbp> axes = nd_sbp.axes();
-  axes[axis] = sbp;
-  return NdSbp(std::move(axes));
-}
-
-// The 1-D conversion x -> y (x != y) as one step kind (DESIGN.md section 5).
-Conf::Kind AxisKind(const Sbp& x, const Sbp& y) {
-  if (x.is_partial_sum()) return y.is_broadcast() ? Conf::ALL_REDUCE : Conf::REDUCE_SCATTER;
-  if (x.is_split()) {
-    if (y.is_broadcast()) return Conf::ALL_GATHER;
-    return y.is_split() ? Conf::ALL_TO_ALL : Conf::SCATTER_LOCAL;
-  }
-  return y.is_split() ? Conf::LOCAL_SLICE : Conf::ZERO_FILL;
-}
-
-// Whether changing hierarchy axis `axis` of `cur` to `y` is a 1-D conversion
-// on the groups of that axis: no inner axis may split a tensor axis that the
-// step splits or gathers (inner cuts would interleave the members' pieces).
-bool StepSound(const NdSbp& cur, int64_t axis, const Sbp& y) {
-  for (int64_t b = axis + 1; b < cur.size(); ++b) {
-    if (!cur[b].is_split()) continue;
-    if ((cur[axis].is_split() && cur[axis].axis() == cur[b].axis()) ||
-        (y.is_split() && y.axis() == cur[b].axis())) {
-      return false;
-    }
-  }
-  return true;
-}
-
-int64_t ProductExcept(const Shape& shape, int64_t skip) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < shape.ndim(); ++d) {
-    if (d != skip) n *= shape[d];
-  }
-  return n;
-}
-
-// Bytes one rank sends in an axis step, from its slice shapes before and
-// after and the group size p, as runtime/inprocess_communicator.cpp counts them.
-int64_t AxisStepBytes(Conf::Kind kind, const Shape& before, const Shape& after, int64_t p,
-                      int64_t position, int64_t to_split_axis, int64_t element_size) {
-  const int64_t n = before.NumElements();
-  int64_t elements = 0;
-  switch (kind) {
-    case Conf::ALL_REDUCE: {  // direct: reduce-scatter phase, then all-gather phase
-      int64_t own = BalancedPart(n, p, position).size;
-      elements = SaturatingAdd(n - own, SaturatingMul(p - 1, own));
-      break;
-    }
-    case Conf::REDUCE_SCATTER:  // every peer's part of this rank's addend
-      elements = n - after.NumElements();
-      break;
-    case Conf::ALL_GATHER:  // this rank's part to each of the p - 1 peers
-      elements = SaturatingMul(p - 1, n);
-      break;
-    case Conf::ALL_TO_ALL: {  // its rows of every peer's columns
-      const int64_t e = to_split_axis;
-      elements = SaturatingMul(ProductExcept(before, e), before[e] - after[e]);
-      break;
-    }
-    default: break;  // local steps move nothing
-  }
-  return SaturatingMul(elements, element_size);
-}
-
-// SliceOf's shape for the rank at `coords`, written into `*shape` (which
-// holds the logical shape's rank): no checks, no allocation.
-void SliceShape(const Shape& logical, const Shape& hierarchy, const NdSbp& nd_sbp,
-                const std::vector<int64_t>& coords, Shape* shape) {
-  for (int64_t d = 0; d < logical.ndim(); ++d) (*shape)[d] = logical[d];
-  for (int64_t a = 0; a < hierarchy.ndim(); ++a) {
-    if (!nd_sbp[a].is_split()) continue;
-    int64_t& size = (*shape)[nd_sbp[a].axis()];
-    size = BalancedPart(size, hierarchy[a], coords[a]).size;
-  }
-}
+using boxing_internal::AxisKind;
+using boxing_internal::AxisStepBytes;
+using boxing_internal::CheckBoxing;
+using boxing_internal::ReductionSteps;
+using boxing_internal::SendRecvStep;
+using boxing_internal::SliceShape;
+using boxing_internal::SoundOrders;
+using boxing_internal::With;
 
 // One step on hierarchy axis `axis` of `placement` from `cur` to cur[axis] = y.
 BoxingStep AxisStep(const TensorDesc& logical, const Placement& placement, const NdSbp& cur,
@@ -154,231 +85,32 @@ std::pair<int64_t, int64_t> MaxAndTotal(const std::map<int64_t, int64_t>& bytes)
 std::optional<std::vector<BoxingStep>> PlanAxisByAxis(const TensorDesc& logical,
                                                       const Placement& placement, const NdSbp& from,
                                                       const NdSbp& to) {
-  std::vector<int64_t> changed;
-  for (int64_t a = 0; a < from.size(); ++a) {
-    if (from[a] != to[a]) changed.push_back(a);
-  }
   std::optional<std::vector<BoxingStep>> best;
   std::pair<int64_t, int64_t> best_cost;
-  do {
+  for (const std::vector<int64_t>& order : SoundOrders(from, to)) {
     std::vector<BoxingStep> steps;
     NdSbp cur = from;
-    bool sound = true;
-    for (int64_t a : changed) {
-      if (!StepSound(cur, a, to[a])) {
-        sound = false;
-        break;
-      }
+    for (int64_t a : order) {
       steps.push_back(AxisStep(logical, placement, cur, a, to[a]));
       cur = steps.back().to;
     }
-    if (!sound) continue;
     auto cost = MaxAndTotal(SumBytes(steps));
     if (!best || cost < best_cost) {
       best = std::move(steps);
       best_cost = cost;
     }
-  } while (std::next_permutation(changed.begin(), changed.end()));
+  }
   return best;
-}
-
-// What a P axis that must go reduces to: `preferred` (the target's Sbp on
-// that axis) when it is S or B and sound, else a split of the longest
-// tensor axis that is sound (reduce-scatter moves half of an all-reduce),
-// else B.
-Sbp ReductionTarget(const Shape& logical, const NdSbp& cur, int64_t axis, const Sbp* preferred) {
-  if (preferred != nullptr && !preferred->is_partial_sum() && StepSound(cur, axis, *preferred)) {
-    return *preferred;
-  }
-  int64_t best = -1;
-  for (int64_t d = 0; d < logical.ndim(); ++d) {
-    if (StepSound(cur, axis, Sbp::Split(d)) && (best < 0 || logical[d] > logical[best])) best = d;
-  }
-  return best >= 0 ? Sbp::Split(best) : Sbp::Broadcast();
 }
 
 // Reduces, outer axis to inner, every P axis of `*cur` whose target is not
 // P (`target` null: every P axis); appends the steps.
 void ReducePartialAxes(const TensorDesc& logical, const Placement& placement, const NdSbp* target,
                        NdSbp* cur, std::vector<BoxingStep>* steps) {
-  for (int64_t a = 0; a < cur->size(); ++a) {
-    if (!(*cur)[a].is_partial_sum()) continue;
-    if (target != nullptr && (*target)[a].is_partial_sum()) continue;
-    Sbp y = ReductionTarget(logical.shape, *cur, a, target ? &(*target)[a] : nullptr);
+  for (const auto& [a, y] : ReductionSteps(logical.shape, *cur, target)) {
     steps->push_back(AxisStep(logical, placement, *cur, a, y));
     *cur = steps->back().to;
   }
-}
-
-struct Box {
-  std::vector<int64_t> offset;
-  Shape shape;
-  bool operator==(const Box& o) const { return offset == o.offset && shape == o.shape; }
-  bool operator<(const Box& o) const {
-    return offset != o.offset ? offset < o.offset : shape.dims() < o.shape.dims();
-  }
-};
-
-// Elements of the overlap of `a` and `b` (no allocation).
-int64_t OverlapElements(const Box& a, const Box& b) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < a.shape.ndim() && n > 0; ++d) {
-    int64_t begin = std::max(a.offset[d], b.offset[d]);
-    int64_t end = std::min(a.offset[d] + a.shape[d], b.offset[d] + b.shape[d]);
-    n *= std::max<int64_t>(0, end - begin);
-  }
-  return n;
-}
-
-Box Intersect(const Box& a, const Box& b) {
-  Box out{a.offset, a.shape};
-  for (int64_t d = 0; d < a.shape.ndim(); ++d) {
-    int64_t begin = std::max(a.offset[d], b.offset[d]);
-    int64_t end = std::min(a.offset[d] + a.shape[d], b.offset[d] + b.shape[d]);
-    out.offset[d] = begin;
-    out.shape[d] = std::max<int64_t>(0, end - begin);
-  }
-  return out;
-}
-
-// Distinct boxes (in source order) and the ranks holding each.
-using Holders = std::vector<std::pair<Box, std::vector<int64_t>>>;
-
-// The general step: every target rank receives the overlaps of its target
-// slice with the distinct source slices. P axes of `source` must also be P
-// in `target` on the same placement ("kept": only ranks with the same
-// coordinate there exchange); a P target axis that is not kept is filled by
-// the ranks at coordinate 0 of it, the others hold zeros.
-// Source slices are computed once, the holders once per coordinate class
-// of the receivers on the source's P axes (all receivers share one class
-// when the source has no P axis), and each receiver visits only the holders
-// whose boxes can meet its slice.
-BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
-                        const Placement& tp, const NdSbp& target, bool with_transfers) {
-  BoxingStep step;
-  step.kind = Conf::SEND_RECV;
-  step.from_placement = sp;
-  step.from = source;
-  step.to_placement = tp;
-  step.to = target;
-  const bool same = sp == tp;
-  for (int64_t r : sp.ranks()) step.bytes_sent[r] = 0;
-  for (int64_t r : tp.ranks()) step.bytes_sent[r] = 0;
-  const int64_t element_size = SizeOf(logical.dtype);
-  std::vector<int64_t> partial_axes;
-  for (int64_t a = 0; a < source.size(); ++a) {
-    if (source[a].is_partial_sum()) partial_axes.push_back(a);
-  }
-  std::vector<std::vector<int64_t>> source_coords(sp.size());
-  std::vector<Box> source_boxes(sp.size());
-  for (int64_t si = 0; si < sp.size(); ++si) {
-    source_coords[si] = sp.Coordinates(si);
-    TensorSlice s = SliceOf(logical.shape, sp.hierarchy(), source, source_coords[si]);
-    source_boxes[si] = Box{s.offset, s.shape};
-  }
-  // Holders per class, and an index over them: holder positions sorted by
-  // their box's offset on `axis` (the tensor axis where boxes differ most);
-  // boxes of one class tile the tensor, so along `axis` they form a
-  // partition and the ones meeting a range are found by binary search.
-  struct Class {
-    Holders holders;
-    int64_t axis = -1;
-    std::vector<size_t> by_offset;
-  };
-  std::map<std::vector<int64_t>, Class> classes;
-  auto class_for = [&](const std::vector<int64_t>& ct) -> const Class& {
-    std::vector<int64_t> key;
-    for (int64_t a : partial_axes) key.push_back(ct[a]);
-    auto it = classes.find(key);
-    if (it != classes.end()) return it->second;
-    Class c;
-    std::map<Box, size_t> index;
-    for (int64_t si = 0; si < sp.size(); ++si) {
-      bool eligible = true;
-      for (int64_t a : partial_axes) eligible = eligible && source_coords[si][a] == ct[a];
-      if (!eligible) continue;
-      auto [pos, fresh] = index.emplace(source_boxes[si], c.holders.size());
-      if (fresh) c.holders.push_back({source_boxes[si], {}});
-      c.holders[pos->second].second.push_back(sp.ranks()[si]);
-    }
-    size_t most = 1;
-    for (int64_t d = 0; d < logical.shape.ndim(); ++d) {
-      std::set<int64_t> offsets;
-      for (const auto& h : c.holders) offsets.insert(h.first.offset[d]);
-      if (offsets.size() > most) {
-        most = offsets.size();
-        c.axis = d;
-      }
-    }
-    if (c.axis >= 0) {
-      for (size_t h = 0; h < c.holders.size(); ++h) {
-        if (c.holders[h].first.shape.NumElements() > 0) c.by_offset.push_back(h);
-      }
-      std::stable_sort(c.by_offset.begin(), c.by_offset.end(), [&](size_t x, size_t y) {
-        return c.holders[x].first.offset[c.axis] < c.holders[y].first.offset[c.axis];
-      });
-    }
-    return classes.emplace(std::move(key), std::move(c)).first->second;
-  };
-  // Bytes sent so far by global rank (a vector: the sender choice reads it
-  // for every holder of every box).
-  int64_t max_rank = 0;
-  for (const auto& [r, b] : step.bytes_sent) max_rank = std::max(max_rank, r);
-  std::vector<int64_t> sent(max_rank + 1, 0);
-  std::vector<size_t> meeting;
-  for (int64_t ti = 0; ti < tp.size(); ++ti) {
-    const int64_t receiver = tp.ranks()[ti];
-    const std::vector<int64_t> ct = tp.Coordinates(ti);
-    bool zeros = false;
-    for (int64_t a = 0; a < target.size(); ++a) {
-      bool kept = same && source[a].is_partial_sum();
-      if (target[a].is_partial_sum() && !kept && ct[a] != 0) zeros = true;
-    }
-    TensorSlice need_slice = SliceOf(logical.shape, tp.hierarchy(), target, ct);
-    Box need{need_slice.offset, need_slice.shape};
-    if (zeros || need.shape.NumElements() == 0) continue;
-    const Class& c = class_for(ct);
-    // The holders whose boxes may meet `need`, in source order.
-    meeting.clear();
-    if (c.axis < 0) {
-      for (size_t h = 0; h < c.holders.size(); ++h) meeting.push_back(h);
-    } else {
-      const int64_t begin = need.offset[c.axis], end = begin + need.shape[c.axis];
-      auto first = std::partition_point(c.by_offset.begin(), c.by_offset.end(), [&](size_t h) {
-        const Box& b = c.holders[h].first;
-        return b.offset[c.axis] + b.shape[c.axis] <= begin;
-      });
-      for (auto i = first; i != c.by_offset.end(); ++i) {
-        if (c.holders[*i].first.offset[c.axis] >= end) break;
-        meeting.push_back(*i);
-      }
-      // Source order, for the transfers' order; the bytes do not depend on
-      // it (boxes have disjoint holders).
-      if (with_transfers) std::sort(meeting.begin(), meeting.end());
-    }
-    for (size_t h : meeting) {
-      const auto& [box, ranks] = c.holders[h];
-      const int64_t bytes = SaturatingMul(OverlapElements(need, box), element_size);
-      if (bytes == 0) continue;
-      int64_t sender = -1;
-      if (std::find(ranks.begin(), ranks.end(), receiver) != ranks.end()) {
-        sender = receiver;
-      } else {
-        for (int64_t r : ranks) {
-          if (sender < 0 || sent[r] < sent[sender] || (sent[r] == sent[sender] && r < sender)) {
-            sender = r;
-          }
-        }
-        sent[sender] += bytes;
-      }
-      if (with_transfers) {
-        Box piece = Intersect(need, box);
-        step.transfers.push_back({sender, receiver, piece.offset, piece.shape});
-      }
-    }
-  }
-  for (auto& [r, b] : step.bytes_sent) b = sent[r];
-  return step;
 }
 
 std::string BytesToString(const std::map<int64_t, int64_t>& bytes) {
@@ -438,23 +170,7 @@ namespace {
 Maybe<BoxingPlan> Plan(const TensorDesc& logical, const Placement& from_placement,
                        const NdSbp& from, const Placement& to_placement, const NdSbp& to,
                        const std::string& name, bool with_transfers) {
-  const std::string what = StrCat("boxing of '", name, "' ", logical.shape);
-  OFL_ENSURE(from_placement.size() > 0 && to_placement.size() > 0, what,
-             ": a placement is empty (source ", from_placement.ToString(), ", target ",
-             to_placement.ToString(), ")");
-  OFL_ENSURE(from_placement.device_type() == to_placement.device_type(), what,
-             ": device types differ: source ", from_placement.ToString(), ", target ",
-             to_placement.ToString());
-  // The messages name the placements; built only on failure (a 1,024-rank
-  // placement prints long).
-  if (!ValidateNdSbp(logical.shape, from_placement.hierarchy(), from, what).ok()) {
-    OFL_RETURN_IF_ERROR(ValidateNdSbp(logical.shape, from_placement.hierarchy(), from,
-                                      what + ": source on " + from_placement.ToString()));
-  }
-  if (!ValidateNdSbp(logical.shape, to_placement.hierarchy(), to, what).ok()) {
-    OFL_RETURN_IF_ERROR(ValidateNdSbp(logical.shape, to_placement.hierarchy(), to,
-                                      what + ": target on " + to_placement.ToString()));
-  }
+  OFL_RETURN_IF_ERROR(CheckBoxing(logical, from_placement, from, to_placement, to, name));
   BoxingPlan plan;
   plan.logical = logical;
   plan.from_placement = from_placement;

@@ -93,16 +93,33 @@ const NdSbp& CostModel::WantedSbp(int edge, int candidate) const {
   return nodes_[e.consumer].signatures[candidate].inputs[e.input_index];
 }
 
-Maybe<BoxingPlan> CostModel::EdgeBoxing(int edge, int producer_candidate,
-                                        int consumer_candidate) const {
+Maybe<std::shared_ptr<const BoxingPlan>> CostModel::EdgeBoxing(int edge, int producer_candidate,
+                                                                int consumer_candidate) const {
   OFL_ENSURE(edge >= 0 && edge < static_cast<int>(edges_.size()), "cost model: no edge ", edge);
   const CostEdgeInfo& e = edges_[edge];
   OFL_ENSURE(producer_candidate >= 0 && producer_candidate < graph_.num_candidates(e.producer) &&
                  consumer_candidate >= 0 && consumer_candidate < graph_.num_candidates(e.consumer),
              "cost model: edge '", e.tensor, "' has no candidates (", producer_candidate, ", ",
              consumer_candidate, ")");
-  return PlanBoxing(e.desc, nodes_[e.producer].placement, ProducedSbp(edge, producer_candidate),
-                    nodes_[e.consumer].placement, WantedSbp(edge, consumer_candidate), e.tensor);
+  const Placement& from = nodes_[e.producer].placement;
+  const Placement& to = nodes_[e.consumer].placement;
+  std::vector<int64_t> desc = e.desc.shape.dims();
+  desc.push_back(static_cast<int64_t>(e.desc.dtype));
+  std::lock_guard<std::mutex> lock(boxing_mutex_);
+  auto id = [&](const Placement& p) {
+    auto it = std::find(boxing_placements_.begin(), boxing_placements_.end(), p);
+    if (it == boxing_placements_.end()) it = boxing_placements_.insert(it, p);
+    return static_cast<int>(it - boxing_placements_.begin());
+  };
+  BoxingKey key{std::move(desc), id(from), ProducedSbp(edge, producer_candidate), id(to),
+                WantedSbp(edge, consumer_candidate)};
+  auto it = boxing_cache_.find(key);
+  if (it != boxing_cache_.end()) return it->second;
+  OFL_ASSIGN_OR_RETURN(BoxingPlan plan,
+                       PlanBoxingBytes(e.desc, from, std::get<2>(key), to, std::get<4>(key), e.tensor));
+  auto shared = std::make_shared<const BoxingPlan>(std::move(plan));
+  boxing_cache_.emplace(std::move(key), shared);
+  return shared;
 }
 
 Maybe<double> CostModel::BoxingSeconds(const BoxingPlan& plan) const {

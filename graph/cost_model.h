@@ -59,8 +59,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "graph/boxing.h"
@@ -133,8 +135,13 @@ class CostModel {
   // consumer wants at `candidate`.
   const NdSbp& ProducedSbp(int edge, int candidate) const;
   const NdSbp& WantedSbp(int edge, int candidate) const;
-  // The boxing behind one entry of an edge matrix (for reports).
-  Maybe<BoxingPlan> EdgeBoxing(int edge, int producer_candidate, int consumer_candidate) const;
+  // The boxing behind one entry of an edge matrix (for reports): its steps
+  // and every rank's bytes, as PlanBoxingBytes gives them (no SEND_RECV
+  // boxes). Planned once per distinct (tensor shape and dtype, placements,
+  // NdSbps) and shared: identical layers ask for the same plans, and a
+  // 1,024-rank plan is worth keeping. Thread-safe.
+  Maybe<std::shared_ptr<const BoxingPlan>> EdgeBoxing(int edge, int producer_candidate,
+                                                      int consumer_candidate) const;
   // Seconds of one boxing plan on this model's cluster (one execution).
   Maybe<double> BoxingSeconds(const BoxingPlan& plan) const;
 
@@ -157,6 +164,12 @@ class CostModel {
   CostModelStats stats_;
   CostOptions options_;
   Strategy placements_;
+  // EdgeBoxing's plans by (shape and dtype, placement ids, NdSbps), and the
+  // distinct placements those ids index.
+  using BoxingKey = std::tuple<std::vector<int64_t>, int, NdSbp, int, NdSbp>;
+  mutable std::mutex boxing_mutex_;
+  mutable std::vector<Placement> boxing_placements_;
+  mutable std::map<BoxingKey, std::shared_ptr<const BoxingPlan>> boxing_cache_;
 };
 
 // Builds the cost model. `placements` gives the default placement and any

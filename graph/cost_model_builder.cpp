@@ -1,6 +1,7 @@
 // The cost model's builder and rules (cost_model_internal.h).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "graph/cost_model_internal.h"
 #include "oneflow_lite/core/checked_math.h"
@@ -96,10 +97,12 @@ int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks) {
   return cluster.num_levels() - 1;
 }
 
-Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan) {
+Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_placement,
+                                const Placement& to_placement, const BoxingCost& cost) {
   using Conf = proto::BoxingConf;
   double seconds = 0;
-  for (const BoxingStep& step : plan.steps) {
+  std::optional<std::vector<int>> levels;  // of the source hierarchy's axes
+  for (const BoxingStepCost& step : cost.steps) {
     CollectiveKind kind;
     switch (step.kind) {
       case Conf::ALL_REDUCE:
@@ -120,24 +123,30 @@ Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan) 
       default:
         continue;  // local steps move nothing
     }
-    int64_t bytes = 0;
-    for (const auto& [rank, b] : step.bytes_sent) bytes = std::max(bytes, b);
+    const double bytes = static_cast<double>(step.max_bytes);
     if (step.hierarchy_axis >= 0) {
-      const Shape& h = step.from_placement.hierarchy();
-      OFL_ASSIGN_OR_RETURN(std::vector<int> levels, cluster.AxisLevels(h.dims()));
-      seconds += CollectiveSeconds(kind, static_cast<double>(bytes), h[step.hierarchy_axis],
-                                   cluster.level(levels[step.hierarchy_axis]));
-    } else {
-      std::vector<int64_t> ranks = step.from_placement.ranks();
-      for (int64_t r : step.to_placement.ranks()) {
-        if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+      const Shape& h = from_placement.hierarchy();
+      if (!levels) {
+        OFL_ASSIGN_OR_RETURN(levels, cluster.AxisLevels(h.dims()));
       }
-      seconds +=
-          CollectiveSeconds(kind, static_cast<double>(bytes), static_cast<int64_t>(ranks.size()),
-                            cluster.level(SpanLevel(cluster, ranks)));
+      seconds += CollectiveSeconds(kind, bytes, h[step.hierarchy_axis],
+                                   cluster.level((*levels)[step.hierarchy_axis]));
+    } else {  // the union of both placements' ranks
+      std::vector<int64_t> ranks = from_placement.ranks();
+      if (to_placement != from_placement) {
+        ranks.insert(ranks.end(), to_placement.ranks().begin(), to_placement.ranks().end());
+        std::sort(ranks.begin(), ranks.end());
+        ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+      }
+      seconds += CollectiveSeconds(kind, bytes, static_cast<int64_t>(ranks.size()),
+                                   cluster.level(SpanLevel(cluster, ranks)));
     }
   }
   return seconds;
+}
+
+Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan) {
+  return BoxingCostSeconds(cluster, plan.from_placement, plan.to_placement, CostOf(plan));
 }
 
 TensorDesc Builder::Costed(const TensorDesc& desc) const {
@@ -186,10 +195,11 @@ Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_plac
   BoxKey key{std::move(key_desc), from_placement, from, to_placement, to};
   auto it = box_cache_.find(key);
   if (it != box_cache_.end()) return it->second;
-  OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxingBytes(desc, placement_list_[from_placement], from,
-                                                        placement_list_[to_placement], to, name));
+  const Placement& fp = placement_list_[from_placement];
+  const Placement& tp = placement_list_[to_placement];
+  OFL_ASSIGN_OR_RETURN(BoxingCost cost, PlanBoxingCost(desc, fp, from, tp, to, name));
   ++boxing_plans_;
-  OFL_ASSIGN_OR_RETURN(double seconds, BoxingPlanSeconds(cluster_, plan));
+  OFL_ASSIGN_OR_RETURN(double seconds, BoxingCostSeconds(cluster_, fp, tp, cost));
   box_cache_.emplace(std::move(key), seconds);
   return seconds;
 }

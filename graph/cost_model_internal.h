@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "graph/boxing_cost.h"
 #include "graph/cost_model.h"
 
 namespace ofl::internal {
@@ -35,8 +36,14 @@ std::vector<NdSbp> SourceSbps(const Shape& shape, const Shape& hierarchy);
 // The slowest level the ranks span (devices numbered group by group).
 int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks);
 
-// Seconds of `plan` on `cluster` (one execution; each step charged by
-// CollectiveSeconds with its busiest rank's bytes).
+// Seconds of a boxing from `from_placement` to `to_placement` on `cluster`
+// (one execution; each step charged by CollectiveSeconds with its busiest
+// rank's bytes: axis steps on their axis's groups and level, SEND_RECV on
+// the union of both placements' ranks and the slowest level they span).
+Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_placement,
+                                const Placement& to_placement, const BoxingCost& cost);
+
+// The same for a plan that visited every rank (BoxingCostSeconds of CostOf(plan)).
 Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan);
 
 class Builder {

@@ -142,7 +142,8 @@ Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& mode
     const bool same_place = model.nodes()[info.producer].placement ==
                             model.nodes()[info.consumer].placement;
     if (from == to && same_place) continue;
-    OFL_ASSIGN_OR_RETURN(BoxingPlan plan, model.EdgeBoxing(e, pc, cc));
+    OFL_ASSIGN_OR_RETURN(std::shared_ptr<const BoxingPlan> shared, model.EdgeBoxing(e, pc, cc));
+    const BoxingPlan& plan = *shared;
     EdgeReport r;
     r.edge = e;
     r.tensor = info.tensor;

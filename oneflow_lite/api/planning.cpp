@@ -121,8 +121,8 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
              .second) {
       continue;
     }
-    OFL_ASSIGN_OR_RETURN(BoxingPlan plan, model.EdgeBoxing(e, pc, cc));
-    for (const auto& [rank, sent] : plan.bytes_sent) {  // saturating, as the plan's bytes
+    OFL_ASSIGN_OR_RETURN(std::shared_ptr<const BoxingPlan> plan, model.EdgeBoxing(e, pc, cc));
+    for (const auto& [rank, sent] : plan->bytes_sent) {  // saturating, as the plan's bytes
       bytes[rank] = SaturatingAdd(bytes[rank], SaturatingMul(sent, info.multiplier));
     }
   }

@@ -161,16 +161,20 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
             "_program": c.program}
 
 
-def best_expert(program, args, cluster, skip: str):
+def best_expert(program, args, cluster, skip: str, model=None):
     """(name, planned) of the expert preset the cost model ranks fastest, and
-    a line per preset (its predicted step or why it does not apply)."""
+    a line per preset (its predicted step or why it does not apply). `model`:
+    a cost model of `program` already built (_C.build_cost_model) to plan on."""
     best, lines = None, []
     for preset in EXPERTS:
         if preset == skip:
             continue
         try:
-            planned = _C.plan(program, list(args.hierarchy), cluster, preset,
-                              micro_batches=args.micro_batches)
+            if model is not None:
+                planned = model.plan(preset)
+            else:
+                planned = _C.plan(program, list(args.hierarchy), cluster, preset,
+                                  micro_batches=args.micro_batches)
         except ValueError as e:
             lines.append(f"  {preset}: does not apply ({str(e).splitlines()[0][:100]})")
             continue
@@ -221,9 +225,10 @@ def plan_only(args, config) -> dict:
     program = traced_program(args, config, meta=True)
     print(f"traced {program.num_ops()} ops in {time.perf_counter() - start:.1f} s", flush=True)
     start = time.perf_counter()
-    try:
-        planned = _C.plan(program, list(args.hierarchy), cluster, args.searcher,
-                          optimality_cap_s=args.optimality_cap or None)
+    try:  # one cost model for the searcher and the presets (the model is most of the time)
+        model = _C.build_cost_model(program, list(args.hierarchy), cluster,
+                                    micro_batches=args.micro_batches)
+        planned = model.plan(args.searcher, optimality_cap_s=args.optimality_cap or None)
     except ValueError as e:  # a searcher that does not fit the model
         train_args.usage_error(f"planning --model {args.model} with --searcher {args.searcher}: "
                                f"{str(e).splitlines()[0]}")
@@ -231,7 +236,7 @@ def plan_only(args, config) -> dict:
     print(planned.report(max_rows=20))
     ranks = list(range(args.devices))
     runs = [dict(name=args.searcher, predicted=predicted_of(planned, ranks))]
-    best, lines = best_expert(program, args, cluster, args.searcher)
+    best, lines = best_expert(program, args, cluster, args.searcher, model)
     print("\nexpert presets:\n" + "\n".join(lines))
     if best is not None:
         runs.append(dict(name=f"{best[0]} (best expert)", predicted=predicted_of(best[1], ranks)))

@@ -260,7 +260,7 @@ TEST(CostModelTest, EdgeEntriesAreTheBoxingSecondsAndIdenticalLayersShareMatrice
     const EdgeMatrix& m = *model->graph().edge(e).matrix;
     for (int r = 0; r < m.rows(); r += 3) {
       for (int c = 0; c < m.cols(); c += 5) {
-        BoxingPlan plan = model->EdgeBoxing(e, r, c).value();
+        const BoxingPlan& plan = *model->EdgeBoxing(e, r, c).value();
         ExpectNear(m.at(r, c), model->edges()[e].multiplier * model->BoxingSeconds(plan).value());
       }
     }

@@ -1,0 +1,59 @@
+// What the cost model charges for a boxing: the steps PlanBoxing
+// (graph/boxing.h) would take, each with the bytes of its busiest rank and
+// of all ranks together, without visiting every rank. Axis steps are counted
+// on one representative rank per class: on each hierarchy axis, the
+// coordinates fall into runs within which every slice size and every
+// all-reduce part the plan can meet is the same (balanced splits give the
+// first `n % p` parts one more element), so a run's ranks send alike; the
+// classes are the products of runs, weighted by their sizes. On [128, 8] a
+// plan visits a handful of classes instead of 1,024 ranks. A SEND_RECV step
+// (its sender choice depends on the order of the receivers) is counted per
+// rank, as PlanBoxing does.
+//
+// The numbers equal PlanBoxingBytes's exactly (same steps, same order
+// chosen, same busiest and total bytes; the test boxing_cost_test holds it
+// on random cases against CostOf(PlanBoxingBytes(...))).
+//
+// Pure functions over value types; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/boxing.h"
+
+namespace ofl {
+
+struct BoxingStepCost {
+  proto::BoxingConf::Kind kind = proto::BoxingConf::IDENTITY;
+  int64_t hierarchy_axis = -1;  // -1 for SEND_RECV
+  NdSbp from;
+  NdSbp to;
+  int64_t max_bytes = 0;    // the busiest rank's bytes in this step (saturating)
+  int64_t total_bytes = 0;  // every rank's together (saturating)
+
+  bool operator==(const BoxingStepCost& o) const {
+    return kind == o.kind && hierarchy_axis == o.hierarchy_axis && from == o.from && to == o.to &&
+           max_bytes == o.max_bytes && total_bytes == o.total_bytes;
+  }
+  std::string ToString() const;
+};
+
+// A boxing's steps in order (empty when nothing changes). Axis steps run on
+// the source placement's groups; a SEND_RECV step goes from the source
+// placement to the target one.
+struct BoxingCost {
+  std::vector<BoxingStepCost> steps;
+};
+
+// PlanBoxingBytes's steps and byte counts, per class of ranks (above). Same
+// checks and errors as PlanBoxing.
+Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& from_placement,
+                                 const NdSbp& from, const Placement& to_placement, const NdSbp& to,
+                                 const std::string& name = "tensor");
+
+// The same summary of a plan that visited every rank.
+BoxingCost CostOf(const BoxingPlan& plan);
+
+}  // namespace ofl

@@ -1,0 +1,74 @@
+// Internal to the boxing planner (graph/boxing.h): the rules that both of
+// its byte counters share. PlanBoxing counts every rank's bytes; PlanBoxingCost
+// (graph/boxing_cost.h) counts one representative rank per class of ranks
+// that send alike. Both take their steps from here (which step kinds, which
+// orders are sound, what a P axis reduces to, the bytes of one rank in an
+// axis step), so they can differ only in how many ranks they visit.
+// Pure functions over value types; thread-safe. Not for use outside graph/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "graph/boxing.h"
+
+namespace ofl::boxing_internal {
+
+NdSbp With(const NdSbp& nd_sbp, int64_t axis, const Sbp& sbp);
+
+// The 1-D conversion x -> y (x != y) as one step kind (DESIGN.md section 5).
+proto::BoxingConf::Kind AxisKind(const Sbp& x, const Sbp& y);
+
+// Whether changing hierarchy axis `axis` of `cur` to `y` is a 1-D conversion
+// on the groups of that axis (boxing.h).
+bool StepSound(const NdSbp& cur, int64_t axis, const Sbp& y);
+
+// Bytes one rank sends in an axis step, from its slice shapes before and
+// after and the group size p, as runtime/inprocess_communicator.cpp counts them.
+int64_t AxisStepBytes(proto::BoxingConf::Kind kind, const Shape& before, const Shape& after,
+                      int64_t p, int64_t position, int64_t to_split_axis, int64_t element_size);
+
+// SliceOf's shape for the rank at `coords`, written into `*shape` (which
+// holds the logical shape's rank): no checks, no allocation.
+void SliceShape(const Shape& logical, const Shape& hierarchy, const NdSbp& nd_sbp,
+                const std::vector<int64_t>& coords, Shape* shape);
+
+// The orders of the changed axes (from[a] != to[a]) in which every axis
+// step is sound, in std::next_permutation order from the sorted one.
+std::vector<std::vector<int64_t>> SoundOrders(const NdSbp& from, const NdSbp& to);
+
+// The axis steps (axis, new Sbp) that reduce, outer axis to inner, every P
+// axis of `from` whose target is not P (`target` null: every P axis).
+std::vector<std::pair<int64_t, Sbp>> ReductionSteps(const Shape& logical, const NdSbp& from,
+                                                    const NdSbp* target);
+
+// The general SEND_RECV step (boxing.h): bytes sent by global rank (indexed
+// up to the largest rank of either placement); `transfers` appended when not null.
+std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& sp,
+                                   const NdSbp& source, const Placement& tp, const NdSbp& target,
+                                   std::vector<BoxTransfer>* transfers);
+
+// The same as a BoxingStep; `transfers` filled when asked.
+BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
+                        const Placement& tp, const NdSbp& target, bool with_transfers);
+
+// The SEND_RECV step's (busiest, total) bytes without walking its
+// receivers, where that is exact (boxing_cells.cpp): the source has no P
+// axis; requests are counted per target cell (the receivers wanting that
+// slice, less the box's own holders); a box with one holder gets all of
+// them in any order; a box with H holders whose m requests are all w bytes
+// spreads them as at most w * ceil(m / H) (least loaded, then lowest rank).
+// Empty when not exact (a box with several holders gets requests of
+// different sizes): then SendRecvBytes walks the ranks.
+std::optional<std::pair<int64_t, int64_t>> SendRecvByCells(const TensorDesc& logical,
+                                                           const Placement& sp, const NdSbp& source,
+                                                           const Placement& tp,
+                                                           const NdSbp& target);
+
+// The checks both planners run first (empty placements, device types, NdSbps).
+Status CheckBoxing(const TensorDesc& logical, const Placement& from_placement, const NdSbp& from,
+                   const Placement& to_placement, const NdSbp& to, const std::string& name);
+
+}  // namespace ofl::boxing_internal
