@@ -8,6 +8,7 @@
 
 #include "graph/strategy_dot.h"
 #include "oneflow_lite/api/world_exchange.h"
+#include "oneflow_lite/core/slicing.h"
 #include "runtime/plan_check.h"
 #include "ops/array/strided_copy.h"
 #include "ops/kernel.h"  // OFL_DISPATCH_FLOAT
@@ -45,6 +46,7 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
   s->micro_batches_ = options.micro_batches;
   OFL_ASSIGN_OR_RETURN(s->plan_, LowerDistributed(graph, strategy, fetches, lowering));
   s->world_ = options.world;
+  s->local_feeds_ = options.local_feeds && options.world != nullptr && options.world->distributed();
   ProcessWorld* world = s->world_.get();
   int64_t process = 0;
   if (world != nullptr && world->distributed()) {
@@ -100,21 +102,40 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
 }
 
 Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& name,
-                                                           const Tensor& logical) const {
+                                                           const Tensor& given,
+                                                           bool local_rows) const {
   auto it = source_registers_.find(name);
   if (it == source_registers_.end()) return NotFound("unknown input or variable '", name, "'");
   std::map<int64_t, Tensor> parts;
   for (const proto::RegisterDesc* r : it->second) {
     if (!IsLocal(r->rank())) continue;  // another process slices its own
-    OFL_ENSURE(Shape(Dims(r->logical_shape())) == logical.shape(), "'", name, "' expects shape ",
-               Shape(Dims(r->logical_shape())), ", got ", logical.shape());
+    const Shape logical(Dims(r->logical_shape()));
+    std::vector<int64_t> offset(r->logical_offset().begin(), r->logical_offset().end());
+    Shape expected = logical;
+    if (local_rows) {  // `given` holds this process's balanced part of axis 0
+      OFL_ENSURE(logical.ndim() >= 1, "input '", name, "' is a scalar: it cannot be fed in "
+                 "parts (local_feeds)");
+      const Range rows = BalancedPart(logical[0], world_->num_processes(), world_->process());
+      std::vector<int64_t> dims = logical.dims();
+      dims[0] = rows.size;
+      expected = Shape(dims);
+      const int64_t first = offset[0], count = r->desc().shape().dims(0);
+      OFL_ENSURE(count == 0 || (first >= rows.begin && first + count <= rows.begin + rows.size),
+                 "input '", name, "': the layout puts rows [", first, ", ", first + count,
+                 ") on rank ", r->rank(), " of process ", world_->process(),
+                 ", outside the rows it feeds [", rows.begin, ", ", rows.begin + rows.size,
+                 ") (local_feeds needs the batch split over the processes in order: feed the "
+                 "global batch instead)");
+      offset[0] -= rows.begin;
+    }
+    OFL_ENSURE(expected == given.shape(), "'", name, "' expects shape ", expected, ", got ",
+               given.shape(), local_rows ? " (this process's rows of the global batch)" : "");
     OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r->desc().dtype()));
-    OFL_ENSURE(dtype == logical.dtype(), "'", name, "' expects dtype ", DataTypeName(dtype),
-               ", got ", DataTypeName(logical.dtype()));
+    OFL_ENSURE(dtype == given.dtype(), "'", name, "' expects dtype ", DataTypeName(dtype),
+               ", got ", DataTypeName(given.dtype()));
     Shape local(Dims(r->desc().shape()));
     Tensor part(local, dtype);
-    std::vector<int64_t> offset(r->logical_offset().begin(), r->logical_offset().end());
-    CopyBox(logical, offset, &part, std::vector<int64_t>(local.ndim(), 0), local);
+    CopyBox(given, offset, &part, std::vector<int64_t>(local.ndim(), 0), local);
     parts[r->rank()] = part;
   }
   return parts;
@@ -184,7 +205,7 @@ Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tenso
     }
     for (const auto& [name, logical] : feeds[m]) {
       OFL_ENSURE(graph_.IsInput(name), "run: '", name, "' is not an input of the graph");
-      OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, logical));
+      OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, logical, local_feeds_));
       for (auto& [rank, t] : parts) per_rank[m][{name, rank}] = t;
     }
   }
@@ -230,7 +251,7 @@ Maybe<Tensor> DistributedSession::GetVariable(const std::string& name) const {
 
 Status DistributedSession::SetVariable(const std::string& name, const Tensor& value) {
   OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
-  OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, value));
+  OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, value, false));
   for (const auto& [rank, t] : parts) OFL_RETURN_IF_ERROR(runtime_->SetVariable(name, rank, t));
   return Status::OK();
 }

@@ -60,6 +60,11 @@ struct DistributedOptions {
   std::shared_ptr<ProcessWorld> world;
   // A failed run restores every variable (RuntimeOptions::transactional).
   bool transactional = true;
+  // Several processes: each feeds only its part of every input's axis 0
+  // (process p: balanced part p of the global batch over the processes), not
+  // the global batch; the layout must keep each rank's rows inside its
+  // process's part (a batch split over the ranks in process order).
+  bool local_feeds = false;
 };
 
 // This process's world from the launcher's environment (WORLD_SIZE, RANK,
@@ -130,7 +135,10 @@ class DistributedSession {
   Maybe<RunResult> RunAndVote(const std::vector<TensorMap>& feeds,
                               const std::vector<std::string>& fetches);
   bool IsLocal(int64_t rank) const;
-  Maybe<std::map<int64_t, Tensor>> Slice(const std::string& name, const Tensor& logical) const;
+  // This process's ranks' parts of `given`: the logical value, or with
+  // local_rows this process's rows of it (DistributedOptions::local_feeds).
+  Maybe<std::map<int64_t, Tensor>> Slice(const std::string& name, const Tensor& given,
+                                         bool local_rows) const;
   // The register of `name`'s slice on local `rank`; errors name both.
   Maybe<const proto::RegisterDesc*> VariableRegister(const std::string& name, int64_t rank) const;
 
@@ -141,6 +149,7 @@ class DistributedSession {
   int64_t micro_batches_ = 1;
   std::shared_ptr<ProcessWorld> world_;  // null: one process
   std::string name_;                     // "s<k>": this session's keys in the world's store
+  bool local_feeds_ = false;
   int64_t steps_ = 0;                    // runs so far (each run's keys: name_/step<n>)
   mutable int64_t reads_ = 0;            // GetVariable calls (their keys)
   std::unique_ptr<BoxingGroups> groups_;

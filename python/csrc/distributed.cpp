@@ -112,7 +112,7 @@ void BindDistributed(py::module_& m) {
                        const std::vector<int64_t>& hierarchy, const py::dict& strategy,
                        const std::vector<std::string>& fetches, int num_threads,
                        int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
-                       int64_t micro_batches, bool transactional) {
+                       int64_t micro_batches, bool transactional, bool local_feeds) {
              Placement placement = MakePlacement(ranks, hierarchy);
              Strategy s = Unwrap(MakeStrategy(program.graph(), placement, SpecFrom(strategy)));
              DistributedOptions options;
@@ -122,6 +122,7 @@ void BindDistributed(py::module_& m) {
              options.num_slots = num_slots;
              options.micro_batches = micro_batches;
              options.transactional = transactional;
+             options.local_feeds = local_feeds;
              options.world = Unwrap(WorldFromEnvironment());
              py::gil_scoped_release release;  // the processes meet (rendezvous) here
              return Unwrap(DistributedSession::Create(program.graph(), s, fetches, options));
@@ -130,7 +131,7 @@ void BindDistributed(py::module_& m) {
            py::arg("strategy") = py::dict(), py::arg("fetches") = std::vector<std::string>{},
            py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000,
            py::arg("trace_path") = "", py::arg("num_slots") = 2, py::arg("micro_batches") = 1,
-           py::arg("transactional") = true)
+           py::arg("transactional") = true, py::arg("local_feeds") = false)
       .def("run",
            [](DistributedSession& s, const py::object& feeds,
               const std::vector<std::string>& fetches) -> py::object {

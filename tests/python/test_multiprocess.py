@@ -329,3 +329,23 @@ def test_timed_out_step_across_processes_leaves_every_variable_bitwise(tmp_path)
             if key.startswith("param:"):
                 name = key[len("param:"):]
                 assert z[key].tobytes() == z[f"before:{name}"].tobytes(), (p, name)
+
+
+@pytest.mark.parametrize("nproc,k", [(4, 1), (2, 2)])
+def test_each_process_feeding_only_its_rows_matches_the_global_batch(tmp_path, nproc, k):
+    """local_feeds: a data-parallel layout on 4 ranks, each process feeding
+    only its rows of the batch (np.array_split's parts, as the balanced
+    parts), gives bitwise the losses and parameters of one process fed the
+    global batch."""
+    run_ok(["-m", "multiprocess.worker", "local", str(tmp_path)], nproc, k, timeout=240)
+    case = worker.model_case("gpt")
+    data = td.batches(case)[:3]
+    g, params = td.build(td.make_model(case), case["batch"])
+    strategy = _C.plan(g.program, [4], "v100_8gpu", "data_parallel").strategy
+    s = _C.DistributedSession(g.program, [0, 1, 2, 3], [4], strategy, [g.loss], num_threads=4,
+                              timeout_ms=30000)
+    losses = td.train(s, g, data)
+    values = {p: s.get_variable(p) for p in params}
+    for p in range(nproc):
+        assert_same(f"local feeds, process {p} of {nproc} x {k}",
+                    str(tmp_path / f"local.p{p}.npz"), losses, values)

@@ -129,6 +129,20 @@ def main(argv) -> int:
             save(out, "mismatch", [], {}, error=str(e))
             return 1
         return 0
+    elif mode == "local":  # each process feeds only its rows of the global batch
+        case = model_case("gpt")
+        data = td.batches(case)[:3]
+        g, params = td.build(td.make_model(case), case["batch"])
+        strategy = _C.plan(g.program, [4], "v100_8gpu", "data_parallel").strategy
+        s = _C.DistributedSession(g.program, [0, 1, 2, 3], [4], strategy, [g.loss],
+                                  num_threads=threads, timeout_ms=30000, local_feeds=True)
+        nproc = int(os.environ["WORLD_SIZE"])
+        losses = []
+        for x, y in data:
+            rows = np.array_split(np.arange(len(x)), nproc)[PROCESS]
+            (loss,) = s.run({g.data: x[rows], g.labels: y[rows]}, [g.loss])
+            losses.append(float(loss))
+        save(out, "local", losses, {p: s.get_variable(p) for p in params})
     elif mode in ("fail", "timeout"):
         return failure_mode(mode, out, threads)
     elif mode in ("ckpt_save", "ckpt_load"):
