@@ -127,6 +127,14 @@ int64_t ProcessWorld::NextSequence(const std::string& what) {
   return sequences_[what]++;
 }
 
+std::string ProcessWorld::NextScope(const std::string& owner) {
+  const int64_t n = NextSequence(owner + "/op");
+  if (n >= 2 && options_.process == 0 && store_ != nullptr) {
+    (void)store_->DeletePrefix(Key(StrCat(owner, "/op", n - 2, "/")));
+  }
+  return StrCat(owner, "/op", n);
+}
+
 void ProcessWorld::Fail(const std::string& scope, const std::string& reason) {
   if (store_ == nullptr) return;
   (void)store_->SetIfAbsent(Key(scope + "/failure"),

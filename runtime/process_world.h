@@ -75,6 +75,12 @@ class ProcessWorld {
   // A number every process draws in the same order (sessions, steps): the
   // n-th call returns n on every process as long as all call it alike.
   int64_t NextSequence(const std::string& what);
+  // The key scope of the next collective operation of `owner` (a session,
+  // the Python side): "<owner>/op<n>". Process 0 then removes the keys of
+  // operation n - 2, which no process reads any more (every process set its
+  // keys of operation n - 1 only after it had read those of n - 2), so the
+  // store does not grow with the steps.
+  std::string NextScope(const std::string& owner);
 
   // Every process's `mine`, by process index. `name` must be new; `scope`
   // as for WaitOrFail.

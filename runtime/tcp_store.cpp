@@ -24,7 +24,7 @@ using std::chrono::milliseconds;
 // Request: op(1) arg(8) nkeys(4) [klen(4) key]* vlen(8) value.
 // Reply: code(1) vlen(8) value.
 enum Op : uint8_t { kSet = 1, kGet = 2, kWait = 3, kCheck = 4, kAdd = 5, kWatch = 6, kLeave = 7,
-                   kSetIfAbsent = 8 };
+                   kSetIfAbsent = 8, kDeletePrefix = 9 };
 enum Code : uint8_t { kOkReply = 0, kTimeoutReply = 1, kBadReply = 2 };
 constexpr uint32_t kMaxKeyBytes = 4096;
 constexpr uint32_t kMaxKeys = 4096;
@@ -307,6 +307,18 @@ void TcpStoreServer::Serve(int fd) {
             changed_.notify_all();
           }
           break;
+        case kDeletePrefix: {
+          if (req.keys.size() != 1) {
+            code = kBadReply;
+            break;
+          }
+          const std::string& prefix = req.keys[0];
+          auto it = data_.lower_bound(prefix);
+          while (it != data_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+            it = data_.erase(it);
+          }
+          break;
+        }
         case kWatch:
           if (req.keys.size() != 1) {
             code = kBadReply;
@@ -479,6 +491,13 @@ Maybe<bool> TcpStore::SetIfAbsent(const std::string& key, const std::vector<char
   OFL_ASSIGN_OR_RETURN(Reply r, Request(kSetIfAbsent, {key}, value, 0, milliseconds(0),
                                         "set-if-absent '" + key + "'"));
   return !r.value.empty() && r.value[0] == '1';
+}
+
+Status TcpStore::DeletePrefix(const std::string& prefix) {
+  OFL_ASSIGN_OR_RETURN(Reply r, Request(kDeletePrefix, {prefix}, {}, 0, milliseconds(0),
+                                        "delete '" + prefix + "*'"));
+  (void)r;
+  return Status::OK();
 }
 
 Status TcpStore::WatchConnection(const std::string& key, const std::string& value) {

@@ -89,6 +89,8 @@ class TcpStore : public gloo::rendezvous::Store {
   Maybe<bool> Check(const std::vector<std::string>& keys);
   // Adds `delta` to the decimal counter at `key` (absent: 0); the new value.
   Maybe<int64_t> Add(const std::string& key, int64_t delta);
+  // Removes every key that starts with `prefix` (a finished step's keys).
+  Status DeletePrefix(const std::string& prefix);
   // Sets `key` unless it exists; true when this call set it.
   Maybe<bool> SetIfAbsent(const std::string& key, const std::vector<char>& value);
   // Liveness: when this client's connection closes before Leave() (its

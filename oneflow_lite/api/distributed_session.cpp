@@ -242,8 +242,10 @@ Maybe<Tensor> DistributedSession::GetVariable(const std::string& name) const {
     OFL_ASSIGN_OR_RETURN(mine[TensorKey({name, r->rank()})],
                          runtime_->GetVariable(name, r->rank()));
   }
-  OFL_ASSIGN_OR_RETURN(TensorMap all,
-                       GatherTensors(world_.get(), StrCat(name_, "/read", reads_++), mine));
+  TensorMap all = mine;
+  if (world_ != nullptr && world_->distributed()) {
+    OFL_ASSIGN_OR_RETURN(all, GatherTensors(world_.get(), world_->NextScope(name_) + "/read", mine));
+  }
   std::map<int64_t, Tensor> parts;
   for (auto& [key, t] : all) parts[key.rank] = std::move(t);
   return Assemble(name, parts);
@@ -266,7 +268,7 @@ Maybe<RunResult> DistributedSession::RunAndVote(const std::vector<TensorMap>& fe
   const bool distributed = world_ != nullptr && world_->distributed();
   {
     std::lock_guard<std::mutex> lock(scope_mu_);
-    scope_ = StrCat(name_, "/step", steps_++);
+    scope_ = distributed ? world_->NextScope(name_) : "";
   }
   if (!distributed) return runtime_->Run(micro_batches_, feeds, fetches);
   // While the run goes on, a failure elsewhere (a lost process, another

@@ -150,8 +150,6 @@ class DistributedSession {
   std::shared_ptr<ProcessWorld> world_;  // null: one process
   std::string name_;                     // "s<k>": this session's keys in the world's store
   bool local_feeds_ = false;
-  int64_t steps_ = 0;                    // runs so far (each run's keys: name_/step<n>)
-  mutable int64_t reads_ = 0;            // GetVariable calls (their keys)
   std::unique_ptr<BoxingGroups> groups_;
   std::unique_ptr<Runtime> runtime_;
   std::map<std::string, std::vector<const proto::RegisterDesc*>> source_registers_;

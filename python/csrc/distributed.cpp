@@ -233,20 +233,20 @@ void BindDistributed(py::module_& m) {
       "this process's world from the launcher's environment (made on the first call)");
   m.def(
       "world_all_gather",
-      [](const std::string& name, const py::bytes& data) {
+      [](const py::bytes& data) {
         const std::string mine = data;
         std::vector<std::vector<char>> all;
         {
           py::gil_scoped_release release;
           auto w = Unwrap(WorldFromEnvironment());
-          all = Unwrap(w->AllGather("py/" + name, std::vector<char>(mine.begin(), mine.end())));
+          all = Unwrap(w->AllGather(w->NextScope("py"), std::vector<char>(mine.begin(), mine.end())));
         }
         py::list out;
         for (const auto& v : all) out.append(py::bytes(v.data(), v.size()));
         return out;
       },
-      py::arg("name"), py::arg("data"),
-      "every process's bytes, by process index (collective; `name` must be new each call)");
+      py::arg("data"),
+      "every process's bytes, by process index (collective: every process calls it alike)");
   m.def(
       "world_shutdown",
       []() {

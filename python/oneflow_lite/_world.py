@@ -4,8 +4,9 @@ The C++ world (runtime/process_world.h) is made from the launcher's
 variables the first time it is needed; this module adds what Python code
 exchanges with the other processes outside tensor traffic: picklable
 objects gathered through the job's store (``all_gather``, ``broadcast``,
-``barrier``), each call numbered so that every process must make the same
-calls in the same order (as with collectives). ``World`` bundles them for
+``barrier``), each call numbered (the store drops a call's keys two calls
+later) so that every process must make the same calls in the same order
+(as with collectives). ``World`` bundles them for
 code that takes a world object (sharded checkpoints). In a process started
 without WORLD_SIZE (or with 1) everything is local and nothing is sent.
 Not thread-safe: one thread makes the calls.
@@ -19,7 +20,6 @@ from typing import Any, List
 
 from oneflow_lite import _C
 
-_counter = 0
 _started = False
 
 
@@ -42,11 +42,9 @@ def info() -> dict:
 
 def all_gather(obj: Any) -> List[Any]:
     """Every process's ``obj``, by process index."""
-    global _counter
     if not info()["distributed"]:
         return [obj]
-    _counter += 1
-    parts = _C.world_all_gather(f"obj{_counter}", pickle.dumps(obj))
+    parts = _C.world_all_gather(pickle.dumps(obj))
     return [pickle.loads(p) for p in parts]
 
 

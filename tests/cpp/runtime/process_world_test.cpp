@@ -124,6 +124,22 @@ TEST(ProcessWorker, Run) {
   if (s == "plan") {
     RunPlan(world.get());
     ASSERT_TRUE(world->Barrier("done").ok());
+  } else if (s == "scopes") {
+    // Each operation's keys go two operations later: the store stays small.
+    for (int i = 0; i < 5; ++i) {
+      const std::string scope = world->NextScope("t");
+      EXPECT_EQ(scope, StrCat("t/op", i));
+      auto all = world->AllGather(scope + "/x", {static_cast<char>('a' + i)});
+      ASSERT_TRUE(all.ok()) << all.status().message();
+      EXPECT_EQ(all.value().size(), 2u);
+    }
+    if (world->process() == 0) {
+      for (int i = 0; i < 5; ++i) {
+        const bool kept = world->store()->Check({world->Key(StrCat("t/op", i, "/x/0"))}).value();
+        EXPECT_EQ(kept, i >= 3) << "op" << i;
+      }
+    }
+    ASSERT_TRUE(world->Barrier("scopes done").ok());
   } else if (s == "lost") {
     if (world->process() == 1) std::_Exit(3);  // dies without leaving the store
     const auto start = std::chrono::steady_clock::now();
@@ -146,6 +162,11 @@ TEST(ProcessWorker, Run) {
 
 TEST(ProcessWorldTest, TwoProcessesOfTwoRanksRunOnePlanOverGlooAndInProcessGroups) {
   auto children = mp::Run("plan", 2, mp::FreePort(), seconds(90), "ProcessWorker.Run");
+  for (const auto& c : children) EXPECT_EQ(c.exit_code, 0) << mp::Outputs(children);
+}
+
+TEST(ProcessWorldTest, EachOperationsKeysAreDroppedTwoOperationsLater) {
+  auto children = mp::Run("scopes", 2, mp::FreePort(), seconds(60), "ProcessWorker.Run");
   for (const auto& c : children) EXPECT_EQ(c.exit_code, 0) << mp::Outputs(children);
 }
 

@@ -152,6 +152,19 @@ TEST(TcpStoreTest, SetIfAbsentSetsOnlyTheFirstValue) {
   EXPECT_EQ(b->Get("first", milliseconds(100)).value(), Bytes("a"));
 }
 
+TEST(TcpStoreTest, DeletePrefixRemovesOnlyThoseKeys) {
+  auto server = StartServer();
+  auto a = Client(server->port());
+  ASSERT_TRUE(a);
+  for (const char* k : {"job/op1/vote/0", "job/op1/fetch0/1", "job/op10/vote/0", "job/op2/x"}) {
+    ASSERT_TRUE(a->Set(k, Bytes("v")).ok());
+  }
+  ASSERT_TRUE(a->DeletePrefix("job/op1/").ok());
+  EXPECT_FALSE(a->Check({"job/op1/vote/0"}).value());
+  EXPECT_FALSE(a->Check({"job/op1/fetch0/1"}).value());
+  EXPECT_TRUE(a->Check({"job/op10/vote/0", "job/op2/x"}).value());
+}
+
 TEST(TcpStoreTest, AClientThatLeavesWithoutLeaveSetsItsWatchKey) {
   auto server = StartServer();
   auto observer = Client(server->port());
