@@ -161,7 +161,7 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def two_hosts():
+def two_hosts(capsys):
     """Two network namespaces joined by a veth pair, 10.x.y.1 and .2 (made
     here, removed after); None when they cannot be made (not root, no ip)."""
     tag = uuid.uuid4().hex[:6]
@@ -188,14 +188,16 @@ def two_hosts():
                 made.append(step[2])
         yield {"hosts": hosts, "addrs": addrs}
     except OSError as e:
-        print(f"[two hosts] network namespaces cannot be made here ({e}): loopback instead")
+        with capsys.disabled():  # in every log: which path this run took
+            print(f"\n[two hosts] network namespaces cannot be made here ({e}): loopback "
+                  f"addresses 127.0.0.1 and 127.0.0.2 instead")
         yield None
     finally:
         for h in made:
             _ip("netns", "del", h)
 
 
-def test_two_hosts_with_two_processes_each(tmp_path, two_hosts):
+def test_two_hosts_with_two_processes_each(tmp_path, two_hosts, capsys):
     """4 processes as 2 hosts x 2 (their own addresses when namespaces can be
     made, else loopback addresses) match 4 virtual devices of one process."""
     model, searcher, hierarchy = "gpt", "5", [2, 2]
@@ -206,7 +208,8 @@ def test_two_hosts_with_two_processes_each(tmp_path, two_hosts):
         host_of = [0, 0, 1, 1]
         prefix = [["ip", "netns", "exec", hosts[h]] for h in host_of]
         rank_env = [{"OFL_BIND_ADDR": addrs[h]} for h in host_of]
-        print(f"[two hosts] network namespaces {hosts} at {addrs}")
+        with capsys.disabled():  # in every log: which path this run took
+            print(f"\n[two hosts] network namespaces {hosts} joined by a veth pair, at {addrs}")
         run_ok(args, 4, 1, timeout=240, prefix=prefix, rank_env=rank_env, master=addrs[0],
                port=29500)
     else:
