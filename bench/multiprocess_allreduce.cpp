@@ -16,9 +16,12 @@
 // warm-up round, each running every method once in an order that rotates
 // by one per round. Before each run the buffer is refilled and the ranks
 // meet at a ring barrier; a run's time is the slowest rank's; every result
-// is checked after its run (not timed). Rank 0 hosts the TcpStore and
-// prints JSON lines: one per round ("kind": "round", GB/s per method) and
-// a summary ("kind": "summary": medians over rounds, ratios, machine).
+// is checked after its run (not timed). "cores_busy" is the CPU seconds
+// (user + system, every thread) of all ranks during a run over its wall
+// seconds: near the core count, the run was CPU-bound. Rank 0 hosts the
+// TcpStore and prints JSON lines: one per round ("kind": "round", GB/s and
+// cores busy per method) and a summary ("kind": "summary": medians over
+// rounds, ratios, machine).
 // The processes are forked before any thread exists; P may exceed the
 // cores (the summary says so).
 // Exit status 0; 2 when a result is wrong or a call fails; 1 on bad flags.
@@ -30,6 +33,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +84,13 @@ void CheckSum(const std::vector<float>& v, int procs, const char* who) {
 
 char Pattern(size_t i, int round) { return char((i * 7 + size_t(round)) & 0xff); }
 
+double CpuSeconds() {  // user + system, every thread of this process
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
@@ -88,8 +99,8 @@ double Median(std::vector<double> v) {
 
 // Everything one process needs to run the five methods on one buffer.
 struct Worker {
-  int rank, procs;
-  size_t count;
+  int rank = 0, procs = 0;
+  size_t count = 0;
   std::unique_ptr<ofl::TcpStore> store;
   std::vector<float> buf, scratch;
   std::unique_ptr<ofl::GlooCommunicator> comm;
@@ -97,6 +108,7 @@ struct Worker {
   std::unique_ptr<gloo::AllreduceRing<float>> ring;
   std::unique_ptr<gloo::AllreduceRingChunked<float>> chunked;
   ofl::bench::Ring sockets;
+  double last_cpu = 0;  // CPU seconds of this process during the last Run
 
   // Seconds of one run of method m in round `round` (0 for a rank that
   // takes no part), checked afterwards.
@@ -110,6 +122,7 @@ struct Worker {
       Fill(buf, rank);
     }
     ofl::bench::RingBarrier(sockets);
+    const double cpu = CpuSeconds();
     auto start = Clock::now();
     switch (m) {
       case 0: {
@@ -123,6 +136,7 @@ struct Worker {
       default: ofl::bench::Loopback(sockets, bytes, n_bytes);
     }
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    last_cpu = CpuSeconds() - cpu;
     if (m != kLoopback) {
       CheckSum(buf, procs, kMethods[m]);
     } else if (rank == 1) {
@@ -162,35 +176,37 @@ void Connect(Worker& w, int port) {
 
 std::string Str(const std::vector<char>& v) { return std::string(v.begin(), v.end()); }
 
-// times[round][method] of this rank -> the store; rank 0 gets every rank's
-// and keeps the slowest per run.
-std::vector<std::vector<double>> SlowestRank(Worker& w,
-                                             const std::vector<std::vector<double>>& times) {
+using Table = std::vector<std::vector<double>>;  // [round][method]
+
+// This rank's table -> the store (under `key`); rank 0 gets every rank's and
+// combines them entry by entry: the largest (`sum` false) or the sum.
+Table Combine(Worker& w, const std::string& key, const Table& mine, bool sum) {
   std::ostringstream out;
   out.precision(17);
-  for (const auto& round : times)
+  for (const auto& round : mine)
     for (double t : round) out << t << ' ';
   std::string text = out.str();
-  if (!w.store->Set("times/" + std::to_string(w.rank), {text.begin(), text.end()}).ok()) {
-    Die("store set times");
+  if (!w.store->Set(key + "/" + std::to_string(w.rank), {text.begin(), text.end()}).ok()) {
+    Die("store set " + key);
   }
   if (w.rank != 0) return {};
-  std::vector<std::vector<double>> slowest = times;
+  Table all = mine;
   for (int r = 1; r < w.procs; ++r) {
-    auto v = w.store->Get("times/" + std::to_string(r), std::chrono::seconds(120));
+    auto v = w.store->Get(key + "/" + std::to_string(r), std::chrono::seconds(120));
     if (!v.ok()) Die(v.status().message());
     std::istringstream in(Str(v.value()));
-    for (auto& round : slowest)
+    for (auto& round : all)
       for (double& t : round) {
         double x = 0;
         in >> x;
-        t = std::max(t, x);
+        t = sum ? t + x : std::max(t, x);
       }
   }
-  return slowest;
+  return all;
 }
 
-void PrintRounds(const Flags& f, const std::vector<std::vector<double>>& slowest,
+// Per round: GB/s and cores busy (CPU seconds of all ranks / wall seconds).
+void PrintRounds(const Flags& f, const Table& slowest, const Table& cpu,
                  const std::vector<std::vector<int>>& orders, double bus, double payload) {
   for (size_t r = 0; r < slowest.size(); ++r) {
     std::printf("{\"kind\": \"round\", \"processes\": %d, \"round\": %zu, \"order\": [", f.procs,
@@ -202,18 +218,24 @@ void PrintRounds(const Flags& f, const std::vector<std::vector<double>>& slowest
       double gb = m == kLoopback ? payload : bus;
       std::printf("%s\"%s\": %.4f", m ? ", " : "", kMethods[m], gb / slowest[r][size_t(m)]);
     }
+    std::printf("}, \"cores_busy\": {");
+    for (int m = 0; m < kNumMethods; ++m)
+      std::printf("%s\"%s\": %.3f", m ? ", " : "", kMethods[m], cpu[r][m] / slowest[r][m]);
     std::printf("}}\n");
   }
 }
 
-void PrintSummary(const Flags& f, Worker& w, const std::vector<std::vector<double>>& slowest,
-                  double bus, double payload, const std::string& load_before) {
-  double med[kNumMethods];
+void PrintSummary(const Flags& f, Worker& w, const Table& slowest, const Table& cpu, double bus,
+                  double payload, const std::string& load_before) {
+  double med[kNumMethods], busy[kNumMethods];
   std::vector<double> vs_socket, vs_gloo;
   for (int m = 0; m < kNumMethods; ++m) {
     std::vector<double> gbps;
     for (const auto& round : slowest) gbps.push_back((m == kLoopback ? payload : bus) / round[m]);
     med[m] = Median(gbps);
+    std::vector<double> b;
+    for (size_t r = 0; r < slowest.size(); ++r) b.push_back(cpu[r][m] / slowest[r][m]);
+    busy[m] = Median(b);
   }
   for (const auto& round : slowest) {
     vs_socket.push_back(round[1] / round[0]);
@@ -226,6 +248,9 @@ void PrintSummary(const Flags& f, Worker& w, const std::vector<std::vector<doubl
               f.procs, f.mb, f.rounds);
   for (int m = 0; m < kNumMethods; ++m)
     std::printf("%s\"%s\": %.4f", m ? ", " : "", kMethods[m], med[m]);
+  std::printf("}, \"median_cores_busy\": {");
+  for (int m = 0; m < kNumMethods; ++m)
+    std::printf("%s\"%s\": %.3f", m ? ", " : "", kMethods[m], busy[m]);
   std::printf("}, \"ofl_over_socket_ring\": %.4f, \"ofl_over_gloo_ring\": %.4f, "
               "\"ofl_over_best_gloo\": %.4f, \"median_round_ratio_socket\": %.4f, "
               "\"median_round_ratio_best_gloo\": %.4f, \"ofl_bytes_sent_per_call\": %lld, "
@@ -244,28 +269,36 @@ int RunWorker(const Flags& f, int rank, int port, const std::string& load_before
     if (!s.ok()) Die(s.status().message());
     server = std::move(s).value();
   }
-  Worker w{rank, f.procs, size_t(f.mb * (1 << 20) / sizeof(float))};
+  Worker w;
+  w.rank = rank;
+  w.procs = f.procs;
+  w.count = size_t(f.mb * (1 << 20) / sizeof(float));
   w.buf.resize(w.count);
   Connect(w, port);
   const double bytes = double(w.count) * sizeof(float);
   const double bus = 2.0 * (f.procs - 1) / f.procs * bytes / 1e9, payload = bytes / 1e9;
 
-  std::vector<std::vector<double>> times;
+  Table times, cpu;
   std::vector<std::vector<int>> orders;
   for (int round = -1; round < f.rounds; ++round) {  // round -1: warm-up
-    std::vector<double> t(kNumMethods, 0.0);
+    std::vector<double> t(kNumMethods, 0.0), c(kNumMethods, 0.0);
     std::vector<int> order;
     for (int i = 0; i < kNumMethods; ++i) order.push_back((i + std::max(round, 0)) % kNumMethods);
-    for (int m : order) t[size_t(m)] = w.Run(m, round + 1);
+    for (int m : order) {
+      t[size_t(m)] = w.Run(m, round + 1);
+      c[size_t(m)] = w.last_cpu;
+    }
     if (round >= 0) {
       times.push_back(t);
+      cpu.push_back(c);
       orders.push_back(order);
     }
   }
-  auto slowest = SlowestRank(w, times);
+  const Table slowest = Combine(w, "times", times, false);
+  const Table cpu_sum = Combine(w, "cpu", cpu, true);
   if (rank == 0) {
-    PrintRounds(f, slowest, orders, bus, payload);
-    PrintSummary(f, w, slowest, bus, payload, load_before);
+    PrintRounds(f, slowest, cpu_sum, orders, bus, payload);
+    PrintSummary(f, w, slowest, cpu_sum, bus, payload, load_before);
     std::fflush(stdout);
   }
   // Keep the store up until every peer is done with it.

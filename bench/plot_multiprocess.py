@@ -37,8 +37,9 @@ def allreduce_panel(ax, r):
     ax.set_xticklabels([f"{p} processes" + (" (2 per core)" if parts[p]["oversubscribed"]
                                              else "") for p in counts])
     ax.set_ylabel("bus GB/s (higher is better)")
-    ax.set_title("all-reduce 64 MiB float32 over TCP loopback\nmedian of 5 interleaved rounds "
-                 "(dots: each round)")
+    rounds = parts[counts[0]]["rounds"] if counts else 0
+    ax.set_title(f"all-reduce 64 MiB float32 over TCP loopback\nmedian of {rounds} interleaved "
+                 "rounds (dots: each round)")
     ax.legend(fontsize=7)
 
 
@@ -46,23 +47,27 @@ def dp_panel(ax, r):
     dp = r.get("multiprocess_dp") or {}
     sps = dp.get("samples_per_s") or {}
     med = dp.get("median_samples_per_s") or {}
-    names = ["1 process\n1 thread", "2 processes\n1 thread each"]
-    keys = ["single", "dp2"]
-    ax.bar(names, [med.get(k, 0) for k in keys], color=["tab:gray", "tab:blue"])
+    names = ["1 process\n1 thread", "2 processes\ndata_parallel\nplan", "2 processes\n"
+             "batch pinned\nS(0)", "1 process\n8 samples\na step"]
+    keys = ["single", "dp2", "dp2_pinned", "half"]
+    ax.bar(names, [med.get(k, 0) for k in keys],
+           color=["tab:gray", "tab:blue", "tab:cyan", "lightgray"])
     for i, k in enumerate(keys):
         ax.plot([i] * len(sps.get(k, [])), sps.get(k, []), "k.", ms=3)
         ax.annotate(f"{med.get(k, 0):.1f}", (i, med.get(k, 0)), ha="center", va="bottom",
                     fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
     ax.set_ylabel("samples/s (higher is better)")
-    ax.set_title(f"GPT AdamW, global batch 16, data parallel\n"
-                 f"speedup {dp.get('dp2_speedup') or 0:.2f} (goal >= 1.8)")
+    ax.set_title(f"GPT AdamW, global batch 16, 1 thread per process\nspeedup "
+                 f"{dp.get('dp2_speedup') or 0:.2f} / pinned {dp.get('dp2_pinned_speedup') or 0:.2f}"
+                 f" (goal >= 1.8), ceiling {dp.get('compute_ceiling') or 0:.2f}", fontsize=9)
 
 
 def main() -> int:
     path = os.path.join(HERE, "results", "multiprocess.json")
     with open(path) as f:
         r = json.load(f)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2.2, 1]})
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2, 1.2]})
     allreduce_panel(axes[0], r)
     dp_panel(axes[1], r)
     m = r.get("machine", {})

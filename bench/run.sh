@@ -32,7 +32,9 @@
 #         processes: ours vs a plain-socket ring, one TCP stream and Gloo's rings) +
 #         bench/multiprocess_dp.py (GPT data parallel on 2 processes over 1), merged by
 #         bench/merge_multiprocess.py into bench/results/multiprocess.json, plotted by
-#         bench/plot_multiprocess.py into multiprocess.png. OFL_BENCH_ROUNDS (default 5).
+#         bench/plot_multiprocess.py into multiprocess.png. Rounds: OFL_BENCH_AR_ROUNDS
+#         (all-reduce, default 15: a round takes about a second) and OFL_BENCH_ROUNDS
+#         (training, default 5).
 # Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part;
 # OFL_BENCH_TORCH_PYTHON, an interpreter that imports torch, for the PyTorch
 # peer (default: the project venv's, which has no torch: the field is null).
@@ -126,14 +128,14 @@ run_soak() {
 }
 
 run_multiprocess() {
-  local results=bench/results rounds=${OFL_BENCH_ROUNDS:-5}
+  local results=bench/results rounds=${OFL_BENCH_ROUNDS:-5} ar_rounds=${OFL_BENCH_AR_ROUNDS:-15}
   mkdir -p "$results"
   local load_before dp=$results/multiprocess_dp.json.tmp dp_rc=0 merge_rc=0 parts=() procs
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   for procs in 2 4; do
     local out=$results/multiprocess_allreduce_$procs.jsonl.tmp rc=0
-    echo "bench: multiprocess_allreduce ($procs processes, 64 MiB, $rounds rounds)" >&2
-    "$OFL_BUILD_DIR/bench/multiprocess_allreduce" --procs "$procs" --mb 64 --rounds "$rounds" \
+    echo "bench: multiprocess_allreduce ($procs processes, 64 MiB, $ar_rounds rounds)" >&2
+    "$OFL_BUILD_DIR/bench/multiprocess_allreduce" --procs "$procs" --mb 64 --rounds "$ar_rounds" \
       >"$out" || rc=$?
     parts+=("$procs:$out:$rc")
   done
