@@ -35,8 +35,8 @@ dp2_pinned, half, single, ...), each a fresh process (or pair) running ``--warmu
 untimed steps then ``--steps`` timed ones; a run's samples/s is
 16 x steps / their seconds (process 0's clock in dp2, whose steps end when
 every rank's have: the loss is gathered); ``dp2_speedup`` is the median over
-rounds of dp2's samples/s over the same round's single's (the median of the
-per-run figures are given too). ``cpu_over_wall`` is each run's CPU
+rounds of dp2's samples/s over the same round's single's (the ratio of the
+medians is given too). ``cpu_over_wall`` is each run's CPU
 seconds over its wall seconds (process 0's in dp2): below 1, the process
 waited (for a core or for its peer). The losses of single and dp2 must agree
 (numpy allclose, rtol 1e-4, atol 1e-5), and dp2_pinned's: same model, same data; the exit
