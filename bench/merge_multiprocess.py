@@ -94,8 +94,8 @@ def headline(ar: dict, dp: dict) -> dict:
 FIELDS = {
     "allreduce_by_processes": "per process count P: bus GB/s (2 (P-1)/P x 64 MiB / seconds, "
     "1e9 B per GB) of a 64 MiB float32 sum all-reduce among P processes on 127.0.0.1, median "
-    "of `rounds` interleaved rounds after one warm-up round (each round runs every method once, the "
-    "order rotating); a run's time is its slowest rank's. ofl: runtime/gloo_communicator.h; "
+    "of `rounds` interleaved rounds after one warm-up round (each round runs every method once, "
+    "the order rotating); a run's time is its slowest rank's. ofl: runtime/gloo_communicator.h; "
     "socket_ring: bench/socket_ring.cpp's ring over plain TCP (the transport's limit here); "
     "gloo_ring / gloo_ring_chunked: gloo::AllreduceRing / AllreduceRingChunked; "
     "loopback_one_stream_gbps: one TCP connection rank 0 -> 1 moving 64 MiB (payload GB/s, "

@@ -59,8 +59,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ofl::bench::Die;
 
-const char* const kMethods[] = {"ofl", "socket_ring", "gloo_ring", "gloo_ring_chunked",
-                                "loopback"};
+const char* const kMethods[] = {"ofl", "socket_ring", "gloo_ring", "gloo_ring_chunked", "loopback"};
 constexpr int kNumMethods = 5;
 constexpr int kLoopback = 4;
 
@@ -130,10 +129,17 @@ struct Worker {
         if (!s.ok()) Die(s.message());
         break;
       }
-      case 1: ofl::bench::SocketRingAllReduce(sockets, buf.data(), count, scratch); break;
-      case 2: ring->run(); break;
-      case 3: chunked->run(); break;
-      default: ofl::bench::Loopback(sockets, bytes, n_bytes);
+      case 1:
+        ofl::bench::SocketRingAllReduce(sockets, buf.data(), count, scratch);
+        break;
+      case 2:
+        ring->run();
+        break;
+      case 3:
+        chunked->run();
+        break;
+      default:
+        ofl::bench::Loopback(sockets, bytes, n_bytes);
     }
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     last_cpu = CpuSeconds() - cpu;
@@ -243,23 +249,25 @@ void PrintSummary(const Flags& f, Worker& w, const Table& slowest, const Table& 
   }
   const double best_gloo = std::max(med[2], med[3]);
   const unsigned cores = std::thread::hardware_concurrency();
-  std::printf("{\"kind\": \"summary\", \"bench\": \"multiprocess_allreduce\", \"processes\": %d, "
-              "\"mib\": %.0f, \"rounds\": %d, \"warmup_rounds\": 1, \"median_gbps\": {",
-              f.procs, f.mb, f.rounds);
+  std::printf(
+      "{\"kind\": \"summary\", \"bench\": \"multiprocess_allreduce\", \"processes\": %d, "
+      "\"mib\": %.0f, \"rounds\": %d, \"warmup_rounds\": 1, \"median_gbps\": {",
+      f.procs, f.mb, f.rounds);
   for (int m = 0; m < kNumMethods; ++m)
     std::printf("%s\"%s\": %.4f", m ? ", " : "", kMethods[m], med[m]);
   std::printf("}, \"median_cores_busy\": {");
   for (int m = 0; m < kNumMethods; ++m)
     std::printf("%s\"%s\": %.3f", m ? ", " : "", kMethods[m], busy[m]);
-  std::printf("}, \"ofl_over_socket_ring\": %.4f, \"ofl_over_gloo_ring\": %.4f, "
-              "\"ofl_over_best_gloo\": %.4f, \"median_round_ratio_socket\": %.4f, "
-              "\"median_round_ratio_best_gloo\": %.4f, \"ofl_bytes_sent_per_call\": %lld, "
-              "\"bus_gb\": %.6f, \"cores\": %u, \"oversubscribed\": %s, "
-              "\"load_avg_before\": \"%s\", \"load_avg_after\": \"%s\"}\n",
-              med[0] / med[1], med[0] / med[2], med[0] / best_gloo, Median(vs_socket),
-              Median(vs_gloo), (long long)(w.comm->bytes_sent() / (f.rounds + 1)), bus, cores,
-              unsigned(f.procs) > cores ? "true" : "false", load_before.c_str(),
-              ofl::bench::LoadAverage().c_str());
+  std::printf(
+      "}, \"ofl_over_socket_ring\": %.4f, \"ofl_over_gloo_ring\": %.4f, "
+      "\"ofl_over_best_gloo\": %.4f, \"median_round_ratio_socket\": %.4f, "
+      "\"median_round_ratio_best_gloo\": %.4f, \"ofl_bytes_sent_per_call\": %lld, "
+      "\"bus_gb\": %.6f, \"cores\": %u, \"oversubscribed\": %s, "
+      "\"load_avg_before\": \"%s\", \"load_avg_after\": \"%s\"}\n",
+      med[0] / med[1], med[0] / med[2], med[0] / best_gloo, Median(vs_socket), Median(vs_gloo),
+      (long long)(w.comm->bytes_sent() / (f.rounds + 1)), bus, cores,
+      unsigned(f.procs) > cores ? "true" : "false", load_before.c_str(),
+      ofl::bench::LoadAverage().c_str());
 }
 
 int RunWorker(const Flags& f, int rank, int port, const std::string& load_before) {
@@ -343,8 +351,10 @@ int main(int argc, char** argv) {
     }
   }
   if (f.mb <= 0 || f.rounds < 1 || f.procs < 2 || f.procs > 64) {
-    std::fprintf(stderr, "multiprocess_allreduce: need --mb > 0, --rounds >= 1, "
-                         "--procs in [2, 64] (got %g, %d, %d)\n", f.mb, f.rounds, f.procs);
+    std::fprintf(stderr,
+                 "multiprocess_allreduce: need --mb > 0, --rounds >= 1, "
+                 "--procs in [2, 64] (got %g, %d, %d)\n",
+                 f.mb, f.rounds, f.procs);
     return 1;
   }
   const std::string load_before = ofl::bench::LoadAverage();

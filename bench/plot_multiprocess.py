@@ -58,9 +58,10 @@ def dp_panel(ax, r):
                     fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.set_ylabel("samples/s (higher is better)")
-    ax.set_title(f"GPT AdamW, global batch 16, 1 thread per process\nspeedup "
-                 f"{dp.get('dp2_speedup') or 0:.2f} / pinned {dp.get('dp2_pinned_speedup') or 0:.2f}"
-                 f" (goal >= 1.8), ceiling {dp.get('compute_ceiling') or 0:.2f}", fontsize=9)
+    speedup, pinned = dp.get("dp2_speedup") or 0, dp.get("dp2_pinned_speedup") or 0
+    ax.set_title(f"GPT AdamW, global batch 16, 1 thread per process\nspeedup {speedup:.2f} / "
+                 f"pinned {pinned:.2f} (goal >= 1.8), ceiling {dp.get('compute_ceiling') or 0:.2f}",
+                 fontsize=9)
 
 
 def main() -> int:

@@ -85,8 +85,8 @@ Ring ConnectRing(TcpStore* store, int rank, int size) {
   if (!store->Set("ring/port/" + std::to_string(rank), {port.begin(), port.end()}).ok()) {
     Die("ring: store set");
   }
-  auto right = store->Get("ring/port/" + std::to_string((rank + 1) % size),
-                          std::chrono::seconds(60));
+  auto right =
+      store->Get("ring/port/" + std::to_string((rank + 1) % size), std::chrono::seconds(60));
   if (!right.ok()) Die(right.status().message());
   ring.right = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in to = Loopback(std::stoi(std::string(right.value().begin(), right.value().end())));
