@@ -32,6 +32,13 @@
 #         devices (data parallel), VmRSS every 100 steps; fails when it grows 5 % or
 #         more after the first 100 steps -> bench/results/soak.json and soak.png.
 #         OFL_SOAK_STEPS=N runs N steps instead.
+#   multiprocess  bench/multiprocess_allreduce.cpp (64 MiB all-reduce across 2 and 4
+#         processes: ours vs a plain-socket ring, one TCP stream and Gloo's rings) +
+#         bench/multiprocess_dp.py (GPT data parallel on 2 processes over 1), merged by
+#         bench/merge_multiprocess.py into bench/results/multiprocess.json, plotted by
+#         bench/plot_multiprocess.py into multiprocess.png. Rounds: OFL_BENCH_AR_ROUNDS
+#         (all-reduce, default 15: a round takes about a second) and OFL_BENCH_ROUNDS
+#         (training, default 5).
 # Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part;
 # OFL_BENCH_TORCH_PYTHON, an interpreter that imports torch, for the PyTorch
 # peer (default: the project venv's, which has no torch: the field is null).
@@ -41,7 +48,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops|runtime|search|scale|paper|fidelity|ilp|soak" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime|search|scale|paper|fidelity|ilp|soak|multiprocess" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -124,6 +131,33 @@ run_soak() {
   PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/soak.py --steps "$steps" --threads "$threads"
 }
 
+run_multiprocess() {
+  local results=bench/results rounds=${OFL_BENCH_ROUNDS:-5} ar_rounds=${OFL_BENCH_AR_ROUNDS:-15}
+  mkdir -p "$results"
+  local load_before dp=$results/multiprocess_dp.json.tmp dp_rc=0 merge_rc=0 parts=() procs
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  for procs in 2 4; do
+    local out=$results/multiprocess_allreduce_$procs.jsonl.tmp rc=0
+    echo "bench: multiprocess_allreduce ($procs processes, 64 MiB, $ar_rounds rounds)" >&2
+    "$OFL_BUILD_DIR/bench/multiprocess_allreduce" --procs "$procs" --mb 64 --rounds "$ar_rounds" \
+      >"$out" || rc=$?
+    parts+=("$procs:$out:$rc")
+  done
+  echo "bench: multiprocess_dp.py (GPT, batch 16, 2 processes vs 1, $rounds rounds)" >&2
+  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/multiprocess_dp.py --rounds "$rounds" \
+    >"$dp" || dp_rc=$?
+  "$OFL_PY" bench/merge_multiprocess.py --out "$results/multiprocess.json" \
+    --load-before "$load_before" --allreduce "${parts[@]}" --dp "$dp" --dp-rc "$dp_rc" ||
+    merge_rc=$?
+  rm -f "$dp" "$results"/multiprocess_allreduce_*.jsonl.tmp
+  "$OFL_PY" bench/plot_multiprocess.py || merge_rc=1
+  if ((merge_rc != 0)); then
+    echo "bench: multiprocess FAILED (see errors in $results/multiprocess.json)" >&2
+    return 1
+  fi
+  echo "bench: wrote $results/multiprocess.json and $results/multiprocess.png" >&2
+}
+
 # one_core ARGS...: "$OFL_PY" ARGS on one core (taskset where there is one),
 # one thread in every pool (HiGHS's too); the search and ILP benches time it.
 one_core() {
@@ -180,6 +214,11 @@ case $suite in
     ofl_setup
     cd "$OFL_ROOT"
     run_ops
+    ;;
+  multiprocess)
+    ofl_setup
+    cd "$OFL_ROOT"
+    run_multiprocess
     ;;
   soak)
     ofl_setup
