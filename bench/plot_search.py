@@ -17,7 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COLORS = {"autoddl": "tab:blue", "exact": "tab:green", "data_parallel": "tab:gray",
-          "megatron": "tab:orange", "2d": "tab:purple", "vgg": "tab:brown"}
+          "megatron": "tab:orange", "2d": "tab:purple", "zero": "tab:olive",
+          "vgg": "tab:brown"}
 
 
 def plot_time(rows, out):

@@ -58,7 +58,7 @@ from oneflow_lite import _C  # noqa: E402
 
 EXACT_BUDGET_S = 120.0
 EXACT_TABLE = 1 << 27  # elimination table cap for exact (default 2^22 entries)
-EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
+EXPERTS = ("data_parallel", "megatron", "2d", "zero", "vgg")  # rule-based presets
 ROUNDING = 1e-12  # the same sum in another order
 EXACT_SLACK = 1e-9  # exact's proof tolerance
 GPT = dict(hidden=4096, heads=32, seq=2048, vocab=51200)
