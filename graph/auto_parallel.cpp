@@ -37,9 +37,9 @@ std::vector<std::string> AllPresetNames() {
 // not fit the memory limit.
 Maybe<std::vector<int>> ChooseByRule(const OpGraph& graph, const CostModel& model,
                                      const PlanOptions& options, PlanStats* stats) {
-  OFL_ASSIGN_OR_RETURN(ExpertPresetPlan plan, ExpertPresetStrategy(options.searcher, graph,
-                                                                   model.placements(),
-                                                                   options.pinned));
+  OFL_ASSIGN_OR_RETURN(
+      ExpertPresetPlan plan,
+      ExpertPresetStrategy(options.searcher, graph, model.placements(), options.pinned));
   OFL_ASSIGN_OR_RETURN(std::vector<int> choice, model.ChoiceOf(plan.strategy));
   const int64_t need = model.graph().MemoryBytes(choice);
   if (need > model.graph().memory_limit()) {
@@ -310,7 +310,7 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
   }
   AutoddlOptions autoddl = options.autoddl;
   if (options.searcher == "autoddl" && options.autoddl_starts_from_presets) {
-    // The cheapest applicable preset's choice (either family) is one more start.
+    // The cheapest applicable preset's choice, of either family, is a start.
     std::string best_name;
     std::vector<int> best;
     double best_seconds = 0;
@@ -392,8 +392,7 @@ Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph, std::shared_ptr<const
   OFL_ASSIGN_OR_RETURN(std::vector<int> choice, Choose(graph, *model, options, &out.stats));
   OFL_ASSIGN_OR_RETURN(out.solution, full.Evaluate(choice));
   if (options.searcher != "exact" && options.optimality_cap_seconds > 0) {
-    OFL_ASSIGN_OR_RETURN(out.stats.optimality,
-                         MeasureOptimality(graph, *model, options, choice));
+    OFL_ASSIGN_OR_RETURN(out.stats.optimality, MeasureOptimality(graph, *model, options, choice));
   }
   OFL_ASSIGN_OR_RETURN(out.strategy, model->ToStrategy(choice));
   OFL_RETURN_IF_ERROR(out.strategy.Validate(graph));

@@ -1,4 +1,5 @@
-// Expert presets: source layouts by expert rule, both families (expert_presets.h).
+// Expert presets: source layouts by expert rule, both families
+// (expert_presets.h).
 #include "graph/expert_presets.h"
 
 #include <algorithm>
@@ -31,7 +32,8 @@ const OpNode* ReadingMatmul(const OpGraph& graph, const std::string& weight) {
 Maybe<int64_t> FeatureAxis(const OpGraph& graph, const std::string& weight, bool output) {
   const OpNode* mm = ReadingMatmul(graph, weight);
   OFL_ENSURE(mm != nullptr, "expert preset: weight '", weight,
-             "' is not the second input of a forward matmul; cannot tell its feature axes");
+             "' is not the second input of a forward matmul; cannot tell its "
+             "feature axes");
   const bool tb = mm->attrs.Get<bool>("transpose_b");  // [out, in] when set, else [in, out]
   return output ? (tb ? 0 : 1) : (tb ? 1 : 0);
 }

@@ -71,6 +71,17 @@ struct Walk {
   std::map<std::string, NdSbp> produced;  // sources (stored) and op outputs
   std::vector<std::string> notes;
   std::set<std::pair<std::string, std::string>> gathered;  // (tensor, layout) noted once
+  // (tensor, layout) some op already reads it in: lowering boxes a tensor
+  // once per layout, so a later reader gets that layout at no cost.
+  std::set<std::pair<std::string, std::string>> boxed;
+
+  int Rank(const std::string& tensor, const NdSbp& have, const NdSbp& want) const {
+    return boxed.count({tensor, want.ToString()}) > 0 ? 0 : ConversionRank(have, want);
+  }
+  void Read(const OpNode& op, const NdSbpSignature& sig) {
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      boxed.insert({op.inputs[i], sig.inputs[i].ToString()});
+  }
 
   // The layout `op` reads input `i` in before any boxing it chooses.
   NdSbp Reads(const OpNode& op, size_t i) const {
@@ -86,7 +97,7 @@ struct Walk {
 // An update: every input of the parameter's shape in the parameter's stored
 // layout (the gradient is boxed to it), other non-source inputs B, sources
 // as stored.
-Maybe<NdSbpSignature> FollowWeight(const Walk& walk, const OpNode& op,
+Maybe<NdSbpSignature> FollowWeight(Walk& walk, const OpNode& op,
                                    const std::vector<NdSbpSignature>& candidates,
                                    const std::vector<int>& mutable_inputs) {
   const std::string& param = op.inputs[mutable_inputs.front()];
@@ -102,7 +113,9 @@ Maybe<NdSbpSignature> FollowWeight(const Walk& walk, const OpNode& op,
     }
   }
   for (const NdSbpSignature& c : candidates) {
-    if (c.inputs == want) return c;
+    if (c.inputs != want) continue;
+    walk.Read(op, c);
+    return c;
   }
   return InvalidArgument("expert preset: update '", op.name, "' (", op.type,
                          ") has no signature that keeps weight '", param, "' as ", stored,
@@ -111,7 +124,8 @@ Maybe<NdSbpSignature> FollowWeight(const Walk& walk, const OpNode& op,
 
 // Any other op: among the signatures that keep every variable input as the
 // op reads it, the one whose inputs need the least conversion (ranked as
-// ConversionRank, summed), then the fewest outputs with P, then the fewest
+// ConversionRank, summed; 0 for a layout an earlier reader already boxed
+// the tensor to), then the fewest outputs with P, then the fewest
 // split output axes (an op on whole inputs splits nothing by itself), then
 // the registry's order; none: the all-B signature, noted; none either: error.
 Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
@@ -126,7 +140,7 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
     int rank = 0;
     for (size_t i = 0; i < op.inputs.size() && keeps; ++i) {
       keeps = !walk.graph.IsVariable(op.inputs[i]) || sig.inputs[i] == reads[i];
-      rank += ConversionRank(reads[i], sig.inputs[i]);
+      rank += walk.Rank(op.inputs[i], reads[i], sig.inputs[i]);
     }
     if (!keeps) continue;
     int partial = 0, splits = 0;
@@ -142,6 +156,7 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
   }
   if (best >= 0) {
     const NdSbpSignature& sig = candidates[best];
+    walk.Read(op, sig);
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       bool gathered = false;
       for (int64_t a = 0; a < reads[i].size(); ++a) {
@@ -159,6 +174,7 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
   }
   for (const NdSbpSignature& c : candidates) {
     if (!AllBroadcastSignature(c)) continue;
+    walk.Read(op, c);
     walk.notes.push_back(StrCat("op '", op.name, "' (", op.type,
                                 ") computes replicated (all inputs B, boxed): no signature "
                                 "keeps its weights' layouts"));

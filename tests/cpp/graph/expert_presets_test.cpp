@@ -54,7 +54,8 @@ TEST(ExpertPresetsTest, TwoDimensionalIsDataOuterTensorInner) {
   const OpGraph g = testing::TransformerModel(1, 2, 8, 16, 2);
   auto s = ExpertPresetSources("2d", g, Mesh({2, 2})).value();
   EXPECT_EQ(s.at("x"), Sbp1("(S(0), B)"));
-  EXPECT_EQ(s.at("h.0.attn.qkv.weight"), Sbp1("(B, S(0))"));  // [out, in]: output features
+  EXPECT_EQ(s.at("h.0.attn.qkv.weight"),
+            Sbp1("(B, S(0))"));                               // [out, in]: output features
   EXPECT_EQ(s.at("h.0.mlp.proj.weight"), Sbp1("(B, S(1))"));  // input features
   EXPECT_EQ(s.at("h.0.ln2.bias"), Sbp1("(B, B)"));
 }
