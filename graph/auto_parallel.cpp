@@ -37,9 +37,19 @@ std::vector<std::string> AllPresetNames() {
 // not fit the memory limit.
 Maybe<std::vector<int>> ChooseByRule(const OpGraph& graph, const CostModel& model,
                                      const PlanOptions& options, PlanStats* stats) {
-  OFL_ASSIGN_OR_RETURN(
-      ExpertPresetPlan plan,
-      ExpertPresetStrategy(options.searcher, graph, model.placements(), options.pinned));
+  std::map<std::string, int> node_of;  // op or folded update -> its cost node
+  for (size_t u = 0; u < model.nodes().size(); ++u) {
+    const CostNodeInfo& n = model.nodes()[u];
+    if (n.kind == CostNodeKind::kOp) node_of[n.name] = static_cast<int>(u);
+    if (!n.update_op.empty()) node_of[n.update_op] = static_cast<int>(u);
+  }
+  auto signatures_of = [&](const OpNode& op) -> const std::vector<NdSbpSignature>* {
+    auto it = node_of.find(op.name);
+    return it == node_of.end() ? nullptr : &model.nodes()[it->second].signatures;
+  };
+  OFL_ASSIGN_OR_RETURN(ExpertPresetPlan plan,
+                       ExpertPresetStrategy(options.searcher, graph, model.placements(),
+                                            options.pinned, signatures_of));
   OFL_ASSIGN_OR_RETURN(std::vector<int> choice, model.ChoiceOf(plan.strategy));
   const int64_t need = model.graph().MemoryBytes(choice);
   if (need > model.graph().memory_limit()) {

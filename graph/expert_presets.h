@@ -56,6 +56,7 @@
 // Errors say why a preset does not apply (callers skip it). Pure functions.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -81,13 +82,21 @@ struct ExpertPresetPlan {
   std::vector<std::string> notes;  // ops that could not follow the rule, and why
 };
 
+// Where the walk takes an op's N-D signatures from; null: CandidateSignatures
+// on the op's placement. A planner passes its cost model's lists (the same
+// signatures, already expanded; folded updates' filtered to those that keep
+// their weight, which the rule needs anyway).
+using SignaturesOf = std::function<const std::vector<NdSbpSignature>*(const OpNode&)>;
+
 // A rule-based preset's whole strategy on `placements`' placements (its
 // default, or per-op ones from AssignStages). `pinned` sources replace the
 // preset's layout; a pin on an op output the rule does not produce is an
-// error naming it.
+// error naming it. Validated (Strategy::Validate) unless `signatures_of` is
+// given: then every signature is one of its, which its owner checks.
 Maybe<ExpertPresetPlan> ExpertPresetStrategy(const std::string& preset, const OpGraph& graph,
                                              const Strategy& placements,
-                                             const std::map<std::string, NdSbp>& pinned = {});
+                                             const std::map<std::string, NdSbp>& pinned = {},
+                                             const SignaturesOf& signatures_of = nullptr);
 
 // Every applicable rule-based preset planned on `model` (options.pinned
 // still honoured; a preset that conflicts with a pin is skipped); the

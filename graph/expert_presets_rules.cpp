@@ -70,17 +70,17 @@ struct Walk {
   bool gather_weights;                    // zero: weights read as B
   std::map<std::string, NdSbp> produced;  // sources (stored) and op outputs
   std::vector<std::string> notes;
-  std::set<std::pair<std::string, std::string>> gathered;  // (tensor, layout) noted once
+  std::set<std::pair<std::string, NdSbp>> gathered;  // (tensor, layout) noted once
   // (tensor, layout) some op already reads it in: lowering boxes a tensor
   // once per layout, so a later reader gets that layout at no cost.
-  std::set<std::pair<std::string, std::string>> boxed;
+  std::set<std::pair<std::string, NdSbp>> boxed;
 
   int Rank(const std::string& tensor, const NdSbp& have, const NdSbp& want) const {
-    return boxed.count({tensor, want.ToString()}) > 0 ? 0 : ConversionRank(have, want);
+    return boxed.count({tensor, want}) > 0 ? 0 : ConversionRank(have, want);
   }
   void Read(const OpNode& op, const NdSbpSignature& sig) {
     for (size_t i = 0; i < op.inputs.size(); ++i)
-      boxed.insert({op.inputs[i], sig.inputs[i].ToString()});
+      boxed.insert({op.inputs[i], sig.inputs[i]});
   }
 
   // The layout `op` reads input `i` in before any boxing it chooses.
@@ -164,7 +164,7 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
       }
       // Lowering boxes a tensor once per layout: one note per (tensor, layout).
       if (gathered && !walk.graph.IsVariable(op.inputs[i]) &&
-          walk.gathered.insert({op.inputs[i], sig.inputs[i].ToString()}).second) {
+          walk.gathered.insert({op.inputs[i], sig.inputs[i]}).second) {
         walk.notes.push_back(StrCat("op '", op.name, "' (", op.type, ") gathers input '",
                                     op.inputs[i], "' from ", reads[i], " to ", sig.inputs[i],
                                     ": no signature keeps the split"));
@@ -213,7 +213,8 @@ Maybe<std::map<std::string, NdSbp>> SourceLayouts(const std::string& preset, con
 
 Maybe<ExpertPresetPlan> ExpertPresetStrategy(const std::string& preset, const OpGraph& graph,
                                              const Strategy& placements,
-                                             const std::map<std::string, NdSbp>& pinned) {
+                                             const std::map<std::string, NdSbp>& pinned,
+                                             const SignaturesOf& signatures_of) {
   const auto names = ExpertPresetNames();
   if (std::find(names.begin(), names.end(), preset) == names.end()) {
     // The unknown-name error, or: a source preset has no rule for ops.
@@ -226,14 +227,21 @@ Maybe<ExpertPresetPlan> ExpertPresetStrategy(const std::string& preset, const Op
   out.strategy = placements;
   for (const auto& [name, sbp] : sources) out.strategy.SetSourceSbp(name, sbp);
   for (const OpNode& op : graph.ops()) {
-    OFL_ASSIGN_OR_RETURN(auto candidates,
-                         CandidateSignatures(graph, op, placements.PlacementOf(op.name)));
+    std::vector<NdSbpSignature> own;
+    const std::vector<NdSbpSignature>* candidates = &own;
+    if (signatures_of) {
+      candidates = signatures_of(op);
+      OFL_ENSURE(candidates != nullptr, "expert preset ", preset, ": no signatures for op '",
+                 op.name, "'");
+    } else {
+      OFL_ASSIGN_OR_RETURN(own, CandidateSignatures(graph, op, placements.PlacementOf(op.name)));
+    }
     const std::vector<int> mut = MutableInputIndices(op);
     NdSbpSignature sig;
     if (!mut.empty()) {
-      OFL_ASSIGN_OR_RETURN(sig, FollowWeight(walk, op, candidates, mut));
+      OFL_ASSIGN_OR_RETURN(sig, FollowWeight(walk, op, *candidates, mut));
     } else {
-      OFL_ASSIGN_OR_RETURN(sig, FollowData(walk, op, candidates));
+      OFL_ASSIGN_OR_RETURN(sig, FollowData(walk, op, *candidates));
     }
     for (size_t o = 0; o < op.outputs.size(); ++o) walk.produced[op.outputs[o]] = sig.outputs[o];
     out.strategy.SetSignature(op.name, std::move(sig));
@@ -245,7 +253,9 @@ Maybe<ExpertPresetPlan> ExpertPresetStrategy(const std::string& preset, const Op
     OFL_ENSURE(it->second == sbp, "expert preset ", preset, ": pinned tensor '", name, "' is ",
                it->second, " under the rule, not the pinned ", sbp);
   }
-  OFL_RETURN_IF_ERROR(out.strategy.Validate(graph));
+  // With the caller's signatures (a cost model's) every pick is one of
+  // them, which the caller checks (CostModel::ChoiceOf).
+  if (!signatures_of) OFL_RETURN_IF_ERROR(out.strategy.Validate(graph));
   out.notes = std::move(walk.notes);
   return out;
 }
