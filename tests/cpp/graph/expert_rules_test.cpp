@@ -260,6 +260,18 @@ TEST(ExpertRulesTest, WhatCannotFollowTheRuleIsNotedOrRefused) {
   auto sources = ExpertPresetStrategy("megatron_sources", g, Strategy(Mesh({4})));
   ASSERT_FALSE(sources.ok());
   EXPECT_NE(sources.status().message().find("fixes only sources"), std::string::npos);
+  // No conv2d signature keeps a weight split on its kernel rows: the op
+  // computes replicated, the weight gathered for it, and says so.
+  const OpGraph conv = testing::ConvNetModel(8, 4, 6, 10);
+  auto replicated = ExpertPresetStrategy("vgg", conv, Strategy(Mesh({4})),
+                                         {{"conv1.weight", NdSbp::Parse("(S(2))").value()}});
+  ASSERT_TRUE(replicated.ok()) << replicated.status().message();
+  EXPECT_EQ(replicated.value().strategy.signature("conv1").ToString(), "(B), (B) -> (B)");
+  bool noted = false;
+  for (const std::string& n : replicated.value().notes) {
+    noted = noted || n.find("'conv1' (conv2d) computes replicated") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
   // A pin the rule does not produce is refused, naming it.
   auto pinned =
       ExpertPresetStrategy("megatron", g, Strategy(Mesh({4})),
