@@ -79,8 +79,7 @@ struct Walk {
     return boxed.count({tensor, want}) > 0 ? 0 : ConversionRank(have, want);
   }
   void Read(const OpNode& op, const NdSbpSignature& sig) {
-    for (size_t i = 0; i < op.inputs.size(); ++i)
-      boxed.insert({op.inputs[i], sig.inputs[i]});
+    for (size_t i = 0; i < op.inputs.size(); ++i) boxed.insert({op.inputs[i], sig.inputs[i]});
   }
 
   // The layout `op` reads input `i` in before any boxing it chooses.
