@@ -9,11 +9,13 @@
 // (zero: B; every other preset: as stored) and its other inputs as they
 // were produced, and takes, among its signatures that keep those weights,
 // the one whose inputs need the least conversion, ranked per input and
-// mesh axis and summed: S or B kept 0; B -> S (a local slice) 1;
-// -> B (all-gather, all-reduce) or a P kept 2; anything else (all-to-all,
-// -> P) 3; a layout an earlier reader already boxed the tensor to 0; ties: fewer outputs with P, then fewer split output axes (an
-// op on whole inputs splits nothing by itself), then the registry's order. So elementwise ops, reductions and
-// norms over non-split axes keep the split, a matmul follows its weight
+// mesh axis and summed: S or B kept 0; B -> S (a local slice) 1; -> B
+// (all-gather, all-reduce) or a P kept 2; anything else (all-to-all, -> P)
+// 3; a layout an earlier reader already boxed the tensor to 0 (lowering
+// boxes a tensor once per layout). Ties: fewer outputs with P, then fewer
+// split output axes (an op on whole inputs splits nothing by itself), then
+// the registry's order. So elementwise ops, reductions and norms over
+// non-split axes keep the split, a matmul follows its weight
 // (column-parallel: input B, output split; row-parallel: input split,
 // output P), a P meets its first nonlinear consumer as an all-reduce to B,
 // and backward ops, being ops on the gradients, follow the same rule. An
