@@ -17,7 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COLORS = {"autoddl": "tab:blue", "exact": "tab:green", "data_parallel": "tab:gray",
-          "megatron": "tab:orange", "2d": "tab:purple", "vgg": "tab:brown"}
+          "megatron": "tab:orange", "2d": "tab:purple", "zero": "tab:olive",
+          "vgg": "tab:brown"}
 
 
 def plot_time(rows, out):
@@ -74,10 +75,14 @@ def plot_paper(rows, out):
     fig, ax = plt.subplots(figsize=(7, 4))
     names = [f"{r['model']}\n{r['cluster']} {r['mesh']}" for r in rows]
     ours = [100 * (r.get("reduction") or 0) for r in rows]
+    sources = [100 * (r.get("reduction_vs_sources") or 0) for r in rows]
     paper = [100 * r["paper_reduction"] for r in rows]
     xs = range(len(rows))
-    ax.bar([x - 0.2 for x in xs], ours, width=0.4, label="ours (predicted)", color="tab:blue")
-    ax.bar([x + 0.2 for x in xs], paper, width=0.4, label="AutoDDL paper (measured)",
+    ax.bar([x - 0.27 for x in xs], ours, width=0.27, label="ours vs rule-based presets (predicted)",
+           color="tab:blue")
+    ax.bar(list(xs), sources, width=0.27, label="ours vs source presets (predicted)",
+           color="tab:cyan")
+    ax.bar([x + 0.27 for x in xs], paper, width=0.27, label="AutoDDL paper (measured)",
            color="tab:gray")
     ax.set_xticks(list(xs))
     ax.set_xticklabels(names, fontsize=8)

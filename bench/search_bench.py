@@ -29,8 +29,11 @@ oneflow_lite.train --plan-only`` command of its default 96-layer model on
 paper: VGG16 (global batch 256) and a Transformer (12 layers, hidden 1024,
 16 heads, sequence 512, vocabulary 32000, global batch 128) on 16
 single-GPU nodes of p100_nodes (mesh [16]) and on 4 nodes of v100_8gpu
-(mesh [4, 8]): the best expert preset and autoddl, reduction = 1 - autoddl
-/ expert, beside the AutoDDL paper's reported reduction for that pair.
+(mesh [4, 8]): the best rule-based expert preset and autoddl, reduction = 1
+- autoddl / expert, beside the AutoDDL paper's reported reduction for that
+pair; expert_notes: the count and the first of each preset's notes (ops
+that could not follow its rule); reduction_vs_sources: the same against the best
+source preset (sources by rule, ops chosen by cost).
 
 Model graphs come from bench/search_models.py (declared-only variables).
 Run on one core: bench/run.sh pins the process (taskset) and sets the
@@ -58,7 +61,8 @@ from oneflow_lite import _C  # noqa: E402
 
 EXACT_BUDGET_S = 120.0
 EXACT_TABLE = 1 << 27  # elimination table cap for exact (default 2^22 entries)
-EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
+EXPERTS = ("data_parallel", "megatron", "2d", "zero", "vgg")  # rule-based presets
+SOURCE_EXPERTS = ("data_parallel_sources", "megatron_sources", "2d_sources", "vgg_sources")
 ROUNDING = 1e-12  # the same sum in another order
 EXACT_SLACK = 1e-9  # exact's proof tolerance
 GPT = dict(hidden=4096, heads=32, seq=2048, vocab=51200)
@@ -101,6 +105,8 @@ def plan_row(model, base: dict, searcher: str) -> dict:
                search_seconds=round(stats["search_seconds"], 4),
                predicted_step_s=planned.predicted_step_s, memory_bytes=stats["memory_bytes"],
                compute_s=stats["compute_s"], communication_s=stats["communication_s"], fits=True)
+    if searcher in EXPERTS and stats["note"]:  # the ops that could not follow the rule
+        row["note"] = stats["note"]
     if searcher == "exact":
         row["exact_proved"] = bool(stats["exact_proved"])
         row["lower_bound_s"] = stats["lower_bound"]
@@ -272,8 +278,8 @@ def paper_suite(args, log, save) -> dict:
             cost_args = dict(micro_batches=128 // TRANSFORMER_MICRO)
         for cluster, mesh in (("p100_nodes", [16]), ("v100_8gpu", [4, 8])):
             base = dict(model=model, layers=12 if model == "transformer" else 16, batch=batch)
-            found = run_config(program, base, mesh, cluster, ("autoddl",) + EXPERTS, log,
-                               **cost_args)
+            found = run_config(program, base, mesh, cluster,
+                               ("autoddl",) + EXPERTS + SOURCE_EXPERTS, log, **cost_args)
             auto = next((r for r in found if r["searcher"] == "autoddl"), None)
             experts = [r for r in found if r["searcher"] in EXPERTS and r.get("predicted_step_s")]
             best = min(experts, key=lambda r: r["predicted_step_s"]) if experts else None
@@ -286,7 +292,19 @@ def paper_suite(args, log, save) -> dict:
                        expert_step_s=best["predicted_step_s"] if best else None,
                        experts={r["searcher"]: r.get("predicted_step_s") for r in found
                                 if r["searcher"] in EXPERTS},
+                       expert_notes={r["searcher"]: " ".join(line.strip() for line in
+                                                             r["note"].splitlines()[:2])
+                                     for r in found if r["searcher"] in EXPERTS and r.get("note")},
+                       source_experts={r["searcher"]: r.get("predicted_step_s") for r in found
+                                       if r["searcher"] in SOURCE_EXPERTS},
                        paper_reduction=PAPER_REDUCTION[(model, cluster)])
+            sources = [r for r in found
+                       if r["searcher"] in SOURCE_EXPERTS and r.get("predicted_step_s")]
+            if sources and auto and auto.get("predicted_step_s"):
+                best_sources = min(sources, key=lambda r: r["predicted_step_s"])
+                row.update(best_source_expert=best_sources["searcher"],
+                           reduction_vs_sources=1 - auto["predicted_step_s"]
+                           / best_sources["predicted_step_s"])
             if best and auto and auto.get("predicted_step_s"):
                 row["reduction"] = 1 - auto["predicted_step_s"] / best["predicted_step_s"]
             else:

@@ -15,9 +15,58 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-bool IsPreset(const std::string& name) {
+bool IsRulePreset(const std::string& name) {
   const auto presets = ExpertPresetNames();
   return std::find(presets.begin(), presets.end(), name) != presets.end();
+}
+
+bool IsSourcePreset(const std::string& name) {
+  const auto presets = ExpertSourcePresetNames();
+  return std::find(presets.begin(), presets.end(), name) != presets.end();
+}
+
+// Every preset of both families, rule-based first.
+std::vector<std::string> AllPresetNames() {
+  std::vector<std::string> names = ExpertPresetNames();
+  for (const std::string& p : ExpertSourcePresetNames()) names.push_back(p);
+  return names;
+}
+
+// A rule-based preset's choice: its strategy, nothing searched; its notes
+// (ops that could not follow the rule) in stats->note. Errors when it does
+// not fit the memory limit.
+Maybe<std::vector<int>> ChooseByRule(const OpGraph& graph, const CostModel& model,
+                                     const PlanOptions& options, PlanStats* stats) {
+  std::map<std::string, int> node_of;  // op or folded update -> its cost node
+  for (size_t u = 0; u < model.nodes().size(); ++u) {
+    const CostNodeInfo& n = model.nodes()[u];
+    if (n.kind == CostNodeKind::kOp) node_of[n.name] = static_cast<int>(u);
+    if (!n.update_op.empty()) node_of[n.update_op] = static_cast<int>(u);
+  }
+  auto signatures_of = [&](const OpNode& op) -> const std::vector<NdSbpSignature>* {
+    auto it = node_of.find(op.name);
+    return it == node_of.end() ? nullptr : &model.nodes()[it->second].signatures;
+  };
+  OFL_ASSIGN_OR_RETURN(ExpertPresetPlan plan,
+                       ExpertPresetStrategy(options.searcher, graph, model.placements(),
+                                            options.pinned, signatures_of));
+  OFL_ASSIGN_OR_RETURN(std::vector<int> choice, model.ChoiceOf(plan.strategy));
+  const int64_t need = model.graph().MemoryBytes(choice);
+  if (need > model.graph().memory_limit()) {
+    return InvalidArgument("plan ", options.searcher, ": the preset needs ", FormatBytes(need),
+                           " per device, above the limit of ",
+                           FormatBytes(model.graph().memory_limit()));
+  }
+  constexpr size_t kShown = 8;
+  std::ostringstream note;
+  if (!plan.notes.empty()) {
+    note << "expert preset " << options.searcher << ": " << plan.notes.size()
+         << " op(s) could not follow the rule:";
+  }
+  for (size_t i = 0; i < plan.notes.size() && i < kShown; ++i) note << "\n  " << plan.notes[i];
+  if (plan.notes.size() > kShown) note << "\n  ... and " << plan.notes.size() - kShown << " more";
+  stats->note = note.str();
+  return choice;
 }
 
 // `graph` with node u keeping only allowed[u] (empty: all); edge matrices
@@ -136,7 +185,7 @@ Optimality OptimalityOf(const ExactResult& e, double cap_seconds, double seconds
 
 std::vector<std::string> SearcherNames() {
   std::vector<std::string> names = {"autoddl", "exact"};
-  for (const std::string& p : ExpertPresetNames()) names.push_back(p);
+  for (const std::string& p : AllPresetNames()) names.push_back(p);
   names.push_back("manual");
   return names;
 }
@@ -219,8 +268,9 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
     }
     return model.ChoiceOf(manual);
   }
+  if (IsRulePreset(options.searcher)) return ChooseByRule(graph, model, options, stats);
   std::map<std::string, NdSbp> fixed;
-  if (IsPreset(options.searcher)) {
+  if (IsSourcePreset(options.searcher)) {
     OFL_ASSIGN_OR_RETURN(
         fixed, ExpertPresetSources(options.searcher, graph, model.placements().placement()));
     // Optimizer state follows its parameter (which a pin may override).
@@ -270,11 +320,11 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
   }
   AutoddlOptions autoddl = options.autoddl;
   if (options.searcher == "autoddl" && options.autoddl_starts_from_presets) {
-    // The cheapest applicable preset's choice is one more start.
+    // The cheapest applicable preset's choice, of either family, is a start.
     std::string best_name;
     std::vector<int> best;
     double best_seconds = 0;
-    for (const std::string& name : ExpertPresetNames()) {
+    for (const std::string& name : AllPresetNames()) {
       PlanOptions o = options;
       o.searcher = name;
       PlanStats ignored;
@@ -352,8 +402,7 @@ Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph, std::shared_ptr<const
   OFL_ASSIGN_OR_RETURN(std::vector<int> choice, Choose(graph, *model, options, &out.stats));
   OFL_ASSIGN_OR_RETURN(out.solution, full.Evaluate(choice));
   if (options.searcher != "exact" && options.optimality_cap_seconds > 0) {
-    OFL_ASSIGN_OR_RETURN(out.stats.optimality,
-                         MeasureOptimality(graph, *model, options, choice));
+    OFL_ASSIGN_OR_RETURN(out.stats.optimality, MeasureOptimality(graph, *model, options, choice));
   }
   OFL_ASSIGN_OR_RETURN(out.strategy, model->ToStrategy(choice));
   OFL_RETURN_IF_ERROR(out.strategy.Validate(graph));

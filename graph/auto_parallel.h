@@ -1,13 +1,15 @@
 // Auto-parallel planning: builds the cost model (cost_model.h), runs one
 // searcher and turns its Solution back into a Strategy (DESIGN.md section 6).
-// Searchers: "autoddl" and "exact" (search/), the expert presets
-// "data_parallel", "megatron", "2d", "vgg" (expert_presets.h: sources fixed
-// by the expert rule, the ops' signatures then chosen cost-optimally), and
+// Searchers: "autoddl" and "exact" (search/), the rule-based expert presets
+// "data_parallel", "megatron", "2d", "zero", "vgg" (expert_presets.h: every
+// source and op by the expert's rule, nothing searched), the source presets
+// "data_parallel_sources", "megatron_sources", "2d_sources", "vgg_sources"
+// (sources by the rule, the ops' signatures then chosen cost-optimally), and
 // "manual" (options.manual as given, or deduced from the pinned NdSbps).
 // Pinned NdSbps are honoured by every searcher: a pinned source (or op
 // output) keeps only the candidates that produce it. "autoddl" also starts
 // from the best applicable expert preset's choice, so it is never worse than
-// its own starts nor than that preset, and from each "replicate one mesh
+// its own starts nor than that preset (of either family), and from each "replicate one mesh
 // axis" optimum. "exact" starts from "autoddl"'s answer when elimination does
 // not prove its own, so it is never worse than autoddl. Pipeline stages and micro-batch
 // counts are inputs (options.stages, options.cost.micro_batches); nothing

@@ -1,6 +1,8 @@
-// Expert presets: source layouts by expert rule (expert_presets.h).
+// Expert presets: source layouts by expert rule, both families
+// (expert_presets.h).
 #include "graph/expert_presets.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace ofl {
@@ -30,7 +32,8 @@ const OpNode* ReadingMatmul(const OpGraph& graph, const std::string& weight) {
 Maybe<int64_t> FeatureAxis(const OpGraph& graph, const std::string& weight, bool output) {
   const OpNode* mm = ReadingMatmul(graph, weight);
   OFL_ENSURE(mm != nullptr, "expert preset: weight '", weight,
-             "' is not the second input of a forward matmul; cannot tell its feature axes");
+             "' is not the second input of a forward matmul; cannot tell its "
+             "feature axes");
   const bool tb = mm->attrs.Get<bool>("transpose_b");  // [out, in] when set, else [in, out]
   return output ? (tb ? 0 : 1) : (tb ? 1 : 0);
 }
@@ -41,19 +44,42 @@ std::string BiasOf(const std::string& weight) {
 
 // Megatron's tensor-parallel layout of the Transformer weights: weight or
 // bias -> the tensor axis split (column-parallel: output features, bias
-// S(0); row-parallel: input features). Errors when the graph has none.
-Maybe<std::map<std::string, int64_t>> MegatronSplits(const OpGraph& graph) {
+// S(0); row-parallel: input features). `rules` (the rule-based preset):
+// the LM head column-parallel too, and a graph without Transformer names
+// gets Megatron's MLP pairs. Errors when nothing applies.
+Maybe<std::map<std::string, int64_t>> MegatronSplits(const OpGraph& graph, bool rules) {
   std::map<std::string, int64_t> splits;
-  for (const std::string& v : graph.variable_names()) {
+  std::vector<std::string> others;  // forward matmul weights with other names, graph order
+  for (const OpNode& op : graph.ops()) {
+    if (op.type != "matmul" || RoleOf(op) != OpRole::kForward || op.inputs.size() != 2 ||
+        !graph.IsVariable(op.inputs[1])) {
+      continue;
+    }
+    const std::string& v = op.inputs[1];
     const bool column = EndsWith(v, ".attn.qkv.weight") || EndsWith(v, ".mlp.fc.weight");
     const bool row = EndsWith(v, ".attn.proj.weight") || EndsWith(v, ".mlp.proj.weight");
-    if (!column && !row) continue;
+    if (!column && !row) {
+      others.push_back(v);
+      continue;
+    }
     OFL_ASSIGN_OR_RETURN(splits[v], FeatureAxis(graph, v, column));
     if (column && graph.IsVariable(BiasOf(v))) splits[BiasOf(v)] = 0;
   }
-  OFL_ENSURE(!splits.empty(),
-             "expert preset megatron: no Transformer block weights (variables "
-             "named *.attn.qkv.weight, *.attn.proj.weight, *.mlp.fc.weight, *.mlp.proj.weight)");
+  if (rules && !splits.empty() && !others.empty()) {
+    OFL_ASSIGN_OR_RETURN(splits[others.back()], FeatureAxis(graph, others.back(), true));
+  } else if (rules && splits.empty()) {
+    for (size_t i = 0; i < others.size(); ++i) {
+      const bool column = i % 2 == 0;
+      OFL_ASSIGN_OR_RETURN(splits[others[i]], FeatureAxis(graph, others[i], column));
+      if (column && EndsWith(others[i], "weight") && graph.IsVariable(BiasOf(others[i]))) {
+        splits[BiasOf(others[i])] = 0;
+      }
+    }
+  }
+  OFL_ENSURE(!splits.empty(), "expert preset megatron", rules ? "" : "_sources",
+             ": no Transformer block weights (variables named *.attn.qkv.weight, "
+             "*.attn.proj.weight, *.mlp.fc.weight, *.mlp.proj.weight)",
+             rules ? " and no weight read by a forward matmul" : "");
   return splits;
 }
 
@@ -104,48 +130,62 @@ std::map<std::string, std::string> StateOwners(const OpGraph& graph) {
 
 }  // namespace
 
-std::vector<std::string> ExpertPresetNames() { return {"data_parallel", "megatron", "2d", "vgg"}; }
+std::vector<std::string> ExpertPresetNames() {
+  return {"data_parallel", "megatron", "2d", "zero", "vgg"};
+}
+
+std::vector<std::string> ExpertSourcePresetNames() {
+  return {"data_parallel_sources", "megatron_sources", "2d_sources", "vgg_sources"};
+}
 
 Maybe<std::map<std::string, NdSbp>> ExpertPresetSources(const std::string& preset,
                                                         const OpGraph& graph,
                                                         const Placement& placement) {
-  const int64_t axes = placement.hierarchy().ndim();
-  const NdSbp all_b = Same(axes, Sbp::Broadcast());
-  std::map<std::string, NdSbp> out;
-  auto data = [&](const std::string& name, const std::vector<Sbp>& per_axis) {
-    // per_axis: the data's Sbp on each hierarchy axis (S(0) or B); scalars stay B.
-    const bool scalar = graph.Desc(name).value().shape.ndim() == 0;
-    out[name] = scalar ? all_b : NdSbp(per_axis);
-  };
-  std::map<std::string, int64_t> splits;  // weight -> tensor axis split (model parallel)
-  std::vector<Sbp> data_axes(axes, Sbp::Split(0));
-  if (preset == "data_parallel") {
-  } else if (preset == "megatron") {
-    OFL_ASSIGN_OR_RETURN(splits, MegatronSplits(graph));
-    data_axes.assign(axes, Sbp::Broadcast());
-  } else if (preset == "2d") {
-    OFL_ENSURE(axes == 2,
-               "expert preset 2d: needs a 2-D mesh (data x tensor parallel), got "
-               "hierarchy ",
-               placement.hierarchy());
-    OFL_ASSIGN_OR_RETURN(splits, MegatronSplits(graph));
-    data_axes = {Sbp::Split(0), Sbp::Broadcast()};
-  } else if (preset == "vgg") {
-    OFL_ASSIGN_OR_RETURN(splits, ClassifierSplits(graph));
-  } else {
+  const std::string kSuffix = "_sources";
+  const bool sources_only = EndsWith(preset, kSuffix);
+  const std::string base = sources_only ? preset.substr(0, preset.size() - kSuffix.size()) : preset;
+  const auto rules = ExpertPresetNames();
+  const auto source_names = ExpertSourcePresetNames();
+  if (std::find(sources_only ? source_names.begin() : rules.begin(),
+                sources_only ? source_names.end() : rules.end(),
+                preset) == (sources_only ? source_names.end() : rules.end())) {
     std::ostringstream valid;
-    const auto names = ExpertPresetNames();
+    std::vector<std::string> names = rules;
+    names.insert(names.end(), source_names.begin(), source_names.end());
     for (size_t i = 0; i < names.size(); ++i) valid << (i ? ", " : "") << names[i];
     return InvalidArgument("expert preset: unknown name '", preset, "'; valid: ", valid.str());
   }
-  for (const std::string& name : graph.input_names()) data(name, data_axes);
+  const int64_t axes = placement.hierarchy().ndim();
+  const NdSbp all_b = Same(axes, Sbp::Broadcast());
+  std::map<std::string, NdSbp> out;
+  std::map<std::string, int64_t> splits;  // weight -> tensor axis split (model parallel)
+  std::vector<Sbp> data_axes(axes, Sbp::Split(0));
+  if (base == "megatron") {
+    OFL_ASSIGN_OR_RETURN(splits, MegatronSplits(graph, !sources_only));
+    data_axes.assign(axes, Sbp::Broadcast());
+  } else if (base == "2d") {
+    OFL_ENSURE(axes == 2, "expert preset ", preset,
+               ": needs a 2-D mesh (data x tensor parallel), got hierarchy ",
+               placement.hierarchy());
+    OFL_ASSIGN_OR_RETURN(splits, MegatronSplits(graph, !sources_only));
+    data_axes = {Sbp::Split(0), Sbp::Broadcast()};
+  } else if (base == "vgg") {
+    OFL_ASSIGN_OR_RETURN(splits, ClassifierSplits(graph));
+  }
+  for (const std::string& name : graph.input_names()) {
+    // Scalars (a fed learning rate) stay B.
+    out[name] = graph.Desc(name).value().shape.ndim() == 0 ? all_b : NdSbp(data_axes);
+  }
   const std::map<std::string, std::string> owners = StateOwners(graph);
   for (const std::string& v : graph.variable_names()) {
     if (owners.count(v) > 0) continue;
     auto it = splits.find(v);
-    if (it == splits.end()) {
+    if (base == "zero") {
+      const bool split = graph.variable(v).trainable && graph.Desc(v).value().shape.ndim() > 0;
+      out[v] = split ? Same(axes, Sbp::Split(0)) : all_b;
+    } else if (it == splits.end()) {
       out[v] = all_b;
-    } else if (preset == "2d") {
+    } else if (base == "2d") {
       out[v] = NdSbp({Sbp::Broadcast(), Sbp::Split(it->second)});
     } else {
       out[v] = Same(axes, Sbp::Split(it->second));
@@ -181,7 +221,9 @@ Maybe<PlannedStrategy> BestExpertPreset(const OpGraph& graph,
     if (tried != nullptr) tried->push_back(line);
   }
   if (!best) return InvalidArgument("expert presets: none applies:", why.str());
-  best->stats.note = StrCat("best expert preset '", best->searcher, "'", why.str());
+  const std::string notes = best->stats.note;
+  best->stats.note = StrCat("best expert preset '", best->searcher, "'", why.str(),
+                            notes.empty() ? "" : "\n", notes);
   return std::move(*best);
 }
 

@@ -40,7 +40,7 @@ from oneflow_lite import _C, _world, train_args, train_data
 from oneflow_lite import train_report as rep
 from oneflow_lite.nn.graph_compile import resolve_cluster
 
-EXPERTS = ("data_parallel", "megatron", "2d", "vgg")
+EXPERTS = ("data_parallel", "megatron", "2d", "zero", "vgg")  # rule-based presets
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:

@@ -108,7 +108,8 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
     p.add_argument("--hierarchy", type=_ints, default=None,
                    help="mesh, e.g. 2,2 (default: flat, [--devices])")
     p.add_argument("--searcher", default="autoddl",
-                   help="autoddl, exact, data_parallel, megatron, 2d, vgg or manual")
+                   help="autoddl, exact, a preset (data_parallel, megatron, 2d, zero, "
+                        "vgg, or one of them + _sources) or manual")
     p.add_argument("--cluster", default=None,
                    help="local, a preset or a Cluster file (default: local for runs, "
                         "h100_8gpu with --plan-only)")

@@ -176,5 +176,8 @@ def test_one_cost_model_serves_several_searchers(cluster_path):
         planned = model.plan(searcher)
         assert planned.predicted_step_s == pytest.approx(48 * NS, rel=1e-9)
         assert planned.stats["seconds"] >= model.build_seconds
-    with pytest.raises(ValueError, match="megatron"):
-        model.plan("megatron")
+    with pytest.raises(ValueError, match="megatron_sources: no Transformer block weights"):
+        model.plan("megatron_sources")
+    # The rule-based megatron pairs the two matmuls: column, then row.
+    signatures = model.plan("megatron").strategy["signatures"]
+    assert sorted(signatures.values()) == ["(B), (S(1)) -> (S(1))", "(S(1)), (S(0)) -> (P)"]

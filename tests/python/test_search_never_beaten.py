@@ -25,7 +25,8 @@ from search_models import build_branches, build_program  # noqa: E402
 from oneflow_lite import _C  # noqa: E402
 
 CLUSTER = "h100_8gpu"
-PRESETS = ("data_parallel", "megatron", "2d", "vgg")
+PRESETS = ("data_parallel", "megatron", "2d", "zero", "vgg", "data_parallel_sources",
+           "megatron_sources", "2d_sources", "vgg_sources")
 ROUNDING = 1e-12  # two sums of the same terms in another order
 
 

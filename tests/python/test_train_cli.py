@@ -60,8 +60,9 @@ CASES = [
     (["--report", "out/r.json", "--plot", "out/r.json"], "--report and --plot are the same "
                                                          "file 'out/r.json'"),
     (["--hidden", "10", "--heads", "3"], "GPTConfig: n_embd=10 is not a multiple of n_head=3"),
-    (["--model", "mlp", "--searcher", "megatron", *TINY[-4:]],
-     "planning --model mlp with --searcher megatron: expert preset megatron: no Transformer block"),
+    (["--model", "mlp", "--searcher", "megatron_sources", *TINY[-4:]],
+     "planning --model mlp with --searcher megatron_sources: expert preset megatron_sources: "
+     "no Transformer block"),
 ]
 
 

@@ -105,7 +105,9 @@ class GraphConfig:
         """Plans the layout on ``placement`` (a flow.placement; its hierarchy
         is the mesh) for ``cluster`` (a preset name, a Cluster file, "local"
         or a _C.Cluster) with ``searcher`` (``_C.searchers()``: autoddl, exact,
-        data_parallel, megatron, 2d, vgg, manual). SBP the user pins with
+        the rule-based presets data_parallel, megatron, 2d, zero, vgg, the
+        source presets data_parallel_sources, megatron_sources, 2d_sources,
+        vgg_sources, manual). SBP the user pins with
         ``to_global`` on inputs or parameters is honoured by every searcher;
         such a pin must use this same placement. ``optimality_cap_s``: exact
         then runs from the plan for at most that many seconds and the plan

@@ -131,7 +131,7 @@ TEST(AutoParallelTest, PinnedNdSbpIsHonouredByEverySearcher) {
     SCOPED_TRACE(name);
     o.searcher = name;
     auto p = PlanStrategy(g, Mesh({2, 2}), TwoLevelCluster(), o);
-    if (name == "vgg") {
+    if (name == "vgg" || name == "vgg_sources") {
       ASSERT_FALSE(p.ok());  // no conv2d: the preset does not apply
       continue;
     }
@@ -141,7 +141,7 @@ TEST(AutoParallelTest, PinnedNdSbpIsHonouredByEverySearcher) {
     EXPECT_EQ(p.value().strategy.sources().at("h.0.ln1.weight/m"), Sbp1("(S(0), S(0))"));
     ++planned;
   }
-  EXPECT_EQ(planned, 6);
+  EXPECT_EQ(planned, 10);  // autoddl, exact, manual, 4 rule-based and 3 source presets
   // A pin on an op output restricts that op's signatures.
   PlanOptions out;
   out.pinned["fc/out_0"] = Sbp1("(S(1))");
@@ -170,7 +170,7 @@ TEST(AutoParallelTest, UnknownSearcherListsTheValidNames) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().message(),
             "plan: unknown searcher 'alpa'; valid: autoddl, exact, data_parallel, megatron, 2d, "
-            "vgg, manual");
+            "zero, vgg, data_parallel_sources, megatron_sources, 2d_sources, vgg_sources, manual");
 }
 
 TEST(AutoParallelTest, ManualCostsTheUsersStrategy) {

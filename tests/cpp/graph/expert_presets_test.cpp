@@ -1,7 +1,8 @@
-// Expert presets (graph/expert_presets.h): the source layouts each rule
-// gives on real small models, the split axis read from matmul's
-// transpose_b, the errors of presets that do not apply, valid strategies
-// from each, and BestExpertPreset picking the cheapest.
+// Expert presets (graph/expert_presets.h), source presets: the source
+// layouts each rule gives on real small models, the split axis read from
+// matmul's transpose_b, the errors of presets that do not apply, valid
+// strategies from each, and BestExpertPreset picking the cheapest
+// rule-based preset. The rule-based presets' signatures: expert_rules_test.cpp.
 #include "graph/expert_presets.h"
 
 #include <gtest/gtest.h>
@@ -53,7 +54,8 @@ TEST(ExpertPresetsTest, TwoDimensionalIsDataOuterTensorInner) {
   const OpGraph g = testing::TransformerModel(1, 2, 8, 16, 2);
   auto s = ExpertPresetSources("2d", g, Mesh({2, 2})).value();
   EXPECT_EQ(s.at("x"), Sbp1("(S(0), B)"));
-  EXPECT_EQ(s.at("h.0.attn.qkv.weight"), Sbp1("(B, S(0))"));  // [out, in]: output features
+  EXPECT_EQ(s.at("h.0.attn.qkv.weight"),
+            Sbp1("(B, S(0))"));                               // [out, in]: output features
   EXPECT_EQ(s.at("h.0.mlp.proj.weight"), Sbp1("(B, S(1))"));  // input features
   EXPECT_EQ(s.at("h.0.ln2.bias"), Sbp1("(B, B)"));
 }
@@ -69,7 +71,7 @@ TEST(ExpertPresetsTest, VggSplitsTheClassifierOnly) {
 
 TEST(ExpertPresetsTest, PresetsThatDoNotApplySayWhy) {
   const OpGraph linear = testing::LinearModel(64, 32, 16);
-  auto megatron = ExpertPresetSources("megatron", linear, Mesh({4}));
+  auto megatron = ExpertPresetSources("megatron_sources", linear, Mesh({4}));
   ASSERT_FALSE(megatron.ok());
   EXPECT_NE(megatron.status().message().find("no Transformer block weights"), std::string::npos);
   const OpGraph gpt = testing::TransformerModel(1, 2, 8, 16, 2);
@@ -81,14 +83,16 @@ TEST(ExpertPresetsTest, PresetsThatDoNotApplySayWhy) {
   EXPECT_NE(vgg.status().message().find("no conv2d"), std::string::npos);
   auto unknown = ExpertPresetSources("zero3", gpt, Mesh({4}));
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("data_parallel, megatron, 2d, vgg"), std::string::npos);
+  EXPECT_NE(unknown.status().message().find("data_parallel, megatron, 2d, zero, vgg, "
+                                            "data_parallel_sources, megatron_sources"),
+            std::string::npos);
 }
 
 TEST(ExpertPresetsTest, PlannedPresetsAreValidAndKeepTheirSources) {
   const OpGraph g = testing::TransformerModel(2, 2, 8, 16, 2);
   const Placement mesh = Mesh({2, 2});
   auto model = BuildCostModel(g, Strategy(mesh), TwoLevelCluster()).value();
-  for (const std::string name : {"data_parallel", "megatron", "2d"}) {
+  for (const std::string name : {"data_parallel_sources", "megatron_sources", "2d_sources"}) {
     SCOPED_TRACE(name);
     PlanOptions o;
     o.searcher = name;
@@ -103,9 +107,9 @@ TEST(ExpertPresetsTest, PlannedPresetsAreValidAndKeepTheirSources) {
   std::vector<std::string> tried;
   auto best = BestExpertPreset(g, model, {}, &tried);
   ASSERT_TRUE(best.ok()) << best.status().message();
-  ASSERT_EQ(tried.size(), 4u);
-  EXPECT_NE(tried[3].find("vgg: expert preset vgg: the graph has no conv2d op"), std::string::npos);
-  for (const std::string name : {"data_parallel", "megatron", "2d"}) {
+  ASSERT_EQ(tried.size(), 5u);  // the rule-based presets
+  EXPECT_NE(tried[4].find("vgg: expert preset vgg: the graph has no conv2d op"), std::string::npos);
+  for (const std::string name : {"data_parallel", "megatron", "2d", "zero"}) {
     PlanOptions o;
     o.searcher = name;
     EXPECT_LE(best.value().solution.total_seconds,

@@ -113,52 +113,82 @@ inline std::string LayerNorm(OpGraph& g, const std::string& x, const std::string
   return Op(g, "layer_norm", {x, prefix + ".weight", prefix + ".bias"}, {}, prefix);
 }
 
-// The traced graph of flow.models.GPT's blocks (python/oneflow_lite/models/
-// gpt.py, nn/modules/attention.py) on x [b, t, d] (no embeddings, no
-// dropout), then mean, Adam. Fused qkv features are head-major ([b*t, 3d] ->
-// [b, t, h, 3, dh]), so a split of them by whole heads can reach attention.
+// One flow.models.GPT block (python/oneflow_lite/models/gpt.py,
+// nn/modules/attention.py) on x [b, t, d], no dropout, its ops named
+// "h.<i>..."; returns its output. Fused qkv features are head-major
+// ([b*t, 3d] -> [b, t, h, 3, dh]), so a split of them by whole heads can
+// reach attention. Reads the [t, t] variable "causal_mask".
+inline std::string TransformerBlock(OpGraph& g, std::string x, int64_t i, int64_t b, int64_t t,
+                                    int64_t d, int64_t heads, bool transpose_b) {
+  const int64_t dh = d / heads;
+  const std::string p = "h." + std::to_string(i);
+  std::string a = LayerNorm(g, x, p + ".ln1", d);
+  a = Op(g, "reshape", {a}, {{"shape", Ints{b * t, d}}}, p + ".attn/flatten");
+  std::string qkv = Linear(g, a, p + ".attn.qkv", d, 3 * d, transpose_b);
+  qkv = Op(g, "reshape", {qkv}, {{"shape", Ints{b, t, heads, 3, dh}}}, p + ".attn/heads");
+  std::vector<std::string> parts;
+  for (int64_t c = 0; c < 3; ++c) {
+    const std::string n = p + ".attn/" + std::string(1, "qkv"[c]);
+    std::string s = Op(g, "slice", {qkv},
+                       {{"start", Ints{0, 0, 0, c, 0}},
+                        {"stop", Ints{b, t, heads, c + 1, dh}},
+                        {"step", Ints{1, 1, 1, 1, 1}}},
+                       n + "/slice");
+    s = Op(g, "reshape", {s}, {{"shape", Ints{b, t, heads, dh}}}, n + "/reshape");
+    parts.push_back(Op(g, "transpose", {s}, {{"perm", Ints{0, 2, 1, 3}}}, n + "/transpose"));
+  }
+  std::string sc = Op(g, "batch_matmul", {parts[0], parts[1]}, {{"transpose_b", true}},
+                      p + ".attn/scores");
+  sc = Op(g, "scalar_mul", {sc}, {{"value", 0.125}}, p + ".attn/scale");
+  sc = Op(g, "add", {sc, "causal_mask"}, {}, p + ".attn/mask");
+  sc = Op(g, "softmax", {sc}, {{"axis", int64_t{-1}}}, p + ".attn/softmax");
+  std::string y = Op(g, "batch_matmul", {sc, parts[2]}, {}, p + ".attn/context");
+  y = Op(g, "transpose", {y}, {{"perm", Ints{0, 2, 1, 3}}}, p + ".attn/merge/transpose");
+  y = Op(g, "reshape", {y}, {{"shape", Ints{b * t, d}}}, p + ".attn/merge/reshape");
+  y = Linear(g, y, p + ".attn.proj", d, d, transpose_b);
+  y = Op(g, "reshape", {y}, {{"shape", Ints{b, t, d}}}, p + ".attn/unflatten");
+  x = Op(g, "add", {x, y}, {}, p + "/residual1");
+  std::string m = LayerNorm(g, x, p + ".ln2", d);
+  m = Linear3d(g, m, p + ".mlp.fc", b, t, d, 4 * d, transpose_b);
+  m = Op(g, "gelu", {m}, {}, p + ".mlp/gelu");
+  m = Linear3d(g, m, p + ".mlp.proj", b, t, 4 * d, d, transpose_b);
+  return Op(g, "add", {x, m}, {}, p + "/residual2");
+}
+
+// GPT blocks (TransformerBlock) on x [b, t, d] (no embeddings), then mean, Adam.
 inline OpGraph TransformerModel(int64_t layers, int64_t b, int64_t t, int64_t d, int64_t heads,
                                 bool transpose_b = true) {
   OpGraph g;
   CHECK(g.AddInput("x", {Shape{b, t, d}, DataType::kFloat32}).ok());
   CHECK(g.AddVariable("causal_mask", TensorDesc{Shape{t, t}, DataType::kFloat32}, false).ok());
   std::string x = "x";
-  const int64_t dh = d / heads;
-  for (int64_t i = 0; i < layers; ++i) {
-    const std::string p = "h." + std::to_string(i);
-    std::string a = LayerNorm(g, x, p + ".ln1", d);
-    a = Op(g, "reshape", {a}, {{"shape", Ints{b * t, d}}}, p + ".attn/flatten");
-    std::string qkv = Linear(g, a, p + ".attn.qkv", d, 3 * d, transpose_b);
-    qkv = Op(g, "reshape", {qkv}, {{"shape", Ints{b, t, heads, 3, dh}}}, p + ".attn/heads");
-    std::vector<std::string> parts;
-    for (int64_t c = 0; c < 3; ++c) {
-      const std::string n = p + ".attn/" + std::string(1, "qkv"[c]);
-      std::string s = Op(g, "slice", {qkv},
-                         {{"start", Ints{0, 0, 0, c, 0}},
-                          {"stop", Ints{b, t, heads, c + 1, dh}},
-                          {"step", Ints{1, 1, 1, 1, 1}}},
-                         n + "/slice");
-      s = Op(g, "reshape", {s}, {{"shape", Ints{b, t, heads, dh}}}, n + "/reshape");
-      parts.push_back(Op(g, "transpose", {s}, {{"perm", Ints{0, 2, 1, 3}}}, n + "/transpose"));
-    }
-    std::string sc = Op(g, "batch_matmul", {parts[0], parts[1]}, {{"transpose_b", true}},
-                        p + ".attn/scores");
-    sc = Op(g, "scalar_mul", {sc}, {{"value", 0.125}}, p + ".attn/scale");
-    sc = Op(g, "add", {sc, "causal_mask"}, {}, p + ".attn/mask");
-    sc = Op(g, "softmax", {sc}, {{"axis", int64_t{-1}}}, p + ".attn/softmax");
-    std::string y = Op(g, "batch_matmul", {sc, parts[2]}, {}, p + ".attn/context");
-    y = Op(g, "transpose", {y}, {{"perm", Ints{0, 2, 1, 3}}}, p + ".attn/merge/transpose");
-    y = Op(g, "reshape", {y}, {{"shape", Ints{b * t, d}}}, p + ".attn/merge/reshape");
-    y = Linear(g, y, p + ".attn.proj", d, d, transpose_b);
-    y = Op(g, "reshape", {y}, {{"shape", Ints{b, t, d}}}, p + ".attn/unflatten");
-    x = Op(g, "add", {x, y}, {}, p + "/residual1");
-    std::string m = LayerNorm(g, x, p + ".ln2", d);
-    m = Linear3d(g, m, p + ".mlp.fc", b, t, d, 4 * d, transpose_b);
-    m = Op(g, "gelu", {m}, {}, p + ".mlp/gelu");
-    m = Linear3d(g, m, p + ".mlp.proj", b, t, 4 * d, d, transpose_b);
-    x = Op(g, "add", {x, m}, {}, p + "/residual2");
-  }
+  for (int64_t i = 0; i < layers; ++i) x = TransformerBlock(g, x, i, b, t, d, heads, transpose_b);
   Train(g, Op(g, "reduce_mean", {x}, {}, "loss"), "adam");
+  return g;
+}
+
+// The whole flow.models.GPT as it traces (no dropout): ids [b, t] -> wte
+// (embedding [vocab, d]) + wpe [t, d] -> blocks -> ln_f -> head (Linear d
+// -> vocab, no bias, [out, in]) -> cross entropy against labels [b, t] ->
+// mean, trained by `optimizer`.
+inline OpGraph GptModel(int64_t layers, int64_t b, int64_t t, int64_t d, int64_t heads,
+                        int64_t vocab, const std::string& optimizer = "sgd") {
+  OpGraph g;
+  CHECK(g.AddInput("ids", {Shape{b, t}, DataType::kInt64}).ok());
+  CHECK(g.AddInput("labels", {Shape{b, t}, DataType::kInt64}).ok());
+  CHECK(g.AddVariable("causal_mask", TensorDesc{Shape{t, t}, DataType::kFloat32}, false).ok());
+  CHECK(g.AddVariable("wte.weight", TensorDesc{Shape{vocab, d}, DataType::kFloat32}, true).ok());
+  CHECK(g.AddVariable("wpe.weight", TensorDesc{Shape{t, d}, DataType::kFloat32}, true).ok());
+  std::string x = Op(g, "embedding", {"wte.weight", "ids"}, {}, "wte");
+  x = Op(g, "add", {x, "wpe.weight"}, {}, "embed/add");
+  for (int64_t i = 0; i < layers; ++i) x = TransformerBlock(g, x, i, b, t, d, heads, true);
+  x = LayerNorm(g, x, "ln_f", d);
+  x = Op(g, "reshape", {x}, {{"shape", Ints{b * t, d}}}, "head/flatten");
+  CHECK(g.AddVariable("head.weight", TensorDesc{Shape{vocab, d}, DataType::kFloat32}, true).ok());
+  x = Op(g, "matmul", {x, "head.weight"}, {{"transpose_b", true}}, "head/matmul");
+  x = Op(g, "reshape", {x}, {{"shape", Ints{b, t, vocab}}}, "head/unflatten");
+  std::string loss = Op(g, "sparse_softmax_cross_entropy", {x, "labels"}, {}, "loss/per_token");
+  Train(g, Op(g, "reduce_mean", {loss}, {}, "loss/mean"), optimizer);
   return g;
 }
 
