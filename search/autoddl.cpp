@@ -121,30 +121,57 @@ std::vector<char> MaxSpanningForest(const CostGraph& graph) {
 }
 
 // The optimum of `plan`'s problem within the memory limit when it fits;
-// else a Lagrangian weight on memory is bisected until the plan's optimum
-// fits (the cheapest such answer wins). Empty when even the decisive weight
-// does not fit (the plan leaves edges out, so its least-memory answer is one).
+// else the Lagrangian relaxation of the limit, searched over the memory
+// weight w: plan.Solve(w) minimises cost(x) + w * memory(x), a lower
+// envelope of lines in w whose memory falls as w grows. From a pair of
+// answers on either side of the limit (w = 0, over it; the decisive weight,
+// within it), each solve is at the weight where their two lines cross: an
+// answer below both lines there is a new line between them, which replaces
+// the one on its side of the limit; none means the two are adjacent on the
+// envelope, and the one within the limit is the envelope's cheapest answer
+// that fits. At most `iterations` solves after the first two (a geometric
+// bisection needed them all; this typically needs a few). Every answer that
+// fits is offered, and the cheapest over the whole graph wins. Empty when
+// even the decisive weight does not fit (the plan leaves edges out, so its
+// least-memory answer is one).
 std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& plan,
                                  int iterations) {
-  std::vector<int> choice = plan.Solve(0, nullptr);
-  if (graph.MemoryBytes(choice) <= graph.memory_limit()) return choice;
-  // Geometric bisection of the memory weight between ~0 and `high`.
-  double high = DecisiveMemoryWeight(graph), low = high * 0x1p-64;
-  std::vector<int> best = plan.Solve(high, nullptr);
-  if (graph.MemoryBytes(best) > graph.memory_limit()) return {};
-  double best_cost = graph.TotalSeconds(best);
-  for (int i = 0; i < iterations; ++i) {
-    double mid = std::sqrt(low * high);
-    std::vector<int> x = plan.Solve(mid, nullptr);
-    if (graph.MemoryBytes(x) <= graph.memory_limit()) {
-      high = mid;
+  std::vector<int> low = plan.Solve(0, nullptr);
+  const int64_t limit = graph.memory_limit();
+  if (graph.MemoryBytes(low) <= limit) return low;
+  double high_weight = DecisiveMemoryWeight(graph), low_weight = 0;
+  std::vector<int> high = plan.Solve(high_weight, nullptr);
+  if (graph.MemoryBytes(high) > limit) return {};
+  std::vector<int> best = high;
+  double best_cost = graph.TotalSeconds(high);
+  // Each side's line: cost (the plan's objective at weight 0) and memory.
+  double low_cost = plan.Cost(low), high_cost = plan.Cost(high);
+  double low_memory = static_cast<double>(graph.MemoryBytes(low));
+  double high_memory = static_cast<double>(graph.MemoryBytes(high));
+  for (int i = 0; i < iterations && low_memory > high_memory; ++i) {
+    const double weight = (high_cost - low_cost) / (low_memory - high_memory);
+    if (!(weight > low_weight && weight < high_weight)) break;  // no room left between them
+    double objective = 0;
+    std::vector<int> x = plan.Solve(weight, &objective);
+    const double crossing = high_cost + weight * high_memory;
+    const int64_t memory = graph.MemoryBytes(x);
+    const bool fits = memory <= limit;
+    if (fits) {
       double cost = graph.TotalSeconds(x);
       if (cost < best_cost) {
         best_cost = cost;
-        best = std::move(x);
+        best = x;
       }
+    }
+    if (!(objective < crossing - 1e-12 * std::abs(crossing))) break;  // adjacent on the envelope
+    if (fits) {
+      high_weight = weight;
+      high_cost = plan.Cost(x);
+      high_memory = static_cast<double>(memory);
     } else {
-      low = mid;
+      low_weight = weight;
+      low_cost = plan.Cost(x);
+      low_memory = static_cast<double>(memory);
     }
   }
   return best;

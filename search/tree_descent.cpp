@@ -19,8 +19,12 @@ class BlockSolver {
         in_block_(graph.num_nodes(), 0),
         parent_(graph.num_nodes(), -1),
         position_(graph.num_nodes(), -1),
-        value_(graph.num_nodes()) {
+        offset_(graph.num_nodes() + 1, 0) {
     used_ = graph.MemoryBytes(choice);
+    for (int u = 0; u < graph.num_nodes(); ++u) {
+      offset_[u + 1] = offset_[u] + graph.num_candidates(u);
+    }
+    values_.resize(offset_.back());
   }
 
   bool Solve(const std::vector<int>& block) {
@@ -33,9 +37,9 @@ class BlockSolver {
     std::vector<int> fresh(order.size());
     for (size_t i = 0; i < order.size(); ++i) {
       int u = order[i], p = parent_[u];
-      const std::vector<double>& v = value_[u];
+      const double* v = Value(u);
       if (p < 0) {
-        fresh[i] = std::min_element(v.begin(), v.end()) - v.begin();
+        fresh[i] = std::min_element(v, v + graph_.num_candidates(u)) - v;
         after += v[fresh[i]];
       } else {
         fresh[i] = Down(u, fresh[position_[p]]);
@@ -56,6 +60,13 @@ class BlockSolver {
 
  private:
   int64_t Memory(int u, int c) const { return graph_.node(u).candidates[c].memory_bytes; }
+  double* Value(int u) { return values_.data() + offset_[u]; }
+  const double* Value(int u) const { return values_.data() + offset_[u]; }
+  // The transfer of `inc` seen from u (inline: the passes call it per candidate).
+  double Edge(const Incidence& inc, int u_choice, int neighbour_choice) const {
+    const EdgeMatrix& m = *graph_.edge(inc.edge).matrix;
+    return inc.outgoing ? m.at(u_choice, neighbour_choice) : m.at(neighbour_choice, u_choice);
+  }
 
   // Breadth-first over the block's trees, roots in index order.
   std::vector<int> Traverse(const std::vector<int>& block) {
@@ -79,13 +90,19 @@ class BlockSolver {
 
   // u's compute plus its edges to the fixed nodes outside the block.
   void InitValue(int u) {
-    std::vector<double>& v = value_[u];
-    v.resize(graph_.num_candidates(u));
-    for (size_t c = 0; c < v.size(); ++c) v[c] = graph_.node(u).candidates[c].compute_seconds;
+    double* v = Value(u);
+    const int k = graph_.num_candidates(u);
+    const std::vector<Candidate>& cands = graph_.node(u).candidates;
+    for (int c = 0; c < k; ++c) v[c] = cands[c].compute_seconds;
     for (const Incidence& inc : graph_.incident(u)) {
       if (in_block_[inc.neighbour]) continue;
-      for (size_t c = 0; c < v.size(); ++c) {
-        v[c] += graph_.EdgeSeconds(inc, c, choice_[inc.neighbour]);
+      const EdgeMatrix& m = *graph_.edge(inc.edge).matrix;
+      const int y = choice_[inc.neighbour];
+      if (inc.outgoing) {
+        for (int c = 0; c < k; ++c) v[c] += m.at(c, y);
+      } else {
+        const double* row = m.row(y);
+        for (int c = 0; c < k; ++c) v[c] += row[c];
       }
     }
   }
@@ -96,7 +113,7 @@ class BlockSolver {
     int p = parent_[u];
     if (p < 0) return;
     int ku = graph_.num_candidates(u), kp = graph_.num_candidates(p);
-    const std::vector<double>& v = value_[u];
+    const double* v = Value(u);
     message_.assign(kp, std::numeric_limits<double>::infinity());
     const Incidence* single = nullptr;
     pair_.clear();
@@ -112,7 +129,7 @@ class BlockSolver {
     }
     if (single != nullptr && !single->outgoing) {  // rows are p's candidates
       const EdgeMatrix& m = *graph_.edge(single->edge).matrix;
-      for (int y = 0; y < kp; ++y) message_[y] = MinOfSums(v.data(), m.row(y), ku);
+      for (int y = 0; y < kp; ++y) message_[y] = MinOfSums(v, m.row(y), ku);
     } else {  // rows are u's candidates: the single matrix, or the parallel edges' sum
       for (int c = 0; c < ku; ++c) {
         const double* row = single != nullptr ? graph_.edge(single->edge).matrix->row(c)
@@ -121,17 +138,19 @@ class BlockSolver {
         for (int y = 0; y < kp; ++y) message_[y] = std::min(message_[y], vc + row[y]);
       }
     }
-    for (int y = 0; y < kp; ++y) value_[p][y] += message_[y];
+    double* vp = Value(p);
+    for (int y = 0; y < kp; ++y) vp[y] += message_[y];
   }
 
   // u's best candidate (the first on ties) when its parent takes `y`.
   int Down(int u, int y) const {
     int best = 0;
     double best_cost = std::numeric_limits<double>::infinity();
+    const double* v = Value(u);
     for (int c = 0; c < graph_.num_candidates(u); ++c) {
-      double cost = value_[u][c];
+      double cost = v[c];
       for (const Incidence& inc : graph_.incident(u)) {
-        if (inc.neighbour == parent_[u]) cost += graph_.EdgeSeconds(inc, c, y);
+        if (inc.neighbour == parent_[u]) cost += Edge(inc, c, y);
       }
       if (cost < best_cost) {
         best_cost = cost;
@@ -159,7 +178,7 @@ class BlockSolver {
     double total = graph_.node(u).candidates[c].compute_seconds;
     for (const Incidence& inc : graph_.incident(u)) {
       if (!in_block_[inc.neighbour] || inc.neighbour == parent_[u]) {
-        total += graph_.EdgeSeconds(inc, c, choice_[inc.neighbour]);
+        total += Edge(inc, c, choice_[inc.neighbour]);
       }
     }
     return total;
@@ -170,7 +189,8 @@ class BlockSolver {
   int64_t used_ = 0;
   std::vector<char> in_block_;
   std::vector<int> parent_, position_;
-  std::vector<std::vector<double>> value_;
+  std::vector<int64_t> offset_;  // per node, into values_ (its K entries); n + 1
+  std::vector<double> values_;   // per block node and candidate: its subtree's best
   std::vector<double> pair_, message_;
 };
 
