@@ -27,7 +27,11 @@ class BlockSolver {
     values_.resize(offset_.back());
   }
 
-  bool Solve(const std::vector<int>& block) {
+  // Re-chooses `block`; true when it moved. `settled`: whether the block is
+  // now at its optimum given the nodes around it (it moved, or nothing was
+  // better; not when the better choice broke the memory limit); `share`: its
+  // part of the total then (see Share()).
+  bool Solve(const std::vector<int>& block, bool* settled, double* share) {
     for (int u : block) in_block_[u] = 1;
     std::vector<int> order = Traverse(block);  // parents before children
     for (int u : order) InitValue(u);
@@ -52,10 +56,29 @@ class BlockSolver {
       position_[u] = -1;
       parent_[u] = -1;
     }
-    if (!(after < before - 1e-12 * before) || memory > graph_.memory_limit()) return false;
+    *settled = !(after < before - 1e-12 * before);
+    *share = before;
+    if (*settled || memory > graph_.memory_limit()) return false;
     for (size_t i = 0; i < order.size(); ++i) choice_[order[i]] = fresh[i];
     used_ = memory;
+    *settled = true;
+    *share = after;
     return true;
+  }
+
+  // The block's part of the total at the current choice (compute, edges to
+  // outside nodes and inside it), summed as Solve() sums `before`.
+  double Share(const std::vector<int>& block) {
+    for (int u : block) in_block_[u] = 1;
+    std::vector<int> order = Traverse(block);
+    double share = 0;
+    for (int u : order) share += Current(u);
+    for (int u : order) {
+      in_block_[u] = 0;
+      position_[u] = -1;
+      parent_[u] = -1;
+    }
+    return share;
   }
 
  private:
@@ -248,6 +271,9 @@ TreeDescent::TreeDescent(const CostGraph& graph) : graph_(graph) {
       std::sort(block.watched.begin(), block.watched.end());
       block.watched.erase(std::unique(block.watched.begin(), block.watched.end()),
                           block.watched.end());
+      for (int w : block.watched) {
+        block.inside.push_back(std::binary_search(nodes.begin(), nodes.end(), w));
+      }
       block.nodes = std::move(nodes);
       splits_[s].push_back(std::move(block));
     }
@@ -265,12 +291,23 @@ int TreeDescent::Pass(std::vector<int>& choice) {
   BlockSolver solver(graph_, choice);
   int moved = 0;
   for (Block& block : splits_[next_]) {
-    bool unchanged = !block.seen.empty();
-    for (size_t i = 0; unchanged && i < block.watched.size(); ++i) {
-      unchanged = block.seen[i] == choice[block.watched[i]];
+    bool inside_same = !block.seen.empty(), outside_same = inside_same;
+    for (size_t i = 0; (inside_same || outside_same) && i < block.watched.size(); ++i) {
+      if (block.seen[i] == choice[block.watched[i]]) continue;
+      (block.inside[i] ? inside_same : outside_same) = false;
     }
-    if (unchanged) continue;
-    moved += solver.Solve(block.nodes);
+    if (inside_same && outside_same) continue;
+    // Only its own nodes changed, by moves that each lowered the total with
+    // the nodes around it fixed. If it was settled and its share did not
+    // grow, solving it again finds the same optimum, which cannot beat the
+    // share now (the moves a block makes are those of Solve: the same answer).
+    bool skip = false;
+    if (outside_same && block.settled) {
+      const double share = solver.Share(block.nodes);
+      skip = share <= block.share;
+      if (skip) block.share = share;
+    }
+    if (!skip) moved += solver.Solve(block.nodes, &block.settled, &block.share);
     block.seen.resize(block.watched.size());
     for (size_t i = 0; i < block.watched.size(); ++i) block.seen[i] = choice[block.watched[i]];
   }
