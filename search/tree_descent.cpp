@@ -31,23 +31,36 @@ class BlockSolver {
   // now at its optimum given the nodes around it (it moved, or nothing was
   // better; not when the better choice broke the memory limit); `share`: its
   // part of the total then (see Share()).
-  bool Solve(const std::vector<int>& block, bool* settled, double* share) {
+  // `cache` keeps each tree's optimum between solves of this block: a tree
+  // only its outside neighbours feed (its own nodes' choices do not enter its
+  // optimum) is solved again only when one of them changed.
+  bool Solve(const std::vector<int>& block, TreeDescent::TreeCache& cache, bool* settled,
+             double* share) {
     for (int u : block) in_block_[u] = 1;
-    std::vector<int> order = Traverse(block);  // parents before children
-    for (int u : order) InitValue(u);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) Up(*it);
+    std::vector<int> order = Traverse(block);  // parents before children, tree by tree
+    if (!cache.laid_out) LayOut(order, cache);
+    std::vector<int>& fresh = cache.fresh;
+    for (size_t t = 0; t + 1 < cache.tree_start.size(); ++t) {
+      if (cache.solved && OutsideKept(t, cache)) continue;
+      const int begin = cache.tree_start[t], end = cache.tree_start[t + 1];
+      for (int i = begin; i < end; ++i) InitValue(order[i]);
+      for (int i = end - 1; i >= begin; --i) Up(order[i]);
+      const double* v = Value(order[begin]);
+      fresh[begin] = std::min_element(v, v + graph_.num_candidates(order[begin])) - v;
+      cache.tree_value[t] = v[fresh[begin]];
+      for (int i = begin + 1; i < end; ++i) {
+        fresh[i] = Down(order[i], fresh[position_[parent_[order[i]]]]);
+      }
+      for (int j = cache.outside_start[t]; j < cache.outside_start[t + 1]; ++j) {
+        cache.outside_seen[j] = choice_[cache.outside[j]];
+      }
+    }
+    cache.solved = true;
     double before = 0, after = 0;
     int64_t memory = used_;
-    std::vector<int> fresh(order.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      int u = order[i], p = parent_[u];
-      const double* v = Value(u);
-      if (p < 0) {
-        fresh[i] = std::min_element(v, v + graph_.num_candidates(u)) - v;
-        after += v[fresh[i]];
-      } else {
-        fresh[i] = Down(u, fresh[position_[p]]);
-      }
+    for (size_t i = 0, t = 0; i < order.size(); ++i) {
+      int u = order[i];
+      if (parent_[u] < 0) after += cache.tree_value[t++];
       before += Current(u);
       memory += Memory(u, fresh[i]) - Memory(u, choice_[u]);
     }
@@ -83,6 +96,35 @@ class BlockSolver {
 
  private:
   int64_t Memory(int u, int c) const { return graph_.node(u).candidates[c].memory_bytes; }
+
+  // The trees of `order` and the nodes outside the block each one touches.
+  void LayOut(const std::vector<int>& order, TreeDescent::TreeCache& cache) const {
+    cache.fresh.assign(order.size(), 0);
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (parent_[order[i]] >= 0) continue;
+      cache.tree_start.push_back(i);
+      cache.outside_start.push_back(cache.outside.size());
+      for (size_t j = i; j < order.size() && (j == i || parent_[order[j]] >= 0); ++j) {
+        for (const Incidence& inc : graph_.incident(order[j])) {
+          if (!in_block_[inc.neighbour]) cache.outside.push_back(inc.neighbour);
+        }
+      }
+    }
+    cache.tree_start.push_back(order.size());
+    cache.outside_start.push_back(cache.outside.size());
+    cache.outside_seen.assign(cache.outside.size(), -1);
+    cache.tree_value.assign(cache.tree_start.size() - 1, 0);
+    cache.laid_out = true;
+  }
+
+  // Whether tree t's outside neighbours hold the choices its optimum saw.
+  bool OutsideKept(size_t t, const TreeDescent::TreeCache& cache) const {
+    for (int j = cache.outside_start[t]; j < cache.outside_start[t + 1]; ++j) {
+      if (cache.outside_seen[j] != choice_[cache.outside[j]]) return false;
+    }
+    return true;
+  }
+
   double* Value(int u) { return values_.data() + offset_[u]; }
   const double* Value(int u) const { return values_.data() + offset_[u]; }
   // The transfer of `inc` seen from u (inline: the passes call it per candidate).
@@ -282,7 +324,10 @@ TreeDescent::TreeDescent(const CostGraph& graph) : graph_(graph) {
 
 void TreeDescent::Reset() {
   for (std::vector<Block>& split : splits_) {
-    for (Block& block : split) block.seen.clear();
+    for (Block& block : split) {
+      block.seen.clear();
+      block.cache.solved = false;
+    }
   }
   next_ = 0;
 }
@@ -307,7 +352,7 @@ int TreeDescent::Pass(std::vector<int>& choice) {
       skip = share <= block.share;
       if (skip) block.share = share;
     }
-    if (!skip) moved += solver.Solve(block.nodes, &block.settled, &block.share);
+    if (!skip) moved += solver.Solve(block.nodes, block.cache, &block.settled, &block.share);
     block.seen.resize(block.watched.size());
     for (size_t i = 0; i < block.watched.size(); ++i) block.seen[i] = choice[block.watched[i]];
   }

@@ -39,6 +39,18 @@ class TreeDescent {
   // its share now, and not move either.
   int Pass(std::vector<int>& choice);
 
+  // Per block, what its trees' optima were (internal to the solver).
+  struct TreeCache {
+    bool laid_out = false;           // the fields below but the values are set
+    bool solved = false;             // the values hold
+    std::vector<int> tree_start;     // per tree: its first traversal position; then the end
+    std::vector<int> outside_start;  // per tree: its first entry in `outside`; then the end
+    std::vector<int> outside;        // the nodes outside the block each tree touches
+    std::vector<int> outside_seen;   // their choices when the tree was last solved
+    std::vector<double> tree_value;  // per tree: its optimum then
+    std::vector<int> fresh;          // per traversal position: that optimum's choice
+  };
+
  private:
   struct Block {
     std::vector<int> nodes;
@@ -50,6 +62,7 @@ class TreeDescent {
     // the total then, which no later move of its own nodes alone raised.
     bool settled = false;
     double share = 0;
+    TreeCache cache;
   };
   const CostGraph& graph_;
   std::vector<Block> splits_[2];
