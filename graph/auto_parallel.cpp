@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <numeric>
 #include <sstream>
 
 #include "graph/expert_presets.h"
@@ -71,13 +73,30 @@ Maybe<std::vector<int>> ChooseByRule(const OpGraph& graph, const CostModel& mode
 
 // `graph` with node u keeping only allowed[u] (empty: all); edge matrices
 // are cut to the kept rows and columns (shared again where the cuts agree).
+// When nothing is cut it is `graph` itself, not a copy (which must then
+// outlive it).
 struct Restricted {
-  CostGraph graph;
+  const CostGraph& graph() const { return owned != nullptr ? *owned : *given; }
+  std::unique_ptr<CostGraph> owned;
+  const CostGraph* given = nullptr;
   std::vector<std::vector<int>> kept;  // per node: original candidate indices
 };
 
 Maybe<Restricted> Restrict(const CostGraph& graph, const std::vector<std::vector<int>>& allowed) {
   Restricted out;
+  const bool all = std::all_of(allowed.begin(), allowed.end(),
+                               [](const std::vector<int>& a) { return a.empty(); });
+  if (all) {
+    out.given = &graph;
+    out.kept.resize(graph.num_nodes());
+    for (int u = 0; u < graph.num_nodes(); ++u) {
+      out.kept[u].resize(graph.num_candidates(u));
+      std::iota(out.kept[u].begin(), out.kept[u].end(), 0);
+    }
+    return out;
+  }
+  out.owned = std::make_unique<CostGraph>();
+  CostGraph& restricted = *out.owned;
   for (int u = 0; u < graph.num_nodes(); ++u) {
     std::vector<int> kept = allowed[u];
     if (kept.empty()) {
@@ -86,7 +105,7 @@ Maybe<Restricted> Restrict(const CostGraph& graph, const std::vector<std::vector
     }
     std::vector<Candidate> candidates;
     for (int c : kept) candidates.push_back(graph.node(u).candidates[c]);
-    OFL_RETURN_IF_ERROR(out.graph.AddNode(graph.node(u).name, std::move(candidates)).status());
+    OFL_RETURN_IF_ERROR(restricted.AddNode(graph.node(u).name, std::move(candidates)).status());
     out.kept.push_back(std::move(kept));
   }
   std::map<std::tuple<const EdgeMatrix*, const std::vector<int>*, const std::vector<int>*>,
@@ -112,9 +131,9 @@ Maybe<Restricted> Restrict(const CostGraph& graph, const std::vector<std::vector
       }
       m = it->second;
     }
-    OFL_RETURN_IF_ERROR(out.graph.AddEdge(edge.from, edge.to, m).status());
+    OFL_RETURN_IF_ERROR(restricted.AddEdge(edge.from, edge.to, m).status());
   }
-  OFL_RETURN_IF_ERROR(out.graph.SetMemoryLimit(graph.memory_limit()));
+  OFL_RETURN_IF_ERROR(restricted.SetMemoryLimit(graph.memory_limit()));
   return out;
 }
 
@@ -202,6 +221,7 @@ Maybe<Strategy> PlacementsFor(const OpGraph& graph, const Placement& placement,
 Maybe<std::vector<std::vector<int>>> AllowedCandidates(const OpGraph& graph, const CostModel& model,
                                                        const std::map<std::string, NdSbp>& fixed) {
   std::vector<std::vector<int>> allowed(model.nodes().size());
+  if (fixed.empty()) return allowed;
   std::map<std::string, std::pair<int, int>> outputs;  // op output -> (node, index)
   for (const OpNode& op : graph.ops()) {
     for (size_t o = 0; o < op.outputs.size(); ++o) {
@@ -281,14 +301,14 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
   for (const auto& [name, sbp] : options.pinned) fixed[name] = sbp;
   OFL_ASSIGN_OR_RETURN(auto allowed, AllowedCandidates(graph, model, fixed));
   OFL_ASSIGN_OR_RETURN(Restricted r, Restrict(full, allowed));
-  if (r.graph.SmallestMemoryNeed() > r.graph.memory_limit()) {
+  if (r.graph().SmallestMemoryNeed() > r.graph().memory_limit()) {
     return InvalidArgument("plan ", options.searcher,
                            ": no strategy with these sources fits "
                            "device memory: it needs at least ",
-                           FormatBytes(r.graph.SmallestMemoryNeed()),
+                           FormatBytes(r.graph().SmallestMemoryNeed()),
                            " per device, above the "
                            "limit of ",
-                           FormatBytes(r.graph.memory_limit()));
+                           FormatBytes(r.graph().memory_limit()));
   }
   if (options.searcher == "exact") {
     ExactOptions exact = options.exact;
@@ -305,7 +325,7 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
       };
     }
     const auto started = std::chrono::steady_clock::now();
-    OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, exact));
+    OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph(), exact));
     stats->optimality = OptimalityOf(e, exact.time_budget_seconds, SecondsSince(started));
     stats->exact_proved = e.proved_optimal;
     stats->lower_bound = e.lower_bound;
@@ -349,19 +369,20 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
     for (int64_t axis = 0; axes >= 2 && axis < axes; ++axis) {
       std::vector<std::vector<int>> keep = ReplicatingCandidates(model, axis, r.kept);
       if (keep.empty()) continue;  // some node cannot replicate the axis
-      Maybe<Restricted> sub = Restrict(r.graph, keep);
-      if (!sub.ok() || sub.value().graph.SmallestMemoryNeed() > sub.value().graph.memory_limit()) {
+      Maybe<Restricted> sub = Restrict(r.graph(), keep);
+      if (!sub.ok() ||
+          sub.value().graph().SmallestMemoryNeed() > sub.value().graph().memory_limit()) {
         continue;
       }
       AutoddlOptions plain = options.autoddl;
       plain.extra_starts.clear();
-      Maybe<AutoddlResult> a = AutoddlSearch(sub.value().graph, plain);
+      Maybe<AutoddlResult> a = AutoddlSearch(sub.value().graph(), plain);
       if (!a.ok()) continue;
       autoddl.extra_starts.push_back(
           {StrCat("replicate_axis_", axis), ToOriginal(sub.value(), a.value().solution.choice)});
     }
   }
-  OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph, autoddl));
+  OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph(), autoddl));
   stats->pruned = a.num_pruned;
   stats->autoddl_start = a.starts[a.best_start].name;
   stats->autoddl_starts = a.starts;
@@ -379,7 +400,7 @@ Maybe<Optimality> MeasureOptimality(const OpGraph& graph, const CostModel& model
   exact.time_budget_seconds = options.optimality_cap_seconds;
   std::vector<int> start = ToRestricted(r, choice);  // empty (none) if it breaks a pin
   exact.start = [start]() -> Maybe<std::vector<int>> { return start; };
-  OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph, exact));
+  OFL_ASSIGN_OR_RETURN(ExactResult e, ExactSearch(r.graph(), exact));
   return OptimalityOf(e, exact.time_budget_seconds, SecondsSince(started));
 }
 
@@ -405,7 +426,13 @@ Maybe<PlannedStrategy> PlanWithModel(const OpGraph& graph, std::shared_ptr<const
     OFL_ASSIGN_OR_RETURN(out.stats.optimality, MeasureOptimality(graph, *model, options, choice));
   }
   OFL_ASSIGN_OR_RETURN(out.strategy, model->ToStrategy(choice));
-  OFL_RETURN_IF_ERROR(out.strategy.Validate(graph));
+  // CostModel::ToStrategy's contract: its strategies pass Validate (each
+  // op's signature is one of the model's candidates, which are
+  // CandidateSignatures; folded updates keep their variable's layout), and
+  // the graph tests check planned strategies with it. Validate re-derives
+  // every op's candidates (0.08 s of the 0.9 s plan of 96 layers on
+  // [128, 8]), so only debug builds repeat it here.
+  DCHECK(out.strategy.Validate(graph).ok()) << out.strategy.Validate(graph).message();
   out.stats.ops = model->stats().ops;
   out.stats.cost_nodes = full.num_nodes();
   out.stats.cost_edges = full.num_edges();

@@ -121,30 +121,57 @@ std::vector<char> MaxSpanningForest(const CostGraph& graph) {
 }
 
 // The optimum of `plan`'s problem within the memory limit when it fits;
-// else a Lagrangian weight on memory is bisected until the plan's optimum
-// fits (the cheapest such answer wins). Empty when even the decisive weight
-// does not fit (the plan leaves edges out, so its least-memory answer is one).
+// else the Lagrangian relaxation of the limit, searched over the memory
+// weight w: plan.Solve(w) minimises cost(x) + w * memory(x), a lower
+// envelope of lines in w whose memory falls as w grows. From a pair of
+// answers on either side of the limit (w = 0, over it; the decisive weight,
+// within it), each solve is at the weight where their two lines cross: an
+// answer below both lines there is a new line between them, which replaces
+// the one on its side of the limit; none means the two are adjacent on the
+// envelope, and the one within the limit is the envelope's cheapest answer
+// that fits. At most `iterations` solves after the first two (a geometric
+// bisection needed them all; this typically needs a few). Every answer that
+// fits is offered, and the cheapest over the whole graph wins. Empty when
+// even the decisive weight does not fit (the plan leaves edges out, so its
+// least-memory answer is one).
 std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& plan,
                                  int iterations) {
-  std::vector<int> choice = plan.Solve(0, nullptr);
-  if (graph.MemoryBytes(choice) <= graph.memory_limit()) return choice;
-  // Geometric bisection of the memory weight between ~0 and `high`.
-  double high = DecisiveMemoryWeight(graph), low = high * 0x1p-64;
-  std::vector<int> best = plan.Solve(high, nullptr);
-  if (graph.MemoryBytes(best) > graph.memory_limit()) return {};
-  double best_cost = graph.TotalSeconds(best);
-  for (int i = 0; i < iterations; ++i) {
-    double mid = std::sqrt(low * high);
-    std::vector<int> x = plan.Solve(mid, nullptr);
-    if (graph.MemoryBytes(x) <= graph.memory_limit()) {
-      high = mid;
+  std::vector<int> low = plan.Solve(0, nullptr);
+  const int64_t limit = graph.memory_limit();
+  if (graph.MemoryBytes(low) <= limit) return low;
+  double high_weight = DecisiveMemoryWeight(graph), low_weight = 0;
+  std::vector<int> high = plan.Solve(high_weight, nullptr);
+  if (graph.MemoryBytes(high) > limit) return {};
+  std::vector<int> best = high;
+  double best_cost = graph.TotalSeconds(high);
+  // Each side's line: cost (the plan's objective at weight 0) and memory.
+  double low_cost = plan.Cost(low), high_cost = plan.Cost(high);
+  double low_memory = static_cast<double>(graph.MemoryBytes(low));
+  double high_memory = static_cast<double>(graph.MemoryBytes(high));
+  for (int i = 0; i < iterations && low_memory > high_memory; ++i) {
+    const double weight = (high_cost - low_cost) / (low_memory - high_memory);
+    if (!(weight > low_weight && weight < high_weight)) break;  // no room left between them
+    double objective = 0;
+    std::vector<int> x = plan.Solve(weight, &objective);
+    const double crossing = high_cost + weight * high_memory;
+    const int64_t memory = graph.MemoryBytes(x);
+    const bool fits = memory <= limit;
+    if (fits) {
       double cost = graph.TotalSeconds(x);
       if (cost < best_cost) {
         best_cost = cost;
-        best = std::move(x);
+        best = x;
       }
+    }
+    if (!(objective < crossing - 1e-12 * std::abs(crossing))) break;  // adjacent on the envelope
+    if (fits) {
+      high_weight = weight;
+      high_cost = plan.Cost(x);
+      high_memory = static_cast<double>(memory);
     } else {
-      low = mid;
+      low_weight = weight;
+      low_cost = plan.Cost(x);
+      low_memory = static_cast<double>(memory);
     }
   }
   return best;
@@ -169,6 +196,115 @@ std::vector<int> EliminationStart(const CostGraph& graph, int64_t max_entries, i
   if (!made.ok()) return {};
   return LagrangianSolve(graph, made.value(), iterations);
 }
+
+// Single-node sweeps as CoordinateDescent, remembering between runs what
+// each node last saw: the memory the other nodes used at its last visit,
+// and (by comparing with the choice the last run ended at) whether it or a
+// neighbour changed since. A node neither changed around nor given more room
+// than at its last visit would not move, so the first sweep of a run skips
+// it: the moves, their order and the answer are CoordinateDescent's, without
+// a full sweep after every tree or pair pass that moved a few nodes.
+class Sweeps {
+ public:
+  explicit Sweeps(const CostGraph& graph)
+      : graph_(graph), dirty_(graph.num_nodes(), 1), others_(graph.num_nodes(), 0) {}
+
+  // Forgets what the nodes saw (before a new start).
+  void Reset() {
+    std::fill(dirty_.begin(), dirty_.end(), 1);
+    last_.clear();
+  }
+
+  // Returns the sweeps run; counts the moves.
+  int Run(std::vector<int>& choice, int max_sweeps, int64_t* moves) {
+    const int n = graph_.num_nodes();
+    if (last_.empty()) {
+      std::fill(dirty_.begin(), dirty_.end(), 1);
+    } else {
+      for (int u = 0; u < n; ++u) {
+        if (choice[u] == last_[u]) continue;
+        dirty_[u] = 1;
+        for (const Incidence& inc : graph_.incident(u)) dirty_[inc.neighbour] = 1;
+      }
+    }
+    const int64_t limit = graph_.memory_limit();
+    int64_t used = graph_.MemoryBytes(choice);
+    CHECK_LE(used, limit) << "coordinate descent starts from a feasible choice";
+    int sweeps = 0;
+    while (sweeps < max_sweeps) {
+      ++sweeps;
+      bool changed = false;
+      for (int u = 0; u < n; ++u) {
+        const int current = choice[u];
+        const int64_t others = used - Memory(graph_, u, current);
+        // More room than at its last visit (sweeps after the first skip that too).
+        const bool roomier = sweeps == 1 && limit != kNoMemoryLimit && others < others_[u];
+        if (!dirty_[u] && !roomier) continue;
+        dirty_[u] = 0;
+        others_[u] = others;
+        LocalCosts(graph_, u, choice, /*earlier_only=*/false, local_);
+        int best = current;
+        const int64_t room = limit - others;
+        for (int c = 0; c < graph_.num_candidates(u); ++c) {
+          if (local_[c] < local_[best] && Memory(graph_, u, c) <= room) best = c;
+        }
+        if (best == current || !Improves(local_[best], local_[current])) continue;
+        used += Memory(graph_, u, best) - Memory(graph_, u, current);
+        choice[u] = best;
+        changed = true;
+        if (moves != nullptr) ++*moves;
+        for (const Incidence& inc : graph_.incident(u)) dirty_[inc.neighbour] = 1;
+      }
+      if (!changed) break;
+    }
+    last_ = choice;
+    return sweeps;
+  }
+
+ private:
+  const CostGraph& graph_;
+  std::vector<char> dirty_;      // it or a neighbour moved since its last visit
+  std::vector<int64_t> others_;  // per node: the others' memory at its last visit
+  std::vector<int> last_;        // the choice the last run ended at; empty: none yet
+  std::vector<double> local_;
+};
+
+// The moves of a descent over one graph, and what they remember.
+struct Descent {
+  explicit Descent(const CostGraph& g) : graph(g), sweeps(g), trees(g), pairs(g) {}
+
+  // Before a new start.
+  void Restart() {
+    sweeps.Reset();
+    trees.Reset();
+    pairs.Reset();
+  }
+
+  // Rounds of a tree pass and a pair pass, each round that moved followed by
+  // single-node sweeps, until two rounds in a row move nothing.
+  void Rounds(std::vector<int>& choice, const AutoddlOptions& options, AutoddlStart* report) {
+    int64_t ignored = 0;
+    int64_t* moves = report != nullptr ? &report->moves : &ignored;
+    for (int pass = 0, idle = 0; pass < options.max_tree_passes && idle < 2; ++pass) {
+      int moved = trees.Pass(choice);
+      if (report != nullptr) report->tree_moves += moved;
+      if (options.pair_moves) {
+        int paired = pairs.Pass(choice);
+        if (report != nullptr) report->pair_moves += paired;
+        moved += paired;
+      }
+      idle = moved == 0 ? idle + 1 : 0;
+      if (moved == 0) continue;
+      int swept = sweeps.Run(choice, options.max_sweeps, moves);
+      if (report != nullptr) report->sweeps += swept;
+    }
+  }
+
+  const CostGraph& graph;
+  Sweeps sweeps;
+  TreeDescent trees;
+  PairDescent pairs;
+};
 
 }  // namespace
 
@@ -252,38 +388,21 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
   }
   AutoddlResult result;
   result.num_pruned = pruned.num_pruned;
-  TreeDescent trees(g);
-  std::unique_ptr<TreeDescent> original_trees;
-  PairDescent pairs(g);
-  std::unique_ptr<PairDescent> original_pairs;
-  std::vector<int> best;  // over the original graph's candidates
+  Descent on_pruned(g);
+  std::unique_ptr<Descent> on_given;  // for extra starts with a pruned candidate
+  std::vector<int> best;              // over the original graph's candidates
   for (size_t s = 0; s < starts.size(); ++s) {
     auto& [name, choice] = starts[s];
     const bool extra = on_original[s];
-    const CostGraph& h = extra ? graph : g;
-    if (extra && original_trees == nullptr) original_trees = std::make_unique<TreeDescent>(graph);
-    TreeDescent& t = extra ? *original_trees : trees;
-    if (extra && original_pairs == nullptr) original_pairs = std::make_unique<PairDescent>(graph);
-    PairDescent& q = extra ? *original_pairs : pairs;
+    if (extra && on_given == nullptr) on_given = std::make_unique<Descent>(graph);
+    Descent& d = extra ? *on_given : on_pruned;
     AutoddlStart report;
     report.name = name;
-    report.start_seconds = h.TotalSeconds(choice);
-    report.sweeps = CoordinateDescent(h, choice, options.max_sweeps, &report.moves);
-    t.Reset();
-    q.Reset();
-    for (int pass = 0, idle = 0; pass < options.max_tree_passes && idle < 2; ++pass) {
-      int moved = t.Pass(choice);
-      report.tree_moves += moved;
-      if (options.pair_moves) {
-        int paired = q.Pass(choice);
-        report.pair_moves += paired;
-        moved += paired;
-      }
-      idle = moved == 0 ? idle + 1 : 0;
-      if (moved > 0)
-        report.sweeps += CoordinateDescent(h, choice, options.max_sweeps, &report.moves);
-    }
-    report.final_seconds = h.TotalSeconds(choice);
+    report.start_seconds = d.graph.TotalSeconds(choice);
+    d.Restart();
+    report.sweeps = d.sweeps.Run(choice, options.max_sweeps, &report.moves);
+    d.Rounds(choice, options, &report);
+    report.final_seconds = d.graph.TotalSeconds(choice);
     if (result.starts.empty() ||
         report.final_seconds < result.starts[result.best_start].final_seconds) {
       result.best_start = result.starts.size();
@@ -295,25 +414,19 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
     // Polish the best answer with ball passes (ball_descent.h), each round
     // followed by the tree, pair and single-node moves again.
     const bool extra = on_original[result.best_start];
-    const CostGraph& h = extra ? graph : g;
+    Descent& d = extra ? *on_given : on_pruned;
     std::vector<int> choice = starts[result.best_start].second;
-    TreeDescent& t = extra ? *original_trees : trees;
-    PairDescent& q = extra ? *original_pairs : pairs;
+    d.sweeps.Reset();  // it last followed another start
     for (const BallOptions& tier : options.ball_tiers) {
-      BallDescent balls(h, tier);
+      BallDescent balls(d.graph, tier);
       for (int pass = 0; pass < options.ball_passes; ++pass) {
         int moved = balls.Pass(choice);
         result.ball_moves += moved;
         if (moved == 0) break;
-        CoordinateDescent(h, choice, options.max_sweeps, nullptr);
-        t.Reset();
-        q.Reset();
-        for (int round = 0, idle = 0; round < options.max_tree_passes && idle < 2; ++round) {
-          int m = t.Pass(choice);
-          if (options.pair_moves) m += q.Pass(choice);
-          idle = m == 0 ? idle + 1 : 0;
-          if (m > 0) CoordinateDescent(h, choice, options.max_sweeps, nullptr);
-        }
+        d.sweeps.Run(choice, options.max_sweeps, nullptr);
+        d.trees.Reset();
+        d.pairs.Reset();
+        d.Rounds(choice, options, nullptr);
       }
     }
     best = extra ? choice : pruned.ToOriginal(choice);

@@ -27,16 +27,6 @@ void EraseSorted(std::vector<int>& set, int value) {
   if (it != set.end() && *it == value) set.erase(it);
 }
 
-// A cost table over `vars`: entry of an assignment = sum of value * stride.
-struct Factor {
-  std::vector<int> vars;
-  std::vector<int64_t> strides;
-  const double* borrowed = nullptr;  // an edge matrix's data
-  std::vector<double> owned;         // a table built by an elimination
-  bool alive = true;
-  const double* data() const { return borrowed != nullptr ? borrowed : owned.data(); }
-};
-
 // A factor copied so that x is its fastest axis: entry (scope assignment,
 // c) at offset + c, the offset summing `strides` over the scope positions.
 struct XFastFactor {
@@ -45,8 +35,7 @@ struct XFastFactor {
 };
 
 XFastFactor CopyXFast(const double* data, int64_t x_stride, const int64_t* scope_stride,
-                      const std::vector<int64_t>& sizes, int kx) {
-  int m = sizes.size();
+                      const int64_t* sizes, int m, int kx) {
   XFastFactor out;
   out.strides.assign(m, 0);
   int64_t next = kx;
@@ -74,28 +63,26 @@ XFastFactor CopyXFast(const double* data, int64_t x_stride, const int64_t* scope
 // fastest), the best of unary[c] + the sum of the factors. Factors are first
 // copied x-fastest; those without the last scope variable are summed once
 // per assignment of the others.
-void MinOverFactors(const std::vector<double>& unary, const std::vector<const double*>& data,
-                    const std::vector<int64_t>& x_stride, const std::vector<int64_t>& scope_stride,
-                    const std::vector<int64_t>& sizes, std::vector<double>& table,
-                    std::vector<uint16_t>& argmin) {
-  int kx = unary.size(), nf = data.size(), m = sizes.size();
+void MinOverFactors(const double* unary, int kx, const double* const* data, int nf,
+                    const int64_t* x_stride, const int64_t* scope_stride, const int64_t* sizes,
+                    int m, double* table, int64_t total, uint16_t* argmin) {
   if (m == 0) {
-    int best = std::min_element(unary.begin(), unary.end()) - unary.begin();
+    int best = std::min_element(unary, unary + kx) - unary;
     table[0] = unary[best];
     argmin[0] = static_cast<uint16_t>(best);
     return;
   }
   std::vector<XFastFactor> outer, inner;  // without and with the last scope variable
   for (int f = 0; f < nf; ++f) {
-    const int64_t* strides = scope_stride.data() + static_cast<size_t>(f) * m;
+    const int64_t* strides = scope_stride + static_cast<size_t>(f) * m;
     (strides[m - 1] == 0 ? outer : inner)
-        .push_back(CopyXFast(data[f], x_stride[f], strides, sizes, kx));
+        .push_back(CopyXFast(data[f], x_stride[f], strides, sizes, m, kx));
   }
   int64_t last = sizes[m - 1];
   std::vector<int64_t> index(m, 0);
   std::vector<double> partial(kx), sum(kx);
-  for (int64_t t0 = 0; t0 < static_cast<int64_t>(table.size()); t0 += last) {
-    partial = unary;
+  for (int64_t t0 = 0; t0 < total; t0 += last) {
+    partial.assign(unary, unary + kx);
     for (const XFastFactor& f : outer) {
       int64_t offset = 0;
       for (int j = 0; j + 1 < m; ++j) offset += index[j] * f.strides[j];
@@ -140,14 +127,12 @@ void MinOverFactors(const std::vector<double>& unary, const std::vector<const do
 // The common case of chains and trees, one factor over (x, s): for every s
 // value t, the best of unary[c] + factor(c, t), walking the factor's memory
 // in order whichever way round it is stored.
-void MinOverOneFactor(const std::vector<double>& unary, const double* data, int64_t x_stride,
-                      int64_t s_stride, int64_t s_size, std::vector<double>& table,
-                      std::vector<uint16_t>& argmin) {
-  int kx = unary.size();
+void MinOverOneFactor(const double* unary, int kx, const double* data, int64_t x_stride,
+                      int64_t s_stride, int64_t s_size, double* table, uint16_t* argmin) {
   if (x_stride == 1) {
     for (int64_t t = 0; t < s_size; ++t) {
       const double* row = data + t * s_stride;
-      double best = MinOfSums(unary.data(), row, kx);
+      double best = MinOfSums(unary, row, kx);
       int arg = 0;
       while (unary[arg] + row[arg] != best) ++arg;
       table[t] = best;
@@ -156,7 +141,7 @@ void MinOverOneFactor(const std::vector<double>& unary, const double* data, int6
     return;
   }
   CHECK_EQ(s_stride, 1);
-  std::fill(table.begin(), table.end(), std::numeric_limits<double>::infinity());
+  std::fill(table, table + s_size, std::numeric_limits<double>::infinity());
   for (int c = 0; c < kx; ++c) {
     const double* row = data + c * x_stride;
     for (int64_t t = 0; t < s_size; ++t) {
@@ -242,102 +227,169 @@ Maybe<EliminationPlan> EliminationPlan::Make(const CostGraph& graph, std::vector
     }
     neighbours[x].clear();
   }
+  plan.Compile();
   return plan;
 }
 
-std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective) const {
+void EliminationPlan::Compile() {
   const CostGraph& graph = *graph_;
-  int n = graph.num_nodes();
-  std::vector<std::vector<double>> unary(n);
-  for (int u = 0; u < n; ++u) {
-    for (const Candidate& c : graph.node(u).candidates) {
-      unary[u].push_back(c.compute_seconds + memory_weight * static_cast<double>(c.memory_bytes));
-    }
-  }
-  std::vector<Factor> factors;
+  const int n = graph.num_nodes();
+  unary_offset_.assign(n + 1, 0);
+  for (int u = 0; u < n; ++u) unary_offset_[u + 1] = unary_offset_[u] + graph.num_candidates(u);
+  struct Symbolic {  // a factor's variables and strides
+    std::vector<int> vars;
+    std::vector<int64_t> strides;
+    bool alive = true;
+  };
+  std::vector<Symbolic> factors;
   std::vector<std::vector<int>> bucket(n);
+  edge_data_.clear();
   for (int e = 0; e < graph.num_edges(); ++e) {
     if (!use_edge_[e]) continue;
     const CostEdge& edge = graph.edge(e);
-    Factor f;
-    f.vars = {edge.from, edge.to};
-    f.strides = {edge.matrix->cols(), 1};
-    f.borrowed = edge.matrix->row(0);
     bucket[edge.from].push_back(factors.size());
     bucket[edge.to].push_back(factors.size());
-    factors.push_back(std::move(f));
+    factors.push_back(Symbolic{{edge.from, edge.to}, {edge.matrix->cols(), 1}});
+    edge_data_.push_back(edge.matrix->row(0));
   }
-  struct Record {
-    std::vector<int> scope;
-    std::vector<uint16_t> argmin;
-  };
-  std::vector<Record> records(order_.size());
-  double constant = 0;
+  steps_.assign(order_.size(), Step());
+  int64_t argmins = 0;
+  small_table_ = 0;
+  std::vector<int> scope;
   for (size_t pos = 0; pos < order_.size(); ++pos) {
-    int x = order_[pos];
-    std::vector<int> used;
-    std::vector<int> scope;
+    Step& step = steps_[pos];
+    const int x = step.x = order_[pos];
+    step.input_at = inputs_.size();
+    scope.clear();
     for (int id : bucket[x]) {
       if (!factors[id].alive) continue;
       factors[id].alive = false;
-      used.push_back(id);
+      inputs_.push_back(id);
       for (int v : factors[id].vars) {
         if (v != x) InsertSorted(scope, v);
       }
     }
-    int m = scope.size();
-    std::vector<int64_t> sizes(m);
-    int64_t total = 1;
-    for (int j = 0; j < m; ++j) total *= sizes[j] = graph.num_candidates(scope[j]);
-    // Per used factor: the stride of x, and of each scope variable (0 if absent).
-    int nf = used.size();
-    std::vector<int64_t> x_stride(nf, 0), scope_stride(static_cast<size_t>(nf) * m, 0);
-    std::vector<const double*> data(nf);
+    const int m = step.m = scope.size();
+    const int nf = step.nf = inputs_.size() - step.input_at;
+    step.scope_at = scope_.size();
+    for (int j = 0; j < m; ++j) {
+      scope_.push_back(scope[j]);
+      sizes_.push_back(graph.num_candidates(scope[j]));
+      step.total *= sizes_.back();
+    }
+    x_stride_.resize(x_stride_.size() + nf, 0);
+    step.stride_at = scope_stride_.size();
+    scope_stride_.resize(scope_stride_.size() + static_cast<size_t>(nf) * m, 0);
     for (int f = 0; f < nf; ++f) {
-      const Factor& factor = factors[used[f]];
-      data[f] = factor.data();
+      const Symbolic& factor = factors[inputs_[step.input_at + f]];
       for (size_t i = 0; i < factor.vars.size(); ++i) {
-        int v = factor.vars[i];
+        const int v = factor.vars[i];
         if (v == x) {
-          x_stride[f] = factor.strides[i];
+          x_stride_[step.input_at + f] = factor.strides[i];
         } else {
           int j = std::lower_bound(scope.begin(), scope.end(), v) - scope.begin();
-          scope_stride[static_cast<size_t>(f) * m + j] = factor.strides[i];
+          scope_stride_[step.stride_at + static_cast<size_t>(f) * m + j] = factor.strides[i];
         }
       }
     }
-    std::vector<double> table(total);
-    std::vector<uint16_t> argmin(total);
-    if (m == 1 && nf == 1) {
-      MinOverOneFactor(unary[x], data[0], x_stride[0], scope_stride[0], total, table, argmin);
-    } else {
-      MinOverFactors(unary[x], data, x_stride, scope_stride, sizes, table, argmin);
+    step.argmin_offset = argmins;
+    argmins += step.total;
+    if (m <= 1) {
+      small_table_ = std::max(small_table_, step.total);
+      continue;
     }
-    for (int id : used) std::vector<double>().swap(factors[id].owned);
+    Symbolic table{scope, std::vector<int64_t>(m, 1)};
+    for (int j = m - 2; j >= 0; --j) {
+      table.strides[j] = table.strides[j + 1] * sizes_[step.scope_at + j + 1];
+    }
+    step.output = factors.size();
+    for (int v : scope) bucket[v].push_back(factors.size());
+    factors.push_back(std::move(table));
+  }
+  CHECK_EQ(argmins, total_entries_);
+  num_factors_ = factors.size();
+}
+
+std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective) const {
+  const CostGraph& graph = *graph_;
+  const int n = graph.num_nodes();
+  std::vector<double> unary(unary_offset_[n]);
+  for (int u = 0; u < n; ++u) {
+    double* out = unary.data() + unary_offset_[u];
+    for (const Candidate& c : graph.node(u).candidates) {
+      *out++ = c.compute_seconds + memory_weight * static_cast<double>(c.memory_bytes);
+    }
+  }
+  const int num_edge_factors = edge_data_.size();
+  std::vector<std::vector<double>> built(num_factors_ - num_edge_factors);  // tables over 2+
+  std::vector<uint16_t> argmin(total_entries_);
+  std::vector<double> small(small_table_), big;
+  std::vector<const double*> data;
+  double constant = 0;
+  for (const Step& step : steps_) {
+    const int* inputs = inputs_.data() + step.input_at;
+    data.clear();
+    for (int f = 0; f < step.nf; ++f) {
+      const int id = inputs[f];
+      data.push_back(id < num_edge_factors ? edge_data_[id] : built[id - num_edge_factors].data());
+    }
+    const int m = step.m;
+    double* table = small.data();
+    if (m > 1) {
+      big.assign(step.total, 0);
+      table = big.data();
+    }
+    const double* ux = unary.data() + unary_offset_[step.x];
+    const int kx = graph.num_candidates(step.x);
+    const int64_t* x_stride = x_stride_.data() + step.input_at;
+    const int64_t* scope_stride = scope_stride_.data() + step.stride_at;
+    uint16_t* arg = argmin.data() + step.argmin_offset;
+    if (m == 1 && step.nf == 1) {
+      MinOverOneFactor(ux, kx, data[0], x_stride[0], scope_stride[0], step.total, table, arg);
+    } else {
+      MinOverFactors(ux, kx, data.data(), step.nf, x_stride, scope_stride,
+                     sizes_.data() + step.scope_at, m, table, step.total, arg);
+    }
+    for (int f = 0; f < step.nf; ++f) {
+      if (inputs[f] >= num_edge_factors) {
+        std::vector<double>().swap(built[inputs[f] - num_edge_factors]);
+      }
+    }
     if (m == 0) {
       constant += table[0];
     } else if (m == 1) {
-      for (int64_t i = 0; i < total; ++i) unary[scope[0]][i] += table[i];
+      double* scope_unary = unary.data() + unary_offset_[scope_[step.scope_at]];
+      for (int64_t i = 0; i < step.total; ++i) scope_unary[i] += table[i];
     } else {
-      Factor f;
-      f.vars = scope;
-      f.strides.assign(m, 1);
-      for (int j = m - 2; j >= 0; --j) f.strides[j] = f.strides[j + 1] * sizes[j + 1];
-      f.owned = std::move(table);
-      for (int v : scope) bucket[v].push_back(factors.size());
-      factors.push_back(std::move(f));
+      built[step.output - num_edge_factors] = std::move(big);
+      big = std::vector<double>();
     }
-    records[pos] = Record{std::move(scope), std::move(argmin)};
   }
   std::vector<int> choice(n, -1);
-  for (int pos = static_cast<int>(order_.size()) - 1; pos >= 0; --pos) {
-    const Record& r = records[pos];
+  for (int pos = static_cast<int>(steps_.size()) - 1; pos >= 0; --pos) {
+    const Step& step = steps_[pos];
     int64_t t = 0;
-    for (int v : r.scope) t = t * graph.num_candidates(v) + choice[v];
-    choice[order_[pos]] = r.argmin[t];
+    for (int j = 0; j < step.m; ++j) {
+      const int v = scope_[step.scope_at + j];
+      t = t * graph.num_candidates(v) + choice[v];
+    }
+    choice[step.x] = argmin[step.argmin_offset + t];
   }
   if (objective != nullptr) *objective = constant;
   return choice;
+}
+
+double EliminationPlan::Cost(const std::vector<int>& choice) const {
+  const CostGraph& graph = *graph_;
+  double total = 0;
+  for (int u = 0; u < graph.num_nodes(); ++u) {
+    total += graph.node(u).candidates[choice[u]].compute_seconds;
+  }
+  for (int e = 0; e < graph.num_edges(); ++e) {
+    if (use_edge_[e])
+      total += graph.edge(e).matrix->at(choice[graph.edge(e).from], choice[graph.edge(e).to]);
+  }
+  return total;
 }
 
 double DecisiveMemoryWeight(const CostGraph& graph) {

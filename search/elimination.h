@@ -5,7 +5,11 @@
 // builds a table over its neighbours holding the best cost of x for each of
 // their assignments, plus the argmin for the way back. Chains and trees
 // never need a table over more than one node; a ladder needs two. The plan
-// refuses graphs whose tables would pass a size cap. A plan points at its
+// refuses graphs whose tables would pass a size cap. Make() also lays out
+// the symbolic part of every elimination (scopes, strides, which factors
+// meet), which does not depend on the memory weight, so that Solve() only
+// does the arithmetic, in a few allocations (the autoddl starts and exact's
+// Lagrangian bisection call it many times per plan). A plan points at its
 // graph, which must outlive it. Solve() is const and reentrant.
 #pragma once
 
@@ -33,12 +37,40 @@ class EliminationPlan {
   // used edges' transfer times; `objective` (if not null) gets that minimum.
   // Ties go to the lower candidate index.
   std::vector<int> Solve(double memory_weight, double* objective) const;
+  // The compute plus the used edges' transfer of `choice` (no memory term):
+  // the plan's objective at weight 0.
+  double Cost(const std::vector<int>& choice) const;
 
  private:
+  // One elimination: x's factors (edges: ids below the edge count; tables
+  // built by earlier steps: the rest) summed with its unary and minimised
+  // over x for every assignment of its scope (last position fastest). The
+  // per-step lists live in the pools below, at the offsets given.
+  struct Step {
+    int x = 0;
+    int m = 0;   // scope nodes: scope_[scope_at..], their K in sizes_
+    int nf = 0;  // input factors: inputs_[input_at..], x's strides in x_stride_
+    int64_t scope_at = 0;
+    int64_t input_at = 0;
+    int64_t stride_at = 0;      // scope_stride_: per input and scope position; 0 where absent
+    int64_t total = 1;          // table entries: the product of the scope's K
+    int64_t argmin_offset = 0;  // into Solve()'s argmin arena
+    int output = -1;            // the table's factor id when it spans 2+ nodes
+  };
+  // Lays out steps_ for order_ (the symbolic half of Solve()).
+  void Compile();
+
   EliminationPlan() = default;
   const CostGraph* graph_ = nullptr;
   std::vector<char> use_edge_;
   std::vector<int> order_;
+  std::vector<Step> steps_;  // per position of order_
+  std::vector<int> scope_, inputs_;
+  std::vector<int64_t> sizes_, x_stride_, scope_stride_;
+  std::vector<const double*> edge_data_;  // factor id -> an edge matrix's data
+  int num_factors_ = 0;                   // edge factors and built tables
+  std::vector<int64_t> unary_offset_;     // per node, into Solve()'s unary arena; n + 1
+  int64_t small_table_ = 0;               // the largest table of a step with scope <= 1
   int64_t largest_table_ = 0;
   int64_t total_entries_ = 0;
   int width_ = 0;

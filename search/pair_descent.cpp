@@ -54,11 +54,12 @@ int PairDescent::Pass(std::vector<int>& choice) {
     int64_t room = limit - (used - memory(u, choice[u]) - memory(v, choice[v]));
     between_.clear();
     for (const Incidence& inc : graph_.incident(u)) {
-      if (inc.neighbour == v) between_.push_back(inc);
+      if (inc.neighbour == v)
+        between_.push_back({graph_.edge(inc.edge).matrix.get(), inc.outgoing});
     }
     auto joint = [&](int a, int b) {
       double cost = local_u_[a] + local_v_[b];
-      for (const Incidence& inc : between_) cost += graph_.EdgeSeconds(inc, a, b);
+      for (const auto& [m, outgoing] : between_) cost += outgoing ? m->at(a, b) : m->at(b, a);
       return cost;
     };
     const double current = joint(choice[u], choice[v]);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "search/cost_graph.h"
@@ -33,7 +34,8 @@ class PairDescent {
   std::vector<int64_t> touched_;            // per node: the clock when it or a neighbour moved
   int64_t clock_ = 0;
   std::vector<double> local_u_, local_v_;
-  std::vector<Incidence> between_;  // the edges joining the pair, seen from u
+  // The edges joining the pair, seen from u: (matrix, u is its row).
+  std::vector<std::pair<const EdgeMatrix*, bool>> between_;
 };
 
 }  // namespace ofl

@@ -19,27 +19,48 @@ class BlockSolver {
         in_block_(graph.num_nodes(), 0),
         parent_(graph.num_nodes(), -1),
         position_(graph.num_nodes(), -1),
-        value_(graph.num_nodes()) {
+        offset_(graph.num_nodes() + 1, 0) {
     used_ = graph.MemoryBytes(choice);
+    for (int u = 0; u < graph.num_nodes(); ++u) {
+      offset_[u + 1] = offset_[u] + graph.num_candidates(u);
+    }
+    values_.resize(offset_.back());
   }
 
-  bool Solve(const std::vector<int>& block) {
+  // Re-chooses `block`; true when it moved. `settled`: whether the block is
+  // now at its optimum given the nodes around it (it moved, or nothing was
+  // better; not when the better choice broke the memory limit); `share`: its
+  // part of the total then (see Share()).
+  // `cache` keeps each tree's optimum between solves of this block: a tree
+  // only its outside neighbours feed (its own nodes' choices do not enter its
+  // optimum) is solved again only when one of them changed.
+  bool Solve(const std::vector<int>& block, TreeDescent::TreeCache& cache, bool* settled,
+             double* share) {
     for (int u : block) in_block_[u] = 1;
-    std::vector<int> order = Traverse(block);  // parents before children
-    for (int u : order) InitValue(u);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) Up(*it);
+    std::vector<int> order = Traverse(block);  // parents before children, tree by tree
+    if (!cache.laid_out) LayOut(order, cache);
+    std::vector<int>& fresh = cache.fresh;
+    for (size_t t = 0; t + 1 < cache.tree_start.size(); ++t) {
+      if (cache.solved && OutsideKept(t, cache)) continue;
+      const int begin = cache.tree_start[t], end = cache.tree_start[t + 1];
+      for (int i = begin; i < end; ++i) InitValue(order[i]);
+      for (int i = end - 1; i >= begin; --i) Up(order[i]);
+      const double* v = Value(order[begin]);
+      fresh[begin] = std::min_element(v, v + graph_.num_candidates(order[begin])) - v;
+      cache.tree_value[t] = v[fresh[begin]];
+      for (int i = begin + 1; i < end; ++i) {
+        fresh[i] = Down(order[i], fresh[position_[parent_[order[i]]]]);
+      }
+      for (int j = cache.outside_start[t]; j < cache.outside_start[t + 1]; ++j) {
+        cache.outside_seen[j] = choice_[cache.outside[j]];
+      }
+    }
+    cache.solved = true;
     double before = 0, after = 0;
     int64_t memory = used_;
-    std::vector<int> fresh(order.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      int u = order[i], p = parent_[u];
-      const std::vector<double>& v = value_[u];
-      if (p < 0) {
-        fresh[i] = std::min_element(v.begin(), v.end()) - v.begin();
-        after += v[fresh[i]];
-      } else {
-        fresh[i] = Down(u, fresh[position_[p]]);
-      }
+    for (size_t i = 0, t = 0; i < order.size(); ++i) {
+      int u = order[i];
+      if (parent_[u] < 0) after += cache.tree_value[t++];
       before += Current(u);
       memory += Memory(u, fresh[i]) - Memory(u, choice_[u]);
     }
@@ -48,14 +69,69 @@ class BlockSolver {
       position_[u] = -1;
       parent_[u] = -1;
     }
-    if (!(after < before - 1e-12 * before) || memory > graph_.memory_limit()) return false;
+    *settled = !(after < before - 1e-12 * before);
+    *share = before;
+    if (*settled || memory > graph_.memory_limit()) return false;
     for (size_t i = 0; i < order.size(); ++i) choice_[order[i]] = fresh[i];
     used_ = memory;
+    *settled = true;
+    *share = after;
     return true;
+  }
+
+  // The block's part of the total at the current choice (compute, edges to
+  // outside nodes and inside it), summed as Solve() sums `before`.
+  double Share(const std::vector<int>& block) {
+    for (int u : block) in_block_[u] = 1;
+    std::vector<int> order = Traverse(block);
+    double share = 0;
+    for (int u : order) share += Current(u);
+    for (int u : order) {
+      in_block_[u] = 0;
+      position_[u] = -1;
+      parent_[u] = -1;
+    }
+    return share;
   }
 
  private:
   int64_t Memory(int u, int c) const { return graph_.node(u).candidates[c].memory_bytes; }
+
+  // The trees of `order` and the nodes outside the block each one touches.
+  void LayOut(const std::vector<int>& order, TreeDescent::TreeCache& cache) const {
+    cache.fresh.assign(order.size(), 0);
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (parent_[order[i]] >= 0) continue;
+      cache.tree_start.push_back(i);
+      cache.outside_start.push_back(cache.outside.size());
+      for (size_t j = i; j < order.size() && (j == i || parent_[order[j]] >= 0); ++j) {
+        for (const Incidence& inc : graph_.incident(order[j])) {
+          if (!in_block_[inc.neighbour]) cache.outside.push_back(inc.neighbour);
+        }
+      }
+    }
+    cache.tree_start.push_back(order.size());
+    cache.outside_start.push_back(cache.outside.size());
+    cache.outside_seen.assign(cache.outside.size(), -1);
+    cache.tree_value.assign(cache.tree_start.size() - 1, 0);
+    cache.laid_out = true;
+  }
+
+  // Whether tree t's outside neighbours hold the choices its optimum saw.
+  bool OutsideKept(size_t t, const TreeDescent::TreeCache& cache) const {
+    for (int j = cache.outside_start[t]; j < cache.outside_start[t + 1]; ++j) {
+      if (cache.outside_seen[j] != choice_[cache.outside[j]]) return false;
+    }
+    return true;
+  }
+
+  double* Value(int u) { return values_.data() + offset_[u]; }
+  const double* Value(int u) const { return values_.data() + offset_[u]; }
+  // The transfer of `inc` seen from u (inline: the passes call it per candidate).
+  double Edge(const Incidence& inc, int u_choice, int neighbour_choice) const {
+    const EdgeMatrix& m = *graph_.edge(inc.edge).matrix;
+    return inc.outgoing ? m.at(u_choice, neighbour_choice) : m.at(neighbour_choice, u_choice);
+  }
 
   // Breadth-first over the block's trees, roots in index order.
   std::vector<int> Traverse(const std::vector<int>& block) {
@@ -79,13 +155,19 @@ class BlockSolver {
 
   // u's compute plus its edges to the fixed nodes outside the block.
   void InitValue(int u) {
-    std::vector<double>& v = value_[u];
-    v.resize(graph_.num_candidates(u));
-    for (size_t c = 0; c < v.size(); ++c) v[c] = graph_.node(u).candidates[c].compute_seconds;
+    double* v = Value(u);
+    const int k = graph_.num_candidates(u);
+    const std::vector<Candidate>& cands = graph_.node(u).candidates;
+    for (int c = 0; c < k; ++c) v[c] = cands[c].compute_seconds;
     for (const Incidence& inc : graph_.incident(u)) {
       if (in_block_[inc.neighbour]) continue;
-      for (size_t c = 0; c < v.size(); ++c) {
-        v[c] += graph_.EdgeSeconds(inc, c, choice_[inc.neighbour]);
+      const EdgeMatrix& m = *graph_.edge(inc.edge).matrix;
+      const int y = choice_[inc.neighbour];
+      if (inc.outgoing) {
+        for (int c = 0; c < k; ++c) v[c] += m.at(c, y);
+      } else {
+        const double* row = m.row(y);
+        for (int c = 0; c < k; ++c) v[c] += row[c];
       }
     }
   }
@@ -96,7 +178,7 @@ class BlockSolver {
     int p = parent_[u];
     if (p < 0) return;
     int ku = graph_.num_candidates(u), kp = graph_.num_candidates(p);
-    const std::vector<double>& v = value_[u];
+    const double* v = Value(u);
     message_.assign(kp, std::numeric_limits<double>::infinity());
     const Incidence* single = nullptr;
     pair_.clear();
@@ -112,7 +194,7 @@ class BlockSolver {
     }
     if (single != nullptr && !single->outgoing) {  // rows are p's candidates
       const EdgeMatrix& m = *graph_.edge(single->edge).matrix;
-      for (int y = 0; y < kp; ++y) message_[y] = MinOfSums(v.data(), m.row(y), ku);
+      for (int y = 0; y < kp; ++y) message_[y] = MinOfSums(v, m.row(y), ku);
     } else {  // rows are u's candidates: the single matrix, or the parallel edges' sum
       for (int c = 0; c < ku; ++c) {
         const double* row = single != nullptr ? graph_.edge(single->edge).matrix->row(c)
@@ -121,17 +203,19 @@ class BlockSolver {
         for (int y = 0; y < kp; ++y) message_[y] = std::min(message_[y], vc + row[y]);
       }
     }
-    for (int y = 0; y < kp; ++y) value_[p][y] += message_[y];
+    double* vp = Value(p);
+    for (int y = 0; y < kp; ++y) vp[y] += message_[y];
   }
 
   // u's best candidate (the first on ties) when its parent takes `y`.
   int Down(int u, int y) const {
     int best = 0;
     double best_cost = std::numeric_limits<double>::infinity();
+    const double* v = Value(u);
     for (int c = 0; c < graph_.num_candidates(u); ++c) {
-      double cost = value_[u][c];
+      double cost = v[c];
       for (const Incidence& inc : graph_.incident(u)) {
-        if (inc.neighbour == parent_[u]) cost += graph_.EdgeSeconds(inc, c, y);
+        if (inc.neighbour == parent_[u]) cost += Edge(inc, c, y);
       }
       if (cost < best_cost) {
         best_cost = cost;
@@ -159,7 +243,7 @@ class BlockSolver {
     double total = graph_.node(u).candidates[c].compute_seconds;
     for (const Incidence& inc : graph_.incident(u)) {
       if (!in_block_[inc.neighbour] || inc.neighbour == parent_[u]) {
-        total += graph_.EdgeSeconds(inc, c, choice_[inc.neighbour]);
+        total += Edge(inc, c, choice_[inc.neighbour]);
       }
     }
     return total;
@@ -170,7 +254,8 @@ class BlockSolver {
   int64_t used_ = 0;
   std::vector<char> in_block_;
   std::vector<int> parent_, position_;
-  std::vector<std::vector<double>> value_;
+  std::vector<int64_t> offset_;  // per node, into values_ (its K entries); n + 1
+  std::vector<double> values_;   // per block node and candidate: its subtree's best
   std::vector<double> pair_, message_;
 };
 
@@ -228,6 +313,9 @@ TreeDescent::TreeDescent(const CostGraph& graph) : graph_(graph) {
       std::sort(block.watched.begin(), block.watched.end());
       block.watched.erase(std::unique(block.watched.begin(), block.watched.end()),
                           block.watched.end());
+      for (int w : block.watched) {
+        block.inside.push_back(std::binary_search(nodes.begin(), nodes.end(), w));
+      }
       block.nodes = std::move(nodes);
       splits_[s].push_back(std::move(block));
     }
@@ -236,7 +324,10 @@ TreeDescent::TreeDescent(const CostGraph& graph) : graph_(graph) {
 
 void TreeDescent::Reset() {
   for (std::vector<Block>& split : splits_) {
-    for (Block& block : split) block.seen.clear();
+    for (Block& block : split) {
+      block.seen.clear();
+      block.cache.solved = false;
+    }
   }
   next_ = 0;
 }
@@ -245,12 +336,23 @@ int TreeDescent::Pass(std::vector<int>& choice) {
   BlockSolver solver(graph_, choice);
   int moved = 0;
   for (Block& block : splits_[next_]) {
-    bool unchanged = !block.seen.empty();
-    for (size_t i = 0; unchanged && i < block.watched.size(); ++i) {
-      unchanged = block.seen[i] == choice[block.watched[i]];
+    bool inside_same = !block.seen.empty(), outside_same = inside_same;
+    for (size_t i = 0; (inside_same || outside_same) && i < block.watched.size(); ++i) {
+      if (block.seen[i] == choice[block.watched[i]]) continue;
+      (block.inside[i] ? inside_same : outside_same) = false;
     }
-    if (unchanged) continue;
-    moved += solver.Solve(block.nodes);
+    if (inside_same && outside_same) continue;
+    // Only its own nodes changed, by moves that each lowered the total with
+    // the nodes around it fixed. If it was settled and its share did not
+    // grow, solving it again finds the same optimum, which cannot beat the
+    // share now (the moves a block makes are those of Solve: the same answer).
+    bool skip = false;
+    if (outside_same && block.settled) {
+      const double share = solver.Share(block.nodes);
+      skip = share <= block.share;
+      if (skip) block.share = share;
+    }
+    if (!skip) moved += solver.Solve(block.nodes, block.cache, &block.settled, &block.share);
     block.seen.resize(block.watched.size());
     for (size_t i = 0; i < block.watched.size(); ++i) block.seen[i] = choice[block.watched[i]];
   }

@@ -32,14 +32,37 @@ class TreeDescent {
   void Reset();
   // One pass over the next split; returns how many blocks moved. A block
   // whose nodes and neighbours hold the choices they held when it was last
-  // solved is skipped: it would not move.
+  // solved is skipped: it would not move. So is a settled block whose
+  // neighbours outside it kept their choices and whose share of the total
+  // did not grow (its own nodes moved, by moves that lowered the total):
+  // solving it again would find the optimum it already had, no better than
+  // its share now, and not move either.
   int Pass(std::vector<int>& choice);
+
+  // Per block, what its trees' optima were (internal to the solver).
+  struct TreeCache {
+    bool laid_out = false;           // the fields below but the values are set
+    bool solved = false;             // the values hold
+    std::vector<int> tree_start;     // per tree: its first traversal position; then the end
+    std::vector<int> outside_start;  // per tree: its first entry in `outside`; then the end
+    std::vector<int> outside;        // the nodes outside the block each tree touches
+    std::vector<int> outside_seen;   // their choices when the tree was last solved
+    std::vector<double> tree_value;  // per tree: its optimum then
+    std::vector<int> fresh;          // per traversal position: that optimum's choice
+  };
 
  private:
   struct Block {
     std::vector<int> nodes;
     std::vector<int> watched;  // nodes and their neighbours, sorted
     std::vector<int> seen;     // their choices when last solved; empty: never
+    std::vector<char> inside;  // per watched node: one of `nodes`
+    // Since it was last solved: at its optimum given the nodes around it
+    // (not when a better choice broke the memory limit), and its share of
+    // the total then, which no later move of its own nodes alone raised.
+    bool settled = false;
+    double share = 0;
+    TreeCache cache;
   };
   const CostGraph& graph_;
   std::vector<Block> splits_[2];
