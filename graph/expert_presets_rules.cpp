@@ -221,7 +221,7 @@ Maybe<ExpertPresetPlan> ExpertPresetStrategy(const std::string& preset, const Op
     return InvalidArgument("expert preset '", preset, "' fixes only sources (plan it instead)");
   }
   OFL_ASSIGN_OR_RETURN(auto sources, SourceLayouts(preset, graph, placements, pinned));
-  Walk walk{graph, preset == "zero", sources, {}};
+  Walk walk{graph, preset == "zero", sources, {}, {}, {}};
   ExpertPresetPlan out;
   out.strategy = placements;
   for (const auto& [name, sbp] : sources) out.strategy.SetSourceSbp(name, sbp);

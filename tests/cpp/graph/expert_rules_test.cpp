@@ -38,13 +38,6 @@ std::string Source(const ExpertPresetPlan& p, const std::string& tensor) {
   return p.strategy.sources().at(tensor).ToString();
 }
 
-const OpNode* FindOp(const OpGraph& g, const std::string& name) {
-  for (const OpNode& op : g.ops()) {
-    if (op.name == name) return &op;
-  }
-  return nullptr;
-}
-
 bool IsUpdate(const OpNode& op) { return RoleOf(op) == OpRole::kUpdate; }
 
 struct Collectives {
