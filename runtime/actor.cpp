@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "oneflow_lite/core/device_context.h"
 #include "runtime/actor_thread.h"
 #include "runtime/run_context.h"
 
@@ -88,6 +89,37 @@ void Actor::Connect(Actor* producer, RuntimeRegister* reg, Actor* consumer) {
   consumer->inputs_[input].producer_output = output;
 }
 
+void Actor::CreateEvents(DeviceContext* device) {
+  for (Input& in : inputs_) {
+    in.read.clear();
+    if (in.producer == nullptr || in.producer->thread_ == thread_) continue;
+    for (size_t s = 0; s < in.reg->slots.size(); ++s) in.read.push_back(device->CreateEvent());
+  }
+  for (Output& out : outputs_) {
+    out.written.clear();
+    bool other_stream = false;
+    for (const Consumer& c : out.consumers) other_stream |= c.actor->thread_ != thread_;
+    if (!other_stream) continue;
+    for (size_t s = 0; s < out.reg->slots.size(); ++s) out.written.push_back(device->CreateEvent());
+  }
+}
+
+void Actor::WaitForOtherStreams(Stream* stream) {
+  for (const Input& in : inputs_) {
+    if (in.read.empty()) continue;  // the producer is on this stream
+    const Output& from = in.producer->outputs_[in.producer_output];
+    stream->Wait(*from.written[in.ready.front()]);
+  }
+  for (const Output& out : outputs_) {
+    if (out.written.empty() || out.writes != 0) continue;  // no other stream, or slot in use
+    const int32_t slot = out.free.front();
+    for (const Consumer& c : out.consumers) {
+      const Input& reader = c.actor->inputs_[c.input];
+      if (!reader.read.empty()) stream->Wait(*reader.read[slot]);
+    }
+  }
+}
+
 void Actor::AddFetch(bool from_input, int arg, std::vector<Tensor>* into) {
   CHECK_LT(arg, from_input ? num_data_inputs() : num_data_outputs());
   fetches_.push_back({from_input, arg, into});
@@ -163,6 +195,8 @@ void Actor::ActUntilFail() {
     }
     const int64_t step = acts_;
     const int64_t start_ns = run_->record_acts ? run_->NowNs() : 0;
+    Stream* stream = thread_->device_stream();
+    WaitForOtherStreams(stream);
     Status status = Act(step);
     if (run_->record_acts) {
       thread_->RecordAct(
@@ -186,6 +220,7 @@ void Actor::ActUntilFail() {
         out.free.Push(slot);
         continue;
       }
+      if (!out.written.empty()) out.written[slot]->Record(stream);
       out.pending[slot] = static_cast<int32_t>(out.consumers.size());
       ++outputs_busy_;
       for (const Consumer& c : out.consumers) Send(c.actor, Message::kReady, c.input, slot);
@@ -195,6 +230,7 @@ void Actor::ActUntilFail() {
       in.reads = 0;
       const int32_t slot = in.ready.front();
       in.ready.Pop();
+      if (!in.read.empty()) in.read[slot]->Record(stream);
       Send(in.producer, Message::kFree, in.producer_output, slot);
     }
     AfterAct();

@@ -1,6 +1,6 @@
 // Runtime: executes a Plan on actors (DESIGN.md section 7): one actor per
 // task, one ActorThread per (rank, stream), registers of num_slots buffers
-// allocated once per rank by that rank's DeviceAllocator. Run(N) drives N
+// allocated once per rank by that rank's device Allocator. Run(N) drives N
 // iterations through the register handshake (runtime/actor.h) with no
 // central scheduler and returns when every actor acted N times and every
 // slot came back (end-of-stream draining), or on the first error.
