@@ -44,6 +44,7 @@ Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, Allocator* allocator) {
 // Each local rank's device (CheckDevices made them agree): its tasks', else
 // its registers', else cpu:<rank>.
 Status CreateDevices(const proto::Plan& plan, const std::vector<int64_t>& local_ranks,
+                     const RuntimeOptions& options,
                      std::vector<std::unique_ptr<DeviceContext>>* devices) {
   std::vector<Device> device(plan.num_ranks());
   for (int64_t r = 0; r < plan.num_ranks(); ++r)
@@ -52,11 +53,15 @@ Status CreateDevices(const proto::Plan& plan, const std::vector<int64_t>& local_
   for (const auto& t : plan.tasks()) device[t.rank()] = DeviceOf(t).value();
   devices->resize(plan.num_ranks());
   for (int64_t r : local_ranks) {
-    Maybe<std::unique_ptr<DeviceContext>> context = CreateDeviceContext(device[r]);
+    Maybe<std::unique_ptr<DeviceContext>> context =
+        options.make_device ? options.make_device(device[r]) : CreateDeviceContext(device[r]);
     if (!context.ok()) {
       return Status(context.status().code(), StrCat("rank ", r, ": ", context.status().message()));
     }
     (*devices)[r] = std::move(context).value();
+    CHECK((*devices)[r] != nullptr) << "make_device(" << device[r] << ") made nothing";
+    CHECK((*devices)[r]->device() == device[r]) << "make_device(" << device[r] << ") made "
+                                                << (*devices)[r]->device();
   }
   return Status::OK();
 }
@@ -121,7 +126,7 @@ Status Runtime::Build(RuntimeOptions options) {
   shares_.assign(ranks, 0);
   m.arenas.resize(ranks);
   m.envs.resize(ranks);
-  OFL_RETURN_IF_ERROR(CreateDevices(plan, m.local_ranks, &m.devices));
+  OFL_RETURN_IF_ERROR(CreateDevices(plan, m.local_ranks, m.options, &m.devices));
   std::vector<Allocator*> allocators(ranks, nullptr);
   for (int64_t r : m.local_ranks) allocators[r] = m.devices[r]->allocator();
   for (int64_t i = 0; i < num_local; ++i) {
