@@ -90,32 +90,44 @@ void Actor::Connect(Actor* producer, RuntimeRegister* reg, Actor* consumer) {
 }
 
 void Actor::CreateEvents(DeviceContext* device) {
-  for (Input& in : inputs_) {
-    in.read.clear();
+  auto events = std::make_unique<StreamEvents>();
+  bool any = false;
+  events->read.resize(inputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const Input& in = inputs_[i];
     if (in.producer == nullptr || in.producer->thread_ == thread_) continue;
-    for (size_t s = 0; s < in.reg->slots.size(); ++s) in.read.push_back(device->CreateEvent());
+    for (size_t s = 0; s < in.reg->slots.size(); ++s)
+      events->read[i].push_back(device->CreateEvent());
+    any = true;
   }
-  for (Output& out : outputs_) {
-    out.written.clear();
+  events->written.resize(outputs_.size());
+  for (size_t o = 0; o < outputs_.size(); ++o) {
     bool other_stream = false;
-    for (const Consumer& c : out.consumers) other_stream |= c.actor->thread_ != thread_;
+    for (const Consumer& c : outputs_[o].consumers) other_stream |= c.actor->thread_ != thread_;
     if (!other_stream) continue;
-    for (size_t s = 0; s < out.reg->slots.size(); ++s) out.written.push_back(device->CreateEvent());
+    for (size_t s = 0; s < outputs_[o].reg->slots.size(); ++s) {
+      events->written[o].push_back(device->CreateEvent());
+    }
+    any = true;
   }
+  events_ = any ? std::move(events) : nullptr;
 }
 
 void Actor::WaitForOtherStreams(Stream* stream) {
-  for (const Input& in : inputs_) {
-    if (in.read.empty()) continue;  // the producer is on this stream
-    const Output& from = in.producer->outputs_[in.producer_output];
-    stream->Wait(*from.written[in.ready.front()]);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (events_->read[i].empty()) continue;  // the producer is on this stream
+    const Input& in = inputs_[i];
+    stream->Wait(*in.producer->events_->written[in.producer_output][in.ready.front()]);
   }
-  for (const Output& out : outputs_) {
-    if (out.written.empty() || out.writes != 0) continue;  // no other stream, or slot in use
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    const Output& out = outputs_[o];
+    if (events_->written[o].empty() || out.writes != 0) continue;  // this stream, or slot in use
     const int32_t slot = out.free.front();
     for (const Consumer& c : out.consumers) {
-      const Input& reader = c.actor->inputs_[c.input];
-      if (!reader.read.empty()) stream->Wait(*reader.read[slot]);
+      const StreamEvents* reader = c.actor->events_.get();
+      if (reader != nullptr && !reader->read[c.input].empty()) {
+        stream->Wait(*reader->read[c.input][slot]);
+      }
     }
   }
 }
@@ -195,8 +207,8 @@ void Actor::ActUntilFail() {
     }
     const int64_t step = acts_;
     const int64_t start_ns = run_->record_acts ? run_->NowNs() : 0;
-    Stream* stream = thread_->device_stream();
-    WaitForOtherStreams(stream);
+    Stream* stream = events_ ? thread_->device_stream() : nullptr;
+    if (events_) WaitForOtherStreams(stream);
     Status status = Act(step);
     if (run_->record_acts) {
       thread_->RecordAct(
@@ -211,7 +223,8 @@ void Actor::ActUntilFail() {
       (*f.into)[iteration(step) - first_iteration_ + period_ - 1] = t->Clone();
     }
     ++acts_;
-    for (Output& out : outputs_) {
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      Output& out = outputs_[o];
       if (++out.writes < out.acts_per_value) continue;  // the value spans more acts
       out.writes = 0;
       const int32_t slot = out.free.front();
@@ -220,17 +233,18 @@ void Actor::ActUntilFail() {
         out.free.Push(slot);
         continue;
       }
-      if (!out.written.empty()) out.written[slot]->Record(stream);
+      if (events_ && !events_->written[o].empty()) events_->written[o][slot]->Record(stream);
       out.pending[slot] = static_cast<int32_t>(out.consumers.size());
       ++outputs_busy_;
       for (const Consumer& c : out.consumers) Send(c.actor, Message::kReady, c.input, slot);
     }
-    for (Input& in : inputs_) {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      Input& in = inputs_[i];
       if (++in.reads < in.reads_per_slot) continue;  // read again by the next act
       in.reads = 0;
       const int32_t slot = in.ready.front();
       in.ready.Pop();
-      if (!in.read.empty()) in.read[slot]->Record(stream);
+      if (events_ && !events_->read[i].empty()) events_->read[i][slot]->Record(stream);
       Send(in.producer, Message::kFree, in.producer_output, slot);
     }
     AfterAct();

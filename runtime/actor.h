@@ -194,9 +194,6 @@ class Actor {
     SlotQueue ready;
     int32_t reads_per_slot = 1;  // register period / this task's period
     int32_t reads = 0;           // acts that read the front slot so far
-    // Per slot, when the producer is on another stream: recorded after the
-    // reads of the slot, before Free.
-    std::vector<std::unique_ptr<Event>> read;
   };
   struct Consumer {
     Actor* actor = nullptr;
@@ -209,9 +206,6 @@ class Actor {
     SlotQueue free;
     int32_t acts_per_value = 1;  // register period / this task's period
     int32_t writes = 0;          // acts that wrote the front slot so far
-    // Per slot, when a consumer is on another stream: recorded after the
-    // write of the slot, before Ready.
-    std::vector<std::unique_ptr<Event>> written;
   };
 
   bool ReadyToAct() const;
@@ -240,6 +234,18 @@ class Actor {
   int64_t period_ = 1;  // iterations per act
   int64_t acts_ = 0;
   int64_t outputs_busy_ = 0;  // slots handed to consumers, not yet all freed
+  // The events of registers between this actor's stream and another's (see
+  // the top of this file), per slot; kept apart so that the hot structs stay
+  // as small as they were. Null: every register stays on this stream.
+  struct StreamEvents {
+    // Per input: recorded after the reads of a slot, before Free; empty
+    // when the producer is on this stream.
+    std::vector<std::vector<std::unique_ptr<Event>>> read;
+    // Per output: recorded after the write of a slot, before Ready; empty
+    // when every consumer is on this stream.
+    std::vector<std::vector<std::unique_ptr<Event>>> written;
+  };
+  std::unique_ptr<StreamEvents> events_;
 };
 
 }  // namespace ofl
