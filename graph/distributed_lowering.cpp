@@ -43,6 +43,7 @@ class Lowerer {
     for (const std::string& f : fetches) {
       OFL_ENSURE(graph_.HasTensor(f), "fetch: unknown tensor '", f, "'");
     }
+    SetDeviceTypes();
     for (const std::string& name : graph_.input_names()) AddSource(name, proto::TaskProto::SOURCE);
     for (const std::string& name : graph_.variable_names()) {
       AddSource(name, proto::TaskProto::VARIABLE);
@@ -55,6 +56,16 @@ class Lowerer {
 
  private:
   int64_t StepPeriod() const { return options_.micro_batches; }
+
+  // Each rank's registers and tasks are on a device of its placements' type.
+  void SetDeviceTypes() {
+    auto set = [&](const Placement& p) {
+      for (int64_t r : p.ranks()) builder_.set_device_type(r, p.device_type());
+    };
+    for (const std::string& name : graph_.input_names()) set(strategy_.SourcePlacement(name));
+    for (const std::string& name : graph_.variable_names()) set(strategy_.SourcePlacement(name));
+    for (const OpNode& node : graph_.ops()) set(strategy_.PlacementOf(node.name));
+  }
   static void SetPeriod(proto::TaskProto* task, int64_t period) {
     if (period > 1) task->set_period(period);
   }

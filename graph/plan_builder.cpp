@@ -8,6 +8,10 @@
 
 namespace ofl {
 
+std::string PlanBuilder::DeviceOf(int64_t rank) const {
+  return Device{device_types_.at(rank), static_cast<int>(rank)}.ToString();
+}
+
 int64_t PlanBuilder::AddRegister(const std::string& name, int64_t rank, const TensorDesc& desc,
                                  int64_t num_slots, bool persistent) {
   CHECK(rank >= 0 && rank < plan_.num_ranks()) << "register on rank " << rank;
@@ -20,6 +24,7 @@ int64_t PlanBuilder::AddRegister(const std::string& name, int64_t rank, const Te
   r->set_num_slots(num_slots);
   r->set_bytes(desc.nbytes());
   r->set_persistent(persistent);
+  r->set_device(DeviceOf(rank));
   return r->id();
 }
 
@@ -36,6 +41,7 @@ proto::TaskProto* PlanBuilder::AddTask(proto::TaskProto::Kind kind, int64_t rank
   t->set_kind(kind);
   t->set_rank(rank);
   t->set_stream(stream);
+  t->set_device(DeviceOf(rank));
   for (int64_t id : inputs) t->add_inputs(id);
   for (int64_t id : outputs) t->add_outputs(id);
   return t;

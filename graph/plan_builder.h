@@ -1,11 +1,15 @@
 // PlanBuilder: appends registers and tasks to a proto::Plan with dense ids.
 // Lowering (graph/lowering*.cpp) and the boxing planner's task emission
-// (graph/boxing*.cpp) both build through it. Not synchronised.
+// (graph/boxing*.cpp) both build through it. Every register and task gets
+// its rank's device (RegisterDesc.device, TaskProto.device): "<type>:<rank>",
+// the type cpu unless set_device_type gave the rank another. Not
+// synchronised.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "oneflow_lite/core/device.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "ops/op_registry.h"
 
@@ -13,7 +17,14 @@ namespace ofl {
 
 class PlanBuilder {
  public:
-  explicit PlanBuilder(int64_t num_ranks) { plan_.set_num_ranks(num_ranks); }
+  explicit PlanBuilder(int64_t num_ranks) : device_types_(num_ranks, DeviceType::kCPU) {
+    plan_.set_num_ranks(num_ranks);
+  }
+
+  // The device type of `rank` for the registers and tasks added afterwards.
+  void set_device_type(int64_t rank, DeviceType type) { device_types_.at(rank) = type; }
+  // "cpu:3": the device of rank 3.
+  std::string DeviceOf(int64_t rank) const;
 
   // A register of `num_slots` buffers of `desc` on `rank`; returns its id.
   int64_t AddRegister(const std::string& name, int64_t rank, const TensorDesc& desc,
@@ -40,6 +51,7 @@ class PlanBuilder {
 
  private:
   proto::Plan plan_;
+  std::vector<DeviceType> device_types_;  // per rank
   int64_t next_group_id_ = 0;
 };
 

@@ -7,7 +7,11 @@
 // CallKernel, which turns that (and an exception) into a Status. Kernels
 // register during static initialisation; the registry is read-only
 // afterwards. A kernel may be called from several threads at once on
-// different tensors (each call has its own KernelContext).
+// different tensors (each call has its own KernelContext). Kernels are
+// registered per (op, device type); KernelContext says which device the
+// tensors are on and the stream the kernel's work goes to: a CPU kernel
+// runs on its calling thread (the stream is then inline or null), a CUDA
+// kernel launches onto the stream.
 #pragma once
 
 #include <functional>
@@ -15,8 +19,10 @@
 #include <vector>
 
 #include "oneflow_lite/core/attr.h"
+#include "oneflow_lite/core/device.h"
 #include "oneflow_lite/core/placement.h"
 #include "oneflow_lite/core/status.h"
+#include "oneflow_lite/core/stream.h"
 #include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
@@ -32,6 +38,11 @@ struct KernelContext {
   // depend on the logical index (dropout). Single device: offset all zero.
   Shape logical_shape;
   std::vector<int64_t> logical_offset;
+  // The device every tensor of the call is on, and the stream its work goes
+  // to (the runtime's compute actor: its rank's device and its thread's
+  // inline stream; null for a direct CPU call, which runs on its thread).
+  Device device;
+  Stream* stream = nullptr;
 
   // Set by Fail; read by CallKernel.
   Status status;

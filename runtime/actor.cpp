@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "oneflow_lite/core/device_context.h"
 #include "runtime/actor_thread.h"
 #include "runtime/run_context.h"
 
@@ -88,6 +89,49 @@ void Actor::Connect(Actor* producer, RuntimeRegister* reg, Actor* consumer) {
   consumer->inputs_[input].producer_output = output;
 }
 
+void Actor::CreateEvents(DeviceContext* device) {
+  auto events = std::make_unique<StreamEvents>();
+  bool any = false;
+  events->read.resize(inputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const Input& in = inputs_[i];
+    if (in.producer == nullptr || in.producer->thread_ == thread_) continue;
+    for (size_t s = 0; s < in.reg->slots.size(); ++s)
+      events->read[i].push_back(device->CreateEvent());
+    any = true;
+  }
+  events->written.resize(outputs_.size());
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    bool other_stream = false;
+    for (const Consumer& c : outputs_[o].consumers) other_stream |= c.actor->thread_ != thread_;
+    if (!other_stream) continue;
+    for (size_t s = 0; s < outputs_[o].reg->slots.size(); ++s) {
+      events->written[o].push_back(device->CreateEvent());
+    }
+    any = true;
+  }
+  events_ = any ? std::move(events) : nullptr;
+}
+
+void Actor::WaitForOtherStreams(Stream* stream) {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (events_->read[i].empty()) continue;  // the producer is on this stream
+    const Input& in = inputs_[i];
+    stream->Wait(*in.producer->events_->written[in.producer_output][in.ready.front()]);
+  }
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    const Output& out = outputs_[o];
+    if (events_->written[o].empty() || out.writes != 0) continue;  // this stream, or slot in use
+    const int32_t slot = out.free.front();
+    for (const Consumer& c : out.consumers) {
+      const StreamEvents* reader = c.actor->events_.get();
+      if (reader != nullptr && !reader->read[c.input].empty()) {
+        stream->Wait(*reader->read[c.input][slot]);
+      }
+    }
+  }
+}
+
 void Actor::AddFetch(bool from_input, int arg, std::vector<Tensor>* into) {
   CHECK_LT(arg, from_input ? num_data_inputs() : num_data_outputs());
   fetches_.push_back({from_input, arg, into});
@@ -163,6 +207,8 @@ void Actor::ActUntilFail() {
     }
     const int64_t step = acts_;
     const int64_t start_ns = run_->record_acts ? run_->NowNs() : 0;
+    Stream* stream = events_ ? thread_->device_stream() : nullptr;
+    if (events_) WaitForOtherStreams(stream);
     Status status = Act(step);
     if (run_->record_acts) {
       thread_->RecordAct(
@@ -177,7 +223,8 @@ void Actor::ActUntilFail() {
       (*f.into)[iteration(step) - first_iteration_ + period_ - 1] = t->Clone();
     }
     ++acts_;
-    for (Output& out : outputs_) {
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      Output& out = outputs_[o];
       if (++out.writes < out.acts_per_value) continue;  // the value spans more acts
       out.writes = 0;
       const int32_t slot = out.free.front();
@@ -186,15 +233,18 @@ void Actor::ActUntilFail() {
         out.free.Push(slot);
         continue;
       }
+      if (events_ && !events_->written[o].empty()) events_->written[o][slot]->Record(stream);
       out.pending[slot] = static_cast<int32_t>(out.consumers.size());
       ++outputs_busy_;
       for (const Consumer& c : out.consumers) Send(c.actor, Message::kReady, c.input, slot);
     }
-    for (Input& in : inputs_) {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      Input& in = inputs_[i];
       if (++in.reads < in.reads_per_slot) continue;  // read again by the next act
       in.reads = 0;
       const int32_t slot = in.ready.front();
       in.ready.Pop();
+      if (events_ && !events_->read[i].empty()) events_->read[i][slot]->Record(stream);
       Send(in.producer, Message::kFree, in.producer_output, slot);
     }
     AfterAct();

@@ -42,24 +42,39 @@
 //     |                    |                     |-- Ready(g,0) ------->|-- act, frees w
 //     |<-------------------------------------------------- Free(w,0) ---|
 //     |-- act (step 2): Ready(w,0) ... (w's one slot is held until the update acted)
+//
+// Streams: every actor's work goes to its thread's device stream. A register
+// whose producer and consumer sit on different streams is handed over by
+// events, per slot: the producer records `written` on its stream after the
+// act that filled the slot (before its Ready), the consumer's stream waits
+// on it before the act that reads the slot; the consumer records `read`
+// after that act (before its Free), the producer's stream waits on it before
+// writing the slot again. On a CPU inline stream the act has finished when
+// Record is called, so both are complete at once and Wait returns (no lock
+// taken beyond the event's own, no allocation); on a device stream they
+// order the queued kernels without blocking the actor thread. Registers
+// within one stream need none: the stream's order is the act order.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/status.h"
+#include "oneflow_lite/core/stream.h"
 #include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
 
 class Actor;
+class DeviceContext;
 class ActorThread;
 struct RunContext;
 
 // A register as the runtime holds it: num_slots buffers on one rank,
-// allocated once by that rank's DeviceAllocator and owned by the Runtime.
+// allocated once by that rank's device Allocator and owned by the Runtime.
 struct RuntimeRegister {
   const proto::RegisterDesc* desc = nullptr;
   std::vector<Tensor> slots;
@@ -112,6 +127,10 @@ class Actor {
   void AddFetch(bool from_input, int arg, std::vector<Tensor>* into);
   void ClearFetches() { fetches_.clear(); }
   void set_thread(ActorThread* thread) { thread_ = thread; }
+  // After every actor is connected and has its thread: the events of the
+  // registers this actor hands to or takes from another stream (see the top
+  // of this file), made by the rank's device.
+  void CreateEvents(DeviceContext* device);
   // Checks arity and looks up what the kind needs (kernels, hooks).
   virtual Status Prepare() { return Status::OK(); }
 
@@ -190,6 +209,9 @@ class Actor {
   };
 
   bool ReadyToAct() const;
+  // Before an act: this stream waits for the events of the slots it takes
+  // from other streams. After: it records the events of the slots it hands on.
+  void WaitForOtherStreams(Stream* stream);
   void Send(Actor* dst, Message::Kind kind, int32_t index, int32_t slot);
   int FindInput(const RuntimeRegister* reg) const;
   int FindOutput(const RuntimeRegister* reg) const;
@@ -212,6 +234,18 @@ class Actor {
   int64_t period_ = 1;  // iterations per act
   int64_t acts_ = 0;
   int64_t outputs_busy_ = 0;  // slots handed to consumers, not yet all freed
+  // The events of registers between this actor's stream and another's (see
+  // the top of this file), per slot; kept apart so that the hot structs stay
+  // as small as they were. Null: every register stays on this stream.
+  struct StreamEvents {
+    // Per input: recorded after the reads of a slot, before Free; empty
+    // when the producer is on this stream.
+    std::vector<std::vector<std::unique_ptr<Event>>> read;
+    // Per output: recorded after the write of a slot, before Ready; empty
+    // when every consumer is on this stream.
+    std::vector<std::vector<std::unique_ptr<Event>>> written;
+  };
+  std::unique_ptr<StreamEvents> events_;
 };
 
 }  // namespace ofl

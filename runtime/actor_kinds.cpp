@@ -19,11 +19,18 @@ Shape ShapeOf(const proto::ShapeProto& proto) {
 class ComputeActor : public Actor {
  public:
   ComputeActor(const proto::TaskProto& task, const RankEnv& env)
-      : Actor(task, TaskDisplayName(task)), arena_(env.arena) {}
+      : Actor(task, TaskDisplayName(task)), arena_(env.arena), device_(env.device) {}
 
   Status Prepare() override {
     const proto::OpConf& conf = task_.op_conf();
-    OFL_ASSIGN_OR_RETURN(kernel_, KernelRegistry::Find(conf.op_type(), DeviceType::kCPU));
+    ctx_.device = device_->device();
+    ctx_.stream = thread()->device_stream();
+    OFL_ASSIGN_OR_RETURN(kernel_, KernelRegistry::Find(conf.op_type(), ctx_.device.type));
+    if (ctx_.device.is_host() && !ctx_.stream->is_inline()) {
+      return Named(StatusCode::kInvalidArgument,
+                   StrCat("a CPU kernel runs on its calling thread and needs an inline stream; ",
+                          ctx_.device, "'s stream is not"));
+    }
     Maybe<const OpDef*> def = OpRegistry::Find(conf.op_type());
     if (def.ok()) {
       for (const auto& [k, v] : def.value()->attr_defaults()) attrs_.Set(k, v);
@@ -86,6 +93,7 @@ class ComputeActor : public Actor {
 
  private:
   tbb::task_arena* arena_;
+  DeviceContext* device_;
   const KernelFn* kernel_ = nullptr;
   AttrMap attrs_;
   KernelContext ctx_;
@@ -197,6 +205,11 @@ class BoxingActor : public Actor {
     }
     if (num_data_inputs() > 1 || num_data_outputs() > 1) {
       return Named(StatusCode::kInvalidArgument, "a boxing step has at most one input and output");
+    }
+    if (!thread()->device_stream()->is_inline()) {
+      return Named(StatusCode::kUnimplemented,
+                   StrCat("boxing on ", thread()->device_stream()->device(),
+                          " needs a communicator that takes its stream (not in this build)"));
     }
     return Status::OK();
   }

@@ -1,10 +1,13 @@
 // The six kinds of actor, one per TaskProto kind, and the factory the
 // Runtime builds them with. What each act does:
-//   COMPUTE   runs the op's CPU kernel (KernelRegistry) inside its rank's
-//             task_arena; attrs from op_conf with the op's defaults filled
-//             in, the iteration, and the logical shape/offset of output 0
-//             (its RegisterDesc's, or the physical shape at offset 0). A
-//             kernel that rejects a value or throws (ops/kernel.h CallKernel)
+//   COMPUTE   runs the op's kernel for its rank's device type
+//             (KernelRegistry) inside its rank's task_arena, with the
+//             rank's device and its thread's stream in the KernelContext
+//             (a CPU kernel needs the inline stream: it runs at once);
+//             attrs from op_conf with the op's defaults filled in, the
+//             iteration, and the logical shape/offset of output 0 (its
+//             RegisterDesc's, or the physical shape at offset 0). A kernel
+//             that rejects a value or throws (ops/kernel.h CallKernel)
 //             fails the run with an error naming the task; with
 //             RunContext::detect_anomaly a NaN or Inf output does too.
 //   SOURCE    copies this iteration's fed tensor into its output slot.
@@ -12,7 +15,10 @@
 //             act only hands it to the readers of the next iteration.
 //   SINK      nothing of its own; a fetch clones its input.
 //   BOXING    calls the BoxingFn hook (runtime/boxing.h's RunBoxingStep
-//             fits behind it); acts in the thread's boxing turn.
+//             fits behind it); acts in the thread's boxing turn. Its stream
+//             is its thread's; the hook runs on the calling thread, so the
+//             stream must be inline (a device stream needs a communicator
+//             that takes the stream, as NCCL does: not in this build).
 //   ACC       gradient accumulation: acts every iteration (micro-batch) and
 //             sums its input into its output slot; its output register has
 //             period k, so the slot goes on once per k acts, holding the
@@ -29,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "oneflow_lite/core/device_context.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "runtime/actor.h"
 
@@ -45,6 +52,7 @@ using BoxingFn =
 struct RankEnv {
   tbb::task_arena* arena = nullptr;  // the rank's kernel threads
   const BoxingFn* boxing = nullptr;  // may point to an empty function
+  DeviceContext* device = nullptr;   // the rank's device
 };
 
 // "matmul 'fc1'", "source 'x'", "boxing all_reduce 'y'": the task in errors.

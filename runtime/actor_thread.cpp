@@ -66,8 +66,15 @@ void Mailbox::Clear() {
   size_.store(0, std::memory_order_release);
 }
 
-ActorThread::ActorThread(int64_t rank, int64_t stream, int kernel_threads, int spin_us)
-    : rank_(rank), stream_(stream), kernel_threads_(kernel_threads), spin_us_(spin_us) {}
+ActorThread::ActorThread(int64_t rank, int64_t stream, int kernel_threads, int spin_us,
+                         std::unique_ptr<Stream> device_stream)
+    : rank_(rank),
+      stream_(stream),
+      kernel_threads_(kernel_threads),
+      spin_us_(spin_us),
+      device_stream_(std::move(device_stream)) {
+  CHECK(device_stream_ != nullptr) << "rank " << rank << " stream " << stream;
+}
 
 ActorThread::~ActorThread() {
   if (!thread_.joinable()) return;

@@ -10,6 +10,10 @@
 // (runtime.h documents the share); this thread also sets OpenMP's thread
 // count (oneDNN's pool, a per-thread setting) to the rank's share.
 //
+// Device stream: each thread owns one Stream of its rank's device
+// (oneflow_lite/core/stream.h), the stream its actors' work goes to: a CPU
+// inline stream, since CPU kernels run on this thread.
+//
 // BOXING actors of one thread act in plan order, cyclically (b0, b1, ..., b0
 // of the next iteration, ...), so the collectives of every rank's stream are
 // called in the one order fixed at compile time (DESIGN.md section 7).
@@ -23,10 +27,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "oneflow_lite/core/stream.h"
 #include "runtime/actor.h"
 #include "runtime/run_context.h"
 
@@ -51,8 +57,10 @@ class Mailbox {
 
 class ActorThread {
  public:
-  // `kernel_threads`: the OpenMP share of this thread's rank.
-  ActorThread(int64_t rank, int64_t stream, int kernel_threads, int spin_us);
+  // `kernel_threads`: the OpenMP share of this thread's rank;
+  // `device_stream`: a stream of the rank's device (not null).
+  ActorThread(int64_t rank, int64_t stream, int kernel_threads, int spin_us,
+              std::unique_ptr<Stream> device_stream);
   ~ActorThread();  // ends the OS thread (never during a run)
   ActorThread(const ActorThread&) = delete;
   ActorThread& operator=(const ActorThread&) = delete;
@@ -76,7 +84,8 @@ class ActorThread {
   std::vector<ActRecord> TakeRecords() { return std::move(records_); }
 
   int64_t rank() const { return rank_; }
-  int64_t stream() const { return stream_; }
+  int64_t stream() const { return stream_; }  // the plan's stream id
+  Stream* device_stream() const { return device_stream_.get(); }
 
  private:
   void Main();
@@ -87,6 +96,7 @@ class ActorThread {
   const int64_t stream_;
   const int kernel_threads_;
   const int spin_us_;
+  const std::unique_ptr<Stream> device_stream_;
   std::vector<Actor*> actors_;
   std::vector<Actor*> boxing_order_;
   size_t boxing_turn_ = 0;

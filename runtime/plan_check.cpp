@@ -205,6 +205,7 @@ Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan) {
       }
     }
   }
+  OFL_RETURN_IF_ERROR(CheckDevices(plan));
   std::vector<int64_t> producer(plan.registers_size(), -1);
   for (const auto& t : plan.tasks()) {
     for (const auto* ids : {&t.outputs(), &t.ctrl_outputs()}) {
@@ -224,6 +225,50 @@ Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan) {
   OFL_RETURN_IF_ERROR(CheckInPlaceOrder(plan, producer));
   OFL_RETURN_IF_ERROR(CheckActRatios(plan, producer));
   return producer;
+}
+
+namespace {
+Maybe<Device> ParseDevice(const std::string& text, int64_t rank, const std::string& what) {
+  if (text.empty()) return Device{DeviceType::kCPU, static_cast<int>(rank)};
+  Maybe<Device> device = Device::Parse(text);
+  if (!device.ok()) return InvalidArgument("plan: ", what, ": ", device.status().message());
+  return device;
+}
+}  // namespace
+
+Maybe<Device> DeviceOf(const proto::RegisterDesc& r) {
+  return ParseDevice(r.device(), r.rank(), "register '" + r.name() + "'");
+}
+
+Maybe<Device> DeviceOf(const proto::TaskProto& t) {
+  return ParseDevice(t.device(), t.rank(), StrCat("task ", t.id(), " (", TaskDisplayName(t), ")"));
+}
+
+Status CheckDevices(const proto::Plan& plan) {
+  std::vector<Device> registers;
+  for (const auto& r : plan.registers()) {
+    OFL_ASSIGN_OR_RETURN(Device device, DeviceOf(r));
+    registers.push_back(device);
+  }
+  std::map<int64_t, std::pair<Device, int64_t>> rank_device;  // rank -> (device, first task)
+  for (const auto& t : plan.tasks()) {
+    OFL_ASSIGN_OR_RETURN(Device device, DeviceOf(t));
+    auto [first, inserted] = rank_device.emplace(t.rank(), std::make_pair(device, t.id()));
+    OFL_ENSURE(inserted || first->second.first == device, "plan: task ", t.id(), " (",
+               TaskDisplayName(t), ") of rank ", t.rank(), " is on ", device, ", task ",
+               first->second.second, " (", TaskDisplayName(plan.tasks(first->second.second)),
+               ") of that rank on ", first->second.first, " (a rank is one device)");
+    for (const auto* ids : {&t.inputs(), &t.outputs(), &t.ctrl_inputs(), &t.ctrl_outputs()}) {
+      for (int64_t id : *ids) {
+        const bool shared_host = registers[id].is_host() && device.is_host();
+        OFL_ENSURE(registers[id] == device || shared_host, "plan: task ", t.id(), " (",
+                   TaskDisplayName(t), ") on ", device, " uses register '",
+                   plan.registers(id).name(), "' (id ", id, ") on ", registers[id],
+                   " (a task's registers are on its device; only CPU devices share memory)");
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Status RunIterationsFit(const proto::Plan& plan, int64_t num_iterations) {

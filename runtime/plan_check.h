@@ -3,7 +3,8 @@
 // the other readers of the register it writes (CheckInPlaceOrder). The
 // lowering is meant to add those ctrl edges; without one the actors would
 // let a reader see a half-updated variable, so the plan is refused instead.
-// CheckActRatios holds the periods of micro-batching together. CheckPlan
+// CheckActRatios holds the periods of micro-batching together; CheckDevices
+// the devices of tasks and registers. CheckPlan
 // runs all of them in the order Runtime::Create does, so a loaded or received
 // Plan can be refused before any actor or buffer exists (fuzz/fuzz_plan.cpp
 // drives it with arbitrary plans).
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "oneflow_lite/core/device.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/status.h"
 
@@ -35,9 +37,22 @@ Status CheckInPlaceOrder(const proto::Plan& plan, const std::vector<int64_t>& pr
 // (they act in one cyclic order). Run's iteration count must be a multiple
 // of the largest period (RunIterationsFit).
 Status CheckActRatios(const proto::Plan& plan, const std::vector<int64_t>& producer);
+// The device of a register or task: its `device` field, or "cpu:<rank>"
+// when that is empty; an error names the register or task and the text.
+Maybe<Device> DeviceOf(const proto::RegisterDesc& r);
+Maybe<Device> DeviceOf(const proto::TaskProto& t);
+
+// Every device parses; the tasks of one rank share one device (a rank is
+// one device); every register a task reads or writes (data and ctrl) is on
+// the task's device, or the error names the task, the register and both
+// devices. CPU devices are virtual and share the host's memory, so a CPU
+// task may use a register of another CPU device of its process.
+Status CheckDevices(const proto::Plan& plan);
+
 // Everything Runtime::Create checks before it builds actors: num_ranks >= 1,
 // CheckPlanShape, every register written by one task at most and read only
-// when some task writes it, then CheckInPlaceOrder and CheckActRatios.
+// when some task writes it, CheckDevices, then CheckInPlaceOrder and
+// CheckActRatios.
 // Returns producer[register id] (-1: no writer).
 Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan);
 

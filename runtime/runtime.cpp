@@ -3,6 +3,7 @@
 #include "runtime/runtime.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -25,10 +26,44 @@ constexpr bool kThreadSanitizer = false;
 constexpr bool kThreadSanitizer = false;
 #endif
 
-Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, DeviceAllocator* allocator) {
+// A zeroed slot of `r` (host memory: the only kind this build allocates).
+Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, Allocator* allocator) {
   std::vector<int64_t> dims(r.desc().shape().dims().begin(), r.desc().shape().dims().end());
   OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r.desc().dtype()));
-  return allocator->AllocateZeros(Shape(dims), dtype);
+  Maybe<Tensor> slot = allocator->NewTensor(Shape(dims), dtype);
+  if (!slot.ok()) {
+    return Status(slot.status().code(),
+                  StrCat("register '", r.name(), "': ", slot.status().message()));
+  }
+  Tensor t = std::move(slot).value();
+  CHECK(t.device().is_host()) << "register '" << r.name() << "' on " << t.device();
+  if (t.nbytes() > 0) std::memset(t.raw(), 0, t.nbytes());
+  return t;
+}
+
+// Each local rank's device (CheckDevices made them agree): its tasks', else
+// its registers', else cpu:<rank>.
+Status CreateDevices(const proto::Plan& plan, const std::vector<int64_t>& local_ranks,
+                     const RuntimeOptions& options,
+                     std::vector<std::unique_ptr<DeviceContext>>* devices) {
+  std::vector<Device> device(plan.num_ranks());
+  for (int64_t r = 0; r < plan.num_ranks(); ++r)
+    device[r] = {DeviceType::kCPU, static_cast<int>(r)};
+  for (const auto& reg : plan.registers()) device[reg.rank()] = DeviceOf(reg).value();
+  for (const auto& t : plan.tasks()) device[t.rank()] = DeviceOf(t).value();
+  devices->resize(plan.num_ranks());
+  for (int64_t r : local_ranks) {
+    Maybe<std::unique_ptr<DeviceContext>> context =
+        options.make_device ? options.make_device(device[r]) : CreateDeviceContext(device[r]);
+    if (!context.ok()) {
+      return Status(context.status().code(), StrCat("rank ", r, ": ", context.status().message()));
+    }
+    (*devices)[r] = std::move(context).value();
+    CHECK((*devices)[r] != nullptr) << "make_device(" << device[r] << ") made nothing";
+    CHECK((*devices)[r]->device() == device[r]) << "make_device(" << device[r] << ") made "
+                                                << (*devices)[r]->device();
+  }
+  return Status::OK();
 }
 
 // " (rank 3 belongs to process 1; this is process 0)" for a rank of another process.
@@ -91,13 +126,15 @@ Status Runtime::Build(RuntimeOptions options) {
   shares_.assign(ranks, 0);
   m.arenas.resize(ranks);
   m.envs.resize(ranks);
-  for (int64_t r = 0; r < ranks; ++r) m.allocators.push_back(std::make_unique<DeviceAllocator>());
+  OFL_RETURN_IF_ERROR(CreateDevices(plan, m.local_ranks, m.options, &m.devices));
+  std::vector<Allocator*> allocators(ranks, nullptr);
+  for (int64_t r : m.local_ranks) allocators[r] = m.devices[r]->allocator();
   for (int64_t i = 0; i < num_local; ++i) {
     const int64_t r = m.local_ranks[i];
     shares_[r] = kThreadSanitizer ? 1 : KernelShare(cores, num_local, i);
     const int masters = std::max<int>(1, static_cast<int>(compute_streams[r].size()));
     m.arenas[r] = std::make_unique<tbb::task_arena>(std::max(shares_[r], masters), masters);
-    m.envs[r] = RankEnv{m.arenas[r].get(), &m.options.boxing};
+    m.envs[r] = RankEnv{m.arenas[r].get(), &m.options.boxing, m.devices[r].get()};
   }
 
   // Registers: control ones (some task's ctrl_outputs) carry no data.
@@ -111,15 +148,15 @@ Status Runtime::Build(RuntimeOptions options) {
     reg.control = control.count(r.id()) > 0;
     if (!local(r.rank())) continue;
     for (int64_t s = 0; s < r.num_slots(); ++s) {
-      OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, m.allocators[r.rank()].get()));
+      OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, allocators[r.rank()]));
       reg.slots.push_back(slot);
     }
   }
 
   // The undo copy runs while no kernel does: on all C kernel threads (one
   // under ThreadSanitizer, as the ranks' arenas).
-  m.undo = std::make_unique<StepUndo>(plan, &m.registers, m.allocators,
-                                      kThreadSanitizer ? 1 : cores, m.options.transactional);
+  m.undo = std::make_unique<StepUndo>(plan, &m.registers, allocators, kThreadSanitizer ? 1 : cores,
+                                      m.options.transactional);
 
   // Actors (this process's tasks) and their registers.
   m.actor_of_task.assign(plan.tasks_size(), nullptr);
@@ -147,6 +184,23 @@ Status Runtime::Build(RuntimeOptions options) {
       Actor::Connect(m.actor_of_task[m.producer[id]], &m.registers[id], m.actor_of_task[t.id()]);
     }
   }
+  // One thread per (rank, stream), each with a stream of the rank's device;
+  // actors join in plan order. Then the events of registers between streams.
+  std::map<std::pair<int64_t, int64_t>, ActorThread*> by_stream;
+  for (const auto& t : plan.tasks()) {
+    if (!local(t.rank())) continue;
+    ActorThread*& thread = by_stream[{t.rank(), t.stream()}];
+    if (thread == nullptr) {
+      m.threads.push_back(std::make_unique<ActorThread>(t.rank(), t.stream(), shares_[t.rank()],
+                                                        m.options.spin_us,
+                                                        m.devices[t.rank()]->CreateStream()));
+      thread = m.threads.back().get();
+    }
+    thread->AddActor(m.actor_of_task[t.id()]);
+  }
+  for (const auto& t : plan.tasks()) {
+    if (local(t.rank())) m.actor_of_task[t.id()]->CreateEvents(m.devices[t.rank()].get());
+  }
   for (const auto& t : plan.tasks()) {
     if (!local(t.rank())) continue;
     OFL_RETURN_IF_ERROR(m.actor_of_task[t.id()]->Prepare());
@@ -163,18 +217,6 @@ Status Runtime::Build(RuntimeOptions options) {
     }
   }
 
-  // One thread per (rank, stream); actors join in plan order.
-  std::map<std::pair<int64_t, int64_t>, ActorThread*> by_stream;
-  for (const auto& t : plan.tasks()) {
-    if (!local(t.rank())) continue;
-    ActorThread*& thread = by_stream[{t.rank(), t.stream()}];
-    if (thread == nullptr) {
-      m.threads.push_back(std::make_unique<ActorThread>(t.rank(), t.stream(), shares_[t.rank()],
-                                                        m.options.spin_us));
-      thread = m.threads.back().get();
-    }
-    thread->AddActor(m.actor_of_task[t.id()]);
-  }
   for (auto& thread : m.threads) thread->Start();
   return Status::OK();
 }
@@ -187,6 +229,8 @@ Status Runtime::SetVariable(const std::string& name, int64_t rank, const Tensor&
   OFL_ENSURE(value.shape() == reg.shape() && value.dtype() == reg.dtype(), "variable '", name,
              "' on rank ", rank, " has shape ", reg.shape(), " ", DataTypeName(reg.dtype()),
              ", got ", value.shape(), " ", DataTypeName(value.dtype()));
+  OFL_RETURN_IF_ERROR(
+      Tensor::CheckCopy(reg, value, StrCat("variable '", name, "' on rank ", rank)));
   reg.CopyFrom(value);
   return Status::OK();
 }
@@ -212,7 +256,7 @@ const std::vector<int64_t>& Runtime::local_ranks() const { return impl_->local_r
 
 std::vector<int64_t> Runtime::peak_bytes() const {
   std::vector<int64_t> out;
-  for (const auto& a : impl_->allocators) out.push_back(a->peak_bytes());
+  for (const auto& d : impl_->devices) out.push_back(d ? d->allocator()->peak_bytes() : 0);
   return out;
 }
 
@@ -222,7 +266,7 @@ std::vector<int64_t> Runtime::undo_bytes() const {
 
 std::vector<int64_t> Runtime::live_bytes() const {
   std::vector<int64_t> out;
-  for (const auto& a : impl_->allocators) out.push_back(a->live_bytes());
+  for (const auto& d : impl_->devices) out.push_back(d ? d->allocator()->live_bytes() : 0);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // Runtime: executes a Plan on actors (DESIGN.md section 7): one actor per
 // task, one ActorThread per (rank, stream), registers of num_slots buffers
-// allocated once per rank by that rank's DeviceAllocator. Run(N) drives N
+// allocated once per rank by that rank's device Allocator. Run(N) drives N
 // iterations through the register handshake (runtime/actor.h) with no
 // central scheduler and returns when every actor acted N times and every
 // slot came back (end-of-stream draining), or on the first error.
@@ -58,6 +58,7 @@
 #include <string>
 #include <vector>
 
+#include "oneflow_lite/core/device_context.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/tensor.h"
 #include "runtime/actor_kinds.h"
@@ -88,6 +89,10 @@ struct RuntimeOptions {
   int spin_us = 0;
   // Runs BOXING tasks; required when the plan has any.
   BoxingFn boxing;
+  // Makes the DeviceContext of each local rank's device (the Plan's); empty:
+  // CreateDeviceContext (CPU only in this build). A backend compiled outside
+  // runtime/ plugs in here, as do tests that watch the streams and events.
+  std::function<Maybe<std::unique_ptr<DeviceContext>>(const Device&)> make_device;
   // Called once when a run fails, on the thread that failed it, with the
   // error: e.g. to abort the communicators, so that ranks blocked in a
   // collective return now rather than at the collective's timeout.

@@ -1,8 +1,9 @@
-// Runtime::Impl: what a Runtime owns besides its Plan: per rank an allocator
-// and a task_arena, every register's slots, the actors, the actor threads
-// and the per-run fetch buffers. Internal to runtime.cpp and runtime_run.cpp;
-// used by one caller thread at a time (the actor threads touch the registers
-// and actors only during a run).
+// Runtime::Impl: what a Runtime owns besides its Plan: per rank a device
+// (its DeviceContext: allocator, streams, events) and a task_arena, every
+// register's slots, the actors, the actor threads and the per-run fetch
+// buffers. Internal to runtime.cpp and runtime_run.cpp; used by one caller
+// thread at a time (the actor threads touch the registers and actors only
+// during a run).
 #pragma once
 
 #include <tbb/task_arena.h>
@@ -11,10 +12,10 @@
 #include <memory>
 #include <vector>
 
+#include "oneflow_lite/core/device_context.h"
 #include "runtime/actor.h"
 #include "runtime/actor_kinds.h"
 #include "runtime/actor_thread.h"
-#include "runtime/allocator.h"
 #include "runtime/runtime.h"
 #include "runtime/step_undo.h"
 
@@ -22,7 +23,7 @@ namespace ofl {
 
 struct Runtime::Impl {
   RuntimeOptions options;
-  std::vector<std::unique_ptr<DeviceAllocator>> allocators;  // per rank
+  std::vector<std::unique_ptr<DeviceContext>> devices;       // per rank (null: not local)
   std::vector<std::unique_ptr<tbb::task_arena>> arenas;      // per rank (null: not local)
   std::vector<RankEnv> envs;                                 // per rank
   std::vector<int64_t> local_ranks;                          // this process's, ascending

@@ -62,6 +62,8 @@ Status Runtime::PrepareFeeds(int64_t num_iterations, const std::vector<TensorMap
       OFL_ENSURE(t.shape() == reg.shape() && t.dtype() == reg.dtype(), "run: input '", key.name,
                  "' on rank ", key.rank, " expects shape ", reg.shape(), " ",
                  DataTypeName(reg.dtype()), ", got ", t.shape(), " ", DataTypeName(t.dtype()));
+      OFL_RETURN_IF_ERROR(
+          Tensor::CheckCopy(reg, t, StrCat("run: input '", key.name, "' on rank ", key.rank)));
       per_step.push_back(&t);
     }
     SetSourceFeeds(m.actor_of_task[task], std::move(per_step));

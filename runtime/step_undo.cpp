@@ -36,8 +36,7 @@ std::vector<int64_t> StepUndo::UpdatedRegisters(const proto::Plan& plan) {
 }
 
 StepUndo::StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* registers,
-                   const std::vector<std::unique_ptr<DeviceAllocator>>& allocators, int threads,
-                   bool keep_copy)
+                   const std::vector<Allocator*>& allocators, int threads, bool keep_copy)
     : keep_copy_(keep_copy),
       bytes_per_rank_(plan.num_ranks(), 0),
       arena_(std::make_unique<tbb::task_arena>(std::max(threads, 1))) {
@@ -51,7 +50,9 @@ StepUndo::StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* regist
       entries_.push_back({live, Tensor()});
       continue;
     }
-    entries_.push_back({live, allocators[rank]->Allocate(live->shape(), live->dtype())});
+    CHECK(live->device().is_host()) << "undo copy of '" << reg.desc->name() << "' on "
+                                    << live->device() << ": host registers only";
+    entries_.push_back({live, allocators[rank]->NewTensor(live->shape(), live->dtype()).value()});
     bytes_per_rank_[rank] += live->nbytes();
   }
 }

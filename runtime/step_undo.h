@@ -3,7 +3,7 @@
 // an undo copy. At Build, one buffer per *updated* persistent register (a
 // variable that some COMPUTE task writes in place: an OpDef mutable input,
 // e.g. sgd_update's param and momentum_buffer, adam_update's param, m, v and
-// step) is allocated by the register's rank's DeviceAllocator, so the rank's
+// step) is allocated by the register's rank's Allocator, so the rank's
 // peak bytes count it (bytes(rank) = the sum of those registers' bytes, the
 // same as the state itself; read-only variables get none). Save() copies the
 // registers into the buffers before the actors start; when the run's agreed
@@ -30,10 +30,10 @@
 #include <memory>
 #include <vector>
 
+#include "oneflow_lite/core/allocator.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/status.h"
 #include "runtime/actor.h"
-#include "runtime/allocator.h"
 
 namespace ofl {
 
@@ -45,13 +45,13 @@ class StepUndo {
   static std::vector<int64_t> UpdatedRegisters(const proto::Plan& plan);
 
   // With `keep_copy`, one undo buffer per updated register, from
-  // allocators[its rank]; without, none (Save and Restore do nothing).
+  // allocators[its rank] (host memory: the copies are memcpy); without, none
+  // (Save and Restore do nothing).
   // Registers with no slot (ranks this process does not run) are skipped.
   // `registers` (by id) must outlive the StepUndo. `threads`: the copy
   // threads (>= 1).
   StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* registers,
-           const std::vector<std::unique_ptr<DeviceAllocator>>& allocators, int threads,
-           bool keep_copy);
+           const std::vector<Allocator*>& allocators, int threads, bool keep_copy);
 
   void Save();     // registers -> undo buffers
   void Restore();  // undo buffers -> registers

@@ -4,14 +4,6 @@
 
 namespace ofl {
 
-const char* DeviceTypeName(DeviceType type) { return type == DeviceType::kCPU ? "cpu" : "cuda"; }
-
-Maybe<DeviceType> ParseDeviceType(const std::string& name) {
-  if (name == "cpu") return DeviceType::kCPU;
-  if (name == "cuda") return DeviceType::kCUDA;
-  return InvalidArgument("unknown device type '", name, "' (expected cpu or cuda)");
-}
-
 Maybe<Placement> Placement::Create(DeviceType type, std::vector<int64_t> ranks, Shape hierarchy) {
   OFL_ENSURE(!ranks.empty(), "placement: no ranks given");
   std::set<int64_t> seen;

@@ -7,13 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "oneflow_lite/core/device.h"
 #include "oneflow_lite/core/shape.h"
 
 namespace ofl {
-
-enum class DeviceType { kCPU, kCUDA };
-const char* DeviceTypeName(DeviceType type);
-Maybe<DeviceType> ParseDeviceType(const std::string& name);
 
 class Placement {
  public:

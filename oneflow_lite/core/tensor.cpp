@@ -34,8 +34,12 @@ Tensor::Tensor(Shape shape, DataType dtype) : shape_(std::move(shape)), dtype_(d
   data_ = owner_.get();
 }
 
-Tensor::Tensor(Shape shape, DataType dtype, std::shared_ptr<void> owner, void* data)
-    : shape_(std::move(shape)), dtype_(dtype), owner_(std::move(owner)), data_(data) {}
+Tensor::Tensor(Shape shape, DataType dtype, std::shared_ptr<void> owner, void* data, Device device)
+    : shape_(std::move(shape)),
+      dtype_(dtype),
+      owner_(std::move(owner)),
+      data_(data),
+      device_(device) {}
 
 Tensor Tensor::Zeros(Shape shape, DataType dtype) {
   Tensor t(std::move(shape), dtype);
@@ -50,6 +54,8 @@ Tensor Tensor::Full(Shape shape, DataType dtype, double value) {
 }
 
 Tensor Tensor::Clone() const {
+  CHECK(device_.is_host()) << "Clone of a tensor on " << device_
+                           << ": only host tensors are cloned in place";
   Tensor t(shape_, dtype_);
   if (nbytes() > 0) std::memcpy(t.raw(), data_, nbytes());
   return t;
@@ -59,10 +65,23 @@ void Tensor::CopyFrom(const Tensor& other) {
   CHECK(shape_ == other.shape_ && dtype_ == other.dtype_)
       << "CopyFrom " << other.shape_ << " " << DataTypeName(other.dtype_) << " into " << shape_
       << " " << DataTypeName(dtype_);
+  CHECK(device_.is_host() && other.device_.is_host())
+      << "CopyFrom " << other.device_ << " into " << device_
+      << ": a copy to or from a non-host device is a copy task on a stream, not CopyFrom";
   if (nbytes() > 0) std::memcpy(data_, other.data_, nbytes());
 }
 
+Status Tensor::CheckCopy(const Tensor& to, const Tensor& from, const std::string& what) {
+  OFL_ENSURE(to.shape_ == from.shape_ && to.dtype_ == from.dtype_, what, ": has shape ", to.shape_,
+             " ", DataTypeName(to.dtype_), ", got ", from.shape_, " ", DataTypeName(from.dtype_));
+  OFL_ENSURE(to.device_.is_host() && from.device_.is_host(), what, ": is on ", to.device_,
+             ", got a tensor on ", from.device_,
+             " (copies between these devices are not supported: only CPU exists in this build)");
+  return Status::OK();
+}
+
 void Tensor::Fill(double value) {
+  CHECK(device_.is_host()) << "Fill of a tensor on " << device_ << ": host tensors only";
   switch (dtype_) {
     case DataType::kFloat32: FillTyped<float>(data_, numel(), value); break;
     case DataType::kFloat64: FillTyped<double>(data_, numel(), value); break;
@@ -76,7 +95,7 @@ void Tensor::Fill(double value) {
 
 Tensor Tensor::Reshaped(Shape shape) const {
   CHECK_EQ(shape.NumElements(), numel()) << "Reshaped " << shape_ << " to " << shape;
-  return Tensor(std::move(shape), dtype_, owner_, data_);
+  return Tensor(std::move(shape), dtype_, owner_, data_, device_);
 }
 
 }  // namespace ofl

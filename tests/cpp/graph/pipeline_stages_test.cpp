@@ -82,11 +82,35 @@ TEST(PipelineStagesTest, LoweringAccumulatesGradientsAndBoxesAcrossStages) {
     }
     EXPECT_EQ(acc, 4) << "one ACC per rank of each of the two gradients (2 ranks each)";
     EXPECT_GT(send_recv, 0);
+    for (const auto& t : plan.tasks()) {
+      EXPECT_EQ(t.device(), "cpu:" + std::to_string(t.rank())) << t.id();
+    }
+    for (const auto& r : plan.registers()) {
+      EXPECT_EQ(r.device(), "cpu:" + std::to_string(r.rank())) << r.name();
+    }
     RuntimeOptions ro;
     ro.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*) { return Status::OK(); };
     auto rt = Runtime::Create(plan, ro);
     EXPECT_TRUE(rt.ok()) << "seed " << seed << ": " << rt.status().message();
   }
+}
+
+// A CUDA placement lowers to cuda devices, which this build's runtime
+// refuses by name rather than running CPU kernels on them.
+TEST(PipelineStagesTest, CudaStagesLowerToCudaDevicesTheRuntimeNames) {
+  OpGraph g = TwoLayers();
+  auto cuda = [](std::vector<int64_t> ranks) {
+    return Placement::Create(DeviceType::kCUDA, std::move(ranks)).value();
+  };
+  Strategy s = RandomPipelineStrategy(g, {cuda({0, 1}), cuda({2, 3})}, 0).value();
+  proto::Plan plan = LowerDistributed(g, s, {g.loss()}, LoweringOptions{}).value();
+  for (const auto& t : plan.tasks()) EXPECT_EQ(t.device(), "cuda:" + std::to_string(t.rank()));
+  for (const auto& r : plan.registers()) EXPECT_EQ(r.device(), "cuda:" + std::to_string(r.rank()));
+  RuntimeOptions ro;
+  ro.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*) { return Status::OK(); };
+  auto rt = Runtime::Create(plan, ro);
+  ASSERT_FALSE(rt.ok());
+  EXPECT_EQ(rt.status().message(), "rank 0: cuda:0: this build has no cuda backend");
 }
 
 }  // namespace

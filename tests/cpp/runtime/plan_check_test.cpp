@@ -62,5 +62,41 @@ TEST(CheckPlanTest, RefusesDamagedPlansByName) {
             "plan: task 1 (scalar_mul 'scale') names register 9 of 2");
 }
 
+TEST(CheckPlanTest, TasksAndTheirRegistersShareTheRanksDevice) {
+  proto::Plan named = SmallPlan();  // empty device fields mean cpu:<rank>
+  for (auto& r : *named.mutable_registers()) r.set_device("cpu:0");
+  for (auto& t : *named.mutable_tasks()) t.set_device("cpu:0");
+  ASSERT_TRUE(CheckPlan(named).ok()) << CheckPlan(named).status().message();
+
+  proto::Plan elsewhere = SmallPlan();
+  elsewhere.mutable_registers(1)->set_device("cuda:0");
+  EXPECT_EQ(CheckPlan(elsewhere).status().message(),
+            "plan: task 1 (scalar_mul 'scale') on cpu:0 uses register 'y' (id 1) on cuda:0 "
+            "(a task's registers are on its device; only CPU devices share memory)");
+
+  proto::Plan other_cpu = SmallPlan();  // virtual CPU devices share the host's memory
+  other_cpu.set_num_ranks(2);
+  other_cpu.mutable_registers(1)->set_rank(1);
+  other_cpu.mutable_registers(1)->set_device("cpu:1");
+  EXPECT_TRUE(CheckPlan(other_cpu).ok()) << CheckPlan(other_cpu).status().message();
+
+  proto::Plan split_rank = SmallPlan();
+  split_rank.mutable_tasks(2)->set_device("cuda:0");
+  EXPECT_EQ(CheckPlan(split_rank).status().message(),
+            "plan: task 2 (sink 'out') of rank 0 is on cuda:0, task 0 (source 'x') of that rank "
+            "on cpu:0 (a rank is one device)");
+
+  proto::Plan bad_name = SmallPlan();
+  bad_name.mutable_registers(0)->set_device("gpu:0");
+  EXPECT_EQ(CheckPlan(bad_name).status().message(),
+            "plan: register 'x': device 'gpu:0': unknown device type 'gpu' (expected cpu or cuda)");
+
+  proto::Plan bad_index = SmallPlan();
+  bad_index.mutable_tasks(1)->set_device("cpu:one");
+  EXPECT_EQ(CheckPlan(bad_index).status().message(),
+            "plan: task 1 (scalar_mul 'scale'): device 'cpu:one': index 'one' is not an integer "
+            "in [0, 2147483647]");
+}
+
 }  // namespace
 }  // namespace ofl
