@@ -168,7 +168,8 @@ void CellPricer::AxisMeets() {
   uniform_.assign(ndim_, {});
   for (int64_t d = 0; d < ndim_; ++d) {
     const auto& cuts = dst_.cuts[d];
-    for (const auto& [begin, size] : src_.cuts[d]) {
+    for (const auto& cut : src_.cuts[d]) {
+      const int64_t begin = cut.first, size = cut.second;
       int64_t n = 0, u = 0;
       auto first = std::partition_point(cuts.begin(), cuts.end(),
                                         [&](const auto& x) { return x.first + x.second <= begin; });
