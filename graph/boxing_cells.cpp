@@ -271,14 +271,7 @@ bool CellPricer::Walk(int64_t b, int64_t* load, int64_t* busiest) const {
       requests += m;
       *load = SaturatingAdd(*load, SaturatingMul(bytes, m));
     }
-    int64_t d = ndim_ - 1;
-    for (; d >= 0; --d) {
-      cell += dst_.strides[d];
-      if (++at[d] < hi[d]) break;
-      cell -= (hi[d] - lo[d]) * dst_.strides[d];
-      at[d] = lo[d];
-    }
-    none = d < 0;
+    none = !NextCell(at, lo, hi, dst_.strides, &cell);
   }
   *busiest = requests == 0      ? 0
              : holders_[b] == 1 ? *load

@@ -338,14 +338,7 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
           send(c, static_cast<size_t>(h), receiver, SaturatingMul(elements, element_size));
         }
       }
-      int64_t d = ndim - 1;
-      for (; d >= 0; --d) {
-        cell += c.strides[d];
-        if (++at[d] < hi[d]) break;
-        cell -= (hi[d] - lo[d]) * c.strides[d];
-        at[d] = lo[d];
-      }
-      none = d < 0;
+      none = !NextCell(at, lo, hi, c.strides, &cell);
     }
     if (transfers == nullptr) continue;
     // Source order, for the transfers' order; the bytes do not depend on

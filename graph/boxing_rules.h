@@ -67,6 +67,21 @@ std::optional<std::pair<int64_t, int64_t>> SendRecvByCells(const TensorDesc& log
                                                            const Placement& tp,
                                                            const NdSbp& target);
 
+// Steps the multi-index `at` over the box [lo, hi) of a grid (last axis
+// fastest) and keeps `*cell` (the flat index, by `strides`) in step; false
+// once the box is done. Both SEND_RECV walks (rank and cell) use it.
+inline bool NextCell(std::vector<int64_t>& at, const std::vector<int64_t>& lo,
+                     const std::vector<int64_t>& hi, const std::vector<int64_t>& strides,
+                     int64_t* cell) {
+  for (int64_t d = static_cast<int64_t>(at.size()) - 1; d >= 0; --d) {
+    *cell += strides[d];
+    if (++at[d] < hi[d]) return true;
+    *cell -= (hi[d] - lo[d]) * strides[d];
+    at[d] = lo[d];
+  }
+  return false;
+}
+
 // The checks both planners run first (empty placements, device types, NdSbps).
 Status CheckBoxing(const TensorDesc& logical, const Placement& from_placement, const NdSbp& from,
                    const Placement& to_placement, const NdSbp& to, const std::string& name);
