@@ -58,21 +58,13 @@ import time
 
 import numpy as np
 
-CONFIG = dict(n_layer=4, n_embd=256, n_head=4, seq_len=128, vocab_size=2048)  # ops_gpt.py's
-BATCH = 16
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runtime_dp import BATCH, CONFIG, batches  # noqa: E402  the same model, batch and data
+
 HYPER = dict(lr=1e-3, weight_decay=0.01)
 SEED = 0
 RTOL, ATOL = 1e-4, 1e-5
 KINDS = ("single", "dp2", "dp2_pinned", "half")  # the order of each round
-
-
-def batches(n: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        ids = rng.integers(0, CONFIG["vocab_size"], size=(BATCH, CONFIG["seq_len"]), dtype=np.int64)
-        out.append((ids, np.roll(ids, -1, axis=1)))
-    return out
 
 
 def run_one(kind: str, warmup: int, steps: int, cluster: str) -> dict:
