@@ -2,6 +2,7 @@
 // (graph/boxing_rules.h SendRecvByCells).
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -242,12 +243,7 @@ bool CellPricer::Walk(int64_t b, int64_t* load, int64_t* busiest) const {
   for (int64_t d = 0; d < ndim_; ++d) {
     const int64_t begin = Cut(src_, b, d, true), end = begin + Cut(src_, b, d, false);
     const auto& cuts = dst_.cuts[d];
-    lo[d] = std::partition_point(cuts.begin(), cuts.end(),
-                                 [&](const auto& x) { return x.first + x.second <= begin; }) -
-            cuts.begin();
-    hi[d] = std::partition_point(cuts.begin() + lo[d], cuts.end(),
-                                 [&](const auto& x) { return x.first < end; }) -
-            cuts.begin();
+    std::tie(lo[d], hi[d]) = CutsMeeting(cuts, begin, end);
     none = none || lo[d] >= hi[d];
     at[d] = lo[d];
     cell += lo[d] * dst_.strides[d];

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include <glog/logging.h>
 
@@ -310,12 +311,7 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
     for (int64_t d = 0; d < ndim && !none; ++d) {
       const auto& cuts = c.cuts[d];
       const int64_t begin = need.offset[d], end = begin + need.shape[d];
-      lo[d] = std::partition_point(cuts.begin(), cuts.end(),
-                                   [&](const auto& x) { return x.first + x.second <= begin; }) -
-              cuts.begin();
-      hi[d] = std::partition_point(cuts.begin() + lo[d], cuts.end(),
-                                   [&](const auto& x) { return x.first < end; }) -
-              cuts.begin();
+      std::tie(lo[d], hi[d]) = CutsMeeting(cuts, begin, end);
       none = lo[d] >= hi[d];
       at[d] = lo[d];
       cell += lo[d] * c.strides[d];

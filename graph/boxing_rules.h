@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "graph/boxing.h"
@@ -66,6 +68,16 @@ std::optional<std::pair<int64_t, int64_t>> SendRecvByCells(const TensorDesc& log
                                                            const Placement& sp, const NdSbp& source,
                                                            const Placement& tp,
                                                            const NdSbp& target);
+
+// The run [lo, hi) of `cuts` (sorted, disjoint (begin, size) pairs along one
+// axis) that meets [begin, end). Both SEND_RECV walks use it.
+template <typename Cuts>
+std::pair<int64_t, int64_t> CutsMeeting(const Cuts& cuts, int64_t begin, int64_t end) {
+  const auto lo = std::partition_point(cuts.begin(), cuts.end(),
+                                       [&](const auto& x) { return x.first + x.second <= begin; });
+  const auto hi = std::partition_point(lo, cuts.end(), [&](const auto& x) { return x.first < end; });
+  return {lo - cuts.begin(), hi - cuts.begin()};
+}
 
 // Steps the multi-index `at` over the box [lo, hi) of a grid (last axis
 // fastest) and keeps `*cell` (the flat index, by `strides`) in step; false
