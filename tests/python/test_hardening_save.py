@@ -7,10 +7,6 @@ moments (SIGKILL) shows: the target always loads, as the old or the new."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -18,6 +14,7 @@ import pytest
 import oneflow_lite as flow
 from oneflow_lite import _save_paths, checkpoint
 from oneflow_lite.checkpoint import CheckpointError
+from killed_writer import kill_at_random_moment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
@@ -205,15 +202,7 @@ def test_a_writer_killed_at_random_moments_leaves_a_loadable_checkpoint(tmp_path
     rng = np.random.default_rng(0)
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
     for _ in range(4):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, target], env=env,
-                                stdout=subprocess.PIPE, text=True)
-        try:
-            assert proc.stdout.readline().strip() == "ready"
-            time.sleep(float(rng.uniform(0.0, 0.15)))
-        finally:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-            proc.stdout.close()
+        kill_at_random_moment(WRITER, target, env, rng)
         got = checkpoint.load(target).tensors
         values = {float(a[0]) for a in got.values()}
         assert len(values) == 1 and all((a == a[0]).all() for a in got.values())

@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -24,6 +22,7 @@ import pytest
 from oneflow_lite import _save_paths, _thread_world, checkpoint
 from oneflow_lite import sharded_checkpoint as sc
 from oneflow_lite.checkpoint import CheckpointError
+from killed_writer import kill_at_random_moment
 from test_hardening_save import PYTHON_DIR, snapshot, user_folder
 from test_sharded_checkpoint import W, in_threads, w_session
 
@@ -279,15 +278,7 @@ def test_a_writer_killed_at_random_moments_leaves_a_loadable_checkpoint(tmp_path
     rng = np.random.default_rng(0)
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
     for _ in range(4):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, target], env=env,
-                                stdout=subprocess.PIPE, text=True)
-        try:
-            assert proc.stdout.readline().strip() == "ready"
-            time.sleep(float(rng.uniform(0.0, 0.15)))
-        finally:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-            proc.stdout.close()
+        kill_at_random_moment(WRITER, target, env, rng)
         got = checkpoint.load(target).tensors
         values = {float(a[0, 0]) for a in got.values()}
         assert len(values) == 1 and all((a == a[0, 0]).all() for a in got.values())
