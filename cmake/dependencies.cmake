@@ -14,16 +14,32 @@ find_package(Gloo CONFIG REQUIRED)  # target gloo (Debian's libgloo-dev)
 find_path(OFL_CBLAS_INCLUDE_DIR cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-pthread
           /usr/include/openblas REQUIRED)
 
-include(CheckLanguage)
-check_language(CUDA)
-if(CMAKE_CUDA_COMPILER)
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 90)
+# CUDA: compiled when a toolkit is found, never required. Sanitizer and
+# fuzz builds stay CPU only (nvcc does not take -fsanitize). OFL_HAVE_CUDA
+# says whether .cu sources and the CUDA targets (CUDA::cudart,
+# CUDA::cublasLt, OFL_CUDNN_LIBRARY, OFL_NCCL_LIBRARY) exist in this build;
+# whether a device exists is decided at run time (tests skip with "no CUDA
+# device").
+option(OFL_WITH_CUDA "Compile the CUDA backend when a CUDA toolkit is found" ON)
+set(OFL_HAVE_CUDA OFF)
+if(OFL_WITH_CUDA AND NOT OFL_SANITIZER AND NOT OFL_BUILD_FUZZ)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)  # H100/H200; override with -DCMAKE_CUDA_ARCHITECTURES
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    find_library(OFL_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
+    find_library(OFL_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
+    find_path(OFL_CUDA_EXTRA_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} REQUIRED)
+    set(OFL_HAVE_CUDA ON)
+    message(STATUS "oneflow_lite: CUDA toolkit ${CUDAToolkit_VERSION} found; CUDA code is compiled")
   endif()
-  enable_language(CUDA)
-  set(OFL_HAVE_CUDA ON)
-  message(STATUS "oneflow_lite: CUDA toolkit found (${CMAKE_CUDA_COMPILER}); CUDA code is compiled")
-else()
-  set(OFL_HAVE_CUDA OFF)
-  message(STATUS "oneflow_lite: no CUDA toolkit; CPU only")
+endif()
+if(NOT OFL_HAVE_CUDA)
+  message(STATUS "oneflow_lite: CUDA backend not compiled (no toolkit, OFL_WITH_CUDA=OFF, or a sanitizer/fuzz build)")
 endif()
