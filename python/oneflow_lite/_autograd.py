@@ -4,8 +4,9 @@ Each eager op run while gradients are enabled and some input requires grad
 records a ``Node`` on its outputs (``_dispatch.apply`` does it). The node
 keeps the op type, the attributes and the input arrays; ``backward`` walks
 the nodes in reverse topological order and asks the C++ op's own gradient
-rule for the input gradients (``_C.op_grad``); no gradient is written here
-by hand. Leaf tensors accumulate into ``.grad``.
+rule for the input gradients (``_dispatch.executor.grad``, the cached twin
+of ``_C.op_grad``); no gradient is written here by hand. Leaf tensors
+accumulate into ``.grad``.
 
 Grad mode is a module-level flag (``no_grad``, ``enable_grad``): the eager
 frontend is single-threaded, like the rest of the Python package.
@@ -22,7 +23,6 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from oneflow_lite import _C
 
 _grad_enabled = True
 _anomaly_enabled = False
@@ -154,7 +154,8 @@ def _topological(roots: list) -> List[Node]:
 
 def backward(tensor, grad=None, retain_graph: bool = False) -> None:
     """Accumulates d(tensor)/d(leaf) into every leaf's ``.grad``."""
-    from oneflow_lite._tensor import Tensor  # cycle: Tensor methods call here
+    from oneflow_lite._dispatch import executor  # cycle: _dispatch records nodes here
+    from oneflow_lite._tensor import Tensor
 
     if not tensor.requires_grad:
         raise RuntimeError("backward: the tensor does not require grad (no input of the ops "
@@ -186,7 +187,7 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
             if node.freed:
                 raise RuntimeError(f"backward through {node!r} a second time: its saved inputs "
                                    f"were freed; pass retain_graph=True to the first backward")
-            in_grads = _C.op_grad(node.op_type, node.arrays, node.attrs, out_grads)
+            in_grads = executor.grad(node.op_type, node.arrays, node.attrs, out_grads)
             if _anomaly_enabled:
                 check_finite(f"the backward of {node.op_type}",
                              [(f"grad of input {i}", g) for i, g in enumerate(in_grads)])
