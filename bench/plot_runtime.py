@@ -62,12 +62,14 @@ def main() -> int:
     ax = axes[3]
     sps = r.get("dp_samples_per_s") or {}
     bars(ax, ["Session\n1 device", "Distributed\n1 rank", "Distributed\n2 ranks (DP)",
-              "2 ranks, only\nids/labels S(0)"],
-         [sps.get("session"), sps.get("dist1"), sps.get("dist2"), sps.get("dist2_ids")],
-         ["tab:gray", "tab:gray", "tab:blue", "tab:gray"], "{:.1f}")
+              "2 ranks, only\nids/labels S(0)", "Distributed\n4 ranks (DP)"],
+         [sps.get("session"), sps.get("dist1"), sps.get("dist2"), sps.get("dist2_ids"),
+          sps.get("dist4")],
+         ["tab:gray", "tab:gray", "tab:blue", "tab:gray", "tab:blue"], "{:.1f}")
     ax.set_ylabel("samples/s (higher is better)")
     ax.set_title(f"GPT AdamW, batch 16, 2 threads in total\n"
-                 f"dp2_speedup {r.get('dp2_speedup') or 0:.2f}")
+                 f"dp2_speedup {r.get('dp2_speedup') or 0:.2f}, "
+                 f"dp4_speedup {r.get('dp4_speedup') or 0:.2f}")
 
     m = r.get("machine", {})
     fig.suptitle(f"{m.get('cpu')}, {m.get('cores')} cores, load {m.get('loadavg_before')} "
