@@ -2,8 +2,9 @@
 this tree against a baseline build, in interleaved rounds.
 
 What it measures, in two configurations (``after``: this tree's
-``python/``; ``before``: the package folder named by ``--baseline``, e.g. a
-copy of ``python/`` with its built ``_C`` taken at an earlier commit):
+``python/``, or the folder named by ``--after``; ``before``: the package
+folder named by ``--baseline``, e.g. a copy of ``python/`` with its built
+``_C`` taken at an earlier commit):
 
 - ``gpt_step_ms``: ms of one eager AdamW training step of bench/ops_gpt.py's
   model and batch (4 layers, hidden 256, 4 heads, sequence 128, vocabulary
@@ -106,6 +107,8 @@ def run_child(package: str, args) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=False, help="package folder of the baseline")
+    parser.add_argument("--after", default=os.path.join(HERE, "..", "python"),
+                        help="package folder measured against it (default: this tree's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=5)
@@ -120,7 +123,7 @@ def main() -> int:
     if not args.baseline:
         parser.error("--baseline is required")
     packages = {"before": os.path.abspath(args.baseline),
-                "after": os.path.abspath(os.path.join(HERE, "..", "python"))}
+                "after": os.path.abspath(args.after)}
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rounds = []
     for r in range(args.rounds):

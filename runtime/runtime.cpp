@@ -136,8 +136,8 @@ Status Runtime::Build(RuntimeOptions options) {
     shares_[r] = kThreadSanitizer ? 1 : KernelShare(cores, num_local, i);
     const int masters = std::max<int>(1, static_cast<int>(compute_streams[r].size()));
     m.arenas[r] = std::make_unique<tbb::task_arena>(std::max(shares_[r], masters), masters);
-    m.envs[r] = RankEnv{m.arenas[r].get(), &m.options.boxing, m.devices[r].get(),
-                        m.kernel_slots.get()};
+    m.envs[r] =
+        RankEnv{m.arenas[r].get(), &m.options.boxing, m.devices[r].get(), m.kernel_slots.get()};
   }
 
   // Registers: control ones (some task's ctrl_outputs) carry no data.

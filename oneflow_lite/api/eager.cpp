@@ -33,6 +33,7 @@ struct EagerExecutor::GradProgram {
   std::vector<int> seed_slots;   // per op output: its gradient's slot, -1 when none flows
   std::vector<int> fetch_slots;  // per op input: its gradient's slot, -1 when it has none
   std::vector<Step> steps;       // graph order, only what the gradients need
+  bool forward_first = false;    // steps[0] is the op itself, writing no input in place
 };
 
 namespace {
@@ -206,7 +207,9 @@ Maybe<EagerExecutor::GradProgram> MakeGradProgram(const std::string& op_type,
     p.fetch_slots.push_back(it == grads.end() ? -1 : slot(it->second));
     if (it != grads.end()) wanted.insert(it->second);
   }
-  for (const OpNode* node : NeededOps(g, wanted)) {
+  const std::vector<const OpNode*> needed = NeededOps(g, wanted);
+  p.forward_first = !needed.empty() && needed[0] == &g.ops()[0];
+  for (const OpNode* node : needed) {
     EagerExecutor::GradProgram::Step step;
     EagerExecutor::Kernel& k = step.kernel;
     OFL_ASSIGN_OR_RETURN(k.fn, KernelRegistry::Find(node->type, DeviceType::kCPU));
@@ -224,11 +227,27 @@ Maybe<EagerExecutor::GradProgram> MakeGradProgram(const std::string& op_type,
     }
     p.steps.push_back(std::move(step));
   }
+  if (p.forward_first) {
+    const auto& writes = p.steps[0].kernel.mutable_inputs;
+    p.forward_first = std::none_of(writes.begin(), writes.end(), [](bool w) { return w; });
+  }
   p.num_slots = static_cast<int>(slots.size());
   return p;
 }
 
 // ---- a call: allocate, call ---------------------------------------------------
+
+bool Matches(const std::vector<Tensor>& tensors, const std::vector<TensorDesc>& descs) {
+  if (tensors.size() != descs.size()) return false;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (!t.defined() || !t.device().is_host() || t.shape() != descs[i].shape ||
+        t.dtype() != descs[i].dtype) {
+      return false;
+    }
+  }
+  return true;
+}
 
 // The kernel on `ins` (mutable ones already copies the kernel may write)
 // into fresh outputs, on cpu:0 with no stream: it runs on this thread.
@@ -303,7 +322,8 @@ Maybe<std::vector<Tensor>> EagerExecutor::Run(const std::string& op_type,
 Maybe<std::vector<Tensor>> EagerExecutor::RunGrad(const std::string& op_type,
                                                   const std::vector<Tensor>& inputs,
                                                   const AttrMap& attrs,
-                                                  const std::vector<Tensor>& output_grads) {
+                                                  const std::vector<Tensor>& output_grads,
+                                                  const std::vector<Tensor>& forward_outputs) {
   std::string key = OpKey(op_type, inputs, attrs);
   AppendPod(&key, output_grads.size());
   for (const Tensor& t : output_grads) {
@@ -317,11 +337,24 @@ Maybe<std::vector<Tensor>> EagerExecutor::RunGrad(const std::string& op_type,
     Insert(&backward_, key, p);
   }
   std::vector<Tensor> values(p->num_slots);
-  for (size_t i = 0; i < inputs.size(); ++i) values[p->arg_slots[i]] = inputs[i];
+  std::vector<bool> given(p->num_slots, false);  // the caller's tensors
+  auto give = [&](int slot, const Tensor& t) {
+    values[slot] = t;
+    given[slot] = true;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) give(p->arg_slots[i], inputs[i]);
   for (size_t i = 0; i < output_grads.size(); ++i) {
-    if (p->seed_slots[i] >= 0) values[p->seed_slots[i]] = output_grads[i];
+    if (p->seed_slots[i] >= 0) give(p->seed_slots[i], output_grads[i]);
   }
-  for (const GradProgram::Step& step : p->steps) {
+  size_t first = 0;
+  if (p->forward_first && Matches(forward_outputs, p->steps[0].kernel.outputs)) {
+    for (size_t i = 0; i < forward_outputs.size(); ++i) {
+      give(p->steps[0].outputs[i], forward_outputs[i]);
+    }
+    first = 1;  // the op's outputs are known: it need not run again
+  }
+  for (size_t s = first; s < p->steps.size(); ++s) {
+    const GradProgram::Step& step = p->steps[s];
     std::vector<Tensor> args(step.inputs.size());
     std::vector<Tensor*> ins;
     for (size_t i = 0; i < step.inputs.size(); ++i) {
@@ -338,9 +371,6 @@ Maybe<std::vector<Tensor>> EagerExecutor::RunGrad(const std::string& op_type,
   }
   // Fresh tensors only: a gradient that is a given tensor (an output
   // gradient passed through) is copied.
-  std::vector<bool> given(p->num_slots, false);
-  for (int s : p->arg_slots) given[s] = true;
-  for (int s : p->seed_slots) given[s] = s >= 0;
   std::vector<Tensor> per_input(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int s = p->fetch_slots[i];

@@ -21,7 +21,7 @@
 // Inputs are read, never written: an op's mutable inputs (optimizer state)
 // are cloned, written and returned after the outputs. Outputs are fresh
 // tensors. The backward runs only the ops its gradients need (the forward op
-// only when a backward op reads its outputs).
+// only when a backward op reads its outputs and the caller did not pass them).
 //
 // Ownership: the executor owns its cache, at most `capacity` keys per kind
 // (forward, backward); inserting into a full one empties it first.
@@ -62,9 +62,13 @@ class EagerExecutor {
   // Gradients of sum(outputs[i] * output_grads[i]) with respect to each
   // floating input; an undefined Tensor where no gradient exists. An
   // undefined (or empty) output_grads[i] means no gradient flows into output i.
-  Maybe<std::vector<Tensor>> RunGrad(const std::string& op_type,
-                                     const std::vector<Tensor>& inputs, const AttrMap& attrs,
-                                     const std::vector<Tensor>& output_grads);
+  // forward_outputs, when given, are the op's outputs from Run on these
+  // inputs: a backward op that reads them (softmax's reads y) gets them
+  // instead of the op running again; ones that do not match the inferred
+  // shapes and dtypes are ignored (the op then runs).
+  Maybe<std::vector<Tensor>> RunGrad(const std::string& op_type, const std::vector<Tensor>& inputs,
+                                     const AttrMap& attrs, const std::vector<Tensor>& output_grads,
+                                     const std::vector<Tensor>& forward_outputs = {});
 
   EagerStats stats() const;
   void Clear();

@@ -134,12 +134,15 @@ void BindEager(py::module_& m) {
       .def(
           "grad",
           [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
-             const py::dict& attrs, const std::vector<py::object>& output_grads) {
-            return FreshArraysOrNone(Unwrap(e.RunGrad(op_type, TensorViewsOfList(inputs, op_type),
-                                                 AttrsFromDict(attrs, op_type),
-                                                 TensorViewsOfList(output_grads, op_type))));
+             const py::dict& attrs, const std::vector<py::object>& output_grads,
+             const std::vector<py::object>& forward_outputs) {
+            return FreshArraysOrNone(Unwrap(e.RunGrad(
+                op_type, TensorViewsOfList(inputs, op_type), AttrsFromDict(attrs, op_type),
+                TensorViewsOfList(output_grads, op_type),
+                TensorViewsOfList(forward_outputs, op_type))));
           },
-          py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_grads"))
+          py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_grads"),
+          py::arg("forward_outputs") = std::vector<py::object>{})
       .def("stats",
            [](const EagerExecutor& e) {
              const EagerStats s = e.stats();

@@ -114,18 +114,22 @@ def check_finite(what: str, arrays) -> None:
 
 
 class Node:
-    """One recorded op: inputs (Tensors or None), their arrays, attrs and the
-    number of outputs. Outputs point at the node, not the other way round."""
+    """One recorded op: inputs (Tensors or None), their arrays, attrs, the
+    number of outputs and the output arrays (a backward that reads them, as
+    softmax's reads y, takes them instead of running the op again; most are
+    kept alive anyway as the next op's saved inputs). Output Tensors point at
+    the node, not the other way round."""
 
-    __slots__ = ("op_type", "inputs", "arrays", "attrs", "num_outputs", "freed")
+    __slots__ = ("op_type", "inputs", "arrays", "attrs", "num_outputs", "outputs", "freed")
 
     def __init__(self, op_type: str, inputs: list, arrays: list, attrs: dict,
-                 num_outputs: int) -> None:
+                 num_outputs: int, outputs: Optional[list] = None) -> None:
         self.op_type = op_type
         self.inputs = inputs
         self.arrays = arrays
         self.attrs = attrs
         self.num_outputs = num_outputs
+        self.outputs = outputs or []
         self.freed = False
 
     def __repr__(self) -> str:
@@ -187,7 +191,8 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
             if node.freed:
                 raise RuntimeError(f"backward through {node!r} a second time: its saved inputs "
                                    f"were freed; pass retain_graph=True to the first backward")
-            in_grads = executor.grad(node.op_type, node.arrays, node.attrs, out_grads)
+            in_grads = executor.grad(node.op_type, node.arrays, node.attrs, out_grads,
+                                     node.outputs)
             if _anomaly_enabled:
                 check_finite(f"the backward of {node.op_type}",
                              [(f"grad of input {i}", g) for i, g in enumerate(in_grads)])
@@ -201,7 +206,7 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
                     slot = pending.setdefault(id(producer), [None] * producer.num_outputs)
                     slot[k] = g if slot[k] is None else slot[k] + g
             if not retain_graph:
-                node.arrays, node.freed = [], True
+                node.arrays, node.outputs, node.freed = [], [], True
 
 
 def _accumulate_leaf(t, g: np.ndarray) -> None:

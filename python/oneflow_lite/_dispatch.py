@@ -97,8 +97,9 @@ def apply(op_type: str, inputs: Sequence, attrs: Optional[dict] = None,
         outs = [Tensor._wrap(a) for a in results]
         if (s["has_grad"] and _autograd.is_grad_enabled()
                 and any(t is not None and t.requires_grad for t in inputs)):
-            node = _autograd.Node(op_type, list(inputs), arrays, attrs, len(s["outputs"]))
-            for k, out in enumerate(outs[:len(s["outputs"])]):
+            n = len(s["outputs"])
+            node = _autograd.Node(op_type, list(inputs), arrays, attrs, n, results[:n])
+            for k, out in enumerate(outs[:n]):
                 if out.dtype.is_floating_point:
                     out.requires_grad = True
                     out._node = (node, k)

@@ -89,16 +89,35 @@ def test_gradient_key_covers_attributes_and_flowing_output_grads():
     assert e.stats() == {"hits": 1, "misses": 3, "entries": 3}
 
 
+def softmax_grad(y, dy):
+    return y * (dy - (dy * y).sum(-1, keepdims=True))
+
+
 def test_gradient_that_needs_the_forward_output():
-    # softmax's backward reads y: the forward op runs inside the gradient.
+    # softmax's backward reads y: without it, the forward op runs inside the gradient.
     e = _C.EagerExecutor()
     x, dy = rand(3, 4), rand(3, 4, seed=1)
     for _ in range(2):
         (dx,) = e.grad("softmax", [x], {"axis": -1}, [dy])
         y = np.exp(x - x.max(-1, keepdims=True))
         y /= y.sum(-1, keepdims=True)
-        np.testing.assert_allclose(dx, y * (dy - (dy * y).sum(-1, keepdims=True)), rtol=1e-9,
-                                   atol=1e-12)
+        np.testing.assert_allclose(dx, softmax_grad(y, dy), rtol=1e-9, atol=1e-12)
+
+
+def test_gradient_takes_the_forward_outputs_it_is_given():
+    e = _C.EagerExecutor()
+    x, dy = rand(3, 4), rand(3, 4, seed=1)
+    (y,) = e.run("softmax", [x], {"axis": -1})
+    (dx,) = e.grad("softmax", [x], {"axis": -1}, [dy], [y])
+    np.testing.assert_allclose(dx, softmax_grad(y, dy), rtol=1e-9, atol=1e-12)
+    # The given y is what the backward reads (the op does not run again) ...
+    other = np.full((3, 4), 0.25)
+    (dx,) = e.grad("softmax", [x], {"axis": -1}, [dy], [other])
+    np.testing.assert_allclose(dx, softmax_grad(other, dy), rtol=1e-9, atol=1e-12)
+    # ... unless it does not fit: then the op runs and y is recomputed.
+    for bad in ([rand(4, 3)], [y.astype(np.float32)], [y, y]):
+        (dx,) = e.grad("softmax", [x], {"axis": -1}, [dy], bad)
+        np.testing.assert_allclose(dx, softmax_grad(y, dy), rtol=1e-9, atol=1e-12)
 
 
 def test_an_inference_error_leaves_the_cache_usable():

@@ -3,6 +3,8 @@
 // num_threads = 4 they do run more than 2 (the bound is what holds them
 // back); KernelSlots alone lets `slots` holders in and no more. Every run
 // has a runtime timeout and ctest's.
+#include "runtime/kernel_slots.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 
 #include "ops/kernel.h"
 #include "plan_maker.h"
-#include "runtime/kernel_slots.h"
 #include "runtime/runtime.h"
 
 namespace ofl {
