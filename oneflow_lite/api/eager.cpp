@@ -299,6 +299,18 @@ void EagerExecutor::Insert(Cache<T>* cache, const std::string& key,
 Maybe<std::vector<Tensor>> EagerExecutor::Run(const std::string& op_type,
                                               const std::vector<Tensor>& inputs,
                                               const AttrMap& attrs) {
+  return Call(op_type, inputs, attrs, /*in_place=*/false);
+}
+
+Maybe<std::vector<Tensor>> EagerExecutor::RunInPlace(const std::string& op_type,
+                                                     const std::vector<Tensor>& inputs,
+                                                     const AttrMap& attrs) {
+  return Call(op_type, inputs, attrs, /*in_place=*/true);
+}
+
+Maybe<std::vector<Tensor>> EagerExecutor::Call(const std::string& op_type,
+                                               const std::vector<Tensor>& inputs,
+                                               const AttrMap& attrs, bool in_place) {
   const std::string key = OpKey(op_type, inputs, attrs);
   std::shared_ptr<const Kernel> k = Find(forward_, key);
   if (k == nullptr) {
@@ -309,11 +321,11 @@ Maybe<std::vector<Tensor>> EagerExecutor::Run(const std::string& op_type,
   std::vector<Tensor> args(inputs.size());
   std::vector<Tensor*> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    args[i] = k->mutable_inputs[i] ? inputs[i].Clone() : inputs[i];
+    args[i] = k->mutable_inputs[i] && !in_place ? inputs[i].Clone() : inputs[i];
     ins.push_back(&args[i]);
   }
   OFL_ASSIGN_OR_RETURN(std::vector<Tensor> results, Invoke(*k, std::move(ins)));
-  for (size_t i = 0; i < args.size(); ++i) {
+  for (size_t i = 0; i < args.size() && !in_place; ++i) {
     if (k->mutable_inputs[i]) results.push_back(args[i]);
   }
   return results;

@@ -19,7 +19,8 @@
 //   std::vector<Tensor> dx = eager.RunGrad("matmul", {a, b}, attrs, {dy}).value();
 //
 // Inputs are read, never written: an op's mutable inputs (optimizer state)
-// are cloned, written and returned after the outputs. Outputs are fresh
+// are cloned, written and returned after the outputs (RunInPlace writes
+// them where they are). Outputs are fresh
 // tensors. The backward runs only the ops its gradients need (the forward op
 // only when a backward op reads its outputs and the caller did not pass them).
 //
@@ -58,6 +59,13 @@ class EagerExecutor {
   // The op's outputs, then its mutable inputs as the kernel left them.
   Maybe<std::vector<Tensor>> Run(const std::string& op_type, const std::vector<Tensor>& inputs,
                                  const AttrMap& attrs);
+  // The op's outputs; the kernel writes its mutable inputs (an optimizer's
+  // parameter and state) in the caller's tensors, with no copy. An error
+  // found before the kernel runs (inference) changes nothing; a kernel that
+  // rejects a value midway may leave them partly written, so use it for ops
+  // whose kernels reject no value (the optimizer updates).
+  Maybe<std::vector<Tensor>> RunInPlace(const std::string& op_type,
+                                        const std::vector<Tensor>& inputs, const AttrMap& attrs);
 
   // Gradients of sum(outputs[i] * output_grads[i]) with respect to each
   // floating input; an undefined Tensor where no gradient exists. An
@@ -80,6 +88,8 @@ class EagerExecutor {
   template <typename T>
   using Cache = std::unordered_map<std::string, std::shared_ptr<const T>>;
 
+  Maybe<std::vector<Tensor>> Call(const std::string& op_type, const std::vector<Tensor>& inputs,
+                                  const AttrMap& attrs, bool in_place);
   template <typename T>
   std::shared_ptr<const T> Find(const Cache<T>& cache, const std::string& key);
   template <typename T>

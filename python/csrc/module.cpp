@@ -132,6 +132,23 @@ void BindEager(py::module_& m) {
           },
           py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict())
       .def(
+          "run_in_place",  // the kernel writes the mutable inputs' arrays; returns the outputs
+          [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
+             const py::dict& attrs) {
+            constexpr int kFlags = py::array::c_style | py::detail::npy_api::NPY_ARRAY_ALIGNED_ |
+                                   py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+            for (size_t i = 0; i < inputs.size(); ++i) {
+              const py::array a = inputs[i].cast<py::array>();
+              if ((a.flags() & kFlags) != kFlags) {
+                throw py::value_error(op_type + ": run_in_place: input " + std::to_string(i) +
+                                      " is not a writeable, aligned, C-contiguous array");
+              }
+            }
+            return FreshArraysOrNone(Unwrap(e.RunInPlace(
+                op_type, TensorViewsOfList(inputs, op_type), AttrsFromDict(attrs, op_type))));
+          },
+          py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict())
+      .def(
           "grad",
           [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
              const py::dict& attrs, const std::vector<py::object>& output_grads,

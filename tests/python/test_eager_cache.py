@@ -194,3 +194,38 @@ def test_frontend_ops_and_backward_go_through_one_executor():
     calls = 3 * 4  # two ops forward, two gradients, three times
     assert after["hits"] + after["misses"] - before["hits"] - before["misses"] == calls
     assert after["misses"] - before["misses"] <= 4
+
+
+def test_run_in_place_writes_the_callers_arrays():
+    e = _C.EagerExecutor()
+    p, g, momentum = rand(4), rand(4, seed=1), np.zeros(4)
+    expected = p - 0.1 * g
+    assert e.run_in_place("sgd_update", [p, g, momentum], {"lr": 0.1, "momentum": 0.9}) == []
+    np.testing.assert_allclose(p, expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(momentum, g, rtol=RTOL, atol=ATOL)
+    strided = rand(4, 2)[:, 0]
+    frozen = p.copy()
+    frozen.flags.writeable = False
+    for bad in (strided, frozen):
+        with pytest.raises(ValueError, match="sgd_update: run_in_place: input 0 is not"):
+            e.run_in_place("sgd_update", [bad, g, momentum], {"lr": 0.1})
+    with pytest.raises(ValueError, match="sgd_update"):  # inference fails: nothing written
+        e.run_in_place("sgd_update", [p, rand(5), momentum], {"lr": 0.1})
+    np.testing.assert_allclose(p, expected, rtol=RTOL, atol=ATOL)
+
+
+def test_optimizer_in_place_and_copy_paths_agree():
+    def train(anomaly: bool):
+        flow.manual_seed(3)
+        model = flow.nn.Linear(4, 3)
+        opt = flow.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.01)
+        x = flow.tensor(rand(5, 4, dtype=np.float32))
+        with flow.autograd.detect_anomaly(anomaly):  # anomaly mode takes the copying path
+            for _ in range(3):
+                opt.zero_grad()
+                flow.ops.reduce_sum(model(x) * model(x)).backward()
+                opt.step()
+        return [p.numpy().copy() for p in model.parameters()]
+
+    for a, b in zip(train(False), train(True)):
+        np.testing.assert_array_equal(a, b)
