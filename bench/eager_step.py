@@ -109,6 +109,8 @@ def main() -> int:
     parser.add_argument("--baseline", required=False, help="package folder of the baseline")
     parser.add_argument("--after", default=os.path.join(HERE, "..", "python"),
                         help="package folder measured against it (default: this tree's)")
+    parser.add_argument("--label", nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="what the two packages are (e.g. their commits), recorded as is")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=5)
@@ -145,6 +147,7 @@ def main() -> int:
                                              rtol=1e-4, atol=1e-5) for rd in rounds)),
         "threads": args.threads, "warmup": args.warmup, "steps": args.steps,
         "baseline": packages["before"],
+        "labels": dict(zip(("before", "after"), args.label or ("", ""))),
         "loadavg_before": load_before,
         "loadavg_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "rerun": "PYTHONPATH=python .venv/bin/python bench/eager_step.py --baseline DIR",
