@@ -61,8 +61,8 @@ def main() -> int:
 
     ax = axes[3]
     sps = r.get("dp_samples_per_s") or {}
-    bars(ax, ["Session\n1 device", "Distributed\n1 rank", "Distributed\n2 ranks (DP)",
-              "2 ranks, only\nids/labels S(0)", "Distributed\n4 ranks (DP)"],
+    bars(ax, ["Session\n1 device", "Dist.\n1 rank", "Dist.\n2 (DP)", "Dist. 2,\nids S(0)",
+              "Dist.\n4 (DP)"],
          [sps.get("session"), sps.get("dist1"), sps.get("dist2"), sps.get("dist2_ids"),
           sps.get("dist4")],
          ["tab:gray", "tab:gray", "tab:blue", "tab:gray", "tab:blue"], "{:.1f}")
@@ -72,8 +72,11 @@ def main() -> int:
                  f"dp4_speedup {r.get('dp4_speedup') or 0:.2f}")
 
     m = r.get("machine", {})
+    reused = r.get("reused_parts") or {}
+    note = "".join(f"; {k.replace('runtime_', '')} from {v.get('commit')}"
+                   for k, v in reused.items())
     fig.suptitle(f"{m.get('cpu')}, {m.get('cores')} cores, load {m.get('loadavg_before')} "
-                 f"(before), commit {r.get('commit')}", fontsize=10)
+                 f"(before), commit {r.get('commit')}{note}", fontsize=10)
     fig.tight_layout()
     out = os.path.join(HERE, "results", "runtime.png")
     fig.savefig(out, dpi=100)
