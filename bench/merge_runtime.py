@@ -8,7 +8,11 @@ is held against), the machine (uname, CPU model, cores, load average before
 and after: the development machine is shared and a loaded machine gives
 worse figures), the commit, and each part's full output under its own key. A
 part that failed or printed no JSON leaves its fields null and its error in
-"errors". Machine and commit helpers come from bench/merge_results.py.
+"errors". A part given as "-" is taken, unchanged, from the JSON named by
+``--reuse`` (the previous runtime.json: ``OFL_BENCH_RUNTIME_PARTS`` in
+bench/run.sh reruns only some parts); ``reused_parts`` then names it with
+the commit and date it was measured at. Machine and commit helpers come
+from bench/merge_results.py.
 """
 from __future__ import annotations
 
@@ -86,9 +90,23 @@ FIELDS = {
                 "embedding): runtime_dp.dp2_ids_speedup. runtime_dp.dp2_speedup_vs_dist1: over a "
                 "1-rank DistributedSession instead",
     },
+    "dp4_speedup": {
+        "what": "as dp2_speedup with 4 ranks (hierarchy [4], the same pins: each rank "
+                "computes 4 samples) on the same 2 kernel threads: at most 2 kernels run at "
+                "once (runtime/kernel_slots.h), one thread each; median step of 3 rounds",
+        "rerun": "PYTHONPATH=python .venv/bin/python bench/runtime_dp.py --threads 2",
+        "goal": ">= 0.9",
+    },
+    "dp4_cpu_ratio": {
+        "what": "CPU seconds (process user + system) per step of the plain Session / of the "
+                "4-rank run: the work the 4 ranks add (replicated AdamW update, all-reduce, "
+                "all-gathers), independent of how much of the shared machine each run got",
+        "rerun": "PYTHONPATH=python .venv/bin/python bench/runtime_dp.py --threads 2",
+    },
     "dp_samples_per_s": {
-        "what": "samples/s of the three runs behind dp2_speedup: session (plain Session), "
-                "dist1 (1-rank DistributedSession), dist2 (2 ranks, data parallel)",
+        "what": "samples/s of the runs behind dp2_speedup and dp4_speedup: session (plain "
+                "Session), dist1 (1-rank DistributedSession), dist2 (2 ranks, data parallel), "
+                "dist2_ids (2 ranks, only ids/labels S(0)), dist4 (4 ranks, data parallel)",
         "rerun": "PYTHONPATH=python .venv/bin/python bench/runtime_dp.py --threads 2",
     },
 }
@@ -98,16 +116,33 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--load-before", required=True)
+    p.add_argument("--reuse", help='the previous runtime.json, for parts given as "-"')
     for name in ("actor", "allreduce", "pipeline", "dp"):
         p.add_argument(f"--{name}", required=True)
         p.add_argument(f"--{name}-rc", type=int, required=True)
     a = p.parse_args()
 
     errors: dict = {}
-    actor = load_part(a.actor, a.actor_rc, "runtime_actor", errors)
-    allreduce = load_part(a.allreduce, a.allreduce_rc, "runtime_allreduce", errors)
-    pipeline = load_part(a.pipeline, a.pipeline_rc, "runtime_pipeline", errors)
-    dp = load_part(a.dp, a.dp_rc, "runtime_dp", errors)
+    previous: dict = {}
+    if a.reuse:
+        with open(a.reuse) as f:
+            previous = json.load(f)
+    reused: dict = {}
+
+    def part(path: str, rc: int, name: str) -> dict:
+        if path != "-":
+            return load_part(path, rc, name, errors)
+        if name not in previous:
+            errors[name] = f"not run, and --reuse has no '{name}'"
+            return {}
+        reused[name] = previous.get("reused_parts", {}).get(name) or {
+            "commit": previous.get("commit"), "date_utc": previous.get("date_utc")}
+        return previous[name]
+
+    actor = part(a.actor, a.actor_rc, "runtime_actor")
+    allreduce = part(a.allreduce, a.allreduce_rc, "runtime_allreduce")
+    pipeline = part(a.pipeline, a.pipeline_rc, "runtime_pipeline")
+    dp = part(a.dp, a.dp_rc, "runtime_dp")
     if dp and not dp.get("losses_agree", True):
         errors["runtime_dp"] = "the three configurations' losses differ (see runtime_dp)"
     uname = platform.uname()
@@ -128,6 +163,8 @@ def main() -> int:
         "pipeline_ratio": pipeline.get("pipeline_ratio"),
         "pipeline_step_ms": pipeline_steps,
         "dp2_speedup": dp.get("dp2_speedup"),
+        "dp4_speedup": dp.get("dp4_speedup"),
+        "dp4_cpu_ratio": dp.get("dp4_cpu_ratio"),
         "dp_samples_per_s": dp.get("samples_per_s"),
         "fields": FIELDS,
         "machine": {
@@ -141,6 +178,7 @@ def main() -> int:
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "how_to_rerun": RUN + "; each part alone: see fields.*.rerun",
         "errors": errors,
+        "reused_parts": reused,
         "runtime_actor": actor,
         "runtime_allreduce": allreduce,
         "runtime_pipeline": pipeline,

@@ -61,17 +61,22 @@ def main() -> int:
 
     ax = axes[3]
     sps = r.get("dp_samples_per_s") or {}
-    bars(ax, ["Session\n1 device", "Distributed\n1 rank", "Distributed\n2 ranks (DP)",
-              "2 ranks, only\nids/labels S(0)"],
-         [sps.get("session"), sps.get("dist1"), sps.get("dist2"), sps.get("dist2_ids")],
-         ["tab:gray", "tab:gray", "tab:blue", "tab:gray"], "{:.1f}")
+    bars(ax, ["Session\n1 device", "Dist.\n1 rank", "Dist.\n2 (DP)", "Dist. 2,\nids S(0)",
+              "Dist.\n4 (DP)"],
+         [sps.get("session"), sps.get("dist1"), sps.get("dist2"), sps.get("dist2_ids"),
+          sps.get("dist4")],
+         ["tab:gray", "tab:gray", "tab:blue", "tab:gray", "tab:blue"], "{:.1f}")
     ax.set_ylabel("samples/s (higher is better)")
     ax.set_title(f"GPT AdamW, batch 16, 2 threads in total\n"
-                 f"dp2_speedup {r.get('dp2_speedup') or 0:.2f}")
+                 f"dp2_speedup {r.get('dp2_speedup') or 0:.2f}, "
+                 f"dp4_speedup {r.get('dp4_speedup') or 0:.2f}")
 
     m = r.get("machine", {})
+    reused = r.get("reused_parts") or {}
+    note = "".join(f"; {k.replace('runtime_', '')} from {v.get('commit')}"
+                   for k, v in reused.items())
     fig.suptitle(f"{m.get('cpu')}, {m.get('cores')} cores, load {m.get('loadavg_before')} "
-                 f"(before), commit {r.get('commit')}", fontsize=10)
+                 f"(before), commit {r.get('commit')}{note}", fontsize=10)
     fig.tight_layout()
     out = os.path.join(HERE, "results", "runtime.png")
     fig.savefig(out, dpi=100)

@@ -7,9 +7,11 @@
 #   runtime  bench/runtime_actor.cpp (us per act and per hop),
 #         bench/runtime_allreduce.cpp (in-process all-reduce vs memcpy),
 #         bench/runtime_pipeline.cpp (loader/compute overlap, 1 vs 2 slots),
-#         bench/runtime_dp.py (GPT data parallel on 2 virtual devices over 1),
+#         bench/runtime_dp.py (GPT data parallel on 2 and 4 virtual devices over 1),
 #         merged by bench/merge_runtime.py into bench/results/runtime.json,
 #         plotted by bench/plot_runtime.py into bench/results/runtime.png.
+#         OFL_BENCH_RUNTIME_PARTS (default actor,allreduce,pipeline,dp) runs
+#         only those parts; the others keep the last runtime.json's figures.
 #         Thread counts are fixed by what each part measures (README.md).
 #   fidelity  bench/fidelity.py: a GPT planned and trained on 4 virtual devices
 #         under 6 strategies on the calibrated local cluster, predicted vs
@@ -86,23 +88,42 @@ run_runtime() {
   local actor=$results/runtime_actor.json.tmp allreduce=$results/runtime_allreduce.json.tmp
   local pipeline=$results/runtime_pipeline.json.tmp dp=$results/runtime_dp.json.tmp
   local load_before actor_rc=0 allreduce_rc=0 pipeline_rc=0 dp_rc=0 merge_rc=0
+  local parts=",${OFL_BENCH_RUNTIME_PARTS:-actor,allreduce,pipeline,dp},"
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  # A part left out of OFL_BENCH_RUNTIME_PARTS keeps its figures from the last runtime.json.
+  [[ $parts == *,actor,* ]] || actor=-
+  [[ $parts == *,allreduce,* ]] || allreduce=-
+  [[ $parts == *,pipeline,* ]] || pipeline=-
+  [[ $parts == *,dp,* ]] || dp=-
+  local reuse=()
+  [[ -f $results/runtime.json ]] && reuse=(--reuse "$results/runtime.json")
 
-  echo "bench: runtime_actor" >&2
-  "$OFL_BUILD_DIR/bench/runtime_actor" >"$actor" || actor_rc=$?
-  echo "bench: runtime_allreduce (64 MiB, 2 and 4 devices)" >&2
-  "$OFL_BUILD_DIR/bench/runtime_allreduce" --mb 64 --devices 2,4 >"$allreduce" ||
-    allreduce_rc=$?
-  echo "bench: runtime_pipeline" >&2
-  "$OFL_BUILD_DIR/bench/runtime_pipeline" >"$pipeline" || pipeline_rc=$?
-  echo "bench: runtime_dp.py (GPT, batch 16, 2 threads)" >&2
-  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/runtime_dp.py --threads 2 >"$dp" || dp_rc=$?
+  if [[ $actor != - ]]; then
+    echo "bench: runtime_actor" >&2
+    "$OFL_BUILD_DIR/bench/runtime_actor" >"$actor" || actor_rc=$?
+  fi
+  if [[ $allreduce != - ]]; then
+    echo "bench: runtime_allreduce (64 MiB, 2 and 4 devices)" >&2
+    "$OFL_BUILD_DIR/bench/runtime_allreduce" --mb 64 --devices 2,4 >"$allreduce" ||
+      allreduce_rc=$?
+  fi
+  if [[ $pipeline != - ]]; then
+    echo "bench: runtime_pipeline" >&2
+    "$OFL_BUILD_DIR/bench/runtime_pipeline" >"$pipeline" || pipeline_rc=$?
+  fi
+  if [[ $dp != - ]]; then
+    echo "bench: runtime_dp.py (GPT, batch 16, 1, 2 and 4 ranks on 2 threads)" >&2
+    PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/runtime_dp.py --threads 2 >"$dp" || dp_rc=$?
+  fi
 
-  "$OFL_PY" bench/merge_runtime.py --out "$results/runtime.json" --load-before "$load_before" \
+  "$OFL_PY" bench/merge_runtime.py --out "$results/runtime.json.new" \
+    --load-before "$load_before" "${reuse[@]}" \
     --actor "$actor" --actor-rc "$actor_rc" --allreduce "$allreduce" \
     --allreduce-rc "$allreduce_rc" --pipeline "$pipeline" --pipeline-rc "$pipeline_rc" \
     --dp "$dp" --dp-rc "$dp_rc" || merge_rc=$?
-  rm -f "$actor" "$allreduce" "$pipeline" "$dp"
+  [[ $merge_rc == 0 ]] && mv "$results/runtime.json.new" "$results/runtime.json"
+  rm -f "$results/runtime.json.new"
+  for f in "$actor" "$allreduce" "$pipeline" "$dp"; do [[ $f == - ]] || rm -f "$f"; done
   if ((actor_rc != 0 || allreduce_rc != 0 || pipeline_rc != 0 || dp_rc != 0 || merge_rc != 0)); then
     echo "bench: runtime FAILED (runtime_actor exit $actor_rc, runtime_allreduce exit" \
       "$allreduce_rc, runtime_pipeline exit $pipeline_rc, runtime_dp.py exit $dp_rc," \

@@ -1,4 +1,4 @@
-"""runtime_dp: data-parallel training throughput on 2 virtual devices over 1.
+"""runtime_dp: data-parallel training throughput on 2 and 4 virtual devices over 1.
 
 What it measures: samples/s of AdamW training steps (forward, backward,
 update) of ``oneflow_lite.models.GPT`` (the config and initial weights of
@@ -16,7 +16,10 @@ total (``num_threads=--threads`` in every one):
   batch (16) or batch x sequence (2048) pinned to S(0) (not the parameter
   gradients: those stay partial sums and are all-reduced). Each rank
   computes on 8 samples with one kernel thread.
-- ``dist2_ids``: the same, with only ids and labels pinned. The deduction
+- ``dist4``: as ``dist2`` on 4 ranks (hierarchy [4]): 4 samples per rank,
+  one kernel thread each, at most 2 kernels at once (runtime/kernel_slots.h:
+  the ranks outnumber the 2 threads).
+- ``dist2_ids``: as ``dist2``, with only ids and labels pinned. The deduction
   then broadcasts the batch after the embedding: ``reshape`` has no
   S(0) -> S(0) signature when it merges or splits axis 0 ([16, 128, 256] ->
   [2048, 256]; ops/array/reshape.cpp keeps a split only on leading axes the
@@ -26,8 +29,13 @@ total (``num_threads=--threads`` in every one):
   (S(0) -> B) and the next op slices it again (B -> S(0), no bytes).
 
 ``dp2_speedup`` = dist2 samples/s / session samples/s (the plain Session is
-the 1-device baseline); ``dp2_speedup_vs_dist1`` uses the 1-rank
-DistributedSession instead; ``dp2_ids_speedup`` is dist2_ids over session. Every configuration runs in its own process (so
+the 1-device baseline), ``dp4_speedup`` the same for dist4;
+``dp2_speedup_vs_dist1`` uses the 1-rank DistributedSession instead;
+``dp2_ids_speedup`` is dist2_ids over session. ``cpu_ms_per_step`` is the
+process's CPU time (user + system, every thread) per step and
+``dp4_cpu_ratio`` session's over dist4's: on a shared machine a run with
+more threads gets a larger share of the cores, so wall-clock ratios drift
+with the load while CPU per step does not; ``cores_busy`` = CPU / wall. Every configuration runs in its own process (so
 no thread pool or cache of one leaks into another), ``--rounds`` times in
 turn (session, dist1, dist2, session, ...), each time ``--warmup`` untimed
 steps then ``--steps`` timed ones on the same batches; a configuration's
@@ -53,7 +61,8 @@ CONFIG = dict(n_layer=4, n_embd=256, n_head=4, seq_len=128, vocab_size=2048)
 BATCH = 16
 HYPER = dict(lr=1e-3, weight_decay=0.01)
 SEED = 0  # flow.manual_seed before building the model, as bench/ops_gpt.py
-CONFIGS = ("session", "dist1", "dist2", "dist2_ids")
+CONFIGS = ("session", "dist1", "dist2", "dist2_ids", "dist4")
+RANKS = {"dist1": 1, "dist2": 2, "dist2_ids": 2, "dist4": 4}
 
 
 def batches(n: int, seed: int = 0):
@@ -104,8 +113,8 @@ def run_one(config: str, threads: int, warmup: int, steps: int) -> dict:
         sess = g.builder.session(threads)
         strategy = None
     else:
-        ranks = [0] if config == "dist1" else [0, 1]
-        if config == "dist2":
+        ranks = list(range(RANKS[config]))
+        if config in ("dist2", "dist4"):
             pinned = batch_pins(g.program, g)
         else:
             pinned = {data_name: "S(0)", labels_name: "S(0)"}
@@ -113,13 +122,14 @@ def run_one(config: str, threads: int, warmup: int, steps: int) -> dict:
         sess = _C.DistributedSession(g.program, ranks, [len(ranks)], spec, [loss],
                                      num_threads=threads)
         strategy = sess.strategy()
-    times, losses = [], []
+    times, cpu, losses = [], [], []
     for ids, labels in batches(warmup + steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         (value,) = sess.run({data_name: ids, labels_name: labels}, [loss])
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         losses.append(float(value))
-    out = {"step_s": times[warmup:], "losses": losses}
+    out = {"step_s": times[warmup:], "cpu_s": cpu[warmup:], "losses": losses}
     if strategy is not None:
         lines = strategy.splitlines()
         ops = [ln for ln in lines if " = " in ln]
@@ -144,6 +154,7 @@ def main() -> int:
 
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     step_s = {c: [] for c in CONFIGS}
+    cpu_s = {c: [] for c in CONFIGS}
     parts: dict = {}
     for _ in range(args.rounds):
         for c in CONFIGS:
@@ -157,8 +168,10 @@ def main() -> int:
                 return 2
             part = json.loads(out.stdout)
             step_s[c] += part["step_s"]
+            cpu_s[c] += part["cpu_s"]
             parts.setdefault(c, part)
     med = {c: float(np.median(step_s[c])) for c in CONFIGS}
+    cpu_med = {c: float(np.median(cpu_s[c])) for c in CONFIGS}
     sps = {c: BATCH / med[c] for c in CONFIGS}
     first = {c: parts[c]["losses"][0] for c in CONFIGS}
     agree = all(np.allclose(parts[c]["losses"], parts["session"]["losses"], rtol=1e-4, atol=1e-5)
@@ -167,14 +180,18 @@ def main() -> int:
         "benchmark": "runtime_dp",
         "what": "samples/s of AdamW training steps of the GPT-style model, global batch 16, "
                 "2 kernel threads in total: plain Session (1 device) vs DistributedSession "
-                "on 1 rank and on 2 ranks (data parallel: ids, labels and batch-major "
+                "on 1, 2 and 4 ranks (data parallel: ids, labels and batch-major "
                 "activations pinned to S(0); dist2_ids: only ids and labels pinned)",
         "dp2_speedup": sps["dist2"] / sps["session"],
+        "dp4_speedup": sps["dist4"] / sps["session"],
+        "dp4_cpu_ratio": cpu_med["session"] / cpu_med["dist4"],
         "dp2_speedup_vs_dist1": sps["dist2"] / sps["dist1"],
         "dp2_ids_speedup": sps["dist2_ids"] / sps["session"],
         "samples_per_s": sps,
         "step_ms": {c: 1e3 * med[c] for c in CONFIGS},
         "step_ms_min": {c: 1e3 * min(step_s[c]) for c in CONFIGS},
+        "cpu_ms_per_step": {c: 1e3 * cpu_med[c] for c in CONFIGS},
+        "cores_busy": {c: cpu_med[c] / med[c] for c in CONFIGS},
         "baseline": "session (plain single-device Session, num_threads=2)",
         "config": dict(CONFIG, batch=BATCH, dtype="float32", optimizer="adamw"),
         "threads": args.threads, "warmup": args.warmup, "steps": args.steps,
@@ -182,10 +199,10 @@ def main() -> int:
         "first_losses": first,
         "losses_agree": bool(agree),
         "strategies": {c: {k: parts[c][k] for k in ("pinned", "ops", "ops_with_split_output")}
-                       for c in ("dist2", "dist2_ids")},
+                       for c in ("dist2", "dist2_ids", "dist4")},
         "bytes_sent_per_step": {c: {k: v // (args.warmup + args.steps)
                                     for k, v in parts[c]["bytes_sent"].items()}
-                                for c in ("dist2", "dist2_ids")},
+                                for c in ("dist2", "dist2_ids", "dist4")},
         "loadavg_before": load_before,
         "loadavg_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "rerun": "bench/run.sh runtime, or PYTHONPATH=python .venv/bin/python "

@@ -19,7 +19,10 @@ Shape ShapeOf(const proto::ShapeProto& proto) {
 class ComputeActor : public Actor {
  public:
   ComputeActor(const proto::TaskProto& task, const RankEnv& env)
-      : Actor(task, TaskDisplayName(task)), arena_(env.arena), device_(env.device) {}
+      : Actor(task, TaskDisplayName(task)),
+        arena_(env.arena),
+        slots_(env.slots),
+        device_(env.device) {}
 
   Status Prepare() override {
     const proto::OpConf& conf = task_.op_conf();
@@ -78,7 +81,10 @@ class ComputeActor : public Actor {
     }
     ctx_.iteration = iteration(step);
     Status status;
-    arena_->execute([&] { status = CallKernel(*kernel_, ctx_, run()->detect_anomaly); });
+    {
+      KernelSlots::Hold hold(slots_);
+      arena_->execute([&] { status = CallKernel(*kernel_, ctx_, run()->detect_anomaly); });
+    }
     if (!status.ok()) {  // Named says which op: drop CallKernel's "op 'name': " prefix
       const std::string prefix = ctx_.where() + ": ";
       const std::string& m = status.message();
@@ -93,6 +99,7 @@ class ComputeActor : public Actor {
 
  private:
   tbb::task_arena* arena_;
+  KernelSlots* slots_;
   DeviceContext* device_;
   const KernelFn* kernel_ = nullptr;
   AttrMap attrs_;

@@ -1,7 +1,8 @@
 // The six kinds of actor, one per TaskProto kind, and the factory the
 // Runtime builds them with. What each act does:
 //   COMPUTE   runs the op's kernel for its rank's device type
-//             (KernelRegistry) inside its rank's task_arena, with the
+//             (KernelRegistry) inside its rank's task_arena (holding one
+//             of the runtime's KernelSlots while it runs, if any), with the
 //             rank's device and its thread's stream in the KernelContext
 //             (a CPU kernel needs the inline stream: it runs at once);
 //             attrs from op_conf with the op's defaults filled in, the
@@ -38,6 +39,7 @@
 #include "oneflow_lite/core/device_context.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "runtime/actor.h"
+#include "runtime/kernel_slots.h"
 
 namespace ofl {
 
@@ -53,6 +55,7 @@ struct RankEnv {
   tbb::task_arena* arena = nullptr;  // the rank's kernel threads
   const BoxingFn* boxing = nullptr;  // may point to an empty function
   DeviceContext* device = nullptr;   // the rank's device
+  KernelSlots* slots = nullptr;      // shared by every rank: null when unbounded
 };
 
 // "matmul 'fc1'", "source 'x'", "boxing all_reduce 'y'": the task in errors.

@@ -129,12 +129,15 @@ Status Runtime::Build(RuntimeOptions options) {
   OFL_RETURN_IF_ERROR(CreateDevices(plan, m.local_ranks, m.options, &m.devices));
   std::vector<Allocator*> allocators(ranks, nullptr);
   for (int64_t r : m.local_ranks) allocators[r] = m.devices[r]->allocator();
+  // More ranks than threads: one thread each, and at most `cores` kernels at once.
+  if (!kThreadSanitizer && num_local > cores) m.kernel_slots = std::make_unique<KernelSlots>(cores);
   for (int64_t i = 0; i < num_local; ++i) {
     const int64_t r = m.local_ranks[i];
     shares_[r] = kThreadSanitizer ? 1 : KernelShare(cores, num_local, i);
     const int masters = std::max<int>(1, static_cast<int>(compute_streams[r].size()));
     m.arenas[r] = std::make_unique<tbb::task_arena>(std::max(shares_[r], masters), masters);
-    m.envs[r] = RankEnv{m.arenas[r].get(), &m.options.boxing, m.devices[r].get()};
+    m.envs[r] =
+        RankEnv{m.arenas[r].get(), &m.options.boxing, m.devices[r].get(), m.kernel_slots.get()};
   }
 
   // Registers: control ones (some task's ctrl_outputs) carry no data.

@@ -15,7 +15,9 @@
 // Kernel threads: C = options.num_threads (0: the machine's cores) are
 // shared among the N ranks: rank r gets max(1, C / N) threads, plus one for
 // r < C % N when C >= N (so the shares add up to C; with C < N every rank
-// gets 1). Each rank's kernels run in a oneTBB task_arena of that size (of
+// gets 1, and at most C kernels of all ranks run at once: runtime/
+// kernel_slots.h, so N ranks on C < N cores never run N kernels on C cores).
+// Each rank's kernels run in a oneTBB task_arena of that size (of
 // max(share, k) when k > share streams of the rank run kernels: each such
 // stream has a master slot of its own, so none waits for another), and each
 // actor thread sets OpenMP (oneDNN) to its rank's share. OpenBLAS has

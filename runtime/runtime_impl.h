@@ -23,6 +23,7 @@ namespace ofl {
 
 struct Runtime::Impl {
   RuntimeOptions options;
+  std::unique_ptr<KernelSlots> kernel_slots;  // when local ranks outnumber the threads
   std::vector<std::unique_ptr<DeviceContext>> devices;       // per rank (null: not local)
   std::vector<std::unique_ptr<tbb::task_arena>> arenas;      // per rank (null: not local)
   std::vector<RankEnv> envs;                                 // per rank

@@ -2,28 +2,13 @@
 
 #include <limits>
 
-#include "graph/autodiff.h"
+#include "oneflow_lite/api/eager.h"
 #include "ops/kernel.h"
 #include "ops/nd_sbp.h"
 
 namespace ofl {
 
 namespace {
-std::string ArgTensorName(int i) { return "arg" + std::to_string(i); }
-
-// A graph whose inputs are variables (trainable when floating) feeding one op.
-Maybe<std::vector<std::string>> BuildOneOp(OpGraph* g, const std::string& op_type,
-                                           const std::vector<Tensor>& inputs,
-                                           const AttrMap& attrs) {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    OFL_RETURN_IF_ERROR(
-        g->AddVariable(ArgTensorName(i), inputs[i], IsFloating(inputs[i].dtype())));
-    names.push_back(ArgTensorName(i));
-  }
-  return g->AddOp(op_type, names, attrs, op_type);
-}
-
 // Output 0's place in the logical tensor: the logical shape has its rank and
 // the slice [offset, offset + shape) lies inside.
 Status CheckLogicalPlace(const std::string& op_type, const Shape& local, const Shape& logical,
@@ -64,33 +49,6 @@ Status CheckOutputDescs(const OpDef& def, const OpContext& ctx,
   return Status::OK();
 }
 
-// Eager's own light path (graphs run on the actor runtime, api/session.h):
-// every op of `g` in graph order, its CPU kernel called directly on
-// `values` (tensor name -> value; the ops' outputs are added, zeroed before
-// the kernel writes them). A value a kernel rejects stops there (CallKernel).
-// The kernel's iteration is 0, as a graph's first step.
-Status RunOpsDirectly(const OpGraph& g, std::map<std::string, Tensor>* values) {
-  for (const OpNode& node : g.ops()) {
-    OFL_ASSIGN_OR_RETURN(const KernelFn* kernel, KernelRegistry::Find(node.type, DeviceType::kCPU));
-    KernelContext kc;
-    kc.op_type = node.type;
-    kc.op_name = node.name;
-    kc.attrs = &node.attrs;
-    for (const std::string& in : node.inputs) kc.inputs.push_back(&values->at(in));
-    for (const std::string& out : node.outputs) {
-      OFL_ASSIGN_OR_RETURN(TensorDesc d, g.Desc(out));
-      Tensor& t = (*values)[out] = Tensor::Zeros(d.shape, d.dtype);
-      kc.outputs.push_back(&t);
-    }
-    if (!kc.outputs.empty()) {
-      kc.logical_shape = kc.outputs[0]->shape();
-      kc.logical_offset.assign(kc.logical_shape.ndim(), 0);
-    }
-    OFL_RETURN_IF_ERROR(CallKernel(*kernel, kc));
-  }
-  return Status::OK();
-}
-
 // NaN for floats, a sentinel for integers: an element no kernel writes shows.
 void Poison(Tensor* t) {
   if (t->numel() == 0) return;
@@ -104,67 +62,15 @@ void Poison(Tensor* t) {
 
 Maybe<std::vector<Tensor>> RunOp(const std::string& op_type, const std::vector<Tensor>& inputs,
                                  const AttrMap& attrs) {
-  OpGraph g;
-  OFL_ASSIGN_OR_RETURN(std::vector<std::string> outs, BuildOneOp(&g, op_type, inputs, attrs));
-  for (const std::string& out : outs) {  // eager outputs are allocated: refuse absurd ones first
-    const TensorDesc d = g.Desc(out).value();
-    OFL_RETURN_IF_ERROR(CheckAllocation(d.shape, d.dtype, op_type + ": output '" + out + "'"));
-  }
-  // The op writes its mutable inputs in place: on copies, returned after the outputs.
-  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
-  std::map<std::string, Tensor> values;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const bool mutated = def->is_mutable_input(static_cast<int>(i));
-    values[ArgTensorName(static_cast<int>(i))] = mutated ? inputs[i].Clone() : inputs[i];
-  }
-  OFL_RETURN_IF_ERROR(RunOpsDirectly(g, &values));
-  std::vector<Tensor> results;
-  for (const std::string& out : outs) results.push_back(values.at(out));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (def->is_mutable_input(static_cast<int>(i))) {
-      results.push_back(values.at(ArgTensorName(static_cast<int>(i))));
-    }
-  }
-  return results;
+  EagerExecutor eager;
+  return eager.Run(op_type, inputs, attrs);
 }
 
 Maybe<std::vector<Tensor>> RunOpGrad(const std::string& op_type, const std::vector<Tensor>& inputs,
                                      const AttrMap& attrs,
                                      const std::vector<Tensor>& output_grads) {
-  OpGraph g;
-  OFL_ASSIGN_OR_RETURN(std::vector<std::string> outs, BuildOneOp(&g, op_type, inputs, attrs));
-  OFL_ENSURE(output_grads.size() == outs.size(), op_type, ": ", output_grads.size(),
-             " output gradients given for ", outs.size(), " outputs");
-  std::map<std::string, std::string> seeds;
-  std::map<std::string, Tensor> feeds;
-  for (size_t i = 0; i < outs.size(); ++i) {
-    if (!output_grads[i].defined() || output_grads[i].numel() == 0) continue;
-    std::string name = "grad_of_out" + std::to_string(i);
-    OFL_RETURN_IF_ERROR(g.AddInput(name, {output_grads[i].shape(), output_grads[i].dtype()}));
-    seeds[outs[i]] = name;
-    feeds[name] = output_grads[i];
-  }
-  OFL_ASSIGN_OR_RETURN(auto grads, AppendBackward(&g, seeds));
-  std::vector<std::string> fetches;
-  std::vector<int> fetched_input;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    auto it = grads.find(ArgTensorName(i));
-    if (it == grads.end()) continue;
-    fetches.push_back(it->second);
-    fetched_input.push_back(static_cast<int>(i));
-  }
-  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
-  std::map<std::string, Tensor> values = std::move(feeds);
-  for (size_t i = 0; i < inputs.size(); ++i) {  // the forward op runs too: never on the caller's
-    const bool mutated = def->is_mutable_input(static_cast<int>(i));
-    values[ArgTensorName(static_cast<int>(i))] = mutated ? inputs[i].Clone() : inputs[i];
-  }
-  OFL_RETURN_IF_ERROR(RunOpsDirectly(g, &values));
-  std::vector<Tensor> per_input(inputs.size());
-  for (size_t k = 0; k < fetched_input.size(); ++k) {
-    per_input[fetched_input[k]] = values.at(fetches[k]);
-  }
-  return per_input;
+  EagerExecutor eager;
+  return eager.RunGrad(op_type, inputs, attrs, output_grads);
 }
 
 Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vector<Tensor>& inputs,

@@ -1,13 +1,13 @@
 // Op tools: run one registered op on whole tensors, forward or backward,
 // and read its cost estimate; or run an op's CPU kernel alone on one rank's
 // local tensors (RunKernel, for the SBP-rule check). The op test table and
-// the Python binding use them; RunOp and RunOpGrad build a one-op graph (and
-// its backward) and call its CPU kernels directly in graph order: eager
-// mode's light path, with no Plan and no runtime (graphs run on the actor
-// runtime, api/session.h); kernel threads are whatever the process's pools
-// are bounded to (ops/parallel.h). OpTypes and DescribeOp read the op registry for
-// the binding (python/ reaches ops/ only through here). Thread-compatible:
-// separate calls share nothing.
+// the Python binding use them. RunOp and RunOpGrad are one uncached call of
+// eager mode's light path (api/eager.h: the kernel called directly, no
+// graph, no Plan, no runtime; the eager frontend keeps an EagerExecutor so
+// that its repeated calls skip inference); kernel threads are whatever the
+// process's pools are bounded to (ops/parallel.h). OpTypes and DescribeOp
+// read the op registry for the binding (python/ reaches ops/ only through
+// here). Thread-compatible: separate calls share nothing.
 #pragma once
 
 #include <map>

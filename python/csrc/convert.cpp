@@ -60,6 +60,27 @@ py::array ArrayFromTensor(const Tensor& t) {
   return a;
 }
 
+Tensor TensorViewOfArray(const py::array& input, const std::string& what) {
+  const DataType dtype = Unwrap(DataTypeOfArray(input, what));
+  constexpr int kFlags = py::array::c_style | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  if ((input.flags() & kFlags) != kFlags) return TensorFromArray(input, what);
+  std::vector<int64_t> dims(input.shape(), input.shape() + input.ndim());
+  // The owner drops its reference under the GIL, wherever the last copy dies.
+  std::shared_ptr<void> owner(new py::object(input), [](void* p) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(p);
+  });
+  return Tensor(Shape(dims), dtype, std::move(owner), const_cast<void*>(input.data()));
+}
+
+py::array ArrayOwningTensor(const Tensor& t) {
+  CHECK(t.device().is_host()) << "ArrayOwningTensor: tensor on " << t.device();
+  std::vector<py::ssize_t> dims(t.shape().dims().begin(), t.shape().dims().end());
+  auto* keep = new Tensor(t);
+  py::capsule base(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+  return py::array(NumpyDtype(t.dtype()), dims, {}, keep->raw(), base);
+}
+
 AttrMap AttrsFromDict(const py::dict& attrs, const std::string& what) {
   AttrMap out;
   for (auto item : attrs) {

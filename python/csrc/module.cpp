@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "convert.h"
+#include "oneflow_lite/api/eager.h"
 #include "oneflow_lite/api/op_tools.h"
 #include "oneflow_lite/api/session.h"
 
@@ -24,11 +25,42 @@ std::vector<Tensor> TensorsFromList(const std::vector<py::object>& arrays, const
   return out;
 }
 
+// Eager inputs: views of the arrays (kernels only read them; mutable ones
+// are copied before the kernel writes them).
+std::vector<Tensor> TensorViewsOfList(const std::vector<py::object>& arrays,
+                                      const std::string& what) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    if (arrays[i].is_none()) {
+      out.emplace_back();
+    } else {
+      out.push_back(TensorViewOfArray(arrays[i].cast<py::array>(),
+                                      what + " argument " + std::to_string(i)));
+    }
+  }
+  return out;
+}
+
+// Copies (a Session's fetches may share its registers' buffers).
 py::list ArraysOrNone(const std::vector<Tensor>& tensors) {
   py::list out;
   for (const Tensor& t : tensors) {
     if (t.defined()) {
       out.append(ArrayFromTensor(t));
+    } else {
+      out.append(py::none());
+    }
+  }
+  return out;
+}
+
+// Results of a one-op call: fresh tensors no one else holds, handed over to
+// numpy without a copy.
+py::list FreshArraysOrNone(const std::vector<Tensor>& tensors) {
+  py::list out;
+  for (const Tensor& t : tensors) {
+    if (t.defined()) {
+      out.append(ArrayOwningTensor(t));
     } else {
       out.append(py::none());
     }
@@ -85,6 +117,60 @@ py::dict OpSchemaDict(const std::string& op_type) {
 }
 
 }  // namespace
+
+// The eager frontend's executor (api/eager.h): _dispatch and _autograd hold
+// one for the process; run_op and op_grad are its uncached twins.
+void BindEager(py::module_& m) {
+  py::class_<EagerExecutor>(m, "EagerExecutor")
+      .def(py::init<size_t>(), py::arg("capacity") = 4096)
+      .def(
+          "run",
+          [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
+             const py::dict& attrs) {
+            return FreshArraysOrNone(Unwrap(e.Run(op_type, TensorViewsOfList(inputs, op_type),
+                                             AttrsFromDict(attrs, op_type))));
+          },
+          py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict())
+      .def(
+          "run_in_place",  // the kernel writes the mutable inputs' arrays; returns the outputs
+          [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
+             const py::dict& attrs) {
+            constexpr int kFlags = py::array::c_style | py::detail::npy_api::NPY_ARRAY_ALIGNED_ |
+                                   py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+            for (size_t i = 0; i < inputs.size(); ++i) {
+              const py::array a = inputs[i].cast<py::array>();
+              if ((a.flags() & kFlags) != kFlags) {
+                throw py::value_error(op_type + ": run_in_place: input " + std::to_string(i) +
+                                      " is not a writeable, aligned, C-contiguous array");
+              }
+            }
+            return FreshArraysOrNone(Unwrap(e.RunInPlace(
+                op_type, TensorViewsOfList(inputs, op_type), AttrsFromDict(attrs, op_type))));
+          },
+          py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict())
+      .def(
+          "grad",
+          [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
+             const py::dict& attrs, const std::vector<py::object>& output_grads,
+             const std::vector<py::object>& forward_outputs) {
+            return FreshArraysOrNone(Unwrap(e.RunGrad(
+                op_type, TensorViewsOfList(inputs, op_type), AttrsFromDict(attrs, op_type),
+                TensorViewsOfList(output_grads, op_type),
+                TensorViewsOfList(forward_outputs, op_type))));
+          },
+          py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_grads"),
+          py::arg("forward_outputs") = std::vector<py::object>{})
+      .def("stats",
+           [](const EagerExecutor& e) {
+             const EagerStats s = e.stats();
+             py::dict d;
+             d["hits"] = s.hits;
+             d["misses"] = s.misses;
+             d["entries"] = s.entries;
+             return d;
+           })
+      .def("clear", &EagerExecutor::Clear);
+}
 
 void BindDistributed(py::module_& m);  // distributed.cpp
 void BindGlobal(py::module_& m);       // global_tensor.cpp
@@ -169,6 +255,7 @@ PYBIND11_MODULE(_C, m) {
       })
       .def("plan_bytes", [](const Session& s) { return py::bytes(s.plan().SerializeAsString()); });
 
+  BindEager(m);
   BindDistributed(m);
   BindGlobal(m);
   BindPlanning(m);
@@ -177,7 +264,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "run_op",
       [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs) {
-        return ArraysOrNone(Unwrap(RunOp(op_type, TensorsFromList(inputs, op_type),
+        return FreshArraysOrNone(Unwrap(RunOp(op_type, TensorViewsOfList(inputs, op_type),
                                          AttrsFromDict(attrs, op_type))));
       },
       py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict());
@@ -185,9 +272,9 @@ PYBIND11_MODULE(_C, m) {
       "op_grad",
       [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs,
          const std::vector<py::object>& output_grads) {
-        return ArraysOrNone(Unwrap(RunOpGrad(op_type, TensorsFromList(inputs, op_type),
+        return FreshArraysOrNone(Unwrap(RunOpGrad(op_type, TensorViewsOfList(inputs, op_type),
                                              AttrsFromDict(attrs, op_type),
-                                             TensorsFromList(output_grads, op_type))));
+                                             TensorViewsOfList(output_grads, op_type))));
       },
       py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_grads"));
   m.def(

@@ -4,8 +4,9 @@ Each eager op run while gradients are enabled and some input requires grad
 records a ``Node`` on its outputs (``_dispatch.apply`` does it). The node
 keeps the op type, the attributes and the input arrays; ``backward`` walks
 the nodes in reverse topological order and asks the C++ op's own gradient
-rule for the input gradients (``_C.op_grad``); no gradient is written here
-by hand. Leaf tensors accumulate into ``.grad``.
+rule for the input gradients (``_dispatch.executor.grad``, the cached twin
+of ``_C.op_grad``); no gradient is written here by hand. Leaf tensors
+accumulate into ``.grad``.
 
 Grad mode is a module-level flag (``no_grad``, ``enable_grad``): the eager
 frontend is single-threaded, like the rest of the Python package.
@@ -22,7 +23,6 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from oneflow_lite import _C
 
 _grad_enabled = True
 _anomaly_enabled = False
@@ -114,18 +114,22 @@ def check_finite(what: str, arrays) -> None:
 
 
 class Node:
-    """One recorded op: inputs (Tensors or None), their arrays, attrs and the
-    number of outputs. Outputs point at the node, not the other way round."""
+    """One recorded op: inputs (Tensors or None), their arrays, attrs, the
+    number of outputs and the output arrays (a backward that reads them, as
+    softmax's reads y, takes them instead of running the op again; most are
+    kept alive anyway as the next op's saved inputs). Output Tensors point at
+    the node, not the other way round."""
 
-    __slots__ = ("op_type", "inputs", "arrays", "attrs", "num_outputs", "freed")
+    __slots__ = ("op_type", "inputs", "arrays", "attrs", "num_outputs", "outputs", "freed")
 
     def __init__(self, op_type: str, inputs: list, arrays: list, attrs: dict,
-                 num_outputs: int) -> None:
+                 num_outputs: int, outputs: Optional[list] = None) -> None:
         self.op_type = op_type
         self.inputs = inputs
         self.arrays = arrays
         self.attrs = attrs
         self.num_outputs = num_outputs
+        self.outputs = outputs or []
         self.freed = False
 
     def __repr__(self) -> str:
@@ -154,7 +158,8 @@ def _topological(roots: list) -> List[Node]:
 
 def backward(tensor, grad=None, retain_graph: bool = False) -> None:
     """Accumulates d(tensor)/d(leaf) into every leaf's ``.grad``."""
-    from oneflow_lite._tensor import Tensor  # cycle: Tensor methods call here
+    from oneflow_lite._dispatch import executor  # cycle: _dispatch records nodes here
+    from oneflow_lite._tensor import Tensor
 
     if not tensor.requires_grad:
         raise RuntimeError("backward: the tensor does not require grad (no input of the ops "
@@ -186,7 +191,8 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
             if node.freed:
                 raise RuntimeError(f"backward through {node!r} a second time: its saved inputs "
                                    f"were freed; pass retain_graph=True to the first backward")
-            in_grads = _C.op_grad(node.op_type, node.arrays, node.attrs, out_grads)
+            in_grads = executor.grad(node.op_type, node.arrays, node.attrs, out_grads,
+                                     node.outputs)
             if _anomaly_enabled:
                 check_finite(f"the backward of {node.op_type}",
                              [(f"grad of input {i}", g) for i, g in enumerate(in_grads)])
@@ -200,7 +206,7 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
                     slot = pending.setdefault(id(producer), [None] * producer.num_outputs)
                     slot[k] = g if slot[k] is None else slot[k] + g
             if not retain_graph:
-                node.arrays, node.freed = [], True
+                node.arrays, node.outputs, node.freed = [], [], True
 
 
 def _accumulate_leaf(t, g: np.ndarray) -> None:

@@ -2,9 +2,11 @@
 attrs, name=None)``.
 
 - Eager (the default): checks the inputs (no meta, global or traced tensor),
-  runs the registered C++ op (``_C.run_op``) and, when grad mode is on and an
-  input requires grad, records an autograd node (``_autograd``); backward
-  then uses the op's own C++ gradient rule.
+  runs the registered C++ op through ``executor`` (``_C.EagerExecutor``: its
+  kernel called directly, with inference and the kernel lookup cached per op
+  type, attributes and input shapes and dtypes) and, when grad mode is on and
+  an input requires grad, records an autograd node (``_autograd``); backward
+  then uses the op's own C++ gradient rule through the same executor.
 - Tracing (a tracer installed by ``nn.graph_trace``): the op is added to the
   tracer's GraphBuilder and graph tensors (LazyTensors) come back.
 
@@ -12,7 +14,8 @@ attrs, name=None)``.
 (never written by hand): ``ops.matmul(a, b, transpose_b=True)``. Variadic ops
 take a list: ``ops.concat([a, b], axis=0)``.
 
-Module-level state (the active tracer, the schema cache); single-threaded.
+Module-level state (the active tracer, the schema cache, the eager
+executor); single-threaded.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from oneflow_lite._tensor import Tensor
 
 _schemas = {}
 _tracer = None  # the active nn.graph_trace.Tracer, or None
+executor = _C.EagerExecutor()  # eager ops and their gradients (api/eager.h)
 
 
 def schema(op_type: str) -> dict:
@@ -85,7 +89,7 @@ def apply(op_type: str, inputs: Sequence, attrs: Optional[dict] = None,
         outs = _tracer.apply(op_type, list(inputs), attrs, name)
     else:
         arrays = [_check_eager_input(op_type, i, t) for i, t in enumerate(inputs)]
-        results = _C.run_op(op_type, arrays, attrs)
+        results = executor.run(op_type, arrays, attrs)
         if _autograd._anomaly_enabled:
             where = op_type if name is None else f"{op_type} '{name}'"
             names = list(s["outputs"]) + [f"updated input {i}" for i in s["mutable_inputs"]]
@@ -93,8 +97,9 @@ def apply(op_type: str, inputs: Sequence, attrs: Optional[dict] = None,
         outs = [Tensor._wrap(a) for a in results]
         if (s["has_grad"] and _autograd.is_grad_enabled()
                 and any(t is not None and t.requires_grad for t in inputs)):
-            node = _autograd.Node(op_type, list(inputs), arrays, attrs, len(s["outputs"]))
-            for k, out in enumerate(outs[:len(s["outputs"])]):
+            n = len(s["outputs"])
+            node = _autograd.Node(op_type, list(inputs), arrays, attrs, n, results[:n])
+            for k, out in enumerate(outs[:n]):
                 if out.dtype.is_floating_point:
                     out.requires_grad = True
                     out._node = (node, k)

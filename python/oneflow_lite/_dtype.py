@@ -44,12 +44,15 @@ long = int64
 int = int32  # noqa: A001
 
 _BY_NAME = {d.name: d for d in (float32, float64, int32, int64, bfloat16, float16)}
+_BY_NUMPY = {d.numpy: d for d in (float32, float64, int32, int64)}
 
 
 def get(value: Union[str, "dtype", np.dtype, type, None]) -> "dtype":
     """The dtype named by ``value`` (a dtype, its name, or a numpy dtype)."""
     if isinstance(value, dtype):
         return value
+    if isinstance(value, np.dtype) and value in _BY_NUMPY:  # every eager result
+        return _BY_NUMPY[value]
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
     try:

@@ -18,9 +18,14 @@ from typing import Dict, Iterable, List
 
 import numpy as np
 
-from oneflow_lite import _autograd
+from oneflow_lite import _autograd, _dispatch
 from oneflow_lite._dispatch import apply
 from oneflow_lite._tensor import Tensor
+
+
+def _in_place_ok(a: np.ndarray) -> bool:
+    f = a.flags
+    return f.c_contiguous and f.aligned and f.writeable and a.dtype.isnative
 
 
 class Optimizer:
@@ -101,7 +106,17 @@ class Optimizer:
         raise NotImplementedError
 
     def _run(self, op_type: str, p: Tensor, state: Dict[str, np.ndarray], attrs: dict) -> None:
-        """Runs ``op_type`` on (param, grad, *state) and writes back in place."""
+        """Runs ``op_type`` on (param, grad, *state) and writes back in place:
+        the kernel writes the arrays themselves when it can (they are
+        writeable and C-contiguous; the update kernels reject no value),
+        else the dispatcher's copies are copied back (also under anomaly
+        mode, which checks the result before anything is written)."""
+        plain = all(t._placement is None and t._value is not None for t in (p, p.grad))
+        if plain and not _autograd.is_anomaly_enabled():
+            arrays = [p._value, p.grad._value] + [state[k] for k in self._STATE]
+            if all(_in_place_ok(a) for a in arrays):
+                _dispatch.executor.run_in_place(op_type, arrays, attrs)
+                return
         inputs = [p, p.grad] + [Tensor._wrap(state[k]) for k in self._STATE]
         outs = apply(op_type, inputs, attrs)
         outs = outs if isinstance(outs, tuple) else (outs,)
