@@ -36,7 +36,9 @@ class CudaOpTest : public ::testing::Test {
 class TestCudaStream : public CudaStream {
  public:
   TestCudaStream() {
-    OFL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // A blocking stream: it waits for the legacy stream's cudaMemcpy/cudaMemset
+    // of the inputs (which may return before the device finished them).
+    OFL_CUDA_CHECK(cudaStreamCreate(&stream_));
     OFL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&record_), sizeof(CudaDeviceError)));
     ResetRecord();
   }
@@ -209,10 +211,13 @@ inline Results RunBoth(const OpCall& call) {
     kc->op_name = call.op;
     kc->attrs = &ctx.attrs;
     kc->iteration = call.iteration;
-    kc->logical_shape = call.logical_offset.empty() ? outs.at(0).shape : call.logical_shape;
-    kc->logical_offset = call.logical_offset.empty()
-                             ? std::vector<int64_t>(outs.at(0).shape.ndim(), 0)
-                             : call.logical_offset;
+    if (!call.logical_offset.empty()) {
+      kc->logical_shape = call.logical_shape;
+      kc->logical_offset = call.logical_offset;
+    } else if (!outs.empty()) {  // update ops have no outputs
+      kc->logical_shape = outs[0].shape;
+      kc->logical_offset.assign(outs[0].shape.ndim(), 0);
+    }
   };
   // CPU.
   std::vector<Tensor> cpu_in, cpu_out;
@@ -228,6 +233,7 @@ inline Results RunBoth(const OpCall& call) {
   std::vector<Tensor> dev_in, dev_out;
   for (const Tensor& t : call.inputs) dev_in.push_back(ToDevice(t));
   for (const TensorDesc& d : outs) dev_out.push_back(DeviceEmpty(d.shape, d.dtype));
+  OFL_CUDA_CHECK(cudaDeviceSynchronize());  // inputs in place before the kernel's stream runs
   KernelContext gpu;
   fill_context(&gpu);
   gpu.device = Device{DeviceType::kCUDA, 0};
