@@ -1,16 +1,19 @@
 // Device-side helpers of the CUDA kernels (ops/**/*_cuda.cu): the
-// grid-stride loop, typed math overloads for float and double, NaN-propagating
+// grid-stride loop, bfloat16 as a storage type (Load widens it to float,
+// Store rounds to nearest even; float and double pass through), typed math
+// overloads for float and double, NaN-propagating
 // max/min as ops/nan_compare.h, fixed-order warp and block sums (the same
 // partition on every run, so results are deterministic), and the small
 // fixed-rank index arrays kernels take by value. Header-only; CUDA sources only.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "glog/logging.h"
+#include <glog/logging.h>
 
 // i runs over [0, n) in a grid-stride loop (64-bit index).
 #define OFL_KERNEL_LOOP(i, n)                                                          \
@@ -18,6 +21,31 @@
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 namespace ofl::cuda {
+
+// The type a kernel computes in for storage type T: float for bfloat16.
+template <typename T>
+struct ComputeTypeOf {
+  using type = T;
+};
+template <>
+struct ComputeTypeOf<__nv_bfloat16> {
+  using type = float;
+};
+template <typename T>
+using Compute = typename ComputeTypeOf<T>::type;
+
+__device__ __forceinline__ float Load(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float Load(float v) { return v; }
+__device__ __forceinline__ double Load(double v) { return v; }
+
+template <typename T>
+__device__ __forceinline__ T Store(Compute<T> v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 Store<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 __device__ __forceinline__ float Exp(float x) { return expf(x); }
 __device__ __forceinline__ double Exp(double x) { return exp(x); }

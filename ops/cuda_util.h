@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -40,7 +41,40 @@
 // After a <<<...>>> launch: a bad configuration is a bug (CHECK).
 #define OFL_CUDA_LAUNCH_CHECK() OFL_CUDA_CHECK(cudaGetLastError())
 
+// Runs `body` with `T` bound to the device type of a float32, float64 or
+// bfloat16 `dtype` (kernels compute bfloat16 in float: cuda_device.cuh).
+#define OFL_CUDA_DISPATCH_FLOAT(dtype, T, ...)                                           \
+  do {                                                                                   \
+    switch (dtype) {                                                                     \
+      case ::ofl::DataType::kFloat32: { using T = float; __VA_ARGS__; break; }           \
+      case ::ofl::DataType::kFloat64: { using T = double; __VA_ARGS__; break; }          \
+      case ::ofl::DataType::kBFloat16: { using T = __nv_bfloat16; __VA_ARGS__; break; }  \
+      default: ::ofl::ThrowNoKernelFor("float32/float64/bfloat16", dtype);               \
+    }                                                                                    \
+  } while (0)
+
 namespace ofl::cuda {
+
+template <typename T>
+struct DataTypeOfDevice;
+template <>
+struct DataTypeOfDevice<float> { static constexpr DataType value = DataType::kFloat32; };
+template <>
+struct DataTypeOfDevice<double> { static constexpr DataType value = DataType::kFloat64; };
+template <>
+struct DataTypeOfDevice<__nv_bfloat16> { static constexpr DataType value = DataType::kBFloat16; };
+
+// Tensor::data<T> for the device element types (bfloat16 included).
+template <typename T>
+T* Data(Tensor& t) {
+  CHECK(t.dtype() == DataTypeOfDevice<T>::value) << "Tensor holds " << DataTypeName(t.dtype());
+  return static_cast<T*>(t.raw());
+}
+template <typename T>
+const T* Data(const Tensor& t) {
+  CHECK(t.dtype() == DataTypeOfDevice<T>::value) << "Tensor holds " << DataTypeName(t.dtype());
+  return static_cast<const T*>(t.raw());
+}
 
 // Threads per block of the elementwise and reduction kernels.
 constexpr int kThreads = 256;

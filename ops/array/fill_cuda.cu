@@ -2,6 +2,7 @@
 // ops). add_n sums its inputs in argument order per element, in chunks of
 // kChunk inputs per launch (the running sum is stored in T between chunks,
 // as the CPU kernel's T accumulator), so the result equals the CPU's.
+// bfloat16 sums in float and rounds once per chunk.
 #include <algorithm>
 
 #include "ops/cuda_device.cuh"
@@ -23,9 +24,9 @@ struct Inputs {
 template <typename T>
 __global__ void AddChunk(int64_t n, Inputs<T> in, bool first, T* y) {
   OFL_KERNEL_LOOP(i, n) {
-    T s = first ? in.x[0][i] : y[i];
-    for (int j = first ? 1 : 0; j < in.count; ++j) s += in.x[j][i];
-    y[i] = s;
+    cuda::Compute<T> s = cuda::Load(first ? in.x[0][i] : y[i]);
+    for (int j = first ? 1 : 0; j < in.count; ++j) s += cuda::Load(in.x[j][i]);
+    y[i] = cuda::Store<T>(s);
   }
 }
 
@@ -38,9 +39,9 @@ void AddN(KernelContext& k, cudaStream_t stream) {
   for (int begin = 0; begin < total; begin += kChunk) {
     Inputs<T> in{};
     in.count = std::min(kChunk, total - begin);
-    for (int j = 0; j < in.count; ++j) in.x[j] = k.inputs[begin + j]->data<T>();
+    for (int j = 0; j < in.count; ++j) in.x[j] = cuda::Data<T>(*k.inputs[begin + j]);
     AddChunk<T><<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, in, begin == 0,
-                                                                   out.data<T>());
+                                                                   cuda::Data<T>(out));
     OFL_CUDA_LAUNCH_CHECK();
   }
 }
@@ -48,7 +49,7 @@ void AddN(KernelContext& k, cudaStream_t stream) {
 void AddNKernel(KernelContext& k) {
   cuda::DeviceGuard guard(k.device.index);
   const cudaStream_t stream = cuda::StreamOf(k);
-  OFL_DISPATCH_FLOAT(k.out(0).dtype(), T, AddN<T>(k, stream));
+  OFL_CUDA_DISPATCH_FLOAT(k.out(0).dtype(), T, AddN<T>(k, stream));
 }
 
 KernelFn FillKernel(double value) {

@@ -23,8 +23,8 @@ void BroadcastTo(const Tensor& x, Tensor& out, const std::vector<int64_t>& axes,
   const Shape expanded = math::ExpandRank(x.shape(), out.shape().ndim(), axes);
   const cuda::BroadcastIndex index =
       cuda::ToBroadcastIndex(math::MakeBroadcastLayout(out.shape(), {expanded}));
-  BroadcastToKernel<T><<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, index, x.data<T>(),
-                                                                         out.data<T>());
+  BroadcastToKernel<T><<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(
+      n, index, cuda::Data<T>(x), cuda::Data<T>(out));
   OFL_CUDA_LAUNCH_CHECK();
 }
 
@@ -34,7 +34,7 @@ void BroadcastKernel(KernelContext& kc) {
   Tensor& out = kc.out(0);
   const auto axes = math::NormalizedAxesUnchecked(kc.attr().Get<std::vector<int64_t>>("axes"),
                                                   out.shape().ndim());
-  OFL_DISPATCH_FLOAT(out.dtype(), T, BroadcastTo<T>(kc.in(0), out, axes, stream));
+  OFL_CUDA_DISPATCH_FLOAT(out.dtype(), T, BroadcastTo<T>(kc.in(0), out, axes, stream));
 }
 
 void SumToKernel(KernelContext& kc) {
@@ -45,9 +45,9 @@ void SumToKernel(KernelContext& kc) {
   const auto axes = math::NormalizedAxesUnchecked(kc.attr().Get<std::vector<int64_t>>("axes"),
                                                   x.shape().ndim());
   const Shape kept = math::ExpandRank(out.shape(), x.shape().ndim(), axes);
-  OFL_DISPATCH_FLOAT(out.dtype(), T,
-                     cuda::ReduceSumTo<T>(x.data<T>(), x.shape(), kept, out.data<T>(), 1.0,
-                                          stream));
+  OFL_CUDA_DISPATCH_FLOAT(out.dtype(), T,
+                          cuda::ReduceSumTo<T>(cuda::Data<T>(x), x.shape(), kept,
+                                               cuda::Data<T>(out), 1.0, stream));
 }
 
 OFL_REGISTER_KERNEL("broadcast_to", DeviceType::kCUDA, BroadcastKernel);

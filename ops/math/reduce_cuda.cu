@@ -30,9 +30,9 @@ __global__ void ReducePerThread(int64_t num_out, int64_t per_out, ReduceIndex in
     const T* base = x + OffsetOf(o, index.kept_dims, index.kept_strides);
     double s = 0;
     for (int64_t r = 0; r < per_out; ++r) {
-      s += static_cast<double>(base[OffsetOf(r, index.reduced_dims, index.reduced_strides)]);
+      s += static_cast<double>(Load(base[OffsetOf(r, index.reduced_dims, index.reduced_strides)]));
     }
-    out[o] = static_cast<T>(s * scale);
+    out[o] = Store<T>(static_cast<Compute<T>>(s * scale));
   }
 }
 
@@ -44,10 +44,10 @@ __global__ void ReducePerBlock(int64_t num_out, int64_t per_out, ReduceIndex ind
     const T* base = x + OffsetOf(o, index.kept_dims, index.kept_strides);
     double s = 0;
     for (int64_t r = threadIdx.x; r < per_out; r += blockDim.x) {
-      s += static_cast<double>(base[OffsetOf(r, index.reduced_dims, index.reduced_strides)]);
+      s += static_cast<double>(Load(base[OffsetOf(r, index.reduced_dims, index.reduced_strides)]));
     }
     s = BlockReduce(s, SumOp(), scratch);
-    if (threadIdx.x == 0) out[o] = static_cast<T>(s * scale);
+    if (threadIdx.x == 0) out[o] = Store<T>(static_cast<Compute<T>>(s * scale));
   }
 }
 
@@ -102,6 +102,8 @@ template void ReduceSumTo<float>(const float*, const Shape&, const Shape&, float
                                  cudaStream_t);
 template void ReduceSumTo<double>(const double*, const Shape&, const Shape&, double*, double,
                                   cudaStream_t);
+template void ReduceSumTo<__nv_bfloat16>(const __nv_bfloat16*, const Shape&, const Shape&,
+                                         __nv_bfloat16*, double, cudaStream_t);
 
 }  // namespace cuda
 
@@ -123,9 +125,9 @@ void ReduceKernel(KernelContext& kc, bool is_mean) {
     }
   }
   const double scale = is_mean ? 1.0 / static_cast<double>(count) : 1.0;
-  OFL_DISPATCH_FLOAT(out.dtype(), T,
-                     cuda::ReduceSumTo<T>(x.data<T>(), x.shape(), Shape(kept), out.data<T>(),
-                                          scale, stream));
+  OFL_CUDA_DISPATCH_FLOAT(out.dtype(), T,
+                          cuda::ReduceSumTo<T>(cuda::Data<T>(x), x.shape(), Shape(kept),
+                                               cuda::Data<T>(out), scale, stream));
 }
 
 OFL_REGISTER_KERNEL("reduce_sum", DeviceType::kCUDA,

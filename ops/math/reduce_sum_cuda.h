@@ -4,7 +4,8 @@
 // accumulate in double in a fixed order (one thread walks an output's
 // elements in order; above kBlockReduceMin elements a block sums fixed
 // strided partitions and combines them in a fixed tree), so results do not
-// vary from run to run. Enqueued on `stream`; thread-safe.
+// vary from run to run. T: float, double or __nv_bfloat16 (summed in
+// double, stored rounded). Enqueued on `stream`; thread-safe.
 #pragma once
 
 #include <cuda_runtime_api.h>

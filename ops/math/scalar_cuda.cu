@@ -1,6 +1,6 @@
 // CUDA kernels of scalar_add, scalar_mul and scalar_pow (scalar.cpp): one
 // grid-stride map each; the scalar is cast to the element type first, and
-// exponents 2 and 1 are exact, as scalar_cpu.cpp.
+// exponents 2 and 1 are exact, as scalar_cpu.cpp. bfloat16 computes in float.
 #include "ops/cuda_device.cuh"
 #include "ops/cuda_util.h"
 
@@ -11,16 +11,18 @@ namespace {
 enum class ScalarOp { kAdd, kMul, kSquare, kIdentity, kPow };
 
 template <typename T>
-__global__ void ScalarMap(int64_t n, ScalarOp op, T v, const T* x, T* y) {
+__global__ void ScalarMap(int64_t n, ScalarOp op, cuda::Compute<T> v, const T* x, T* y) {
   OFL_KERNEL_LOOP(i, n) {
-    const T a = x[i];
+    const cuda::Compute<T> a = cuda::Load(x[i]);
+    cuda::Compute<T> r = a;
     switch (op) {
-      case ScalarOp::kAdd: y[i] = a + v; break;
-      case ScalarOp::kMul: y[i] = a * v; break;
-      case ScalarOp::kSquare: y[i] = a * a; break;
-      case ScalarOp::kIdentity: y[i] = a; break;
-      case ScalarOp::kPow: y[i] = cuda::Pow(a, v); break;
+      case ScalarOp::kAdd: r = a + v; break;
+      case ScalarOp::kMul: r = a * v; break;
+      case ScalarOp::kSquare: r = a * a; break;
+      case ScalarOp::kIdentity: break;
+      case ScalarOp::kPow: r = cuda::Pow(a, v); break;
     }
+    y[i] = cuda::Store<T>(r);
   }
 }
 
@@ -29,9 +31,10 @@ void Run(KernelContext& kc, ScalarOp op, double value) {
   const cudaStream_t stream = cuda::StreamOf(kc);
   const int64_t n = kc.out(0).numel();
   if (n == 0) return;
-  OFL_DISPATCH_FLOAT(kc.out(0).dtype(), T, {
+  OFL_CUDA_DISPATCH_FLOAT(kc.out(0).dtype(), T, {
     ScalarMap<T><<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(
-        n, op, static_cast<T>(value), kc.in(0).data<T>(), kc.out(0).data<T>());
+        n, op, static_cast<cuda::Compute<T>>(value), cuda::Data<T>(kc.in(0)),
+        cuda::Data<T>(kc.out(0)));
     OFL_CUDA_LAUNCH_CHECK();
   });
 }

@@ -1,6 +1,7 @@
 // CUDA kernels of the pointwise activations and their backward ops
 // (activation.cpp registers the ops): grid-stride maps with the formulas of
 // activation_cpu.cpp (relu's NaN rule, gelu through erfc, the stable sigmoid).
+// bfloat16 computes in float.
 #include "ops/cuda_device.cuh"
 #include "ops/cuda_util.h"
 
@@ -48,12 +49,12 @@ struct SigmoidGrad {
 
 template <typename T, typename F>
 __global__ void MapUnary(int64_t n, const T* x, T* y, F f) {
-  OFL_KERNEL_LOOP(i, n) { y[i] = f(x[i]); }
+  OFL_KERNEL_LOOP(i, n) { y[i] = cuda::Store<T>(f(cuda::Load(x[i]))); }
 }
 
 template <typename T, typename F>
 __global__ void MapBinary(int64_t n, const T* v, const T* dy, T* dx, F f) {
-  OFL_KERNEL_LOOP(i, n) { dx[i] = f(v[i], dy[i]); }
+  OFL_KERNEL_LOOP(i, n) { dx[i] = cuda::Store<T>(f(cuda::Load(v[i]), cuda::Load(dy[i]))); }
 }
 
 template <typename F>
@@ -63,9 +64,9 @@ KernelFn UnaryKernel(F f) {
     const cudaStream_t stream = cuda::StreamOf(k);
     const int64_t n = k.out(0).numel();
     if (n == 0) return;
-    OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, {
-      MapUnary<<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, k.in(0).data<T>(),
-                                                                  k.out(0).data<T>(), f);
+    OFL_CUDA_DISPATCH_FLOAT(k.in(0).dtype(), T, {
+      MapUnary<<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(
+          n, cuda::Data<T>(k.in(0)), cuda::Data<T>(k.out(0)), f);
       OFL_CUDA_LAUNCH_CHECK();
     });
   };
@@ -78,9 +79,9 @@ KernelFn BinaryKernel(F f) {
     const cudaStream_t stream = cuda::StreamOf(k);
     const int64_t n = k.out(0).numel();
     if (n == 0) return;
-    OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, {
+    OFL_CUDA_DISPATCH_FLOAT(k.in(0).dtype(), T, {
       MapBinary<<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(
-          n, k.in(0).data<T>(), k.in(1).data<T>(), k.out(0).data<T>(), f);
+          n, cuda::Data<T>(k.in(0)), cuda::Data<T>(k.in(1)), cuda::Data<T>(k.out(0)), f);
       OFL_CUDA_LAUNCH_CHECK();
     });
   };

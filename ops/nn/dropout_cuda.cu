@@ -4,7 +4,8 @@
 // KernelContext::logical_shape and logical_offset, as dropout_cpu.cpp's
 // LogicalIndexer) plus j, and its keep decision is the Philox draw for
 // (seed, iteration, logical index) (philox.cuh, core/random.h's stream), so
-// masks match the CPU kernel's bit for bit under every sharding.
+// masks match the CPU kernel's bit for bit under every sharding. bfloat16
+// stores the scale rounded and multiplies in float.
 #include "ops/cuda_device.cuh"
 #include "ops/cuda_util.h"
 #include "ops/nn/philox.cuh"
@@ -34,14 +35,15 @@ __device__ int64_t RowStart(const RowIndex& x, int64_t row) {
 
 template <typename T>
 __global__ void DropoutForward(int64_t n, RowIndex index, uint64_t seed, uint64_t stream,
-                               double rate, T scale, const T* x, T* y, T* mask) {
+                               double rate, cuda::Compute<T> scale, const T* x, T* y,
+                               T* mask) {
   OFL_KERNEL_LOOP(i, n) {
     const int64_t row = i / index.length, j = i % index.length;
     const uint64_t logical = static_cast<uint64_t>(RowStart(index, row) + j);
     const bool keep = static_cast<double>(cuda::UniformFloat(seed, stream, logical)) >= rate;
-    const T m = keep ? scale : T(0);
+    const T m = cuda::Store<T>(keep ? scale : cuda::Compute<T>(0));
     mask[i] = m;
-    y[i] = x[i] * m;
+    y[i] = cuda::Store<T>(cuda::Load(x[i]) * cuda::Load(m));
   }
 }
 
@@ -69,10 +71,11 @@ void DropoutKernel(KernelContext& k) {
   const RowIndex index = MakeRowIndex(x.shape(), k.logical_shape, k.logical_offset);
   const int64_t n = x.numel();
   if (index.length == 0 || n == 0) return;
-  OFL_DISPATCH_FLOAT(x.dtype(), T, {
+  OFL_CUDA_DISPATCH_FLOAT(x.dtype(), T, {
     DropoutForward<T><<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(
         n, index, seed, static_cast<uint64_t>(k.iteration), rate,
-        static_cast<T>(1.0 / (1.0 - rate)), x.data<T>(), k.out(0).data<T>(), k.out(1).data<T>());
+        static_cast<cuda::Compute<T>>(1.0 / (1.0 - rate)), cuda::Data<T>(x),
+        cuda::Data<T>(k.out(0)), cuda::Data<T>(k.out(1)));
     OFL_CUDA_LAUNCH_CHECK();
   });
 }

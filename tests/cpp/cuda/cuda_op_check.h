@@ -153,6 +153,29 @@ inline double ValueAt(const Tensor& t, int64_t i) {
   return 0;
 }
 
+// float32 -> bfloat16 by dropping the low 16 bits: exact for values that are
+// bfloat16 already (RoundToBfloat16), which is how the tests use it.
+inline Tensor ToBfloat16(const Tensor& f32) {
+  Tensor t(f32.shape(), DataType::kBFloat16);
+  for (int64_t i = 0; i < f32.numel(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &f32.data<float>()[i], 4);
+    const uint16_t high = static_cast<uint16_t>(bits >> 16);
+    std::memcpy(static_cast<char*>(t.raw()) + 2 * i, &high, 2);
+  }
+  return t;
+}
+
+// Makes every value of a float32 tensor a bfloat16 value (low 16 bits zero).
+inline void RoundToBfloat16(Tensor* f32) {
+  for (int64_t i = 0; i < f32->numel(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &f32->data<float>()[i], 4);
+    bits &= 0xFFFF0000u;
+    std::memcpy(&f32->data<float>()[i], &bits, 4);
+  }
+}
+
 struct Tolerance {
   double rtol = 1e-5;  // the op table's float32 tolerance (tests/python/op_table.py)
   double atol = 1e-6;
@@ -196,7 +219,11 @@ struct Results {
   std::vector<std::string> names;
 };
 
-inline Results RunBoth(const OpCall& call) {
+// With `cuda_float` bfloat16, the CUDA kernel gets the float32 inputs as
+// bfloat16 (they should be bfloat16 values already) and bfloat16 outputs
+// where the op makes float32 ones; the CPU kernel runs in float32.
+inline Results RunBoth(const OpCall& call, DataType cuda_float = DataType::kFloat32) {
+  const bool bf16 = cuda_float == DataType::kBFloat16;
   Results r;
   const OpDef* def = OpRegistry::Find(call.op).value();
   OpContext ctx;
@@ -231,8 +258,13 @@ inline Results RunBoth(const OpCall& call) {
   // CUDA.
   TestCudaStream stream;
   std::vector<Tensor> dev_in, dev_out;
-  for (const Tensor& t : call.inputs) dev_in.push_back(ToDevice(t));
-  for (const TensorDesc& d : outs) dev_out.push_back(DeviceEmpty(d.shape, d.dtype));
+  for (const Tensor& t : call.inputs) {
+    dev_in.push_back(ToDevice(bf16 && t.dtype() == DataType::kFloat32 ? ToBfloat16(t) : t));
+  }
+  for (const TensorDesc& d : outs) {
+    dev_out.push_back(DeviceEmpty(
+        d.shape, bf16 && d.dtype == DataType::kFloat32 ? DataType::kBFloat16 : d.dtype));
+  }
   OFL_CUDA_CHECK(cudaDeviceSynchronize());  // inputs in place before the kernel's stream runs
   KernelContext gpu;
   fill_context(&gpu);
@@ -258,10 +290,12 @@ inline Results RunBoth(const OpCall& call) {
   return r;
 }
 
-// Both kernels succeed and agree within `tol` on every output and mutated input.
-inline void ExpectOpMatches(const OpCall& call, Tolerance tol = {}) {
-  SCOPED_TRACE(call.op);
-  const Results r = RunBoth(call);
+// Both kernels succeed and agree within `tol` on every output and mutated
+// input (the CUDA kernel in `cuda_float`, see RunBoth).
+inline void ExpectOpMatches(const OpCall& call, Tolerance tol = {},
+                            DataType cuda_float = DataType::kFloat32) {
+  SCOPED_TRACE(call.op + (cuda_float == DataType::kBFloat16 ? " bfloat16" : ""));
+  const Results r = RunBoth(call, cuda_float);
   ASSERT_TRUE(r.cpu_status.ok()) << r.cpu_status.ToString();
   ASSERT_TRUE(r.cuda_status.ok()) << r.cuda_status.ToString();
   ASSERT_TRUE(r.device_error.ok()) << r.device_error.ToString();
