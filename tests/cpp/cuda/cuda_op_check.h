@@ -219,41 +219,56 @@ struct Results {
   std::vector<std::string> names;
 };
 
+// The op of a call, its inferred outputs and its completed attrs.
+struct Inferred {
+  const OpDef* def = nullptr;
+  OpContext ctx;
+  std::vector<TensorDesc> outs;
+};
+
+inline Inferred Infer(const OpCall& call) {
+  Inferred in;
+  in.def = OpRegistry::Find(call.op).value();
+  in.ctx.op_type = call.op;
+  in.ctx.op_name = call.op;
+  in.ctx.attrs = call.attrs;
+  for (const Tensor& t : call.inputs) in.ctx.inputs.push_back({t.shape(), t.dtype()});
+  in.outs = in.def->Infer(&in.ctx).value();
+  return in;
+}
+
+// A kernel context over `inputs` and `outputs` (kept alive by the caller).
+inline KernelContext MakeContext(const OpCall& call, const Inferred& inferred,
+                                 std::vector<Tensor>* inputs, std::vector<Tensor>* outputs) {
+  KernelContext kc;
+  kc.op_type = call.op;
+  kc.op_name = call.op;
+  kc.attrs = &inferred.ctx.attrs;
+  kc.iteration = call.iteration;
+  if (!call.logical_offset.empty()) {
+    kc.logical_shape = call.logical_shape;
+    kc.logical_offset = call.logical_offset;
+  } else if (!inferred.outs.empty()) {  // update ops have no outputs
+    kc.logical_shape = inferred.outs[0].shape;
+    kc.logical_offset.assign(inferred.outs[0].shape.ndim(), 0);
+  }
+  for (Tensor& t : *inputs) kc.inputs.push_back(&t);
+  for (Tensor& t : *outputs) kc.outputs.push_back(&t);
+  return kc;
+}
+
 // With `cuda_float` bfloat16, the CUDA kernel gets the float32 inputs as
 // bfloat16 (they should be bfloat16 values already) and bfloat16 outputs
 // where the op makes float32 ones; the CPU kernel runs in float32.
 inline Results RunBoth(const OpCall& call, DataType cuda_float = DataType::kFloat32) {
   const bool bf16 = cuda_float == DataType::kBFloat16;
+  const Inferred inferred = Infer(call);
   Results r;
-  const OpDef* def = OpRegistry::Find(call.op).value();
-  OpContext ctx;
-  ctx.op_type = call.op;
-  ctx.op_name = call.op;
-  ctx.attrs = call.attrs;
-  for (const Tensor& t : call.inputs) ctx.inputs.push_back({t.shape(), t.dtype()});
-  const std::vector<TensorDesc> outs = def->Infer(&ctx).value();
-
-  auto fill_context = [&](KernelContext* kc) {
-    kc->op_type = call.op;
-    kc->op_name = call.op;
-    kc->attrs = &ctx.attrs;
-    kc->iteration = call.iteration;
-    if (!call.logical_offset.empty()) {
-      kc->logical_shape = call.logical_shape;
-      kc->logical_offset = call.logical_offset;
-    } else if (!outs.empty()) {  // update ops have no outputs
-      kc->logical_shape = outs[0].shape;
-      kc->logical_offset.assign(outs[0].shape.ndim(), 0);
-    }
-  };
   // CPU.
   std::vector<Tensor> cpu_in, cpu_out;
   for (const Tensor& t : call.inputs) cpu_in.push_back(t.Clone());
-  for (const TensorDesc& d : outs) cpu_out.push_back(Tensor::Zeros(d.shape, d.dtype));
-  KernelContext cpu;
-  fill_context(&cpu);
-  for (Tensor& t : cpu_in) cpu.inputs.push_back(&t);
-  for (Tensor& t : cpu_out) cpu.outputs.push_back(&t);
+  for (const TensorDesc& d : inferred.outs) cpu_out.push_back(Tensor::Zeros(d.shape, d.dtype));
+  KernelContext cpu = MakeContext(call, inferred, &cpu_in, &cpu_out);
   r.cpu_status = CallKernel(*KernelRegistry::Find(call.op, DeviceType::kCPU).value(), cpu);
   // CUDA.
   TestCudaStream stream;
@@ -261,28 +276,25 @@ inline Results RunBoth(const OpCall& call, DataType cuda_float = DataType::kFloa
   for (const Tensor& t : call.inputs) {
     dev_in.push_back(ToDevice(bf16 && t.dtype() == DataType::kFloat32 ? ToBfloat16(t) : t));
   }
-  for (const TensorDesc& d : outs) {
+  for (const TensorDesc& d : inferred.outs) {
     dev_out.push_back(DeviceEmpty(
         d.shape, bf16 && d.dtype == DataType::kFloat32 ? DataType::kBFloat16 : d.dtype));
   }
   OFL_CUDA_CHECK(cudaDeviceSynchronize());  // inputs in place before the kernel's stream runs
-  KernelContext gpu;
-  fill_context(&gpu);
+  KernelContext gpu = MakeContext(call, inferred, &dev_in, &dev_out);
   gpu.device = Device{DeviceType::kCUDA, 0};
   gpu.stream = &stream;
-  for (Tensor& t : dev_in) gpu.inputs.push_back(&t);
-  for (Tensor& t : dev_out) gpu.outputs.push_back(&t);
   r.cuda_status = CallKernel(*KernelRegistry::Find(call.op, DeviceType::kCUDA).value(), gpu);
   r.device_error = stream.TakeDeviceError();
   OFL_CUDA_CHECK(cudaGetLastError());
-
-  for (size_t i = 0; i < outs.size(); ++i) {
-    r.names.push_back(call.op + "." + def->output_names()[i]);
+  // Outputs, then the inputs the op mutates.
+  for (size_t i = 0; i < inferred.outs.size(); ++i) {
+    r.names.push_back(call.op + "." + inferred.def->output_names()[i]);
     r.cpu.push_back(cpu_out[i]);
     r.cuda.push_back(ToHost(dev_out[i]));
   }
   for (size_t i = 0; i < call.inputs.size(); ++i) {
-    if (!def->is_mutable_input(static_cast<int>(i))) continue;
+    if (!inferred.def->is_mutable_input(static_cast<int>(i))) continue;
     r.names.push_back(call.op + ".input" + std::to_string(i));
     r.cpu.push_back(cpu_in[i]);
     r.cuda.push_back(ToHost(dev_in[i]));

@@ -5,8 +5,6 @@
 // also by its rounding, at most 2^-8 relative (rtol 1e-2, atol 1e-3).
 // The ops' inference takes float32/float64 only (bfloat16 is deliverable 3's
 // mixed precision), so these calls build their KernelContext directly.
-#include <cstring>
-
 #include "tests/cpp/cuda/cuda_op_check.h"
 
 namespace ofl::cuda_test {
@@ -14,19 +12,11 @@ namespace {
 
 class CudaMatmulBf16 : public CudaOpTest {};
 
-// A float32 tensor whose values are bfloat16 (low 16 bits zero), and its
-// bfloat16 twin.
+// A float32 tensor whose values are bfloat16, and its bfloat16 twin.
 void RandomBf16(const Shape& shape, std::mt19937_64& rng, Tensor* f32, Tensor* bf16) {
   *f32 = Random(shape, DataType::kFloat32, rng);
-  *bf16 = Tensor(shape, DataType::kBFloat16);
-  for (int64_t i = 0; i < f32->numel(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &f32->data<float>()[i], 4);
-    bits &= 0xFFFF0000u;
-    std::memcpy(&f32->data<float>()[i], &bits, 4);
-    const uint16_t high = static_cast<uint16_t>(bits >> 16);
-    std::memcpy(static_cast<char*>(bf16->raw()) + 2 * i, &high, 2);
-  }
+  RoundToBfloat16(f32);
+  *bf16 = ToBfloat16(*f32);
 }
 
 Tensor RunCuda(const std::string& op, const AttrMap& attrs, const Tensor& a, const Tensor& b,
