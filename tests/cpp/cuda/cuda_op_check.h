@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -25,11 +26,18 @@
 
 namespace ofl::cuda_test {
 
-// Every test of the suite skips with "no CUDA device" on a machine without one.
+// Every test of the suite skips with "no CUDA device" on a machine without
+// one, or fails there when OFL_REQUIRE_CUDA=1 (a GPU check must not pass by
+// skipping).
 class CudaOpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << kNoCudaDevice;
+    if (CudaDeviceCount() > 0) return;
+    const char* require = std::getenv("OFL_REQUIRE_CUDA");
+    if (require != nullptr && std::string(require) == "1") {
+      FAIL() << kNoCudaDevice << " (OFL_REQUIRE_CUDA=1)";
+    }
+    GTEST_SKIP() << kNoCudaDevice;
   }
 };
 
