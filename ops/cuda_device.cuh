@@ -9,14 +9,13 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <glog/logging.h>
 
 #include <cstdint>
 #include <vector>
 
-#include <glog/logging.h>
-
 // i runs over [0, n) in a grid-stride loop (64-bit index).
-#define OFL_KERNEL_LOOP(i, n)                                                          \
+#define OFL_KERNEL_LOOP(i, n)                                                            \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 

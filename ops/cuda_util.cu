@@ -1,5 +1,3 @@
-#include "ops/cuda_util.h"
-
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <utility>
 
 #include "ops/cuda_device.cuh"
+#include "ops/cuda_util.h"
 
 namespace ofl::cuda {
 
@@ -46,8 +45,8 @@ __global__ void FillKernel(int64_t n, T value, T* out) {
 
 template <typename T>
 void LaunchFill(Tensor& t, T value, cudaStream_t stream) {
-  FillKernel<T><<<BlocksFor(t.numel()), kThreads, 0, stream>>>(t.numel(), value,
-                                                               static_cast<T*>(t.raw()));
+  FillKernel<T>
+      <<<BlocksFor(t.numel()), kThreads, 0, stream>>>(t.numel(), value, static_cast<T*>(t.raw()));
   OFL_CUDA_LAUNCH_CHECK();
 }
 
@@ -132,20 +131,20 @@ void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const
   const unsigned blocks = BlocksFor(n);
   switch (element_size) {
     case 1:
-      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
-          n, e, static_cast<const uint8_t*>(src), s, static_cast<uint8_t*>(dst), d);
+      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(n, e, static_cast<const uint8_t*>(src), s,
+                                                         static_cast<uint8_t*>(dst), d);
       break;
     case 2:
-      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
-          n, e, static_cast<const uint16_t*>(src), s, static_cast<uint16_t*>(dst), d);
+      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(n, e, static_cast<const uint16_t*>(src), s,
+                                                         static_cast<uint16_t*>(dst), d);
       break;
     case 4:
-      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
-          n, e, static_cast<const uint32_t*>(src), s, static_cast<uint32_t*>(dst), d);
+      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(n, e, static_cast<const uint32_t*>(src), s,
+                                                         static_cast<uint32_t*>(dst), d);
       break;
     case 8:
-      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(
-          n, e, static_cast<const uint64_t*>(src), s, static_cast<uint64_t*>(dst), d);
+      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(n, e, static_cast<const uint64_t*>(src), s,
+                                                         static_cast<uint64_t*>(dst), d);
       break;
     default:
       LOG(FATAL) << "StridedCopy: element size " << element_size << " is not 1, 2, 4 or 8";
@@ -160,10 +159,18 @@ void Fill(Tensor& t, double value, cudaStream_t stream) {
     return;
   }
   switch (t.dtype()) {
-    case DataType::kFloat32: LaunchFill<float>(t, static_cast<float>(value), stream); break;
-    case DataType::kFloat64: LaunchFill<double>(t, value, stream); break;
-    case DataType::kInt32: LaunchFill<int32_t>(t, static_cast<int32_t>(value), stream); break;
-    case DataType::kInt64: LaunchFill<int64_t>(t, static_cast<int64_t>(value), stream); break;
+    case DataType::kFloat32:
+      LaunchFill<float>(t, static_cast<float>(value), stream);
+      break;
+    case DataType::kFloat64:
+      LaunchFill<double>(t, value, stream);
+      break;
+    case DataType::kInt32:
+      LaunchFill<int32_t>(t, static_cast<int32_t>(value), stream);
+      break;
+    case DataType::kInt64:
+      LaunchFill<int64_t>(t, static_cast<int64_t>(value), stream);
+      break;
     case DataType::kBFloat16: {
       const __nv_bfloat16 v = __float2bfloat16(static_cast<float>(value));
       uint16_t bits = 0;

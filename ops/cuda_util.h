@@ -24,18 +24,18 @@
 #include "oneflow_lite/core/cuda/cuda_stream.h"
 #include "ops/kernel.h"
 
-#define OFL_CUBLAS_CHECK(expr)                                                         \
-  do {                                                                                 \
-    const cublasStatus_t ofl_cublas_status_ = (expr);                                  \
-    CHECK_EQ(ofl_cublas_status_, CUBLAS_STATUS_SUCCESS)                                \
-        << #expr << ": " << cublasLtGetStatusString(ofl_cublas_status_);               \
+#define OFL_CUBLAS_CHECK(expr)                                           \
+  do {                                                                   \
+    const cublasStatus_t ofl_cublas_status_ = (expr);                    \
+    CHECK_EQ(ofl_cublas_status_, CUBLAS_STATUS_SUCCESS)                  \
+        << #expr << ": " << cublasLtGetStatusString(ofl_cublas_status_); \
   } while (0)
 
-#define OFL_CUDNN_CHECK(expr)                                                          \
-  do {                                                                                 \
-    const cudnnStatus_t ofl_cudnn_status_ = (expr);                                    \
-    CHECK_EQ(ofl_cudnn_status_, CUDNN_STATUS_SUCCESS)                                  \
-        << #expr << ": " << cudnnGetErrorString(ofl_cudnn_status_);                    \
+#define OFL_CUDNN_CHECK(expr)                                       \
+  do {                                                              \
+    const cudnnStatus_t ofl_cudnn_status_ = (expr);                 \
+    CHECK_EQ(ofl_cudnn_status_, CUDNN_STATUS_SUCCESS)               \
+        << #expr << ": " << cudnnGetErrorString(ofl_cudnn_status_); \
   } while (0)
 
 // After a <<<...>>> launch: a bad configuration is a bug (CHECK).
@@ -43,14 +43,27 @@
 
 // Runs `body` with `T` bound to the device type of a float32, float64 or
 // bfloat16 `dtype` (kernels compute bfloat16 in float: cuda_device.cuh).
-#define OFL_CUDA_DISPATCH_FLOAT(dtype, T, ...)                                           \
-  do {                                                                                   \
-    switch (dtype) {                                                                     \
-      case ::ofl::DataType::kFloat32: { using T = float; __VA_ARGS__; break; }           \
-      case ::ofl::DataType::kFloat64: { using T = double; __VA_ARGS__; break; }          \
-      case ::ofl::DataType::kBFloat16: { using T = __nv_bfloat16; __VA_ARGS__; break; }  \
-      default: ::ofl::ThrowNoKernelFor("float32/float64/bfloat16", dtype);               \
-    }                                                                                    \
+#define OFL_CUDA_DISPATCH_FLOAT(dtype, T, ...)                      \
+  do {                                                              \
+    switch (dtype) {                                                \
+      case ::ofl::DataType::kFloat32: {                             \
+        using T = float;                                            \
+        __VA_ARGS__;                                                \
+        break;                                                      \
+      }                                                             \
+      case ::ofl::DataType::kFloat64: {                             \
+        using T = double;                                           \
+        __VA_ARGS__;                                                \
+        break;                                                      \
+      }                                                             \
+      case ::ofl::DataType::kBFloat16: {                            \
+        using T = __nv_bfloat16;                                    \
+        __VA_ARGS__;                                                \
+        break;                                                      \
+      }                                                             \
+      default:                                                      \
+        ::ofl::ThrowNoKernelFor("float32/float64/bfloat16", dtype); \
+    }                                                               \
   } while (0)
 
 namespace ofl::cuda {
@@ -58,11 +71,17 @@ namespace ofl::cuda {
 template <typename T>
 struct DataTypeOfDevice;
 template <>
-struct DataTypeOfDevice<float> { static constexpr DataType value = DataType::kFloat32; };
+struct DataTypeOfDevice<float> {
+  static constexpr DataType value = DataType::kFloat32;
+};
 template <>
-struct DataTypeOfDevice<double> { static constexpr DataType value = DataType::kFloat64; };
+struct DataTypeOfDevice<double> {
+  static constexpr DataType value = DataType::kFloat64;
+};
 template <>
-struct DataTypeOfDevice<__nv_bfloat16> { static constexpr DataType value = DataType::kBFloat16; };
+struct DataTypeOfDevice<__nv_bfloat16> {
+  static constexpr DataType value = DataType::kBFloat16;
+};
 
 // Tensor::data<T> for the device element types (bfloat16 included).
 template <typename T>

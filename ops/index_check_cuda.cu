@@ -1,8 +1,7 @@
-#include "ops/index_check_cuda.h"
-
 #include "ops/cuda_device.cuh"
 #include "ops/cuda_util.h"
 #include "ops/index_check.h"
+#include "ops/index_check_cuda.h"
 
 namespace ofl::cuda {
 
@@ -29,8 +28,8 @@ template <typename I>
 void Launch(const Tensor& t, int64_t limit, int32_t launch, CudaDeviceError* record,
             cudaStream_t stream) {
   const I* ids = static_cast<const I*>(t.raw());
-  FindBadIndex<I><<<BlocksFor(t.numel()), kThreads, 0, stream>>>(t.numel(), ids, limit, launch,
-                                                                  record);
+  FindBadIndex<I>
+      <<<BlocksFor(t.numel()), kThreads, 0, stream>>>(t.numel(), ids, limit, launch, record);
   OFL_CUDA_LAUNCH_CHECK();
   CopyBadValue<I><<<1, 1, 0, stream>>>(ids, launch, record);
   OFL_CUDA_LAUNCH_CHECK();

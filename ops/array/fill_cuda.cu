@@ -40,8 +40,8 @@ void AddN(KernelContext& k, cudaStream_t stream) {
     Inputs<T> in{};
     in.count = std::min(kChunk, total - begin);
     for (int j = 0; j < in.count; ++j) in.x[j] = cuda::Data<T>(*k.inputs[begin + j]);
-    AddChunk<T><<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, in, begin == 0,
-                                                                   cuda::Data<T>(out));
+    AddChunk<T>
+        <<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, in, begin == 0, cuda::Data<T>(out));
     OFL_CUDA_LAUNCH_CHECK();
   }
 }

@@ -13,8 +13,8 @@ void CopyBytesKernel(KernelContext& k) {
   CHECK(x.numel() == y.numel() && x.dtype() == y.dtype())
       << k.op_name << ": " << x.shape() << " -> " << y.shape();
   if (y.nbytes() == 0 || y.raw() == x.raw()) return;
-  OFL_CUDA_CHECK(cudaMemcpyAsync(y.raw(), x.raw(), y.nbytes(), cudaMemcpyDeviceToDevice,
-                                 cuda::StreamOf(k)));
+  OFL_CUDA_CHECK(
+      cudaMemcpyAsync(y.raw(), x.raw(), y.nbytes(), cudaMemcpyDeviceToDevice, cuda::StreamOf(k)));
 }
 
 OFL_REGISTER_KERNEL("reshape", DeviceType::kCUDA, CopyBytesKernel);

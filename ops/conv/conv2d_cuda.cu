@@ -6,9 +6,9 @@
 // is the first of cuDNN's heuristic list (the *_v7 queries) that succeeds
 // with that math type, is CUDNN_DETERMINISTIC and sums directly (no FFT or
 // Winograd); if none qualifies, the deterministic GEMM-like algorithms are
-// used (implicit GEMM forward, ALGO_1 for both backward passes). Workspace is stream-ordered scratch.
-// Shapes come from the local tensors (Conv2dGeometry), as conv2d_cpu.cpp.
-// Descriptors are made per call; the handle is the stream's (cuda_util.h).
+// used (implicit GEMM forward, ALGO_1 for both backward passes). Workspace is stream-ordered
+// scratch. Shapes come from the local tensors (Conv2dGeometry), as conv2d_cpu.cpp. Descriptors are
+// made per call; the handle is the stream's (cuda_util.h).
 #include <climits>
 
 #include "ops/conv/conv_geometry.h"
@@ -25,9 +25,12 @@ int ToInt(int64_t v, const char* what) {
 
 cudnnDataType_t CudnnTypeOf(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return CUDNN_DATA_FLOAT;
-    case DataType::kFloat64: return CUDNN_DATA_DOUBLE;
-    default: ThrowNoKernelFor("float32/float64", dtype);
+    case DataType::kFloat32:
+      return CUDNN_DATA_FLOAT;
+    case DataType::kFloat64:
+      return CUDNN_DATA_DOUBLE;
+    default:
+      ThrowNoKernelFor("float32/float64", dtype);
   }
 }
 
@@ -40,12 +43,12 @@ class ConvDescriptors {
     OFL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y_));
     OFL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_));
     OFL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
-    OFL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
-        x_, CUDNN_TENSOR_NCHW, type, ToInt(g.batch, "N"), ToInt(g.in_channels, "C"),
-        ToInt(g.height, "H"), ToInt(g.width, "W")));
-    OFL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
-        y_, CUDNN_TENSOR_NCHW, type, ToInt(g.batch, "N"), ToInt(g.out_channels, "O"),
-        ToInt(g.out_h, "Ho"), ToInt(g.out_w, "Wo")));
+    OFL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, type, ToInt(g.batch, "N"),
+                                               ToInt(g.in_channels, "C"), ToInt(g.height, "H"),
+                                               ToInt(g.width, "W")));
+    OFL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, type, ToInt(g.batch, "N"),
+                                               ToInt(g.out_channels, "O"), ToInt(g.out_h, "Ho"),
+                                               ToInt(g.out_w, "Wo")));
     OFL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(
         w_, type, CUDNN_TENSOR_NCHW, ToInt(g.out_channels, "O"), ToInt(g.in_channels, "C"),
         ToInt(g.kernel_h, "kh"), ToInt(g.kernel_w, "kw")));
@@ -148,13 +151,12 @@ void Conv2dKernel(KernelContext& k) {
   const cudnnConvolutionFwdAlgo_t algo =
       ChooseAlgo(perfs, count, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, y.dtype(), d.conv());
   size_t bytes = 0;
-  OFL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, d.x(), d.w(), d.conv(), d.y(),
-                                                          algo, &bytes));
+  OFL_CUDNN_CHECK(
+      cudnnGetConvolutionForwardWorkspaceSize(handle, d.x(), d.w(), d.conv(), d.y(), algo, &bytes));
   const cuda::StreamBuffer workspace(bytes, stream);
   const Scaling s(y.dtype());
-  OFL_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(), d.x(), x.raw(), d.w(), w.raw(),
-                                          d.conv(), algo, workspace.get(), bytes, s.zero(), d.y(),
-                                          y.raw()));
+  OFL_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(), d.x(), x.raw(), d.w(), w.raw(), d.conv(),
+                                          algo, workspace.get(), bytes, s.zero(), d.y(), y.raw()));
 }
 
 void Conv2dGradInputKernel(KernelContext& k) {
@@ -171,8 +173,8 @@ void Conv2dGradInputKernel(KernelContext& k) {
   cudnnHandle_t handle = cuda::CudnnHandle(k.device.index, stream);
   cudnnConvolutionBwdDataAlgoPerf_t perfs[kMaxAlgos];
   int count = 0;
-  OFL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w(), d.y(), d.conv(),
-                                                              d.x(), kMaxAlgos, &count, perfs));
+  OFL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w(), d.y(), d.conv(), d.x(),
+                                                              kMaxAlgos, &count, perfs));
   const cudnnConvolutionBwdDataAlgo_t algo =
       ChooseAlgo(perfs, count, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, dx.dtype(), d.conv());
   size_t bytes = 0;
@@ -199,8 +201,8 @@ void Conv2dGradWeightKernel(KernelContext& k) {
   cudnnHandle_t handle = cuda::CudnnHandle(k.device.index, stream);
   cudnnConvolutionBwdFilterAlgoPerf_t perfs[kMaxAlgos];
   int count = 0;
-  OFL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-      handle, d.x(), d.y(), d.conv(), d.w(), kMaxAlgos, &count, perfs));
+  OFL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d.x(), d.y(), d.conv(),
+                                                                d.w(), kMaxAlgos, &count, perfs));
   const cudnnConvolutionBwdFilterAlgo_t algo =
       ChooseAlgo(perfs, count, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, dw.dtype(), d.conv());
   size_t bytes = 0;

@@ -162,8 +162,8 @@ void MaxPoolGradKernel(KernelContext& k) {
   if (n_in == 0) return;
   const cuda::StreamBuffer argmax(n_out * sizeof(int64_t), stream);
   OFL_DISPATCH_FLOAT(k.out(0).dtype(), T, {
-    MaxPoolArgMax<T><<<cuda::BlocksFor(n_out), cuda::kThreads, 0, stream>>>(
-        g, k.in(0).data<T>(), argmax.as<int64_t>());
+    MaxPoolArgMax<T><<<cuda::BlocksFor(n_out), cuda::kThreads, 0, stream>>>(g, k.in(0).data<T>(),
+                                                                            argmax.as<int64_t>());
     OFL_CUDA_LAUNCH_CHECK();
     MaxPoolBackward<T><<<cuda::BlocksFor(n_in), cuda::kThreads, 0, stream>>>(
         g, argmax.as<int64_t>(), k.in(2).data<T>(), k.out(0).data<T>());
@@ -179,8 +179,8 @@ void AvgPoolGradKernel(KernelContext& k) {
   const int64_t n_in = k.out(0).numel();
   if (n_in == 0) return;
   OFL_DISPATCH_FLOAT(k.out(0).dtype(), T, {
-    AvgPoolBackward<T><<<cuda::BlocksFor(n_in), cuda::kThreads, 0, stream>>>(
-        g, k.in(1).data<T>(), k.out(0).data<T>());
+    AvgPoolBackward<T><<<cuda::BlocksFor(n_in), cuda::kThreads, 0, stream>>>(g, k.in(1).data<T>(),
+                                                                             k.out(0).data<T>());
     OFL_CUDA_LAUNCH_CHECK();
   });
 }

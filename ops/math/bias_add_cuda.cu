@@ -9,8 +9,8 @@ namespace ofl {
 namespace {
 
 template <typename T>
-__global__ void BiasAddKernel(int64_t n, int64_t inner, int64_t channels, const T* x,
-                              const T* bias, T* y) {
+__global__ void BiasAddKernel(int64_t n, int64_t inner, int64_t channels, const T* x, const T* bias,
+                              T* y) {
   OFL_KERNEL_LOOP(i, n) {
     y[i] = cuda::Store<T>(cuda::Load(x[i]) + cuda::Load(bias[(i / inner) % channels]));
   }

@@ -42,12 +42,12 @@ void SumToKernel(KernelContext& kc) {
   const cudaStream_t stream = cuda::StreamOf(kc);
   const Tensor& x = kc.in(0);
   Tensor& out = kc.out(0);
-  const auto axes = math::NormalizedAxesUnchecked(kc.attr().Get<std::vector<int64_t>>("axes"),
-                                                  x.shape().ndim());
+  const auto axes =
+      math::NormalizedAxesUnchecked(kc.attr().Get<std::vector<int64_t>>("axes"), x.shape().ndim());
   const Shape kept = math::ExpandRank(out.shape(), x.shape().ndim(), axes);
-  OFL_CUDA_DISPATCH_FLOAT(out.dtype(), T,
-                          cuda::ReduceSumTo<T>(cuda::Data<T>(x), x.shape(), kept,
-                                               cuda::Data<T>(out), 1.0, stream));
+  OFL_CUDA_DISPATCH_FLOAT(
+      out.dtype(), T,
+      cuda::ReduceSumTo<T>(cuda::Data<T>(x), x.shape(), kept, cuda::Data<T>(out), 1.0, stream));
 }
 
 OFL_REGISTER_KERNEL("broadcast_to", DeviceType::kCUDA, BroadcastKernel);

@@ -9,8 +9,8 @@
 namespace ofl::cuda {
 
 struct BroadcastIndex {
-  Dims dims;                             // the output's merged axes
-  Dims strides[math::kMaxOperands];      // per operand, 0 where broadcast
+  Dims dims;                         // the output's merged axes
+  Dims strides[math::kMaxOperands];  // per operand, 0 where broadcast
 };
 
 inline BroadcastIndex ToBroadcastIndex(const math::BroadcastLayout& layout) {

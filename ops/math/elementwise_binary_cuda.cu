@@ -9,10 +9,30 @@ namespace ofl {
 
 namespace {
 
-struct AddOp { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
-struct SubOp { template <typename T> __device__ T operator()(T a, T b) const { return a - b; } };
-struct MulOp { template <typename T> __device__ T operator()(T a, T b) const { return a * b; } };
-struct DivOp { template <typename T> __device__ T operator()(T a, T b) const { return a / b; } };
+struct AddOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct SubOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+struct MulOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+struct DivOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a / b;
+  }
+};
 
 template <typename T, typename Op>
 __global__ void FlatBinary(int64_t n, const T* a, const T* b, T* y, Op op) {
@@ -20,8 +40,8 @@ __global__ void FlatBinary(int64_t n, const T* a, const T* b, T* y, Op op) {
 }
 
 template <typename T, typename Op>
-__global__ void BroadcastBinary(int64_t n, cuda::BroadcastIndex index, const T* a, const T* b,
-                                T* y, Op op) {
+__global__ void BroadcastBinary(int64_t n, cuda::BroadcastIndex index, const T* a, const T* b, T* y,
+                                Op op) {
   OFL_KERNEL_LOOP(i, n) {
     y[i] = cuda::Store<T>(op(cuda::Load(a[cuda::OperandOffset(index, 0, i)]),
                              cuda::Load(b[cuda::OperandOffset(index, 1, i)])));

@@ -43,10 +43,14 @@ GemmSizes SizesOf(const KernelContext& kc, bool batched) {
 
 cudaDataType_t CudaTypeOf(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return CUDA_R_32F;
-    case DataType::kFloat64: return CUDA_R_64F;
-    case DataType::kBFloat16: return CUDA_R_16BF;
-    default: ThrowNoKernelFor("float32/float64/bfloat16", dtype);
+    case DataType::kFloat32:
+      return CUDA_R_32F;
+    case DataType::kFloat64:
+      return CUDA_R_64F;
+    case DataType::kBFloat16:
+      return CUDA_R_16BF;
+    default:
+      ThrowNoKernelFor("float32/float64/bfloat16", dtype);
   }
 }
 
@@ -68,8 +72,8 @@ class Layout {
       CHECK_LE(batch, INT32_MAX) << "batch_matmul: batch too large for cuBLASLt";
       const int32_t count = static_cast<int32_t>(batch);
       const int64_t stride = rows * cols;
-      OFL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
-          layout_, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      OFL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout_, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                        &count, sizeof(count)));
       OFL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
           layout_, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
     }
@@ -97,9 +101,9 @@ AlgoCache& TheAlgoCache() {
 }
 
 // The heuristic's first algorithm for this problem (cached).
-cublasLtMatmulAlgo_t FindAlgo(const AlgoKey& key, cublasLtHandle_t handle,
-                              cublasLtMatmulDesc_t op, const Layout& la, const Layout& lb,
-                              const Layout& lc, size_t workspace_bytes) {
+cublasLtMatmulAlgo_t FindAlgo(const AlgoKey& key, cublasLtHandle_t handle, cublasLtMatmulDesc_t op,
+                              const Layout& la, const Layout& lb, const Layout& lc,
+                              size_t workspace_bytes) {
   AlgoCache& cache = TheAlgoCache();
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
@@ -132,8 +136,8 @@ cublasLtMatmulAlgo_t FindAlgo(const AlgoKey& key, cublasLtHandle_t handle,
   return result.algo;
 }
 
-void Gemm(const KernelContext& kc, const GemmSizes& s, const Tensor& a, const Tensor& b,
-          Tensor& c, cudaStream_t stream) {
+void Gemm(const KernelContext& kc, const GemmSizes& s, const Tensor& a, const Tensor& b, Tensor& c,
+          cudaStream_t stream) {
   CHECK(a.dtype() == b.dtype()) << kc.where() << ": a and b differ in dtype";
   const bool f64 = a.dtype() == DataType::kFloat64;
   CHECK(f64 ? c.dtype() == DataType::kFloat64 : c.dtype() != DataType::kFloat64) << kc.where();
@@ -158,8 +162,17 @@ void Gemm(const KernelContext& kc, const GemmSizes& s, const Tensor& a, const Te
   cublasLtHandle_t handle = cuda::CublasLtHandle(device);
   size_t workspace_bytes = 0;
   void* workspace = cuda::CublasLtWorkspace(device, stream, &workspace_bytes);
-  const AlgoKey key{device, static_cast<int>(a.dtype()), static_cast<int>(c.dtype()), s.batch,
-                    s.m, s.n, s.k, s.ta, s.tb, AlignmentOf(b.raw()), AlignmentOf(a.raw()),
+  const AlgoKey key{device,
+                    static_cast<int>(a.dtype()),
+                    static_cast<int>(c.dtype()),
+                    s.batch,
+                    s.m,
+                    s.n,
+                    s.k,
+                    s.ta,
+                    s.tb,
+                    AlignmentOf(b.raw()),
+                    AlignmentOf(a.raw()),
                     AlignmentOf(c.raw())};
   const cublasLtMatmulAlgo_t algo = FindAlgo(key, handle, op, lb, la, lc, workspace_bytes);
   const float alpha32 = 1.0f, beta32 = 0.0f;

@@ -92,8 +92,8 @@ void ReduceSumTo(const T* x, const Shape& x_shape, const Shape& kept, T* out, do
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(num_out, 65536));
     ReducePerBlock<T><<<blocks, kThreads, 0, stream>>>(num_out, per_out, index, x, scale, out);
   } else {
-    ReducePerThread<T><<<BlocksFor(num_out), kThreads, 0, stream>>>(num_out, per_out, index, x,
-                                                                     scale, out);
+    ReducePerThread<T>
+        <<<BlocksFor(num_out), kThreads, 0, stream>>>(num_out, per_out, index, x, scale, out);
   }
   OFL_CUDA_LAUNCH_CHECK();
 }
@@ -114,8 +114,8 @@ void ReduceKernel(KernelContext& kc, bool is_mean) {
   const cudaStream_t stream = cuda::StreamOf(kc);
   const Tensor& x = kc.in(0);
   Tensor& out = kc.out(0);
-  std::vector<int64_t> axes = math::NormalizedAxesUnchecked(
-      kc.attr().Get<std::vector<int64_t>>("axes"), x.shape().ndim());
+  std::vector<int64_t> axes =
+      math::NormalizedAxesUnchecked(kc.attr().Get<std::vector<int64_t>>("axes"), x.shape().ndim());
   std::vector<int64_t> kept = x.shape().dims();
   int64_t count = 1;
   for (int64_t a = 0; a < x.shape().ndim(); ++a) {

@@ -16,11 +16,20 @@ __global__ void ScalarMap(int64_t n, ScalarOp op, cuda::Compute<T> v, const T* x
     const cuda::Compute<T> a = cuda::Load(x[i]);
     cuda::Compute<T> r = a;
     switch (op) {
-      case ScalarOp::kAdd: r = a + v; break;
-      case ScalarOp::kMul: r = a * v; break;
-      case ScalarOp::kSquare: r = a * a; break;
-      case ScalarOp::kIdentity: break;
-      case ScalarOp::kPow: r = cuda::Pow(a, v); break;
+      case ScalarOp::kAdd:
+        r = a + v;
+        break;
+      case ScalarOp::kMul:
+        r = a * v;
+        break;
+      case ScalarOp::kSquare:
+        r = a * a;
+        break;
+      case ScalarOp::kIdentity:
+        break;
+      case ScalarOp::kPow:
+        r = cuda::Pow(a, v);
+        break;
     }
     y[i] = cuda::Store<T>(r);
   }

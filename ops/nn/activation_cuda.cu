@@ -13,38 +13,56 @@ constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 struct Relu {
-  template <typename T> __device__ T operator()(T x) const { return x <= T(0) ? T(0) : x; }
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return x <= T(0) ? T(0) : x;
+  }
 };
 struct ReluGrad {
-  template <typename T> __device__ T operator()(T y, T dy) const { return y <= T(0) ? T(0) : dy; }
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return y <= T(0) ? T(0) : dy;
+  }
 };
 struct Gelu {
-  template <typename T> __device__ T operator()(T x) const {
+  template <typename T>
+  __device__ T operator()(T x) const {
     return T(0.5) * x * cuda::Erfc(-x * T(kInvSqrt2));
   }
 };
 struct GeluGrad {
-  template <typename T> __device__ T operator()(T x, T dy) const {
+  template <typename T>
+  __device__ T operator()(T x, T dy) const {
     const T cdf = T(0.5) * cuda::Erfc(-x * T(kInvSqrt2));
     const T pdf = cuda::Exp(T(-0.5) * x * x) * T(kInvSqrt2Pi);
     return dy * (cdf + x * pdf);
   }
 };
 struct Tanh {
-  template <typename T> __device__ T operator()(T x) const { return cuda::Tanh(x); }
+  template <typename T>
+  __device__ T operator()(T x) const {
+    return cuda::Tanh(x);
+  }
 };
 struct TanhGrad {
-  template <typename T> __device__ T operator()(T y, T dy) const { return dy * (T(1) - y * y); }
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return dy * (T(1) - y * y);
+  }
 };
 struct Sigmoid {
-  template <typename T> __device__ T operator()(T x) const {
+  template <typename T>
+  __device__ T operator()(T x) const {
     if (x >= T(0)) return T(1) / (T(1) + cuda::Exp(-x));
     const T e = cuda::Exp(x);
     return e / (T(1) + e);
   }
 };
 struct SigmoidGrad {
-  template <typename T> __device__ T operator()(T y, T dy) const { return dy * y * (T(1) - y); }
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return dy * y * (T(1) - y);
+  }
 };
 
 template <typename T, typename F>
@@ -65,8 +83,8 @@ KernelFn UnaryKernel(F f) {
     const int64_t n = k.out(0).numel();
     if (n == 0) return;
     OFL_CUDA_DISPATCH_FLOAT(k.in(0).dtype(), T, {
-      MapUnary<<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(
-          n, cuda::Data<T>(k.in(0)), cuda::Data<T>(k.out(0)), f);
+      MapUnary<<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, cuda::Data<T>(k.in(0)),
+                                                                  cuda::Data<T>(k.out(0)), f);
       OFL_CUDA_LAUNCH_CHECK();
     });
   };

@@ -72,10 +72,10 @@ void CrossEntropyKernel(KernelContext& k) {
   CheckLabels(k, classes);
   if (rows == 0) return;
   OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, OFL_DISPATCH_INDEX(k.in(1).dtype(), L, {
-    Forward<T, L><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
-        rows, classes, k.in(0).data<T>(), k.in(1).data<L>(), k.out(0).data<T>());
-    OFL_CUDA_LAUNCH_CHECK();
-  }));
+                       Forward<T, L><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
+                           rows, classes, k.in(0).data<T>(), k.in(1).data<L>(), k.out(0).data<T>());
+                       OFL_CUDA_LAUNCH_CHECK();
+                     }));
 }
 
 void CrossEntropyGradKernel(KernelContext& k) {
@@ -86,17 +86,16 @@ void CrossEntropyGradKernel(KernelContext& k) {
   CheckLabels(k, classes);
   if (rows == 0) return;
   OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, OFL_DISPATCH_INDEX(k.in(1).dtype(), L, {
-    Backward<T, L><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
-        rows, classes, k.in(0).data<T>(), k.in(1).data<L>(), k.in(2).data<T>(),
-        k.out(0).data<T>());
-    OFL_CUDA_LAUNCH_CHECK();
-  }));
+                       Backward<T, L><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
+                           rows, classes, k.in(0).data<T>(), k.in(1).data<L>(), k.in(2).data<T>(),
+                           k.out(0).data<T>());
+                       OFL_CUDA_LAUNCH_CHECK();
+                     }));
 }
 
 }  // namespace
 
 OFL_REGISTER_KERNEL("sparse_softmax_cross_entropy", DeviceType::kCUDA, CrossEntropyKernel);
-OFL_REGISTER_KERNEL("sparse_softmax_cross_entropy_grad", DeviceType::kCUDA,
-                    CrossEntropyGradKernel);
+OFL_REGISTER_KERNEL("sparse_softmax_cross_entropy_grad", DeviceType::kCUDA, CrossEntropyGradKernel);
 
 }  // namespace ofl

@@ -35,8 +35,7 @@ __device__ int64_t RowStart(const RowIndex& x, int64_t row) {
 
 template <typename T>
 __global__ void DropoutForward(int64_t n, RowIndex index, uint64_t seed, uint64_t stream,
-                               double rate, cuda::Compute<T> scale, const T* x, T* y,
-                               T* mask) {
+                               double rate, cuda::Compute<T> scale, const T* x, T* y, T* mask) {
   OFL_KERNEL_LOOP(i, n) {
     const int64_t row = i / index.length, j = i % index.length;
     const uint64_t logical = static_cast<uint64_t>(RowStart(index, row) + j);

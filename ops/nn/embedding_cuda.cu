@@ -50,10 +50,10 @@ void EmbeddingKernel(KernelContext& k) {
                          LeadingOffset(k, ids.shape().ndim()));
   if (n * dim == 0) return;
   OFL_DISPATCH_FLOAT(weight.dtype(), T, OFL_DISPATCH_INDEX(ids.dtype(), I, {
-    Gather<T, I><<<cuda::BlocksFor(n * dim), cuda::kThreads, 0, stream>>>(
-        n, dim, vocab, weight.data<T>(), ids.data<I>(), k.out(0).data<T>());
-    OFL_CUDA_LAUNCH_CHECK();
-  }));
+                       Gather<T, I><<<cuda::BlocksFor(n * dim), cuda::kThreads, 0, stream>>>(
+                           n, dim, vocab, weight.data<T>(), ids.data<I>(), k.out(0).data<T>());
+                       OFL_CUDA_LAUNCH_CHECK();
+                     }));
 }
 
 void EmbeddingGradKernel(KernelContext& k) {
@@ -66,11 +66,12 @@ void EmbeddingGradKernel(KernelContext& k) {
   cuda::Fill(dweight, 0.0, stream);
   if (n * dim == 0) return;
   const int64_t buckets = std::min(kBuckets, vocab);
-  OFL_DISPATCH_FLOAT(k.in(1).dtype(), T, OFL_DISPATCH_INDEX(ids.dtype(), I, {
-    ScatterAdd<T, I><<<cuda::BlocksFor(buckets * dim), cuda::kThreads, 0, stream>>>(
-        n, dim, vocab, buckets, ids.data<I>(), k.in(1).data<T>(), dweight.data<T>());
-    OFL_CUDA_LAUNCH_CHECK();
-  }));
+  OFL_DISPATCH_FLOAT(
+      k.in(1).dtype(), T, OFL_DISPATCH_INDEX(ids.dtype(), I, {
+        ScatterAdd<T, I><<<cuda::BlocksFor(buckets * dim), cuda::kThreads, 0, stream>>>(
+            n, dim, vocab, buckets, ids.data<I>(), k.in(1).data<T>(), dweight.data<T>());
+        OFL_CUDA_LAUNCH_CHECK();
+      }));
 }
 
 }  // namespace

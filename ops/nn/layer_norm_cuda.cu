@@ -83,7 +83,9 @@ __global__ void ParamGrads(int64_t rows, int64_t cols, const T* x, const T* mean
   }
 }
 
-int64_t Rows(const KernelContext& k, int64_t cols) { return cols == 0 ? 0 : k.in(0).numel() / cols; }
+int64_t Rows(const KernelContext& k, int64_t cols) {
+  return cols == 0 ? 0 : k.in(0).numel() / cols;
+}
 
 void LayerNormKernel(KernelContext& k) {
   cuda::DeviceGuard guard(k.device.index);

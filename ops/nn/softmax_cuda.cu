@@ -85,8 +85,7 @@ KernelFn BackwardKernel(bool log_output) {
     if (rows == 0 || v.n == 0) return;
     OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, {
       Backward<T><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
-          rows, v.n, v.inner, k.in(0).data<T>(), k.in(1).data<T>(), k.out(0).data<T>(),
-          log_output);
+          rows, v.n, v.inner, k.in(0).data<T>(), k.in(1).data<T>(), k.out(0).data<T>(), log_output);
       OFL_CUDA_LAUNCH_CHECK();
     });
   };

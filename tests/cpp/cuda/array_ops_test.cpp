@@ -18,8 +18,8 @@ TEST_F(CudaArrayOps, Concat) {
     Ints a = {2, 3, 4}, b = {2, 3, 4};
     a[axis] = 1;
     b[axis] = 5;
-    ExpectOpMatches({"concat", {F32(Shape(a)), F32(Shape({2, 3, 4})), F32(Shape(b))},
-                     {{"axis", axis}}});
+    ExpectOpMatches(
+        {"concat", {F32(Shape(a)), F32(Shape({2, 3, 4})), F32(Shape(b))}, {{"axis", axis}}});
   }
   ExpectOpMatches({"concat",
                    {Random(Shape({3, 2}), DataType::kInt64, rng_, -50, 50),
@@ -33,16 +33,16 @@ TEST_F(CudaArrayOps, ReshapeAndFlatten) {
 }
 
 TEST_F(CudaArrayOps, SliceAndGrad) {
-  const AttrMap attrs{{"start", Ints{1, -4, 0}}, {"stop", Ints{3, 100, 5}}, {"step", Ints{1, 2, 3}}};
+  const AttrMap attrs{
+      {"start", Ints{1, -4, 0}}, {"stop", Ints{3, 100, 5}}, {"step", Ints{1, 2, 3}}};
   ExpectOpMatches({"slice", {F32(Shape({4, 7, 5}))}, attrs});
   ExpectOpMatches({"slice_grad", {F32(Shape({4, 7, 5})), F32(Shape({2, 2, 2}))}, attrs});
 }
 
 TEST_F(CudaArrayOps, Transpose) {
   ExpectOpMatches({"transpose", {F32(Shape({2, 3, 4, 5}))}, {{"perm", Ints{2, 0, 3, 1}}}});
-  ExpectOpMatches({"transpose",
-                   {Random(Shape({5, 3}), DataType::kFloat64, rng_)},
-                   {{"perm", Ints{1, 0}}}});
+  ExpectOpMatches(
+      {"transpose", {Random(Shape({5, 3}), DataType::kFloat64, rng_)}, {{"perm", Ints{1, 0}}}});
 }
 
 TEST_F(CudaArrayOps, AddN) {

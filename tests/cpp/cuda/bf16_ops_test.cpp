@@ -60,7 +60,8 @@ TEST_F(CudaBf16Ops, DropoutKeepsTheCpuPattern) {
   for (size_t o = 0; o < 2; ++o) {
     ExpectAllClose(r.cpu[o], r.cuda[o], kBf16, r.names[o]);
     for (int64_t i = 0; i < r.cpu[o].numel(); ++i) {
-      ASSERT_EQ(ValueAt(r.cpu[o], i) == 0, ValueAt(r.cuda[o], i) == 0) << r.names[o] << "[" << i << "]";
+      ASSERT_EQ(ValueAt(r.cpu[o], i) == 0, ValueAt(r.cuda[o], i) == 0)
+          << r.names[o] << "[" << i << "]";
     }
   }
 }

@@ -132,11 +132,20 @@ inline Tensor Random(const Shape& shape, DataType dtype, std::mt19937_64& rng, d
   std::uniform_real_distribution<double> real(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (dtype) {
-      case DataType::kFloat32: t.data<float>()[i] = static_cast<float>(real(rng)); break;
-      case DataType::kFloat64: t.data<double>()[i] = real(rng); break;
-      case DataType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(std::floor(real(rng))); break;
-      case DataType::kInt64: t.data<int64_t>()[i] = static_cast<int64_t>(std::floor(real(rng))); break;
-      default: LOG(FATAL) << "Random: dtype " << DataTypeName(dtype);
+      case DataType::kFloat32:
+        t.data<float>()[i] = static_cast<float>(real(rng));
+        break;
+      case DataType::kFloat64:
+        t.data<double>()[i] = real(rng);
+        break;
+      case DataType::kInt32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(std::floor(real(rng)));
+        break;
+      case DataType::kInt64:
+        t.data<int64_t>()[i] = static_cast<int64_t>(std::floor(real(rng)));
+        break;
+      default:
+        LOG(FATAL) << "Random: dtype " << DataTypeName(dtype);
     }
   }
   return t;
@@ -144,10 +153,14 @@ inline Tensor Random(const Shape& shape, DataType dtype, std::mt19937_64& rng, d
 
 inline double ValueAt(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DataType::kFloat32: return t.data<float>()[i];
-    case DataType::kFloat64: return t.data<double>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DataType::kFloat32:
+      return t.data<float>()[i];
+    case DataType::kFloat64:
+      return t.data<double>()[i];
+    case DataType::kInt32:
+      return t.data<int32_t>()[i];
+    case DataType::kInt64:
+      return static_cast<double>(t.data<int64_t>()[i]);
     case DataType::kBFloat16: {  // the high half of a float32
       uint16_t bits;
       std::memcpy(&bits, static_cast<const char*>(t.raw()) + 2 * i, 2);
@@ -156,7 +169,8 @@ inline double ValueAt(const Tensor& t, int64_t i) {
       std::memcpy(&f, &wide, 4);
       return f;
     }
-    default: LOG(FATAL) << "ValueAt: dtype " << DataTypeName(t.dtype());
+    default:
+      LOG(FATAL) << "ValueAt: dtype " << DataTypeName(t.dtype());
   }
   return 0;
 }

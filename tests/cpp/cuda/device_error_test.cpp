@@ -35,12 +35,14 @@ TEST_F(CudaDeviceErrors, EmbeddingIdOutOfRangeGivesTheCpuMessage) {
     ExpectSameError({"embedding", {weight, Ids(Shape({2, 3}), l, {1, 2, 3, 4, 5, 12})}, {}});
     // The first bad element wins: [0, 1] before [1, 2].
     ExpectSameError({"embedding", {weight, Ids(Shape({2, 3}), l, {1, -1, 3, 4, 5, 12})}, {}});
-    ExpectSameError({"embedding_grad",
-                     {Ids(Shape({3}), l, {0, 10, 2}), Random(Shape({3, 4}), DataType::kFloat32, rng)},
-                     {{"num_embeddings", int64_t{10}}}});
+    ExpectSameError(
+        {"embedding_grad",
+         {Ids(Shape({3}), l, {0, 10, 2}), Random(Shape({3, 4}), DataType::kFloat32, rng)},
+         {{"num_embeddings", int64_t{10}}}});
   }
   // A shard at logical rows 4..5 names the logical index, "ids[5, 2]=12".
-  OpCall shard{"embedding", {weight, Ids(Shape({2, 3}), DataType::kInt64, {1, 2, 3, 4, 5, 12})}, {}};
+  OpCall shard{
+      "embedding", {weight, Ids(Shape({2, 3}), DataType::kInt64, {1, 2, 3, 4, 5, 12})}, {}};
   shard.logical_shape = Shape({8, 3, 4});
   shard.logical_offset = {4, 0, 0};
   const Results r = RunBoth(shard);
@@ -52,8 +54,8 @@ TEST_F(CudaDeviceErrors, EmbeddingIdOutOfRangeGivesTheCpuMessage) {
 TEST_F(CudaDeviceErrors, CrossEntropyLabelOutOfRangeGivesTheCpuMessage) {
   std::mt19937_64 rng(5);
   const Tensor logits = Random(Shape({3, 5}), DataType::kFloat64, rng);
-  ExpectSameError({"sparse_softmax_cross_entropy",
-                   {logits, Ids(Shape({3}), DataType::kInt64, {0, 5, 1})}, {}});
+  ExpectSameError(
+      {"sparse_softmax_cross_entropy", {logits, Ids(Shape({3}), DataType::kInt64, {0, 5, 1})}, {}});
   ExpectSameError({"sparse_softmax_cross_entropy_grad",
                    {logits, Ids(Shape({3}), DataType::kInt32, {0, 1, -2}),
                     Random(Shape({3}), DataType::kFloat64, rng)},

@@ -21,16 +21,16 @@ TEST_F(CudaMathOps, BinaryFlatAndBroadcast) {
     for (DataType t : {DataType::kFloat32, DataType::kFloat64}) {
       ExpectOpMatches({op, {Rand(Shape({3, 70}), t), Rand(Shape({3, 70}), t, 0.5, 2)}, {}});
       ExpectOpMatches({op, {Rand(Shape({4, 1, 5}), t), Rand(Shape({3, 1}), t, 0.5, 2)}, {}});
-      ExpectOpMatches({op, {Rand(Shape({2, 3, 4, 5}), t), Rand(Shape({1, 3, 1, 1}), t, 0.5, 2)},
-                       {}});
+      ExpectOpMatches(
+          {op, {Rand(Shape({2, 3, 4, 5}), t), Rand(Shape({1, 3, 1, 1}), t, 0.5, 2)}, {}});
     }
   }
 }
 
 TEST_F(CudaMathOps, BiasAdd) {
   ExpectOpMatches({"bias_add", {Rand(Shape({2, 6, 3, 4})), Rand(Shape({6}))}, {}});
-  ExpectOpMatches({"bias_add", {Rand(Shape({5, 7}), DataType::kFloat64),
-                                Rand(Shape({7}), DataType::kFloat64)},
+  ExpectOpMatches({"bias_add",
+                   {Rand(Shape({5, 7}), DataType::kFloat64), Rand(Shape({7}), DataType::kFloat64)},
                    {{"axis", int64_t{-1}}}});
 }
 
@@ -56,8 +56,8 @@ TEST_F(CudaMathOps, Scalar) {
   ExpectOpMatches({"scalar_add", {Rand(Shape({5, 3}))}, {{"value", 0.25}}});
   ExpectOpMatches({"scalar_mul", {Rand(Shape({5, 3}), DataType::kFloat64)}, {{"value", -3.5}}});
   for (double e : {2.0, 1.0, 3.0, 0.5}) {
-    ExpectOpMatches({"scalar_pow", {Rand(Shape({40}), DataType::kFloat32, 0.1, 2)},
-                     {{"exponent", e}}});
+    ExpectOpMatches(
+        {"scalar_pow", {Rand(Shape({40}), DataType::kFloat32, 0.1, 2)}, {{"exponent", e}}});
   }
 }
 
@@ -69,7 +69,8 @@ TEST_F(CudaMathOps, Matmul) {
       const Shape b = tb ? Shape({9, 24}) : Shape({24, 9});
       const AttrMap attrs{{"transpose_a", ta}, {"transpose_b", tb}};
       ExpectOpMatches({"matmul", {Rand(a), Rand(b)}, attrs}, gemm);
-      ExpectOpMatches({"matmul", {Rand(a, DataType::kFloat64), Rand(b, DataType::kFloat64)}, attrs});
+      ExpectOpMatches(
+          {"matmul", {Rand(a, DataType::kFloat64), Rand(b, DataType::kFloat64)}, attrs});
       const Shape ba = ta ? Shape({3, 24, 17}) : Shape({3, 17, 24});
       const Shape bb = tb ? Shape({3, 9, 24}) : Shape({3, 24, 9});
       ExpectOpMatches({"batch_matmul", {Rand(ba), Rand(bb)}, attrs}, gemm);

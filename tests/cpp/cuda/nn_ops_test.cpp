@@ -34,7 +34,8 @@ TEST_F(CudaNnOps, SoftmaxAndGrads) {
       ExpectOpMatches({op, {Rand(Shape({2, 1000}), t, -5, 5)}, {}});
       const std::string grad = std::string(op) + "_grad";
       ExpectOpMatches({grad, {Rand(Shape({4, 37}), t, 0, 1), Rand(Shape({4, 37}), t)}, {}});
-      ExpectOpMatches({grad, {Rand(Shape({3, 5, 7}), t, 0, 1), Rand(Shape({3, 5, 7}), t)},
+      ExpectOpMatches({grad,
+                       {Rand(Shape({3, 5, 7}), t, 0, 1), Rand(Shape({3, 5, 7}), t)},
                        {{"axis", int64_t{1}}}});
     }
   }
@@ -46,18 +47,20 @@ TEST_F(CudaNnOps, CrossEntropyAndGrad) {
       const Tensor logits = Rand(Shape({6, 11}), t, -4, 4);
       const Tensor labels = Random(Shape({6}), l, rng_, 0, 11);
       ExpectOpMatches({"sparse_softmax_cross_entropy", {logits, labels}, {}});
-      ExpectOpMatches({"sparse_softmax_cross_entropy_grad", {logits, labels, Rand(Shape({6}), t)},
-                       {}});
+      ExpectOpMatches(
+          {"sparse_softmax_cross_entropy_grad", {logits, labels, Rand(Shape({6}), t)}, {}});
     }
   }
 }
 
 TEST_F(CudaNnOps, LayerNormAndGrad) {
   for (DataType t : {DataType::kFloat32, DataType::kFloat64}) {
-    ExpectOpMatches({"layer_norm", {Rand(Shape({4, 6, 40}), t, -2, 3), Rand(Shape({40}), t),
-                                    Rand(Shape({40}), t)}, {}});
-    ExpectOpMatches({"layer_norm", {Rand(Shape({4, 6, 40}), t), Rand(Shape({6, 40}), t),
-                                    Rand(Shape({6, 40}), t)},
+    ExpectOpMatches(
+        {"layer_norm",
+         {Rand(Shape({4, 6, 40}), t, -2, 3), Rand(Shape({40}), t), Rand(Shape({40}), t)},
+         {}});
+    ExpectOpMatches({"layer_norm",
+                     {Rand(Shape({4, 6, 40}), t), Rand(Shape({6, 40}), t), Rand(Shape({6, 40}), t)},
                      {{"begin_norm_axis", int64_t{1}}}});
     ExpectOpMatches({"layer_norm_grad",
                      {Rand(Shape({4, 6, 40}), t), Rand(Shape({40}), t), Rand(Shape({4, 6}), t),
@@ -84,11 +87,11 @@ TEST_F(CudaNnOps, EmbeddingAndGrad) {
     for (DataType l : {DataType::kInt32, DataType::kInt64}) {
       const Tensor ids = Random(Shape({4, 7}), l, rng_, 0, 10);  // repeats on purpose
       ExpectOpMatches({"embedding", {Rand(Shape({10, 16}), t), ids}, {}});
-      ExpectOpMatches({"embedding_grad", {ids, Rand(Shape({4, 7, 16}), t)},
-                       {{"num_embeddings", int64_t{10}}}});
+      ExpectOpMatches(
+          {"embedding_grad", {ids, Rand(Shape({4, 7, 16}), t)}, {{"num_embeddings", int64_t{10}}}});
       const Tensor many = Random(Shape({300}), l, rng_, 0, 70);  // more ids than buckets
-      ExpectOpMatches({"embedding_grad", {many, Rand(Shape({300, 5}), t)},
-                       {{"num_embeddings", int64_t{70}}}});
+      ExpectOpMatches(
+          {"embedding_grad", {many, Rand(Shape({300, 5}), t)}, {{"num_embeddings", int64_t{70}}}});
     }
   }
 }

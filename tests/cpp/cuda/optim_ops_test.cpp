@@ -34,7 +34,8 @@ TEST_F(CudaOptimOps, AdamAndAdamW) {
   for (DataType t : {DataType::kFloat32, DataType::kFloat64}) {
     for (bool decoupled : {false, true}) {
       const Shape s({257});
-      const AttrMap attrs{{"lr", 0.01}, {"weight_decay", 0.1}, {"decoupled_weight_decay", decoupled}};
+      const AttrMap attrs{
+          {"lr", 0.01}, {"weight_decay", 0.1}, {"decoupled_weight_decay", decoupled}};
       const Tensor step = Tensor::Full(Shape({}), DataType::kInt64, 4);
       ExpectOpMatches(
           {"adam_update", {Rand(s, t), Rand(s, t), Rand(s, t), Rand(s, t, 0, 1), step}, attrs});

@@ -1,12 +1,13 @@
 // ops/nn/philox.cuh (the dropout kernel's Philox, built here for the host)
 // draws the very bits of core/random.h for every (seed, stream, index) tried,
 // so CUDA dropout masks equal the CPU's. No device needed.
+#include "ops/nn/philox.cuh"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "oneflow_lite/core/random.h"
-#include "ops/nn/philox.cuh"
 
 namespace ofl {
 namespace {
