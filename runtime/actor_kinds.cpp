@@ -6,6 +6,7 @@
 #include "ops/kernel.h"
 #include "ops/op_registry.h"
 #include "runtime/actor_thread.h"
+#include "runtime/device_support.h"
 #include "runtime/run_context.h"
 
 namespace ofl {
@@ -78,7 +79,9 @@ class ComputeActor : public Actor {
     }
     ctx_.iteration = iteration(step);
     Status status;
-    arena_->execute([&] { status = CallKernel(*kernel_, ctx_, run()->detect_anomaly); });
+    const bool host = ctx_.device.is_host();
+    arena_->execute([&] { status = CallKernel(*kernel_, ctx_, run()->detect_anomaly && host); });
+    if (status.ok() && !host && run()->detect_anomaly) status = CheckDeviceOutputsFinite();
     if (!status.ok()) {  // Named says which op: drop CallKernel's "op 'name': " prefix
       const std::string prefix = ctx_.where() + ": ";
       const std::string& m = status.message();
@@ -92,6 +95,20 @@ class ComputeActor : public Actor {
   }
 
  private:
+  // detect_anomaly on a device: waits for the kernel, scans host copies.
+  Status CheckDeviceOutputsFinite() {
+    ctx_.stream->Synchronize();
+    for (size_t i = 0; i < ctx_.outputs.size(); ++i) {
+      const std::string bad =
+          FirstNonFinite(CloneToHost(*ctx_.outputs[i]), "output " + std::to_string(i));
+      if (!bad.empty()) {
+        return Status(StatusCode::kInternal, StrCat("anomaly: ", ctx_.where(),
+                                                    " produced a non-finite value: ", bad));
+      }
+    }
+    return Status::OK();
+  }
+
   tbb::task_arena* arena_;
   DeviceContext* device_;
   const KernelFn* kernel_ = nullptr;
@@ -102,7 +119,8 @@ class ComputeActor : public Actor {
 
 class SourceActor : public Actor {
  public:
-  explicit SourceActor(const proto::TaskProto& task) : Actor(task, TaskDisplayName(task)) {}
+  SourceActor(const proto::TaskProto& task, const RankEnv& env)
+      : Actor(task, TaskDisplayName(task)), device_(env.device) {}
   Status Prepare() override {
     if (num_data_inputs() != 0 || num_data_outputs() != 1) {
       return Named(StatusCode::kInvalidArgument, "a source has no input and one output");
@@ -114,11 +132,19 @@ class SourceActor : public Actor {
  protected:
   Status Act(int64_t step) override {
     CHECK(!feeds_.empty()) << name() << " was not fed";
-    data_output(0)->CopyFrom(*feeds_[feeds_.size() == 1 ? 0 : step]);
+    const Tensor& feed = *feeds_[feeds_.size() == 1 ? 0 : step];
+    Tensor* out = data_output(0);
+    if (out->device().is_host()) {
+      out->CopyFrom(feed);
+    } else {  // host -> device on this actor's stream, ordered with the slot's readers
+      CHECK(feed.device().is_host() && feed.nbytes() == out->nbytes()) << name() << ": feed";
+      device_->Copy(thread()->device_stream(), out->raw(), feed.raw(), out->nbytes());
+    }
     return Status::OK();
   }
 
  private:
+  DeviceContext* device_;
   std::vector<const Tensor*> feeds_;
 };
 
@@ -266,7 +292,7 @@ std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& en
     case proto::TaskProto::COMPUTE:
       return std::make_unique<ComputeActor>(task, env);
     case proto::TaskProto::SOURCE:
-      return std::make_unique<SourceActor>(task);
+      return std::make_unique<SourceActor>(task, env);
     case proto::TaskProto::VARIABLE:
       return std::make_unique<VariableActor>(task);
     case proto::TaskProto::SINK:
