@@ -199,6 +199,24 @@ class AccActor : public Actor {
                    StrCat("input ", in.shape(), " ", DataTypeName(in.dtype()), " != output ",
                           out->shape(), " ", DataTypeName(out->dtype())));
     }
+    if (!out->device().is_host()) return AccumulateOnHost(in, out, step);
+    Accumulate(in, out, step);
+    return Status::OK();
+  }
+
+ private:
+  // A device's accumulation, staged through host copies (the stream's work
+  // finished first): correct, not fast, until a device kernel does it.
+  Status AccumulateOnHost(const Tensor& in, Tensor* out, int64_t step) {
+    thread()->device_stream()->Synchronize();
+    const Tensor host_in = CloneToHost(in);
+    Tensor host_out = CloneToHost(*out);
+    Accumulate(host_in, &host_out, step);
+    CopyBytesSync(out->device(), out->raw(), host_out.raw(), out->nbytes());
+    return Status::OK();
+  }
+
+  void Accumulate(const Tensor& in, Tensor* out, int64_t step) {
     const int64_t k = data_output_acts_per_value(0);
     const int64_t position = step % k;
     if (position == 0) {
@@ -217,7 +235,6 @@ class AccActor : public Actor {
         for (int64_t e = 0; e < out->numel(); ++e) o[e] *= scale;
       });
     }
-    return Status::OK();
   }
 };
 
@@ -232,11 +249,6 @@ class BoxingActor : public Actor {
     if (num_data_inputs() > 1 || num_data_outputs() > 1) {
       return Named(StatusCode::kInvalidArgument, "a boxing step has at most one input and output");
     }
-    if (!thread()->device_stream()->is_inline()) {
-      return Named(StatusCode::kUnimplemented,
-                   StrCat("boxing on ", thread()->device_stream()->device(),
-                          " needs a communicator that takes its stream (not in this build)"));
-    }
     return Status::OK();
   }
 
@@ -250,7 +262,8 @@ class BoxingActor : public Actor {
     Tensor* out = num_data_outputs() > 0 ? data_output(0) : nullptr;
     Status status;
     try {
-      status = (*boxing_)(task_, in, out);
+      status = thread()->device_stream()->device().is_host() ? (*boxing_)(task_, in, out)
+                                                              : StagedThroughHost(in, out);
     } catch (const std::exception& e) {
       status = Status(StatusCode::kInternal, StrCat("boxing step threw: ", e.what()));
     }
@@ -259,6 +272,20 @@ class BoxingActor : public Actor {
   }
 
  private:
+  // A device's boxing step, staged through host memory: the stream's work
+  // (the waits for the input) is finished, the step runs on host copies with
+  // the host communicators, and the output is copied back before the act
+  // ends. Device-native communicators (NCCL, device copies) would skip the
+  // staging; they need the BoxingFn to take the stream.
+  Status StagedThroughHost(const Tensor& in, Tensor* out) {
+    thread()->device_stream()->Synchronize();
+    const Tensor host_in = num_data_inputs() > 0 ? CloneToHost(in) : Tensor();
+    Tensor host_out = out != nullptr ? Tensor(out->shape(), out->dtype()) : Tensor();
+    OFL_RETURN_IF_ERROR((*boxing_)(task_, host_in, out != nullptr ? &host_out : nullptr));
+    if (out != nullptr) CopyBytesSync(out->device(), out->raw(), host_out.raw(), out->nbytes());
+    return Status::OK();
+  }
+
   const BoxingFn* boxing_;
 };
 

@@ -49,6 +49,14 @@ Tensor CloneToHost(const Tensor& tensor) {
   return host;
 }
 
+int CudaDevicesVisible() {
+#if OFL_HAVE_CUDA
+  return CudaDeviceCount();
+#else
+  return 0;
+#endif
+}
+
 Status FinishStream(Stream* stream) {
 #if OFL_HAVE_CUDA
   if (auto* cuda = dynamic_cast<CudaStream*>(stream)) return cuda->TakeDeviceError();

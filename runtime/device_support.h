@@ -28,6 +28,9 @@ void FillBytesSync(const Device& device, void* destination, int value, int64_t b
 // A host tensor holding a copy of `tensor` (any device).
 Tensor CloneToHost(const Tensor& tensor);
 
+// CUDA devices this process sees; 0 in a build without the CUDA backend.
+int CudaDevicesVisible();
+
 // Waits for `stream`'s work and returns the first device-side user error its
 // kernels recorded since the last call (a CUDA stream), else OK.
 Status FinishStream(Stream* stream);

@@ -63,8 +63,13 @@ Status Runtime::PrepareFeeds(int64_t num_iterations, const std::vector<TensorMap
       OFL_ENSURE(t.shape() == reg.shape() && t.dtype() == reg.dtype(), "run: input '", key.name,
                  "' on rank ", key.rank, " expects shape ", reg.shape(), " ",
                  DataTypeName(reg.dtype()), ", got ", t.shape(), " ", DataTypeName(t.dtype()));
-      OFL_RETURN_IF_ERROR(
-          Tensor::CheckCopy(reg, t, StrCat("run: input '", key.name, "' on rank ", key.rank)));
+      if (reg.device().is_host()) {
+        OFL_RETURN_IF_ERROR(
+            Tensor::CheckCopy(reg, t, StrCat("run: input '", key.name, "' on rank ", key.rank)));
+      } else {  // the SOURCE copies it host -> device
+        OFL_ENSURE(t.device().is_host(), "run: input '", key.name, "' on rank ", key.rank,
+                   " is on ", t.device(), "; feeds are host tensors");
+      }
       per_step.push_back(&t);
     }
     SetSourceFeeds(m.actor_of_task[task], std::move(per_step));
