@@ -1,0 +1,63 @@
+"""CUDA from Python: device names in Tensor.to and Module.to, cuda placements,
+and, with a GPU, tensors and eager layers on CUDA. Tests that need a GPU skip
+with "no CUDA device" (scripts/gpu_check.sh fails on such a skip there)."""
+import numpy as np
+import pytest
+
+import oneflow_lite as flow
+from oneflow_lite import _device
+
+needs_cuda = pytest.mark.skipif(_device.cuda_device_count() == 0, reason="no CUDA device")
+NO_CUDA = r"^cuda:1: (no CUDA device|this build has no cuda backend)$"
+
+
+def test_to_cpu_copies_the_values():
+    x = flow.tensor(np.arange(6.0).reshape(2, 3))
+    y = x.to("cpu")
+    np.testing.assert_allclose(y.numpy(), np.arange(6.0).reshape(2, 3), rtol=0, atol=0)
+    assert y.to("cpu:0").numpy().dtype == np.float64
+
+
+def test_to_cuda_without_a_device_names_the_device():
+    if _device.cuda_device_count() > 0:
+        pytest.skip("a CUDA device exists here")
+    x = flow.tensor(np.ones(3))
+    with pytest.raises(NotImplementedError, match=NO_CUDA):
+        x.to("cuda:1")
+    with pytest.raises(NotImplementedError, match=NO_CUDA):
+        flow.nn.Linear(2, 2).to("cuda:1")
+
+
+def test_a_malformed_device_is_a_value_error_naming_it():
+    x = flow.tensor(np.ones(3))
+    with pytest.raises(ValueError, match=r"device 'cuda:x': index 'x' is not an integer"):
+        x.to("cuda:x")
+
+
+def test_module_to_cpu_keeps_its_parameters():
+    layer = flow.nn.Linear(2, 3)
+    before = layer.weight.numpy().copy()
+    assert layer.to("cpu") is layer
+    np.testing.assert_allclose(layer.weight.numpy(), before, rtol=0, atol=0)
+
+
+def test_a_cuda_placement_is_accepted():
+    p = flow.placement("cuda", [[0, 1], [2, 3]])
+    assert p.type == "cuda" and p.hierarchy == (2, 2)
+
+
+@needs_cuda
+def test_a_tensor_round_trips_through_cuda():
+    x = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+    y = flow.tensor(x).to("cuda").to("cpu").numpy()
+    np.testing.assert_allclose(y, x, rtol=0, atol=0)
+
+
+@needs_cuda
+def test_an_eager_linear_on_cuda_matches_numpy():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    layer = flow.nn.Linear(4, 3)
+    w, b = layer.weight.numpy().copy(), layer.bias.numpy().copy()
+    y = layer.to("cuda")(flow.tensor(x).to("cuda")).to("cpu").numpy()
+    np.testing.assert_allclose(y, x @ w.T + b, rtol=1e-5, atol=1e-6)
