@@ -20,8 +20,11 @@ void CopyBytesSync(const Device& device, void* destination, const void* source, 
   if (bytes == 0) return;
 #if OFL_HAVE_CUDA
   if (device.type == DeviceType::kCUDA) {
+    // cudaMemcpy may return before a device-to-device copy ends: wait for it.
     CudaDeviceGuard guard(CudaOrdinalOf(device));
-    OFL_CUDA_CHECK(cudaMemcpy(destination, source, static_cast<size_t>(bytes), cudaMemcpyDefault));
+    OFL_CUDA_CHECK(cudaMemcpyAsync(destination, source, static_cast<size_t>(bytes),
+                                   cudaMemcpyDefault, nullptr));
+    OFL_CUDA_CHECK(cudaStreamSynchronize(nullptr));
     return;
   }
 #endif
@@ -33,8 +36,9 @@ void FillBytesSync(const Device& device, void* destination, int value, int64_t b
   if (bytes == 0) return;
 #if OFL_HAVE_CUDA
   if (device.type == DeviceType::kCUDA) {
-    CudaDeviceGuard guard(CudaOrdinalOf(device));
-    OFL_CUDA_CHECK(cudaMemset(destination, value, static_cast<size_t>(bytes)));
+    CudaDeviceGuard guard(CudaOrdinalOf(device));  // cudaMemset may return early too
+    OFL_CUDA_CHECK(cudaMemsetAsync(destination, value, static_cast<size_t>(bytes), nullptr));
+    OFL_CUDA_CHECK(cudaStreamSynchronize(nullptr));
     return;
   }
 #endif
