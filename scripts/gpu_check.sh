@@ -125,7 +125,11 @@ check_prefix() {
   ((bad == 0)) && note "configure: every package from $PREFIX"
 }
 
-has_target() { ninja -C "$BUILD" -t targets all 2>/dev/null | cut -d: -f1 | grep -qx "$1"; }
+has_target() {  # (grep -q on the pipe would stop ninja early: pipefail)
+  local all
+  all=$(ninja -C "$BUILD" -t targets all 2>/dev/null | cut -d: -f1)
+  grep -qx "$1" <<<"$all"
+}
 
 build() {
   local t0=$EPOCHREALTIME wanted=("$@") targets=() t
