@@ -61,3 +61,44 @@ def test_an_eager_linear_on_cuda_matches_numpy():
     w, b = layer.weight.numpy().copy(), layer.bias.numpy().copy()
     y = layer.to("cuda")(flow.tensor(x).to("cuda")).to("cpu").numpy()
     np.testing.assert_allclose(y, x @ w.T + b, rtol=1e-5, atol=1e-6)
+
+
+class LossGraph(flow.nn.Graph):
+    def __init__(self, model, optimizer):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(optimizer)
+
+    def build(self, data, labels):
+        return flow.nn.functional.cross_entropy(self.model(data), labels)
+
+
+def mlp_graph_losses(placement, steps=3):
+    """Losses of an MLP trained by SGD in an nn.Graph on ``placement``."""
+    flow.manual_seed(0)
+    model = flow.models.create(
+        "mlp", flow.models.MLPConfig(in_features=12, hidden=(32, 24), num_classes=5))
+    graph = LossGraph(model, flow.optim.SGD(model.named_parameters(), lr=0.1))
+    graph.config.auto_parallel(cluster="h100_8gpu", searcher="data_parallel",
+                               placement=placement)
+    rng = np.random.default_rng(1)
+    losses = []
+    for _ in range(steps):
+        x = rng.standard_normal((8, 12)).astype(np.float32)
+        losses.append(float(graph(x, rng.integers(0, 5, 8)).numpy()))
+    return losses
+
+
+def test_a_graph_on_a_cuda_placement_without_a_device_names_the_device():
+    if _device.cuda_device_count() > 0:
+        pytest.skip("a CUDA device exists here")
+    with pytest.raises(NotImplementedError,
+                       match=r"rank 0: cuda:0: (no CUDA device|this build has no cuda backend)"):
+        mlp_graph_losses(flow.placement("cuda", [0, 1]), steps=1)
+
+
+@needs_cuda
+def test_a_graph_on_two_virtual_cuda_devices_matches_the_cpu_run():
+    want = mlp_graph_losses(flow.placement("cpu", [0, 1]))
+    got = mlp_graph_losses(flow.placement("cuda", [0, 1]))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
