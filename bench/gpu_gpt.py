@@ -9,8 +9,10 @@ step ended by torch.cuda.synchronize() (ours: the runtime's Run returns after
 the step's streams finished).
 
 Prints one JSON object: {"torch_step_ms", "ours_step_ms", "speedup",
-"torch_first_loss", "ours_first_loss", "ours_error", "device"}; a side that
-cannot run gives null and its error. Run by ``bench/run.sh gpu``.
+"torch_first_loss", "ours_first_loss", "ours_autocast_bf16", "torch_error",
+"ours_error", "device"}; a side that cannot run gives null and its error.
+Ours is an nn.Graph on flow.placement("cuda", [0]); it runs in float32 until
+the graph config offers bfloat16 autocast (ours_autocast_bf16 says which). Run by ``bench/run.sh gpu``.
 """
 from __future__ import annotations
 
@@ -89,39 +91,43 @@ def torch_step_ms(warmup: int, steps: int):
 
 
 def ours_step_ms(warmup: int, steps: int):
-    """Our GPT on cuda:0 with bfloat16 autocast (nn.Graph). Raises what stops it."""
+    """Our GPT in an nn.Graph on flow.placement("cuda", [0]); bfloat16 autocast
+    when the graph config offers it (``set_autocast``), else float32 (the
+    JSON says which). Raises what stops it."""
     import numpy as np
     import oneflow_lite as flow
-    from oneflow_lite.models import GPT, GPTConfig
+    from oneflow_lite.models import GPTConfig
 
     cfg = GPTConfig(vocab_size=CFG["vocab"], seq_len=CFG["seq"], n_embd=CFG["n_embd"],
                     n_layer=CFG["n_layer"], n_head=CFG["n_head"])
-    model = GPT(cfg).to("cuda")
-    opt = flow.optim.AdamW(model.parameters(), lr=1e-4)
+    flow.manual_seed(0)
+    model = flow.models.create("gpt", cfg)
 
     class Step(flow.nn.Graph):
         def __init__(self):
             super().__init__()
             self.model = model
-            self.add_optimizer(opt)
-            self.config.set_autocast("bfloat16")
+            self.add_optimizer(flow.optim.AdamW(model.named_parameters(), lr=1e-4))
 
         def build(self, ids, labels):
-            loss = self.model(ids, labels)
-            loss.backward()
-            return loss
+            return flow.nn.functional.cross_entropy(self.model(ids), labels)
 
-    rng = np.random.default_rng(0)
-    ids = flow.tensor(rng.integers(0, CFG["vocab"], (CFG["batch"], CFG["seq"]))).to("cuda")
-    labels = flow.tensor(rng.integers(0, CFG["vocab"], (CFG["batch"], CFG["seq"]))).to("cuda")
     graph = Step()
+    graph.config.auto_parallel(cluster="h100_8gpu", searcher="data_parallel",
+                               placement=flow.placement("cuda", [0]))
+    autocast = hasattr(graph.config, "set_autocast")
+    if autocast:
+        graph.config.set_autocast("bfloat16")
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, CFG["vocab"], (CFG["batch"], CFG["seq"]))
+    labels = rng.integers(0, CFG["vocab"], (CFG["batch"], CFG["seq"]))
     first = float(graph(ids, labels).numpy())
     for _ in range(warmup):
         graph(ids, labels)
     start = time.perf_counter()
     for _ in range(steps):
         graph(ids, labels).numpy()
-    return (time.perf_counter() - start) / steps * 1e3, first
+    return (time.perf_counter() - start) / steps * 1e3, first, autocast
 
 
 def main() -> int:
@@ -131,14 +137,15 @@ def main() -> int:
     args = parser.parse_args()
     out = {"config": CFG, "torch_step_ms": None, "ours_step_ms": None, "speedup": None,
            "torch_first_loss": None, "ours_first_loss": None, "torch_error": None,
-           "ours_error": None, "device": None}
+           "ours_error": None, "ours_autocast_bf16": None, "device": None}
     try:
         out["torch_step_ms"], out["torch_first_loss"], out["device"] = torch_step_ms(
             args.warmup, args.steps)
     except Exception as e:  # noqa: BLE001 - the bench reports any failure in its JSON
         out["torch_error"] = f"{type(e).__name__}: {e}"
     try:
-        out["ours_step_ms"], out["ours_first_loss"] = ours_step_ms(args.warmup, args.steps)
+        out["ours_step_ms"], out["ours_first_loss"], out["ours_autocast_bf16"] = ours_step_ms(
+            args.warmup, args.steps)
     except Exception as e:  # noqa: BLE001
         out["ours_error"] = f"{type(e).__name__}: {e}"
     if out["torch_step_ms"] and out["ours_step_ms"]:
