@@ -25,10 +25,12 @@
 #   3. build only what the checks run (cuda_runtime_tests, ops_tests,
 #      gpu_matmul, the extension) with OFL_JOBS (all cores);
 #   4. run the CUDA tests: cuda_runtime_tests (all), ops_tests' tests named
-#      *Cuda*/*CUDA*, pytest on tests/python/test_*cuda*.py; any "no CUDA
-#      device" skip fails the check;
-#   5. bench/run.sh gpu -> bench/results/gpu.json;
-#   6. summary (and every log under $OUT when the device tool set it).
+#      *Cuda*/*CUDA* (OFL_GPU_OPS_FILTER; none matching fails), pytest on
+#      tests/python/test_*cuda*.py; any "no CUDA device" skip fails the check;
+#   5. bench/run.sh gpu -> bench/results/gpu.json, and bench/gpu_calibrate.py
+#      -> bench/results/gpu_cluster.pbtxt (a Cluster of this GPU);
+#   6. summary; logs in build-gpu/gpu_check_logs. When the device tool set
+#      $OUT (8 files come back at most): logs.tgz, summary.txt and the results.
 # --dry-run (here, no GPU): steps 1 and 2, then checks that CMake took every
 # package from the prefix, builds OFL_GPU_DRY_TARGETS (default core_tests)
 # and runs it with the prefix's libraries (ldd must resolve them there).
@@ -40,7 +42,7 @@ PREFIX="${OFL_GPU_PREFIX:-/tmp/ofl_gpu_deps}"
 BUILD="${OFL_GPU_BUILD_DIR:-$ROOT/build-gpu}"
 JOBS="${OFL_JOBS:-$(nproc)}"
 PY="${OFL_GPU_PYTHON:-python3}"
-LOGS="${OUT:-$BUILD/gpu_check_logs}"
+LOGS="$BUILD/gpu_check_logs"
 DRY=0
 [[ "${1:-}" == "--dry-run" ]] && DRY=1
 LIB="$PREFIX/usr/lib/x86_64-linux-gnu"
@@ -99,8 +101,11 @@ configure() {
     "-DBLAS_LIBRARIES=$LIB/libopenblas.so"
     "-DOFL_CBLAS_INCLUDE_DIR=$PREFIX/usr/include/x86_64-linux-gnu/openblas-pthread"
     "-DOpenCL_LIBRARY=$LIB/libOpenCL.so" "-DOpenCL_INCLUDE_DIR=$PREFIX/usr/include"
-    "${python_args[@]}" ${OFL_GPU_CMAKE_ARGS:-}
+    "${python_args[@]}"
   )
+  local extra=()
+  read -r -a extra <<<"${OFL_GPU_CMAKE_ARGS:-}"
+  args+=("${extra[@]}")
   mkdir -p "$LOGS"
   if ! cmake "${args[@]}" >"$LOGS/configure.log" 2>&1; then
     tail -30 "$LOGS/configure.log" >&2
@@ -151,13 +156,15 @@ run_gtest() {
   [[ -x "$binary" ]] || { fail "$name: $binary not built"; return; }
   "$binary" --gtest_filter="$filter" >"$log" 2>&1
   local rc=$? passed failed skipped no_device
-  passed=$(grep -c '^\[       OK \]' "$log")
-  failed=$(grep -c '^\[  FAILED  \] [A-Za-z]*\.' "$log")
-  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]*\.' "$log")
+  # Per-test lines end in "(N ms)"; the summary's lists repeat the names.
+  passed=$(grep -cE '^\[       OK \] .* \([0-9]+ ms\)$' "$log")
+  failed=$(grep -cE '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$log")
+  skipped=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$log")
   no_device=$(grep -c '^no CUDA device$' "$log")
   note "$name: $passed passed, $failed failed, $skipped skipped ($no_device for no CUDA device) in $(elapsed "$t0") s"
-  ((rc == 0)) || fail "$name: exit $rc (log: $log)"
+  ((rc == 0)) || { fail "$name: exit $rc (log: $log)"; grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -30 >&2; }
   ((no_device == 0)) || fail "$name: $no_device tests skipped with 'no CUDA device' on a GPU machine"
+  ((passed + failed + skipped > 0)) || fail "$name: no test matched '$filter'"
 }
 
 run_pytest() {
@@ -168,13 +175,14 @@ run_pytest() {
   local rc=$? no_device
   no_device=$(grep -c 'no CUDA device' "$log")
   note "pytest cuda: $(tail -1 "$log") in $(elapsed "$t0") s"
-  ((rc == 0)) || fail "pytest cuda: exit $rc (log: $log)"
+  ((rc == 0)) || { fail "pytest cuda: exit $rc (log: $log)"; tail -40 "$log" >&2; }
   ((no_device == 0)) || fail "pytest cuda: $no_device skips with 'no CUDA device' on a GPU machine"
 }
 
 dry_run() {
   unpack && configure && check_prefix || return
-  local targets=(${OFL_GPU_DRY_TARGETS:-core_tests})
+  local targets=()
+  read -r -a targets <<<"${OFL_GPU_DRY_TARGETS:-core_tests}"
   build "${targets[@]}" || return
   local binary="$BUILD/tests/cpp/${targets[0]}" missing
   if [[ -x "$binary" ]]; then
@@ -190,7 +198,7 @@ full_run() {
   unpack && configure || return
   build cuda_runtime_tests ops_tests gpu_matmul _C || return
   run_gtest cuda_runtime "$BUILD/tests/cpp/cuda_runtime_tests"
-  run_gtest ops_cuda "$BUILD/tests/cpp/ops_tests" '*Cuda*:*CUDA*'
+  run_gtest ops_cuda "$BUILD/tests/cpp/ops_tests" "${OFL_GPU_OPS_FILTER:-*Cuda*:*CUDA*}"
   run_pytest
   local t0=$EPOCHREALTIME
   if OFL_BUILD_DIR="$BUILD" OFL_GPU_PYTHON="$PY" bash "$ROOT/bench/run.sh" gpu >"$LOGS/bench_gpu.log" 2>&1; then
@@ -198,12 +206,28 @@ full_run() {
   else
     fail "bench gpu (log: $LOGS/bench_gpu.log; bench/results/gpu.json has the errors)"
   fi
-  [[ -n "${OUT:-}" && -f "$ROOT/bench/results/gpu.json" ]] && cp "$ROOT/bench/results/gpu.json" "$OUT/"
+  t0=$EPOCHREALTIME
+  if PYTHONPATH="$ROOT/python" "$PY" "$ROOT/bench/gpu_calibrate.py" \
+    --out "$ROOT/bench/results/gpu_cluster.pbtxt" >"$LOGS/calibrate.log" 2>&1; then
+    note "calibrate: bench/results/gpu_cluster.pbtxt in $(elapsed "$t0") s"
+  else
+    fail "calibrate (log: $LOGS/calibrate.log)"
+  fi
+  return 0
 }
 
 mkdir -p "$LOGS"
 if ((DRY)); then dry_run; else full_run; fi
-echo "== gpu_check summary ($( ((DRY)) && echo dry run || echo GPU run), $(elapsed "$START") s) =="
-printf '  %s\n' "${SUMMARY[@]}"
+{
+  echo "== gpu_check summary ($( ((DRY)) && echo dry run || echo GPU run), $(elapsed "$START") s) =="
+  printf '  %s\n' "${SUMMARY[@]}"
+} | tee "$LOGS/summary.txt"
+if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then
+  tar -czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
+  cp "$LOGS/summary.txt" "$OUT/"
+  for f in gpu.json gpu_cluster.pbtxt; do
+    [[ -f "$ROOT/bench/results/$f" ]] && cp "$ROOT/bench/results/$f" "$OUT/"
+  done
+fi
 if ((FAILED)); then echo "gpu_check: FAILED"; exit 1; fi
 echo "gpu_check: OK"
