@@ -147,5 +147,25 @@ TEST(CudaBackendTest, ARuntimeFeedsAndFetchesThroughTheDevice) {
   EXPECT_GT(rt->peak_bytes()[0], 0);
 }
 
+TEST(CudaBackendTest, VariablesOnTheDeviceAreSetReadAndFetchedAsHostTensors) {
+  OFL_REQUIRE_CUDA();
+  PlanMaker m(1);
+  const int64_t w = m.Register("w", 0, {3}, /*slots=*/1, /*persistent=*/true);
+  m.Variable("w", 0, 0, w)->set_device("cuda:0");
+  m.Sink("seen", 0, 1, w)->set_device("cuda:0");
+  for (auto& r : *m.plan().mutable_registers()) r.set_device("cuda:0");
+  auto rt = Runtime::Create(m.plan()).value();
+  Tensor value(Shape({3}), DataType::kFloat32);
+  for (int e = 0; e < 3; ++e) value.data<float>()[e] = 1.5f * e - 1.0f;
+  ASSERT_TRUE(rt->SetVariable("w", 0, value).ok());
+  Tensor back = rt->GetVariable("w", 0).value();
+  EXPECT_TRUE(back.device().is_host());
+  RunResult r = rt->Run(2, {}, {"seen"}).value();
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(back.data<float>()[e], 1.5f * e - 1.0f);
+    EXPECT_EQ(r.fetched[1].at({"seen", 0}).data<float>()[e], 1.5f * e - 1.0f);
+  }
+}
+
 }  // namespace
 }  // namespace ofl
