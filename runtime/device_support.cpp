@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#if OFL_HAVE_CUDA
+#ifdef OFL_HAVE_CUDA
 #include "oneflow_lite/core/cuda/cuda_check.h"
 #include "oneflow_lite/core/cuda/cuda_device_context.h"
 #endif
@@ -10,7 +10,7 @@
 namespace ofl {
 
 Maybe<std::unique_ptr<DeviceContext>> MakeDeviceContext(const Device& device) {
-#if OFL_HAVE_CUDA
+#ifdef OFL_HAVE_CUDA
   if (device.type == DeviceType::kCUDA) return CreateCudaDeviceContext(device);
 #endif
   return CreateDeviceContext(device);
@@ -18,7 +18,7 @@ Maybe<std::unique_ptr<DeviceContext>> MakeDeviceContext(const Device& device) {
 
 void CopyBytesSync(const Device& device, void* destination, const void* source, int64_t bytes) {
   if (bytes == 0) return;
-#if OFL_HAVE_CUDA
+#ifdef OFL_HAVE_CUDA
   if (device.type == DeviceType::kCUDA) {
     // cudaMemcpy may return before a device-to-device copy ends: wait for it.
     CudaDeviceGuard guard(CudaOrdinalOf(device));
@@ -34,7 +34,7 @@ void CopyBytesSync(const Device& device, void* destination, const void* source, 
 
 void FillBytesSync(const Device& device, void* destination, int value, int64_t bytes) {
   if (bytes == 0) return;
-#if OFL_HAVE_CUDA
+#ifdef OFL_HAVE_CUDA
   if (device.type == DeviceType::kCUDA) {
     CudaDeviceGuard guard(CudaOrdinalOf(device));  // cudaMemset may return early too
     OFL_CUDA_CHECK(cudaMemsetAsync(destination, value, static_cast<size_t>(bytes), nullptr));
@@ -54,7 +54,7 @@ Tensor CloneToHost(const Tensor& tensor) {
 }
 
 int CudaDevicesVisible() {
-#if OFL_HAVE_CUDA
+#ifdef OFL_HAVE_CUDA
   return CudaDeviceCount();
 #else
   return 0;
@@ -62,7 +62,7 @@ int CudaDevicesVisible() {
 }
 
 Status FinishStream(Stream* stream) {
-#if OFL_HAVE_CUDA
+#ifdef OFL_HAVE_CUDA
   if (auto* cuda = dynamic_cast<CudaStream*>(stream)) return cuda->TakeDeviceError();
 #endif
   stream->Synchronize();
