@@ -13,11 +13,13 @@
 # included). Re-running downloads only what is missing; a MANIFEST lists
 # package, version and bytes.
 #
-# glibc: these are Debian 12 builds (glibc 2.36, GCC 12's libstdc++); they
-# load on any x86-64 Linux with glibc >= 2.36 and a libstdc++ at least as new
-# (the GPU image is Ubuntu 24.04-like: glibc 2.39, GCC 13). The build there
-# uses that machine's own compiler and CUDA; only these libraries, headers,
-# CMake configs and protoc come from here.
+# glibc: these are Debian 12 builds; their newest symbol versions (objdump -T
+# over every unpacked library and protoc, 2026-12-01) are GLIBC_2.34 and
+# GLIBCXX_3.4.30, so they load on x86-64 Linux with glibc >= 2.34 and GCC
+# 12's libstdc++ or newer (Ubuntu 22.04 and 24.04 qualify; the GPU image's
+# Python 3.12.3 suggests 24.04: glibc 2.39). The build there uses that
+# machine's own compiler and CUDA; only these libraries, headers, CMake
+# configs and protoc come from here.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
