@@ -22,11 +22,13 @@
 #      named by its path in the prefix, pybind11 from the interpreter's pip
 #      package (no extension when it has none, or no Python.h: the Python
 #      CUDA tests then count as failed);
-#   3. build only what the checks run (cuda_runtime_tests, ops_tests,
-#      gpu_matmul, the extension) with OFL_JOBS (all cores);
-#   4. run the CUDA tests: cuda_runtime_tests (all), ops_tests' tests named
-#      *Cuda*/*CUDA* (OFL_GPU_OPS_FILTER; none matching fails), pytest on
-#      tests/python/test_*cuda*.py; any "no CUDA device" skip fails the check;
+#   3. build only what the checks run (cuda_runtime_tests: the backend;
+#      cuda_tests: every op's CUDA kernel against its CPU twin; gpu_matmul;
+#      the extension) with OFL_JOBS (all cores);
+#   4. run the CUDA tests with OFL_REQUIRE_CUDA=1 (a test that would skip
+#      with "no CUDA device" fails instead): cuda_runtime_tests, cuda_tests
+#      (OFL_GPU_OPS_FILTER, default all; none matching fails), pytest on
+#      tests/python/test_*cuda*.py; a "no CUDA device" skip fails too;
 #   5. bench/run.sh gpu -> bench/results/gpu.json, and bench/gpu_calibrate.py
 #      -> bench/results/gpu_cluster.pbtxt (a Cluster of this GPU);
 #   6. summary; logs in build-gpu/gpu_check_logs. When the device tool set
@@ -196,9 +198,10 @@ dry_run() {
 full_run() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >&2 || fail "nvidia-smi"
   unpack && configure || return
-  build cuda_runtime_tests ops_tests gpu_matmul _C || return
+  build cuda_runtime_tests cuda_tests gpu_matmul _C || return
+  export OFL_REQUIRE_CUDA=1  # a "no CUDA device" skip becomes a failure
   run_gtest cuda_runtime "$BUILD/tests/cpp/cuda_runtime_tests"
-  run_gtest ops_cuda "$BUILD/tests/cpp/ops_tests" "${OFL_GPU_OPS_FILTER:-*Cuda*:*CUDA*}"
+  run_gtest cuda_ops "$BUILD/tests/cpp/cuda_tests" "${OFL_GPU_OPS_FILTER:-*}"
   run_pytest
   local t0=$EPOCHREALTIME
   if OFL_BUILD_DIR="$BUILD" OFL_GPU_PYTHON="$PY" bash "$ROOT/bench/run.sh" gpu >"$LOGS/bench_gpu.log" 2>&1; then

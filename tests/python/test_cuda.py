@@ -1,13 +1,19 @@
 """CUDA from Python: device names in Tensor.to and Module.to, cuda placements,
 and, with a GPU, tensors and eager layers on CUDA. Tests that need a GPU skip
-with "no CUDA device" (scripts/gpu_check.sh fails on such a skip there)."""
+with "no CUDA device" (or fail with OFL_REQUIRE_CUDA=1, as gpu_check.sh sets)."""
+import os
+
 import numpy as np
 import pytest
 
 import oneflow_lite as flow
 from oneflow_lite import _device
 
-needs_cuda = pytest.mark.skipif(_device.cuda_device_count() == 0, reason="no CUDA device")
+# Without a GPU these skip with "no CUDA device", or run (and fail) when
+# OFL_REQUIRE_CUDA=1: scripts/gpu_check.sh must not pass by skipping.
+needs_cuda = pytest.mark.skipif(
+    _device.cuda_device_count() == 0 and os.environ.get("OFL_REQUIRE_CUDA") != "1",
+    reason="no CUDA device")
 NO_CUDA = r"^cuda:1: (no CUDA device|this build has no cuda backend)$"
 
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
+#include "tests/cpp/cuda_runtime/require_cuda.h"
 #include "oneflow_lite/core/cuda/cuda_device_context.h"
 #include "runtime/device_support.h"
 #include "runtime/runtime.h"
@@ -16,9 +17,6 @@
 
 namespace ofl {
 namespace {
-
-#define OFL_REQUIRE_CUDA() \
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << kNoCudaDevice
 
 const Device kCuda0{DeviceType::kCUDA, 0};
 
@@ -40,7 +38,7 @@ TEST(CudaBackendTest, ACpuDeviceIsNotACudaContext) {
 }
 
 TEST(CudaBackendTest, CopiesRoundTripThroughTheDeviceOnAStream) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   auto context = Context();
   std::unique_ptr<Stream> stream = context->CreateStream();
   std::vector<float> host(1000), back(1000, -1.0f);
@@ -55,7 +53,7 @@ TEST(CudaBackendTest, CopiesRoundTripThroughTheDeviceOnAStream) {
 }
 
 TEST(CudaBackendTest, AWaitOrdersTwoStreamsAndQueryFollowsTheRecordedPoint) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   auto context = Context();
   std::unique_ptr<Stream> a = context->CreateStream(), b = context->CreateStream();
   std::unique_ptr<Event> event = context->CreateEvent();
@@ -78,7 +76,7 @@ TEST(CudaBackendTest, AWaitOrdersTwoStreamsAndQueryFollowsTheRecordedPoint) {
 }
 
 TEST(CudaBackendTest, AllocatorCountsLiveAndPeakAndReusesOnOneStream) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   auto context = Context();
   auto* allocator = static_cast<CudaDeviceContext*>(context.get())->cuda_allocator();
   void* first = nullptr;
@@ -95,7 +93,7 @@ TEST(CudaBackendTest, AllocatorCountsLiveAndPeakAndReusesOnOneStream) {
 }
 
 TEST(CudaBackendTest, OutOfMemoryIsAnErrorNamingDeviceAndBytesAndNotSticky) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   auto context = Context();
   const int64_t huge = int64_t{1} << 50;  // 1 PiB
   Maybe<std::shared_ptr<void>> none = context->allocator()->AllocateShared(huge);
@@ -108,7 +106,7 @@ TEST(CudaBackendTest, OutOfMemoryIsAnErrorNamingDeviceAndBytesAndNotSticky) {
 }
 
 TEST(CudaBackendTest, TheDeviceErrorRecordGivesTheNotedLaunchsError) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   auto context = Context();
   std::unique_ptr<Stream> s = context->CreateStream();
   auto* stream = static_cast<CudaStream*>(s.get());
@@ -125,7 +123,7 @@ TEST(CudaBackendTest, TheDeviceErrorRecordGivesTheNotedLaunchsError) {
 }
 
 TEST(CudaBackendTest, ARuntimeFeedsAndFetchesThroughTheDevice) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   PlanMaker m(1);
   const int64_t x = m.Register("x", 0, {4});
   m.Source("x", 0, 0, x)->set_device("cuda:0");
@@ -148,7 +146,7 @@ TEST(CudaBackendTest, ARuntimeFeedsAndFetchesThroughTheDevice) {
 }
 
 TEST(CudaBackendTest, VariablesOnTheDeviceAreSetReadAndFetchedAsHostTensors) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   PlanMaker m(1);
   const int64_t w = m.Register("w", 0, {3}, /*slots=*/1, /*persistent=*/true);
   m.Variable("w", 0, 0, w)->set_device("cuda:0");

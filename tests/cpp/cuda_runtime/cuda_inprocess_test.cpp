@@ -10,14 +10,12 @@
 #include <vector>
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
+#include "tests/cpp/cuda_runtime/require_cuda.h"
 #include "runtime/cuda_memory.h"
 #include "runtime/reduce_sum.h"
 
 namespace ofl {
 namespace {
-
-#define OFL_REQUIRE_CUDA() \
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << kNoCudaDevice
 
 template <typename T>
 void* Upload(const std::vector<T>& values) {
@@ -35,7 +33,7 @@ std::vector<T> Download(const void* d, size_t n) {
 }
 
 TEST(CudaInProcessTest, TheSumKernelGivesTheHostSumsBits) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   std::mt19937 gen(7);
   std::normal_distribution<float> dist;
   const int64_t n = 1000;
@@ -56,7 +54,7 @@ TEST(CudaInProcessTest, TheSumKernelGivesTheHostSumsBits) {
 }
 
 TEST(CudaInProcessTest, MoreSourcesThanOneLaunchTakesAreAllAdded) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   const int sources = 20;  // two launches
   std::vector<void*> dev;
   std::vector<const void*> srcs;
@@ -73,7 +71,7 @@ TEST(CudaInProcessTest, MoreSourcesThanOneLaunchTakesAreAllAdded) {
 }
 
 TEST(CudaInProcessTest, ThreeVirtualDevicesOfOneGpuRunTheCollectives) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   InProcessGroup group(3, std::chrono::milliseconds(10000), CudaMemory(0));
   std::vector<std::vector<float>> reduced(3), gathered(3), swapped(3), received(3);
   auto rank_main = [&](int64_t r) {

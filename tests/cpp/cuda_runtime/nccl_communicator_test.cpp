@@ -10,14 +10,12 @@
 #include <vector>
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
+#include "tests/cpp/cuda_runtime/require_cuda.h"
 
 namespace ofl {
 namespace {
 
 using std::chrono::milliseconds;
-
-#define OFL_REQUIRE_CUDA() \
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << kNoCudaDevice
 
 class NcclCommunicatorTest : public testing::Test {
  protected:
@@ -70,7 +68,7 @@ TEST_F(NcclCommunicatorTest, ACpuDeviceIsRefusedByName) {
 }
 
 TEST_F(NcclCommunicatorTest, EveryCollectiveOfOneRankKeepsItsData) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   auto comm = One();
   EXPECT_EQ(comm->rank(), 0);
   EXPECT_EQ(comm->size(), 1);
@@ -94,7 +92,7 @@ TEST_F(NcclCommunicatorTest, EveryCollectiveOfOneRankKeepsItsData) {
 }
 
 TEST_F(NcclCommunicatorTest, AbortFailsTheNextCallByNameAndEveryLaterOne) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   auto comm = One();
   float* a = Upload({1.0f, 2.0f});
   comm->Abort("rank 3 was lost");
@@ -105,7 +103,7 @@ TEST_F(NcclCommunicatorTest, AbortFailsTheNextCallByNameAndEveryLaterOne) {
 }
 
 TEST_F(NcclCommunicatorTest, ASendNobodyReceivesFailsByNameAndAborts) {
-  OFL_REQUIRE_CUDA();
+  OFL_SKIP_WITHOUT_CUDA();
   auto comm = One(milliseconds(500));
   float* a = Upload({1.0f, 2.0f});
   Status s = comm->Send(a, 2, DataType::kFloat32, 0, "act");
