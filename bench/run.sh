@@ -34,6 +34,12 @@
 #         devices (data parallel), VmRSS every 100 steps; fails when it grows 5 % or
 #         more after the first 100 steps -> bench/results/soak.json and soak.png.
 #         OFL_SOAK_STEPS=N runs N steps instead.
+#   gpu   (on a GPU machine, after scripts/gpu_check.sh built OFL_BUILD_DIR
+#         with CUDA; no setup step, no venv) bench/gpu_matmul (1024^3 and 8192^3
+#         bf16 matmul through the runtime vs cuBLASLt called directly) +
+#         bench/gpu_gpt.py (a GPT-2-small bf16-autocast step, ours vs PyTorch,
+#         with OFL_GPU_PYTHON, default python3) -> bench/results/gpu.json.
+#         Goals (issue 14): GPT step >= 1.2x PyTorch, both matmuls >= 0.95x.
 #   multiprocess  bench/multiprocess_allreduce.cpp (64 MiB all-reduce across 2 and 4
 #         processes: ours vs a plain-socket ring, one TCP stream and Gloo's rings) +
 #         bench/multiprocess_dp.py (GPT data parallel on 2 processes over 1), merged by
@@ -50,7 +56,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops|runtime|search|scale|paper|fidelity|ilp|soak|multiprocess" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime|search|scale|paper|fidelity|ilp|soak|multiprocess|gpu" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -210,7 +216,37 @@ run_ilp() {  # one core, one thread everywhere (HiGHS too)
   echo "bench: wrote $results/ilp.json" >&2
 }
 
+run_gpu() {
+  local results=bench/results py=${OFL_GPU_PYTHON:-python3} mm_rc=0 gpt_rc=0
+  local mm=$results/gpu_matmul.json.tmp gpt=$results/gpu_gpt.json.tmp
+  mkdir -p "$results"
+  if [[ -x "$OFL_BUILD_DIR/bench/gpu_matmul" ]]; then
+    "$OFL_BUILD_DIR/bench/gpu_matmul" 1024 8192 >"$mm" || mm_rc=$?
+  else
+    echo "{\"name\": \"gpu_matmul\", \"error\": \"$OFL_BUILD_DIR/bench/gpu_matmul not built (a CUDA build?)\"}" >"$mm"
+    mm_rc=1
+  fi
+  PYTHONPATH="$OFL_ROOT/python:$OFL_ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" \
+    "$py" bench/gpu_gpt.py >"$gpt" || gpt_rc=$?
+  "$py" - "$mm" "$gpt" "$results/gpu.json" <<'PY'
+import json, sys
+mm = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+gpt_text = open(sys.argv[2]).read().strip()
+gpt = json.loads(gpt_text) if gpt_text else {"error": "gpu_gpt.py printed nothing"}
+out = {"matmul": mm, "gpt": gpt,
+       "goals": {"gpt_speedup_min": 1.2, "matmul_ratio_min": 0.95}}
+json.dump(out, open(sys.argv[3], "w"), indent=2)
+print(json.dumps(out, indent=2))
+PY
+  rm -f "$mm" "$gpt"
+  ((mm_rc == 0 && gpt_rc == 0))
+}
+
 case $suite in
+  gpu)
+    cd "$OFL_ROOT"
+    run_gpu
+    ;;
   ilp)
     ofl_setup
     cd "$OFL_ROOT"

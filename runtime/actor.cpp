@@ -5,6 +5,7 @@
 
 #include "oneflow_lite/core/device_context.h"
 #include "runtime/actor_thread.h"
+#include "runtime/device_support.h"
 #include "runtime/run_context.h"
 
 namespace ofl {
@@ -220,7 +221,8 @@ void Actor::ActUntilFail() {
     }
     for (const Fetch& f : fetches_) {
       const Tensor* t = f.from_input ? data_input(f.arg) : data_output(f.arg);
-      (*f.into)[iteration(step) - first_iteration_ + period_ - 1] = t->Clone();
+      if (!t->device().is_host()) thread_->device_stream()->Synchronize();  // the act's writes
+      (*f.into)[iteration(step) - first_iteration_ + period_ - 1] = CloneToHost(*t);
     }
     ++acts_;
     for (size_t o = 0; o < outputs_.size(); ++o) {

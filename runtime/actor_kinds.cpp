@@ -6,6 +6,7 @@
 #include "ops/kernel.h"
 #include "ops/op_registry.h"
 #include "runtime/actor_thread.h"
+#include "runtime/device_support.h"
 #include "runtime/run_context.h"
 
 namespace ofl {
@@ -81,10 +82,12 @@ class ComputeActor : public Actor {
     }
     ctx_.iteration = iteration(step);
     Status status;
+    const bool host = ctx_.device.is_host();
     {
       KernelSlots::Hold hold(slots_);
-      arena_->execute([&] { status = CallKernel(*kernel_, ctx_, run()->detect_anomaly); });
+      arena_->execute([&] { status = CallKernel(*kernel_, ctx_, run()->detect_anomaly && host); });
     }
+    if (status.ok() && !host && run()->detect_anomaly) status = CheckDeviceOutputsFinite();
     if (!status.ok()) {  // Named says which op: drop CallKernel's "op 'name': " prefix
       const std::string prefix = ctx_.where() + ": ";
       const std::string& m = status.message();
@@ -98,6 +101,20 @@ class ComputeActor : public Actor {
   }
 
  private:
+  // detect_anomaly on a device: waits for the kernel, scans host copies.
+  Status CheckDeviceOutputsFinite() {
+    ctx_.stream->Synchronize();
+    for (size_t i = 0; i < ctx_.outputs.size(); ++i) {
+      const std::string bad =
+          FirstNonFinite(CloneToHost(*ctx_.outputs[i]), "output " + std::to_string(i));
+      if (!bad.empty()) {
+        return Status(StatusCode::kInternal, StrCat("anomaly: ", ctx_.where(),
+                                                    " produced a non-finite value: ", bad));
+      }
+    }
+    return Status::OK();
+  }
+
   tbb::task_arena* arena_;
   KernelSlots* slots_;
   DeviceContext* device_;
@@ -109,7 +126,8 @@ class ComputeActor : public Actor {
 
 class SourceActor : public Actor {
  public:
-  explicit SourceActor(const proto::TaskProto& task) : Actor(task, TaskDisplayName(task)) {}
+  SourceActor(const proto::TaskProto& task, const RankEnv& env)
+      : Actor(task, TaskDisplayName(task)), device_(env.device) {}
   Status Prepare() override {
     if (num_data_inputs() != 0 || num_data_outputs() != 1) {
       return Named(StatusCode::kInvalidArgument, "a source has no input and one output");
@@ -121,11 +139,19 @@ class SourceActor : public Actor {
  protected:
   Status Act(int64_t step) override {
     CHECK(!feeds_.empty()) << name() << " was not fed";
-    data_output(0)->CopyFrom(*feeds_[feeds_.size() == 1 ? 0 : step]);
+    const Tensor& feed = *feeds_[feeds_.size() == 1 ? 0 : step];
+    Tensor* out = data_output(0);
+    if (out->device().is_host()) {
+      out->CopyFrom(feed);
+    } else {  // host -> device on this actor's stream, ordered with the slot's readers
+      CHECK(feed.device().is_host() && feed.nbytes() == out->nbytes()) << name() << ": feed";
+      device_->Copy(thread()->device_stream(), out->raw(), feed.raw(), out->nbytes());
+    }
     return Status::OK();
   }
 
  private:
+  DeviceContext* device_;
   std::vector<const Tensor*> feeds_;
 };
 
@@ -180,6 +206,24 @@ class AccActor : public Actor {
                    StrCat("input ", in.shape(), " ", DataTypeName(in.dtype()), " != output ",
                           out->shape(), " ", DataTypeName(out->dtype())));
     }
+    if (!out->device().is_host()) return AccumulateOnHost(in, out, step);
+    Accumulate(in, out, step);
+    return Status::OK();
+  }
+
+ private:
+  // A device's accumulation, staged through host copies (the stream's work
+  // finished first): correct, not fast, until a device kernel does it.
+  Status AccumulateOnHost(const Tensor& in, Tensor* out, int64_t step) {
+    thread()->device_stream()->Synchronize();
+    const Tensor host_in = CloneToHost(in);
+    Tensor host_out = CloneToHost(*out);
+    Accumulate(host_in, &host_out, step);
+    CopyBytesSync(out->device(), out->raw(), host_out.raw(), out->nbytes());
+    return Status::OK();
+  }
+
+  void Accumulate(const Tensor& in, Tensor* out, int64_t step) {
     const int64_t k = data_output_acts_per_value(0);
     const int64_t position = step % k;
     if (position == 0) {
@@ -198,7 +242,6 @@ class AccActor : public Actor {
         for (int64_t e = 0; e < out->numel(); ++e) o[e] *= scale;
       });
     }
-    return Status::OK();
   }
 };
 
@@ -213,11 +256,6 @@ class BoxingActor : public Actor {
     if (num_data_inputs() > 1 || num_data_outputs() > 1) {
       return Named(StatusCode::kInvalidArgument, "a boxing step has at most one input and output");
     }
-    if (!thread()->device_stream()->is_inline()) {
-      return Named(StatusCode::kUnimplemented,
-                   StrCat("boxing on ", thread()->device_stream()->device(),
-                          " needs a communicator that takes its stream (not in this build)"));
-    }
     return Status::OK();
   }
 
@@ -231,7 +269,8 @@ class BoxingActor : public Actor {
     Tensor* out = num_data_outputs() > 0 ? data_output(0) : nullptr;
     Status status;
     try {
-      status = (*boxing_)(task_, in, out);
+      status = thread()->device_stream()->device().is_host() ? (*boxing_)(task_, in, out)
+                                                              : StagedThroughHost(in, out);
     } catch (const std::exception& e) {
       status = Status(StatusCode::kInternal, StrCat("boxing step threw: ", e.what()));
     }
@@ -240,6 +279,20 @@ class BoxingActor : public Actor {
   }
 
  private:
+  // A device's boxing step, staged through host memory: the stream's work
+  // (the waits for the input) is finished, the step runs on host copies with
+  // the host communicators, and the output is copied back before the act
+  // ends. Device-native communicators (NCCL, device copies) would skip the
+  // staging; they need the BoxingFn to take the stream.
+  Status StagedThroughHost(const Tensor& in, Tensor* out) {
+    thread()->device_stream()->Synchronize();
+    const Tensor host_in = num_data_inputs() > 0 ? CloneToHost(in) : Tensor();
+    Tensor host_out = out != nullptr ? Tensor(out->shape(), out->dtype()) : Tensor();
+    OFL_RETURN_IF_ERROR((*boxing_)(task_, host_in, out != nullptr ? &host_out : nullptr));
+    if (out != nullptr) CopyBytesSync(out->device(), out->raw(), host_out.raw(), out->nbytes());
+    return Status::OK();
+  }
+
   const BoxingFn* boxing_;
 };
 
@@ -273,7 +326,7 @@ std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& en
     case proto::TaskProto::COMPUTE:
       return std::make_unique<ComputeActor>(task, env);
     case proto::TaskProto::SOURCE:
-      return std::make_unique<SourceActor>(task);
+      return std::make_unique<SourceActor>(task, env);
     case proto::TaskProto::VARIABLE:
       return std::make_unique<VariableActor>(task);
     case proto::TaskProto::SINK:

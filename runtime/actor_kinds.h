@@ -17,9 +17,11 @@
 //   SINK      nothing of its own; a fetch clones its input.
 //   BOXING    calls the BoxingFn hook (runtime/boxing.h's RunBoxingStep
 //             fits behind it); acts in the thread's boxing turn. Its stream
-//             is its thread's; the hook runs on the calling thread, so the
-//             stream must be inline (a device stream needs a communicator
-//             that takes the stream, as NCCL does: not in this build).
+//             is its thread's; the hook runs on the calling thread. On a
+//             device (CUDA) the step is staged through host copies (the
+//             stream synchronised first): correct with the host
+//             communicators, not fast; device-native communicators need the
+//             hook to take the stream.
 //   ACC       gradient accumulation: acts every iteration (micro-batch) and
 //             sums its input into its output slot; its output register has
 //             period k, so the slot goes on once per k acts, holding the

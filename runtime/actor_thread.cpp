@@ -122,6 +122,7 @@ void ActorThread::AdvanceBoxingTurn() {
 void ActorThread::Main() {
   // oneDNN runs on OpenMP, whose thread count is a per-thread setting.
   omp_set_num_threads(kernel_threads_);
+  device_stream_->BindToThread();
   for (;;) {
     RunContext* run;
     {

@@ -42,13 +42,14 @@ class InProcessCommunicator : public Communicator {
       peers.push_back(Byte(peer(q).input, mine.begin, es));
       group_->AddBytes(q, mine.size * es);
     }
-    Accumulate(Byte(buffer, mine.begin, es), nullptr, peers, mine.size, dtype);
+    group_->memory_.accumulate(Byte(buffer, mine.begin, es), nullptr, peers, mine.size, dtype);
     OFL_RETURN_IF_ERROR(group_->Barrier(rank_, What(post)));
     // All-gather: copy every peer's reduced part.
     for (int64_t q = 0; q < p; ++q) {
       if (q == rank_) continue;
       Range part = BalancedPart(count, p, q);
-      std::memcpy(Byte(buffer, part.begin, es), Byte(peer(q).input, part.begin, es), part.size * es);
+      group_->memory_.copy(Byte(buffer, part.begin, es), Byte(peer(q).input, part.begin, es),
+                           part.size * es);
       group_->AddBytes(q, part.size * es);
     }
     return group_->Barrier(rank_, What(post));
@@ -67,7 +68,7 @@ class InProcessCommunicator : public Communicator {
       group_->AddBytes(q, mine.size * es);
     }
     // output = this rank's own part + every peer's, in one pass.
-    Accumulate(output, Byte(input, mine.begin, es), peers, mine.size, dtype);
+    group_->memory_.accumulate(output, Byte(input, mine.begin, es), peers, mine.size, dtype);
     return group_->Barrier(rank_, What(post));
   }
 
@@ -84,7 +85,7 @@ class InProcessCommunicator : public Communicator {
                                     " elements, this rank expects ", counts[q]));
       }
       const void* src = q == rank_ ? input : peer(q).input;
-      std::memcpy(Byte(output, offset, es), src, counts[q] * es);
+      group_->memory_.copy(Byte(output, offset, es), src, counts[q] * es);
       if (q != rank_) group_->AddBytes(q, counts[q] * es);
       offset += counts[q];
     }
@@ -106,8 +107,8 @@ class InProcessCommunicator : public Communicator {
       }
       int64_t send_offset = 0;
       for (int64_t k = 0; k < rank_; ++k) send_offset += theirs[k];
-      std::memcpy(Byte(output, recv_offset, es), Byte(peer(q).input, send_offset, es),
-                  recv_counts[q] * es);
+      group_->memory_.copy(Byte(output, recv_offset, es), Byte(peer(q).input, send_offset, es),
+                           recv_counts[q] * es);
       if (q != rank_) group_->AddBytes(q, recv_counts[q] * es);
       recv_offset += recv_counts[q];
     }
@@ -119,7 +120,7 @@ class InProcessCommunicator : public Communicator {
     InProcessGroup::Post post{"broadcast", tag, buffer, buffer, count, dtype, nullptr, root};
     OFL_RETURN_IF_ERROR(Begin(post));
     if (rank_ != root) {
-      std::memcpy(buffer, peer(root).input, count * SizeOf(dtype));
+      group_->memory_.copy(buffer, peer(root).input, count * SizeOf(dtype));
       group_->AddBytes(root, count * SizeOf(dtype));
     }
     return group_->Barrier(rank_, What(post));
@@ -162,8 +163,22 @@ class InProcessCommunicator : public Communicator {
   int64_t rank_;
 };
 
-InProcessGroup::InProcessGroup(int64_t size, std::chrono::milliseconds timeout)
-    : size_(size), timeout_(timeout), posts_(size), bytes_sent_(new std::atomic<int64_t>[size]),
+InProcessMemory HostMemory() {
+  InProcessMemory memory;
+  memory.copy = [](void* dst, const void* src, int64_t bytes) {
+    if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+  };
+  memory.accumulate = &Accumulate;
+  return memory;
+}
+
+InProcessGroup::InProcessGroup(int64_t size, std::chrono::milliseconds timeout,
+                               InProcessMemory memory)
+    : size_(size),
+      timeout_(timeout),
+      memory_(std::move(memory)),
+      posts_(size),
+      bytes_sent_(new std::atomic<int64_t>[size]),
       arrived_ranks_(size, false) {
   CHECK_GT(size, 0);
   for (int64_t r = 0; r < size; ++r) {
@@ -296,7 +311,7 @@ Status InProcessCommunicator::Recv(void* buffer, int64_t count, DataType dtype, 
     return Status(StatusCode::kInternal, StrCat("rank ", rank_, ": ", what, ": ",
                                                 group_->abort_reason_));
   }
-  std::memcpy(buffer, mail.buffer, bytes);
+  group_->memory_.copy(buffer, mail.buffer, bytes);
   group_->AddBytes(peer_rank, bytes);
   mail.taken = true;
   group_->cv_.notify_all();

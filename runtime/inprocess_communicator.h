@@ -7,12 +7,18 @@
 // an all-reduce is one then the other. Ranks meet at barriers with a
 // timeout; a timeout or a mismatch aborts the whole group, and every rank
 // returns an error that names its rank, the collective and the tag.
+// Memory: the ranks' buffers are host memory by default (memcpy and
+// runtime/reduce_sum.h); a group made with another InProcessMemory moves and
+// sums device memory instead (runtime/cuda_memory.h: N virtual CUDA devices
+// on one GPU, device copies and a reduction kernel). Either way a call's
+// copies and sums are complete when it returns.
 // The group object is thread-safe; each Communicator serves one thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,9 +30,20 @@
 
 namespace ofl {
 
+// How a group copies and sums its ranks' buffers; both synchronous.
+struct InProcessMemory {
+  std::function<void(void* dst, const void* src, int64_t bytes)> copy;
+  // As runtime/reduce_sum.h's Accumulate.
+  std::function<void(void* dst, const void* init, const std::vector<const void*>& srcs, int64_t n,
+                     DataType dtype)>
+      accumulate;
+};
+InProcessMemory HostMemory();  // memcpy and Accumulate
+
 class InProcessGroup {
  public:
-  InProcessGroup(int64_t size, std::chrono::milliseconds timeout);
+  InProcessGroup(int64_t size, std::chrono::milliseconds timeout,
+                 InProcessMemory memory = HostMemory());
   ~InProcessGroup();
   int64_t size() const { return size_; }
   // The communicator of rank `rank`; owned by the group, valid while it lives.
@@ -64,6 +81,7 @@ class InProcessGroup {
 
   const int64_t size_;
   const std::chrono::milliseconds timeout_;
+  const InProcessMemory memory_;
   std::vector<Post> posts_;
   std::vector<std::unique_ptr<Communicator>> ranks_;
   std::unique_ptr<std::atomic<int64_t>[]> bytes_sent_;

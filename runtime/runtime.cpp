@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "runtime/device_support.h"
 #include "runtime/plan_check.h"
 #include "runtime/runtime_impl.h"
 
@@ -26,7 +27,7 @@ constexpr bool kThreadSanitizer = false;
 constexpr bool kThreadSanitizer = false;
 #endif
 
-// A zeroed slot of `r` (host memory: the only kind this build allocates).
+// A zeroed slot of `r` on its rank's device.
 Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, Allocator* allocator) {
   std::vector<int64_t> dims(r.desc().shape().dims().begin(), r.desc().shape().dims().end());
   OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r.desc().dtype()));
@@ -36,8 +37,7 @@ Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, Allocator* allocator) {
                   StrCat("register '", r.name(), "': ", slot.status().message()));
   }
   Tensor t = std::move(slot).value();
-  CHECK(t.device().is_host()) << "register '" << r.name() << "' on " << t.device();
-  if (t.nbytes() > 0) std::memset(t.raw(), 0, t.nbytes());
+  FillBytesSync(t.device(), t.raw(), 0, t.nbytes());
   return t;
 }
 
@@ -54,7 +54,7 @@ Status CreateDevices(const proto::Plan& plan, const std::vector<int64_t>& local_
   devices->resize(plan.num_ranks());
   for (int64_t r : local_ranks) {
     Maybe<std::unique_ptr<DeviceContext>> context =
-        options.make_device ? options.make_device(device[r]) : CreateDeviceContext(device[r]);
+        options.make_device ? options.make_device(device[r]) : MakeDeviceContext(device[r]);
     if (!context.ok()) {
       return Status(context.status().code(), StrCat("rank ", r, ": ", context.status().message()));
     }
@@ -232,6 +232,10 @@ Status Runtime::SetVariable(const std::string& name, int64_t rank, const Tensor&
   OFL_ENSURE(value.shape() == reg.shape() && value.dtype() == reg.dtype(), "variable '", name,
              "' on rank ", rank, " has shape ", reg.shape(), " ", DataTypeName(reg.dtype()),
              ", got ", value.shape(), " ", DataTypeName(value.dtype()));
+  if (!reg.device().is_host() && value.device().is_host()) {  // host -> device
+    CopyBytesSync(reg.device(), reg.raw(), value.raw(), reg.nbytes());
+    return Status::OK();
+  }
   OFL_RETURN_IF_ERROR(
       Tensor::CheckCopy(reg, value, StrCat("variable '", name, "' on rank ", rank)));
   reg.CopyFrom(value);
@@ -244,7 +248,7 @@ Maybe<Tensor> Runtime::GetVariable(const std::string& name, int64_t rank) const 
     return NotFound("unknown variable '", name, "' on rank ", rank,
                     ProcessNote(plan_, rank, impl_->options.process));
   }
-  return impl_->registers[it->second].slots[0].Clone();
+  return CloneToHost(impl_->registers[it->second].slots[0]);
 }
 
 std::vector<TensorKey> Runtime::VariableKeys() const {

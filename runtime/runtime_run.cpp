@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "runtime/device_support.h"
 #include "runtime/plan_check.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_impl.h"
@@ -62,8 +63,13 @@ Status Runtime::PrepareFeeds(int64_t num_iterations, const std::vector<TensorMap
       OFL_ENSURE(t.shape() == reg.shape() && t.dtype() == reg.dtype(), "run: input '", key.name,
                  "' on rank ", key.rank, " expects shape ", reg.shape(), " ",
                  DataTypeName(reg.dtype()), ", got ", t.shape(), " ", DataTypeName(t.dtype()));
-      OFL_RETURN_IF_ERROR(
-          Tensor::CheckCopy(reg, t, StrCat("run: input '", key.name, "' on rank ", key.rank)));
+      if (reg.device().is_host()) {
+        OFL_RETURN_IF_ERROR(
+            Tensor::CheckCopy(reg, t, StrCat("run: input '", key.name, "' on rank ", key.rank)));
+      } else {  // the SOURCE copies it host -> device
+        OFL_ENSURE(t.device().is_host(), "run: input '", key.name, "' on rank ", key.rank,
+                   " is on ", t.device(), "; feeds are host tensors");
+      }
       per_step.push_back(&t);
     }
     SetSourceFeeds(m.actor_of_task[task], std::move(per_step));
@@ -148,6 +154,16 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
     for (auto& t : m.threads) t->BeginRun(&run);
     run.WaitAllFinished();
   }
+  // Every stream's work is done, and its kernels' device-side user errors
+  // (an id out of range on a GPU) are the run's error (the first in thread
+  // order) unless an actor failed first. The actor threads are idle now.
+  Status device_error = Status::OK();
+  for (auto& t : m.threads) {
+    Status s = FinishStream(t->device_stream());
+    if (device_error.ok() && !s.ok()) {
+      device_error = Status(s.code(), StrCat("rank ", t->rank(), ": ", s.message()));
+    }
+  }
 
   RunResult result;
   for (auto& t : m.threads) {
@@ -168,7 +184,8 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
     trace = WriteChromeTrace(m.options.trace_path, result.acts, m.task_names);
   }
   // Every actor thread has stopped: the outcome may restore the variables.
-  const Status outcome = ConcludeRun(run.error().ok() ? trace : run.error(), m.options.commit,
+  const Status local = !run.error().ok() ? run.error() : !device_error.ok() ? device_error : trace;
+  const Status outcome = ConcludeRun(local, m.options.commit,
                                      m.undo.get());
   if (outcome.ok() || !m.options.transactional) iteration_ += num_iterations;
   OFL_RETURN_IF_ERROR(outcome);

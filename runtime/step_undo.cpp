@@ -9,6 +9,7 @@
 #include <set>
 
 #include "ops/op_registry.h"
+#include "runtime/device_support.h"
 
 namespace ofl {
 
@@ -50,8 +51,6 @@ StepUndo::StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* regist
       entries_.push_back({live, Tensor()});
       continue;
     }
-    CHECK(live->device().is_host()) << "undo copy of '" << reg.desc->name() << "' on "
-                                    << live->device() << ": host registers only";
     entries_.push_back({live, allocators[rank]->NewTensor(live->shape(), live->dtype()).value()});
     bytes_per_rank_[rank] += live->nbytes();
   }
@@ -70,6 +69,12 @@ void StepUndo::Copy(bool to_undo) {
   if (!keep_copy_) return;
   std::vector<Chunk> chunks;
   for (Entry& e : entries_) {
+    if (!e.live->device().is_host()) {  // device memory: one device-side copy
+      const Tensor& from = to_undo ? *e.live : e.undo;
+      Tensor& to = to_undo ? e.undo : *e.live;
+      CopyBytesSync(e.live->device(), to.raw(), from.raw(), e.live->nbytes());
+      continue;
+    }
     char* live = static_cast<char*>(e.live->raw());
     char* undo = static_cast<char*>(e.undo.raw());
     for (int64_t at = 0; at < e.live->nbytes(); at += kChunkBytes) {

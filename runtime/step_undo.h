@@ -45,7 +45,8 @@ class StepUndo {
   static std::vector<int64_t> UpdatedRegisters(const proto::Plan& plan);
 
   // With `keep_copy`, one undo buffer per updated register, from
-  // allocators[its rank] (host memory: the copies are memcpy); without, none
+  // allocators[its rank] (host memory: chunked memcpy; a device's: one
+  // device-side copy each, runtime/device_support.h); without, none
   // (Save and Restore do nothing).
   // Registers with no slot (ranks this process does not run) are skipped.
   // `registers` (by id) must outlive the StepUndo. `threads`: the copy

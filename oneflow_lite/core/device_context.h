@@ -28,6 +28,12 @@ class DeviceContext {
   virtual Allocator* allocator() = 0;
   virtual std::unique_ptr<Stream> CreateStream() = 0;
   virtual std::unique_ptr<Event> CreateEvent() = 0;
+  // Stream-ordered bytes on this device's memory (the runtime's slot zeroing,
+  // fetch clones, undo copy; CUDA: either side may be host memory):
+  // enqueued on `stream`, done when the stream reaches them (at once on an
+  // inline stream). The default runs memcpy/memset through stream->Enqueue.
+  virtual void Copy(Stream* stream, void* destination, const void* source, int64_t bytes);
+  virtual void Fill(Stream* stream, void* destination, int value, int64_t bytes);
 };
 
 class CpuDeviceContext final : public DeviceContext {

@@ -46,6 +46,9 @@ class Stream {
   virtual void Wait(const Event& event) = 0;
   // Blocks the caller until every piece of work enqueued so far has run.
   virtual void Synchronize() = 0;
+  // Called once by the thread that will use this stream (an actor thread)
+  // before its first use: a CUDA stream makes its GPU current there.
+  virtual void BindToThread() {}
 };
 
 class Event {

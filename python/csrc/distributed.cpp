@@ -19,8 +19,9 @@
 namespace ofl::python {
 namespace {
 
-Placement MakePlacement(const std::vector<int64_t>& ranks, const std::vector<int64_t>& hierarchy) {
-  return Unwrap(Placement::Create(DeviceType::kCPU, ranks, Shape(hierarchy)));
+Placement MakePlacement(const std::string& device_type, const std::vector<int64_t>& ranks,
+                        const std::vector<int64_t>& hierarchy) {
+  return Unwrap(Placement::Create(Unwrap(ParseDeviceType(device_type)), ranks, Shape(hierarchy)));
 }
 
 // The strategy's field `key`, which must be a Python `T` (a str, a dict, or
@@ -112,8 +113,9 @@ void BindDistributed(py::module_& m) {
                        const std::vector<int64_t>& hierarchy, const py::dict& strategy,
                        const std::vector<std::string>& fetches, int num_threads,
                        int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
-                       int64_t micro_batches, bool transactional, bool local_feeds) {
-             Placement placement = MakePlacement(ranks, hierarchy);
+                       int64_t micro_batches, bool transactional, bool local_feeds,
+                       const std::string& device_type) {
+             Placement placement = MakePlacement(device_type, ranks, hierarchy);
              Strategy s = Unwrap(MakeStrategy(program.graph(), placement, SpecFrom(strategy)));
              DistributedOptions options;
              options.num_threads = num_threads;
@@ -131,7 +133,8 @@ void BindDistributed(py::module_& m) {
            py::arg("strategy") = py::dict(), py::arg("fetches") = std::vector<std::string>{},
            py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000,
            py::arg("trace_path") = "", py::arg("num_slots") = 2, py::arg("micro_batches") = 1,
-           py::arg("transactional") = true, py::arg("local_feeds") = false)
+           py::arg("transactional") = true, py::arg("local_feeds") = false,
+           py::arg("device_type") = "cpu")
       .def("run",
            [](DistributedSession& s, const py::object& feeds,
               const std::vector<std::string>& fetches) -> py::object {

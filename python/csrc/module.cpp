@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "convert.h"
+#include "oneflow_lite/api/devices.h"
 #include "oneflow_lite/api/eager.h"
 #include "oneflow_lite/api/op_tools.h"
 #include "oneflow_lite/api/session.h"
@@ -260,6 +261,10 @@ PYBIND11_MODULE(_C, m) {
   BindGlobal(m);
   BindPlanning(m);
   m.def("list_ops", &OpTypes);
+  m.def(
+      "check_device", [](const std::string& device) { ThrowIfError(CheckDeviceUsable(device)); },
+      py::arg("device"));
+  m.def("cuda_device_count", &VisibleCudaDevices);
   m.def("op_schema", &OpSchemaDict, py::arg("op_type"));
   m.def(
       "run_op",

@@ -19,6 +19,7 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 
 from oneflow_lite import _autograd
+from oneflow_lite import _device
 from oneflow_lite import _dtype as dtypes
 
 Number = Union[int, float]
@@ -153,7 +154,12 @@ class Tensor:
         _autograd.backward(self, gradient, retain_graph)
 
     def to(self, dtype) -> "Tensor":
-        """A copy in ``dtype`` (not differentiable: there is no cast op)."""
+        """A copy in ``dtype`` (not differentiable: there is no cast op), or
+        on a device: "cpu" copies; "cuda" raises naming the device (see
+        ``oneflow_lite._device``)."""
+        if _device.is_device_name(dtype):
+            _device.require_host(dtype)
+            return Tensor._wrap(self._array().copy())
         return Tensor._wrap(self._array().astype(dtypes.numpy_of(dtypes.get(dtype))))
 
     def float(self) -> "Tensor":

@@ -125,7 +125,8 @@ class GraphConfig:
             ranks=list(placement.ranks), hierarchy=list(placement.hierarchy), cluster=cluster,
             searcher=searcher, micro_batches=int(micro_batches), strategy_path=keep,
             memory_limit=memory_limit, num_threads=num_threads, timeout_ms=timeout_ms,
-            optimality_cap_s=optimality_cap_s, transactional=self.transactional)
+            optimality_cap_s=optimality_cap_s, transactional=self.transactional,
+            device_type=placement.type)
         self.placement = placement
         self.num_threads = num_threads
 

@@ -88,6 +88,7 @@ class ParallelConfig:
     timeout_ms: int = 120000
     optimality_cap_s: Optional[float] = None  # exact from the plan: its distance to the optimum
     transactional: bool = True  # a failed step restores variables (GraphConfig.transactional_steps)
+    device_type: str = "cpu"    # the placement's: "cuda" runs the plan on cuda:<rank>
 
     def __post_init__(self) -> None:
         names = searcher_names()
@@ -153,7 +154,8 @@ class Compiled:
         session = _C.DistributedSession(
             program, list(parallel.ranks), list(parallel.hierarchy), strategy, list(outputs),
             num_threads=parallel.num_threads, timeout_ms=parallel.timeout_ms,
-            micro_batches=int(parallel.micro_batches), transactional=parallel.transactional)
+            micro_batches=int(parallel.micro_batches), transactional=parallel.transactional,
+            device_type=parallel.device_type)
         return Compiled(program, session, list(inputs), list(outputs), variables, parallel,
                         planned, strategy, lr_input)
 

@@ -15,6 +15,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from oneflow_lite import _device
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite._tensor import Tensor
 from oneflow_lite.nn.parameter import Parameter
@@ -204,7 +205,11 @@ class Module:
         return self
 
     def to(self, dtype) -> "Module":
-        """Converts every floating parameter and buffer to ``dtype`` in place."""
+        """Converts every floating parameter and buffer to ``dtype`` in place;
+        a device: "cpu" keeps them, "cuda" raises naming the device."""
+        if _device.is_device_name(dtype):
+            _device.require_host(dtype)
+            return self
         d = dtypes.get(dtype)
         for t in list(self.parameters()) + list(self.buffers()):
             if t.dtype.is_floating_point and t.dtype is not d:

@@ -276,6 +276,21 @@ TEST(DeviceContextTest, MakesCpuContextsAndNamesMissingBackends) {
   EXPECT_EQ(cuda.status().message(), "cuda:1: this build has no cuda backend");
 }
 
+TEST(DeviceContextTest, CopyAndFillKeepTheStreamsOrder) {
+  CpuDeviceContext context(Device{}, /*worker_streams=*/true);
+  std::unique_ptr<Stream> stream = context.CreateStream();
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  stream->Enqueue([opened] { opened.wait(); });
+  std::vector<int32_t> source = {1, 2, 3, 4}, target(4, 7);
+  context.Fill(stream.get(), target.data(), 0, 4 * sizeof(int32_t));
+  context.Copy(stream.get(), target.data() + 1, source.data(), 2 * sizeof(int32_t));
+  EXPECT_EQ(target, (std::vector<int32_t>{7, 7, 7, 7}));  // behind the gate
+  gate.set_value();
+  stream->Synchronize();
+  EXPECT_EQ(target, (std::vector<int32_t>{0, 1, 2, 0}));  // fill, then copy
+}
+
 TEST(TensorDeviceTest, CopiesBetweenHostTensorsOnlyAndSaysWhy) {
   Tensor host({2}, DataType::kFloat32);
   EXPECT_EQ(host.device(), Device{});

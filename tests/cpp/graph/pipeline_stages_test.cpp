@@ -109,8 +109,13 @@ TEST(PipelineStagesTest, CudaStagesLowerToCudaDevicesTheRuntimeNames) {
   RuntimeOptions ro;
   ro.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*) { return Status::OK(); };
   auto rt = Runtime::Create(plan, ro);
-  ASSERT_FALSE(rt.ok());
-  EXPECT_EQ(rt.status().message(), "rank 0: cuda:0: this build has no cuda backend");
+  // A CUDA build on a machine with a GPU runs the plan; otherwise the device
+  // is refused by name: the build has no backend, or the machine no GPU.
+  if (rt.ok()) GTEST_SKIP() << "this build and machine run CUDA";
+  const std::string message = rt.status().message();
+  EXPECT_TRUE(message == "rank 0: cuda:0: this build has no cuda backend" ||
+              message == "rank 0: cuda:0: no CUDA device")
+      << message;
 }
 
 }  // namespace

@@ -127,8 +127,13 @@ TEST(DeviceStreamsTest, ACudaPlanIsRefusedByNameInThisBuild) {
   m.Compute("relu", "r", 0, 0, {x}, {y})->set_device("cuda:0");
   for (auto& r : *m.plan().mutable_registers()) r.set_device("cuda:0");
   Maybe<std::unique_ptr<Runtime>> rt = Runtime::Create(m.plan());
-  ASSERT_FALSE(rt.ok());
-  EXPECT_EQ(rt.status().message(), "rank 0: cuda:0: this build has no cuda backend");
+  // A CUDA build on a machine with a GPU runs the plan; otherwise the device
+  // is refused by name: the build has no backend, or the machine no GPU.
+  if (rt.ok()) GTEST_SKIP() << "this build and machine run CUDA";
+  const std::string message = rt.status().message();
+  EXPECT_TRUE(message == "rank 0: cuda:0: this build has no cuda backend" ||
+              message == "rank 0: cuda:0: no CUDA device")
+      << message;
 }
 
 }  // namespace

@@ -1,0 +1,123 @@
+// The CUDA implementation of the device seam: CudaDeviceStream (a
+// cudaStream_t behind the CudaStream interface of cuda_stream.h), CudaEvent
+// (a cudaEvent_t), CudaAllocator (the CachingAllocator of
+// core/caching_allocator.h over cudaMalloc/cudaFree) and CudaDeviceContext,
+// made by CreateCudaDeviceContext for "cuda:N".
+//
+// Devices: "cuda:N" runs on physical GPU N % CudaDeviceCount(), so N virtual
+// devices share one GPU in one process (the in-process CUDA communicator's
+// tests) and one process per GPU sees its rank's GPU when every host has the
+// same count. Every call that creates or uses a CUDA object first makes its
+// GPU current on the calling thread (CudaDeviceGuard restores the previous).
+// Streams are non-blocking (they never wait for the legacy default stream).
+//
+// Ownership: a context owns its allocator (shared with the buffers it handed
+// out); streams and events belong to their caller and must not outlive the
+// context. A stream's destructor synchronises it. Thread safety as in
+// stream.h and allocator.h.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "oneflow_lite/core/caching_allocator.h"
+#include "oneflow_lite/core/cuda/cuda_stream.h"
+#include "oneflow_lite/core/device_context.h"
+
+namespace ofl {
+
+// Makes `ordinal` the calling thread's current GPU until it goes.
+class CudaDeviceGuard {
+ public:
+  explicit CudaDeviceGuard(int ordinal);
+  ~CudaDeviceGuard();
+  CudaDeviceGuard(const CudaDeviceGuard&) = delete;
+  CudaDeviceGuard& operator=(const CudaDeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
+
+class CudaEvent final : public Event {
+ public:
+  explicit CudaEvent(int ordinal);
+  ~CudaEvent() override;
+  void Record(Stream* stream) override;
+  bool Query() const override;
+  void Synchronize() const override;
+  cudaEvent_t handle() const { return event_; }
+
+ private:
+  const int ordinal_;
+  cudaEvent_t event_ = nullptr;
+};
+
+class CudaDeviceStream final : public CudaStream {
+ public:
+  CudaDeviceStream(Device device, int ordinal);
+  ~CudaDeviceStream() override;
+  const Device& device() const override { return device_; }
+  bool is_inline() const override { return false; }
+  void BindToThread() override;
+  void Enqueue(std::function<void()> work) override;
+  void Wait(const Event& event) override;
+  void Synchronize() override;
+
+  cudaStream_t handle() const override { return stream_; }
+  CudaDeviceError* device_error() override { return device_error_; }
+  int32_t NoteDeviceCheck(std::function<Status(int64_t, int64_t)> report) override;
+  Status TakeDeviceError() override;
+
+ private:
+  void ResetDeviceError();
+
+  const Device device_;
+  const int ordinal_;
+  cudaStream_t stream_ = nullptr;
+  CudaDeviceError* device_error_ = nullptr;  // device memory
+  std::vector<std::function<Status(int64_t, int64_t)>> notes_;
+};
+
+// The caching allocator of one GPU. Request sizes are rounded to bins of 512
+// bytes or more, so every pointer is aligned to 256 (cudaMalloc's).
+class CudaAllocator final : public CachingAllocator {
+ public:
+  static std::shared_ptr<CudaAllocator> Create(Device device, int ordinal);
+  CudaAllocator(Device device, int ordinal);
+  int ordinal() const { return ordinal_; }
+
+ private:
+  const int ordinal_;
+};
+
+class CudaDeviceContext final : public DeviceContext {
+ public:
+  CudaDeviceContext(Device device, int ordinal);
+  const Device& device() const override { return device_; }
+  Allocator* allocator() override { return allocator_.get(); }
+  std::unique_ptr<Stream> CreateStream() override;
+  std::unique_ptr<Event> CreateEvent() override;
+  void Copy(Stream* stream, void* destination, const void* source, int64_t bytes) override;
+  void Fill(Stream* stream, void* destination, int value, int64_t bytes) override;
+  int ordinal() const { return ordinal_; }
+  CudaAllocator* cuda_allocator() { return allocator_.get(); }
+
+ private:
+  const Device device_;
+  const int ordinal_;
+  std::shared_ptr<CudaAllocator> allocator_;
+};
+
+// The physical GPU of "cuda:N" in this process: N % CudaDeviceCount() (CHECK:
+// a device exists).
+int CudaOrdinalOf(const Device& device);
+
+// The context of "cuda:N": an error naming the device when this process sees
+// no GPU ("cuda:0: no CUDA device").
+Maybe<std::unique_ptr<DeviceContext>> CreateCudaDeviceContext(const Device& device);
+
+}  // namespace ofl
