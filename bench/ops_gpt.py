@@ -88,8 +88,10 @@ def run_json(cmd, env) -> dict:
 
 
 def side_cmd(side: str, args, weights: str, profile: str = "") -> tuple:
-    common = ["--threads", str(args.threads), "--warmup", str(args.warmup),
-              "--steps", str(args.steps)]
+    """The worker's command line and environment; a profiling run times only
+    1 + 1 steps before its profiled one."""
+    warmup, steps = (1, 1) if profile else (args.warmup, args.steps)
+    common = ["--threads", str(args.threads), "--warmup", str(warmup), "--steps", str(steps)]
     if side == "torch_eager":
         cmd = [args.torch_python, os.path.join(HERE, "torch_gpt.py"), "--weights", weights]
         return cmd + common + (["--profile"] if profile else []), clean_env()
