@@ -30,8 +30,9 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 IDLE = "(idle: no op running)"
 
-# First match wins; patterns are searched in the lower-cased name, after
-# the "aten::" prefix. Order matters: "cross_entropy" before "softmax".
+# First match wins; patterns are searched in the lower-cased name. Order
+# matters: "optimizer: aten::mul_" is the optimizer's, "cross_entropy" is
+# the loss's before it is a softmax.
 _CATEGORIES: List[Tuple[str, str]] = [
     ("boxing", r"boxing|all_reduce|allreduce|all_gather|reduce_scatter|send|recv"),
     ("optimizer", r"adam|sgd|optimizer|_foreach|lerp|addcdiv|addcmul"),
@@ -53,7 +54,7 @@ def category(name: str) -> str:
     """The coarse group of an op name of either framework ("other" if none fits)."""
     if name == IDLE:
         return "idle"
-    n = name.lower().split("::")[-1]
+    n = name.lower()
     for group, pattern in _CATEGORIES:
         if re.search(pattern, n):
             return group

@@ -1,10 +1,15 @@
 """Prints the README's tables of bench/results/ops.json (markdown): the GPT
 step against PyTorch with issue 13's goals, and the top op types of both
-one-step profiles. ``.venv/bin/python bench/ops_table.py [ops.json]``; paste
-the output into README.md's ops section after a new run."""
+one-step profiles. ``.venv/bin/python bench/ops_table.py [--readme
+README.md] [ops.json]``: with --readme the tables replace what stands
+between README.md's ``<!-- ops tables begin -->`` and ``<!-- ops tables
+end -->`` lines instead of being printed."""
+import argparse
 import json
 import os
 import sys
+
+BEGIN, END = "<!-- ops tables begin", "<!-- ops tables end -->"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,16 +70,36 @@ def categories(r: dict) -> list:
     return lines
 
 
-def main() -> int:
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results", "ops.json")
-    with open(path) as f:
-        r = json.load(f)
+def tables(r: dict) -> str:
     m = r["machine"]
-    print(f"Run of {r['date_utc']}, commit {r['commit']}, {r['threads']} threads, "
-          f"load average {m['loadavg_before']} -> {m['loadavg_after']}.\n")
-    print("\n".join(headline(r)) + "\n")
-    print("\n".join(profiles(r)) + "\n")
-    print("\n".join(categories(r)))
+    return "\n".join([
+        f"Run of {r['date_utc']}, commit {r['commit']}, {r['threads']} threads, load average "
+        f"{m['loadavg_before']} -> {m['loadavg_after']} (1, 5, 15 min).", "",
+        *headline(r), "", *profiles(r), "", *categories(r)])
+
+
+def replace_between_markers(text: str, body: str) -> str:
+    a, b = text.find(BEGIN), text.find(END)
+    if a < 0 or b < a:
+        raise SystemExit(f"ops_table: no '{BEGIN} ... -->' ... '{END}' lines in the README")
+    a = text.index("\n", a) + 1
+    return text[:a] + "\n" + body + "\n\n" + text[b:]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", nargs="?", default=os.path.join(HERE, "results", "ops.json"))
+    ap.add_argument("--readme", default="")
+    args = ap.parse_args()
+    with open(args.json) as f:
+        body = tables(json.load(f))
+    if not args.readme:
+        print(body)
+        return 0
+    with open(args.readme, encoding="utf-8") as f:
+        text = f.read()
+    with open(args.readme, "w", encoding="utf-8") as f:
+        f.write(replace_between_markers(text, body))
     return 0
 
 
