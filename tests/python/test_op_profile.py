@@ -91,7 +91,8 @@ def test_real_trace_sums_to_the_step_and_names_op_types(tmp_path):
     # the MLP's forward, backward and AdamW (the adam_update op with weight decay)
     assert {"matmul", "bias_add", "relu", "relu_grad", "sparse_softmax_cross_entropy",
             "adam_update"} <= kernels, kernels
-    assert next(r for r in p.rows if r.op == "matmul").count == 8  # 3 forward, 5 backward (no grad of the data)
+    # 3 layers: 3 forward matmuls, 5 backward (the data needs no gradient)
+    assert next(r for r in p.rows if r.op == "matmul").count == 8
     others = [r for r in p.rows if r.op not in known and r.op != op_profile.IDLE]
     assert sum(r.ms for r in others) < 0.2 * p.step_ms, others        # non-kernel tasks are small
     assert p.to_json()["op_types"] == len([r for r in p.rows if r.op != op_profile.IDLE])
