@@ -39,7 +39,7 @@ _CATEGORIES: List[Tuple[str, str]] = [
     ("loss", r"cross_entropy|nll_loss|log_softmax"),
     ("matmul", r"matmul|\bmm\b|^mm|addmm|bmm|linear|batch_matmul|dot"),
     ("softmax", r"softmax"),
-    ("layer_norm", r"layer_norm"),
+    ("layer_norm", r"layer_?norm"),
     ("gelu", r"gelu"),
     ("embedding", r"embedding|index_select|gather|scatter|index"),
     ("reduction", r"sum|mean|reduce|bias_add_grad"),

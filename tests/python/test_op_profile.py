@@ -102,6 +102,7 @@ def test_real_trace_sums_to_the_step_and_names_op_types(tmp_path):
     ("matmul", "matmul"), ("aten::addmm", "matmul"), ("aten::mm", "matmul"),
     ("aten::bmm", "matmul"), ("layer_norm_grad", "layer_norm"),
     ("aten::native_layer_norm_backward", "layer_norm"), ("aten::_softmax", "softmax"),
+    ("autograd::engine::evaluate_function: NativeLayerNormBackward0", "layer_norm"),
     ("sparse_softmax_cross_entropy", "loss"), ("aten::nll_loss_forward", "loss"),
     ("adam_update", "optimizer"), ("aten::_foreach_mul_", "optimizer"),
     ("optimizer: aten::mul_", "optimizer"), ("optimizer: aten::copy_", "optimizer"),
