@@ -18,9 +18,10 @@ import platform
 import subprocess
 import sys
 
-HOW_TO_RERUN = ("bench/run.sh ops  (sets up and builds first; OFL_BENCH_THREADS=2 by default). "
-                "Parts alone: build/bench/ops_matmul --threads 2 --reps 20; "
-                "PYTHONPATH=python .venv/bin/python bench/ops_gpt.py --threads 2")
+HOW_TO_RERUN = ("bench/run.sh ops  (sets up and builds first, makes .venv-torch once; "
+                "OFL_BENCH_THREADS=2 by default). Parts alone: build/bench/ops_matmul "
+                "--threads 2 --reps 20; PYTHONPATH=python .venv/bin/python bench/ops_gpt.py "
+                "--threads 2 --torch-python .venv-torch/bin/python")
 
 
 def cpu_model() -> str:
@@ -53,8 +54,53 @@ def load_part(path: str, rc: int, name: str, errors: dict) -> dict:
         errors[name] = f"exit {rc}; no JSON output ({e})"
         return {}
     if rc != 0:
-        errors[name] = f"exit {rc}: " + str(part.get("matmul_error") or part.get("error") or "")
+        errors[name] = f"exit {rc}: " + str(part.get("matmul_error") or part.get("error")
+                                              or part.get("errors") or "")
     return part
+
+
+# Issue 13's goals: (figure, limit, "le" = at most / "ge" = at least).
+GOALS = {"graph_over_torch": (1.0, "le"), "eager_over_torch": (1.2, "le"),
+         "step_flop_fraction": (0.6, "ge"), "peak_memory_over_torch": (1.0, "le")}
+
+
+def goals(py: dict, reference_gflops) -> dict:
+    """The headline ratios of the GPT step and whether each meets its goal.
+
+    step_flop_fraction = (closed-form matmul FLOPs of the step, gpt_setup.
+    step_flops, / our nn.Graph step time) / reference_gflops (the faster
+    library on the 1024^3 matmul, same threads)."""
+    flops = (py.get("step_flops") or {}).get("step")
+    step = py.get("gpt_step_ms")
+    gflops = flops / (step * 1e6) if flops and step else None
+    mem = py.get("peak_rss_growth_mib") or {}
+    ours_mem, torch_mem = mem.get("ours_graph"), mem.get("torch_eager")
+    figures = {
+        "graph_over_torch": py.get("graph_over_torch"),
+        "eager_over_torch": py.get("eager_over_torch"),
+        "step_flop_fraction": gflops / reference_gflops if gflops and reference_gflops else None,
+        "peak_memory_over_torch": ours_mem / torch_mem if ours_mem and torch_mem else None,
+    }
+    out = {k: (None if v is None else round(v, 4)) for k, v in figures.items()}
+    out["step_gflops"] = None if gflops is None else round(gflops, 2)
+    out["step_gflop"] = None if not flops else round(flops / 1e9, 3)
+    out["peak_rss_growth_mib"] = {k: None if v is None else round(v, 1) for k, v in mem.items()}
+    out["met"] = {k: (None if figures[k] is None else
+                      (figures[k] <= lim if how == "le" else figures[k] >= lim))
+                  for k, (lim, how) in GOALS.items()}
+    out["limits"] = {k: f"{'<=' if how == 'le' else '>='} {lim}" for k, (lim, how) in GOALS.items()}
+    return out
+
+
+def profile_top(profile: dict, n: int = 10) -> dict:
+    """The first n op types of each side's one-step profile, with the step."""
+    out = {}
+    for side in ("ours_graph", "torch_eager"):
+        p = profile.get(side)
+        if p:
+            out[side] = {"step_ms": p["step_ms"], "top": p["top"][:n],
+                         "by_category_ms": p["by_category_ms"]}
+    return out
 
 
 def main() -> int:
@@ -76,15 +122,20 @@ def main() -> int:
         "what": "bench/run.sh ops: GFLOP/s of one 1024^3 float32 matmul run through "
                 "ofl::Session (one-op graph, variable inputs, no fetches) vs oneDNN and OpenBLAS "
                 "called directly (reference = the faster), median of >= 10 calls after warm-up; "
-                "and ms per GPT training step vs numpy and PyTorch (bench/ops_gpt.py)",
+                "and ms per GPT training step (ours nn.Graph and eager vs PyTorch eager, "
+                "interleaved rounds in fresh processes), its per-op profile, peak memory and "
+                "FLOP rate (bench/ops_gpt.py)",
         # A product that failed its check is no figure (details under ops_matmul).
         "matmul_gflops": None if cpp.get("matmul_error") else cpp.get("matmul_gflops"),
         "reference_gflops": cpp.get("reference_gflops"),
         "onednn_gflops": cpp.get("onednn_gflops"),
         "openblas_gflops": cpp.get("openblas_gflops"),
         "gpt_step_ms": py.get("gpt_step_ms"),
-        "numpy_gpt_step_ms": py.get("numpy_gpt_step_ms"),
+        "eager_gpt_step_ms": py.get("eager_gpt_step_ms"),
         "torch_gpt_step_ms": py.get("torch_gpt_step_ms"),
+        "numpy_gpt_step_ms": py.get("numpy_gpt_step_ms"),
+        "goals": goals(py, cpp.get("reference_gflops")),
+        "profile_top": profile_top(py.get("profile") or {}),
         "threads": a.threads,
         "machine": {
             "uname": f"{uname.system} {uname.release} {uname.machine}",

@@ -2,8 +2,11 @@
 # bench/run.sh SUITE: set up and build (scripts/lib/setup.sh), run a benchmark
 # suite, write bench/results/SUITE.json. Suites:
 #   ops   bench/ops_matmul.cpp (one matmul: ofl::Session vs oneDNN vs
-#         OpenBLAS) + bench/ops_gpt.py (one GPT training step), merged by
-#         bench/merge_results.py into bench/results/ops.json.
+#         OpenBLAS) + bench/ops_gpt.py (one GPT training step: our nn.Graph and
+#         eager against PyTorch eager in interleaved rounds, OFL_BENCH_ROUNDS,
+#         default 5; per-op profiles, peak memory), merged by
+#         bench/merge_results.py into bench/results/ops.json. The PyTorch peer
+#         runs in .venv-torch, made on first use (torch_python below).
 #   runtime  bench/runtime_actor.cpp (us per act and per hop),
 #         bench/runtime_allreduce.cpp (in-process all-reduce vs memcpy),
 #         bench/runtime_pipeline.cpp (loader/compute overlap, 1 vs 2 slots),
@@ -49,7 +52,7 @@
 #         (training, default 5).
 # Environment: OFL_BENCH_THREADS (default 2) kernel threads for every part;
 # OFL_BENCH_TORCH_PYTHON, an interpreter that imports torch, for the PyTorch
-# peer (default: the project venv's, which has no torch: the field is null).
+# peer (default: .venv-torch's, installed on first use).
 # Exit status: non-zero when any part failed; the results file is still
 # written, with the failing part's error in it.
 set -euo pipefail
@@ -60,20 +63,38 @@ usage() { echo "usage: bench/run.sh ops|runtime|search|scale|paper|fidelity|ilp|
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
+# torch_python: prints an interpreter that imports torch: OFL_BENCH_TORCH_PYTHON
+# when set, else .venv-torch's (OFL_TORCH_VENV), made here once: a venv of its
+# own (never the project's), `pip install torch numpy` from PyPI (the default
+# Linux wheel with its nvidia-* packages, about 5 GB: bench/README.md says why
+# not lighter), checked by a product of two tensors.
+torch_python() {
+  if [[ -n ${OFL_BENCH_TORCH_PYTHON:-} ]]; then echo "$OFL_BENCH_TORCH_PYTHON"; return; fi
+  local venv=${OFL_TORCH_VENV:-$OFL_ROOT/.venv-torch}
+  local check='import torch; torch.randn(2) @ torch.randn(2)'
+  if ! "$venv/bin/python" -c "$check" 2>/dev/null; then
+    echo "bench: installing PyTorch into $venv (once: about 5 GB, a few minutes)" >&2
+    "${OFL_PYTHON:-python3}" -m venv "$venv" >&2 &&
+      "$venv/bin/pip" install --quiet torch numpy >&2 &&
+      "$venv/bin/python" -c "$check" >&2 || return 1
+  fi
+  echo "$venv/bin/python"
+}
+
 run_ops() {
   local threads=${OFL_BENCH_THREADS:-2} results=bench/results
   local cpp_json=$results/ops_matmul.json.tmp py_json=$results/ops_gpt.json.tmp
   mkdir -p "$results"
-  local load_before cpp_rc=0 py_rc=0 merge_rc=0
+  local load_before cpp_rc=0 py_rc=0 merge_rc=0 torch_py=""
+  torch_py=$(torch_python) || echo "bench: no PyTorch peer (its install failed)" >&2
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
   echo "bench: ops_matmul (threads=$threads)" >&2
   "$OFL_BUILD_DIR/bench/ops_matmul" --threads "$threads" --reps 20 >"$cpp_json" || cpp_rc=$?
-  echo "bench: ops_gpt.py (threads=$threads)" >&2
+  echo "bench: ops_gpt.py (threads=$threads, ${OFL_BENCH_ROUNDS:-5} rounds)" >&2
   OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
     PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/ops_gpt.py --threads "$threads" \
-    --torch-python "${OFL_BENCH_TORCH_PYTHON:-$OFL_PY}" >"$py_json" ||
-    py_rc=$?
+    --rounds "${OFL_BENCH_ROUNDS:-5}" --torch-python "$torch_py" >"$py_json" || py_rc=$?
 
   "$OFL_PY" bench/merge_results.py --out "$results/ops.json" --threads "$threads" \
     --load-before "$load_before" --cpp "$cpp_json" --cpp-rc "$cpp_rc" \

@@ -44,6 +44,10 @@ struct SessionOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   // A failed Run restores every variable it updated (RuntimeOptions::transactional).
   bool transactional = true;
+  // Non-empty: every Run writes a Chrome trace of its acts there
+  // (RuntimeOptions::trace_path; one "X" event per task, named
+  // "<op_type> '<op name>'"), for per-op profiles (bench/op_profile.py).
+  std::string trace_path;
 };
 
 class Program {

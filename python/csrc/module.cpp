@@ -220,16 +220,18 @@ PYBIND11_MODULE(_C, m) {
       .def("__str__", [](const Program& p) { return p.graph().ToString(); });
 
   py::class_<Session>(m, "Session")
-      .def(py::init([](const Program& p, int num_threads, int64_t timeout_ms, bool transactional) {
+      .def(py::init([](const Program& p, int num_threads, int64_t timeout_ms, bool transactional,
+                       const std::string& trace_path) {
              SessionOptions options;
              options.num_threads = num_threads;
              options.timeout = std::chrono::milliseconds(timeout_ms);
              options.transactional = transactional;
+             options.trace_path = trace_path;
              return Unwrap(Session::Create(p.graph(), options));
            }),
            py::arg("program"), py::arg("num_threads") = 0,
            py::arg("timeout_ms") = SessionOptions().timeout.count(),
-           py::arg("transactional") = true)
+           py::arg("transactional") = true, py::arg("trace_path") = "")
       .def("run",
            [](Session& s, const py::dict& feeds, const std::vector<std::string>& fetches) {
              std::map<std::string, Tensor> in;
