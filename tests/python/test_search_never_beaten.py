@@ -108,3 +108,23 @@ def test_without_the_autoddl_start_exact_was_worse_on_gpt():
     alone = model.plan("exact", exact_starts_from_autoddl=False)
     assert not alone.stats["exact_proved"] and alone.stats["exact_start_s"] is None
     assert alone.predicted_step_s > own * (1 + 1e-4), (alone.predicted_step_s, own)
+
+
+def test_autoddl_within_one_percent_of_the_proved_optimum_on_gpt_16x8():
+    """GPT (2 layers, the bench's sizes: hidden 4096, 32 heads, context 2048,
+    64 micro-batches of 8) on [16, 8], where exact proves the optimum:
+    autoddl's answer is within 1 % of it (it was 2.36 % above before the axis
+    moves of search/axis_descent.h; they reach it). Both re-priced by
+    evaluate."""
+    program, _ = build_program("gpt", layers=2, batch=8, hidden=4096, heads=32, seq=2048,
+                               vocab=51200)
+    model = _C.build_cost_model(program, [16, 8], CLUSTER, micro_batches=64,
+                                compute_dtype="bfloat16", bytes_per_parameter=16.0)
+    graph = model.cost_graph()
+    exact = model.plan("exact", exact_max_table_entries=1 << 27)
+    assert exact.stats["exact_proved"], exact.stats["note"]
+    optimum, _, fits = evaluate(graph, exact.choice)
+    assert fits
+    own, _, fits = evaluate(graph, model.plan("autoddl").choice)
+    assert fits
+    assert optimum * (1 - 1e-9) <= own <= optimum * 1.01, (own, optimum)
