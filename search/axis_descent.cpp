@@ -34,11 +34,19 @@ AxisDescent::AxisDescent(const CostGraph& graph, AxisLabels labels, int64_t max_
     : graph_(graph),
       labels_(std::move(labels)),
       max_entries_(max_entries),
-      lagrangian_iterations_(lagrangian_iterations) {
+      lagrangian_iterations_(lagrangian_iterations),
+      idle_at_(labels_.axes) {
   CHECK(labels_.usable(graph_)) << "axis labels do not match the graph";
 }
 
 bool AxisDescent::Move(int a, std::vector<int>& choice) {
+  if (idle_at_[a] == choice) return false;  // it stayed from this very choice before
+  const bool moved = Solve(a, choice);
+  if (!moved) idle_at_[a] = choice;
+  return moved;
+}
+
+bool AxisDescent::Solve(int a, std::vector<int>& choice) {
   const int n = graph_.num_nodes(), axes = labels_.axes;
   // Per node, the candidates that keep every other axis's label.
   std::vector<std::vector<int>> kept(n);

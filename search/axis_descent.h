@@ -49,11 +49,15 @@ class AxisDescent {
   int64_t entries() const { return entries_; }  // elimination table entries spent
 
  private:
+  // Move's elimination (Move skips a choice the axis already stayed at).
+  bool Solve(int a, std::vector<int>& choice);
+
   const CostGraph& graph_;
   AxisLabels labels_;
   int64_t max_entries_;
   int lagrangian_iterations_;
   int64_t entries_ = 0;
+  std::vector<std::vector<int>> idle_at_;  // per axis: the choice its last idle move kept
   // Cut matrices by (matrix, kept rows, kept columns): identical layers ask
   // for the same cuts.
   std::map<std::tuple<const EdgeMatrix*, std::vector<int>, std::vector<int>>, EdgeMatrixPtr> cut_;
