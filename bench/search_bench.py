@@ -1,7 +1,9 @@
 """``bench/run.sh search`` and ``bench/run.sh paper``: the AutoDDL search on
 model graphs, every searcher, predicted step times (no training runs).
 
-search: one row per (model, layers, mesh, searcher) with model, layers, mesh,
+search: one row per (model, layers, mesh, searcher; searcher "ilp": the ILP
+of bench/ilp_model.py by HiGHS on configurations of at most ILP_MAX_NODES
+cost nodes, within ILP_TIME_LIMIT_S, ilp_status its status) with model, layers, mesh,
 searcher, ops (forward, backward, optimizer), candidates (mean signatures
 per op, folded optimizer updates included; node_candidates: per cost node,
 sources included), seconds (wall time on one core from the in-memory graph to
@@ -20,11 +22,14 @@ per-device need.
 
 scale_rows (at the end of search; alone: ``search_bench.py scale``):
 autoddl with its cost model on the 96-layer GPT on [128, 8] (1,024
-devices) and 2 layers on [64, 64] (4,096 devices, one sequence per device:
-8 x 512), SCALE_RUNS runs each (seconds_runs, build_seconds_runs; seconds
-and build_seconds their medians), and the whole ``python -m
-oneflow_lite.train --plan-only`` command of its default 96-layer model on
-[128, 8] (start, trace, plan, report, presets) as a subprocess.
+devices) and 2 layers on [64, 64] and [512, 8] (4,096 devices = 512 nodes
+of h100_8gpu, one sequence per device: 8 x 512; cluster_note and
+batch_note say so), SCALE_RUNS runs each (seconds_runs wall,
+cpu_seconds_runs, build_seconds_runs; seconds, cpu_seconds and
+build_seconds their medians), and the whole ``python -m oneflow_lite.train
+--plan-only`` command (start, trace, plan, report, presets) as a
+subprocess: its default 96-layer model on [128, 8], and 2 layers on
+[64, 64] and [512, 8] with --batch 4096.
 
 paper: VGG16 (global batch 256) and a Transformer (12 layers, hidden 1024,
 16 heads, sequence 512, vocabulary 32000, global batch 128) on 16
@@ -55,11 +60,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from merge_results import cpu_model, git_commit  # noqa: E402
+from ilp_model import solve_ilp  # noqa: E402
 from search_models import build_program  # noqa: E402
 
 from oneflow_lite import _C  # noqa: E402
 
 EXACT_BUDGET_S = 120.0
+# The peers' approach, as a column: the ILP of bench/ilp_model.py (HiGHS, one
+# thread, zero MIP gap) on every configuration of at most ILP_MAX_NODES cost
+# nodes, within ILP_TIME_LIMIT_S (its status says whether it proved).
+ILP_MAX_NODES = 250
+ILP_TIME_LIMIT_S = 60.0
 EXACT_TABLE = 1 << 27  # elimination table cap for exact (default 2^22 entries)
 EXPERTS = ("data_parallel", "megatron", "2d", "zero", "vgg")  # rule-based presets
 SOURCE_EXPERTS = ("data_parallel_sources", "megatron_sources", "2d_sources", "vgg_sources")
@@ -137,6 +148,10 @@ def run_config(program, base, mesh, cluster, searchers, log, **cost_args) -> lis
     log(f"  {base['model']} L={base['layers']} mesh={mesh}: cost model built in "
         f"{model.build_seconds:.2f} s ({model.num_nodes} nodes)")
     rows = []
+    if model.num_nodes <= ILP_MAX_NODES:
+        rows.append(ilp_row(model, base))
+        log(f"    ilp: {rows[-1]['predicted_step_s']} s predicted, {rows[-1]['seconds']} s "
+            f"({rows[-1]['ilp_status']})")
     for searcher in searchers:
         row = plan_row(model, base, searcher)
         log(f"    {searcher}: {row.get('predicted_step_s')} s predicted, {row.get('seconds')} s"
@@ -147,7 +162,7 @@ def run_config(program, base, mesh, cluster, searchers, log, **cost_args) -> lis
         rows.append(row)
     exact = next((r for r in rows if r["searcher"] == "exact"), None)
     for r in rows:
-        if r["searcher"] == "autoddl" and exact and exact.get("exact_proved") and \
+        if r["searcher"] in ("autoddl", "ilp") and exact and exact.get("exact_proved") and \
                 r.get("predicted_step_s") and exact.get("predicted_step_s"):
             r["gap_to_exact"] = r["predicted_step_s"] / exact["predicted_step_s"] - 1
     check_never_beaten(rows, log)
@@ -155,6 +170,23 @@ def run_config(program, base, mesh, cluster, searchers, log, **cost_args) -> lis
 
 
 CHECKS_FAILED = []  # (configuration, what): bench exits 1 when not empty
+
+
+def ilp_row(model, base) -> dict:
+    """The ILP of the configuration's cost graph (before pruning): seconds =
+    the model's build + writing and solving the program (one thread);
+    predicted_step_s = its answer re-priced by ilp_model.evaluate (None when
+    HiGHS found none within the limit); ilp_status = HiGHS's ("Optimal":
+    proved at zero gap)."""
+    graph = model.cost_graph()
+    ilp = solve_ilp(graph, time_limit_s=ILP_TIME_LIMIT_S, threads=1)
+    fits = bool(ilp["fits"]) if ilp["fits"] is not None else None
+    return dict(base, searcher="ilp", cost_nodes=len(graph["nodes"]),
+                seconds=round(model.build_seconds + ilp["seconds"], 4),
+                search_seconds=round(ilp["seconds"], 4),
+                predicted_step_s=ilp["total_s"] if fits else None, fits=fits,
+                ilp_status=ilp["status"], ilp_time_limit_s=ILP_TIME_LIMIT_S,
+                ilp_columns=ilp["columns"], ilp_rows=ilp["rows"])
 
 
 def check_never_beaten(rows, log) -> None:
@@ -213,8 +245,19 @@ SCALE_RUNS = 3  # timings per scale row: the median is the figure
 # (layers, mesh, micro-batches): the 96-layer GPT on 1,024 devices (global
 # batch 512, as the rows above) and 2 layers on 4,096 devices with one
 # sample per device (8 x 512 = 4,096 sequences).
-SCALE_CONFIGS = ((96, [128, 8], 64), (2, [64, 64], 512))
-PLAN_ONLY_ARGV = ["--plan-only", "--cluster", "h100_8gpu", "--mesh", "128,8"]
+SCALE_CONFIGS = ((96, [128, 8], 64), (2, [64, 64], 512), (2, [512, 8], 512))
+# The whole `python -m oneflow_lite.train --plan-only` command: its default
+# 96-layer GPT on [128, 8], and 2 layers on 4,096 devices with one sequence
+# per device (--batch 4096 as 512 micro-batches of 8).
+PLAN_ONLY_ARGVS = (
+    ["--plan-only", "--cluster", "h100_8gpu", "--mesh", "128,8"],
+    ["--plan-only", "--cluster", "h100_8gpu", "--mesh", "64,64", "--layers", "2", "--batch",
+     "4096", "--micro-batches", "512"],
+    ["--plan-only", "--cluster", "h100_8gpu", "--mesh", "512,8", "--layers", "2", "--batch",
+     "4096", "--micro-batches", "512"],
+)
+CLUSTER_NOTE = ("h100_8gpu: nodes of 8 H100 (NVLink 450 GB/s), InfiniBand 50 GB/s per GPU "
+                "between nodes, the outer level unbounded (devices / 8 nodes)")
 
 
 def median(values):
@@ -230,18 +273,24 @@ def scale_rows(log) -> list:
     rows = []
     for layers, mesh, micro_batches in SCALE_CONFIGS:
         program, _ = build_program("gpt", layers=layers, batch=GPT_MICRO_BATCH, **GPT)
-        row = dict(model="gpt", layers=layers, mesh=mesh, devices=mesh[0] * mesh[1],
-                   cluster="h100_8gpu", searcher="autoddl", micro_batch=GPT_MICRO_BATCH,
-                   batch=GPT_MICRO_BATCH * micro_batches, build_seconds_runs=[],
-                   seconds_runs=[])
+        devices = mesh[0] * mesh[1]
+        batch = GPT_MICRO_BATCH * micro_batches
+        row = dict(model="gpt", layers=layers, mesh=mesh, devices=devices,
+                   cluster="h100_8gpu", cluster_note=CLUSTER_NOTE, nodes=devices // 8,
+                   searcher="autoddl", micro_batch=GPT_MICRO_BATCH, batch=batch,
+                   batch_note=f"global batch {batch} sequences of 2048 = {batch / devices:g} "
+                              f"per device ({micro_batches} micro-batches of {GPT_MICRO_BATCH})",
+                   build_seconds_runs=[], seconds_runs=[], cpu_seconds_runs=[])
         for _ in range(SCALE_RUNS):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             model = _C.build_cost_model(program, mesh, "h100_8gpu", micro_batches=micro_batches,
                                         compute_dtype="bfloat16", bytes_per_parameter=16.0)
             planned = model.plan("autoddl")
             row["seconds_runs"].append(round(time.perf_counter() - started, 4))
+            row["cpu_seconds_runs"].append(round(time.process_time() - cpu, 4))
             row["build_seconds_runs"].append(round(model.build_seconds, 4))
         row.update(seconds=median(row["seconds_runs"]),
+                   cpu_seconds=median(row["cpu_seconds_runs"]),
                    build_seconds=median(row["build_seconds_runs"]),
                    ops=planned.stats["ops"], cost_nodes=planned.stats["cost_nodes"],
                    predicted_step_s=planned.predicted_step_s)
@@ -249,19 +298,22 @@ def scale_rows(log) -> list:
             f"(build {row['build_seconds']} s), runs {row['seconds_runs']}")
         rows.append(row)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    runs = []
-    for _ in range(SCALE_RUNS):
-        started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "oneflow_lite.train"] + PLAN_ONLY_ARGV,
-                              env=env, capture_output=True, text=True, timeout=1800)
-        runs.append(round(time.perf_counter() - started, 2))
-        if proc.returncode != 0:
-            CHECKS_FAILED.append(("plan-only", proc.stderr.strip()[-300:]))
-            break
-    rows.append(dict(command="python -m oneflow_lite.train " + " ".join(PLAN_ONLY_ARGV),
-                     what="the whole command: start, trace, plan, report, expert presets",
-                     seconds_runs=runs, seconds=median(runs)))
-    log(f"  plan-only 96 layers on [128, 8]: {median(runs)} s median, runs {runs}")
+    for argv in PLAN_ONLY_ARGVS:
+        runs = []
+        for _ in range(SCALE_RUNS):
+            started = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "oneflow_lite.train"] + argv,
+                                  env=env, capture_output=True, text=True, timeout=1800)
+            runs.append(round(time.perf_counter() - started, 2))
+            if proc.returncode != 0:
+                CHECKS_FAILED.append(("plan-only " + " ".join(argv), proc.stderr.strip()[-300:]))
+                break
+        command = "python -m oneflow_lite.train " + " ".join(argv)
+        rows.append(dict(command=command, cluster_note=CLUSTER_NOTE,
+                         what="the whole command: start, trace, plan, report (with its "
+                              "optimality cap), expert presets",
+                         seconds_runs=runs, seconds=median(runs)))
+        log(f"  {command}: {median(runs)} s median, runs {runs}")
     return rows
 
 

@@ -24,20 +24,20 @@ def search_tables(rows):
         key = (r["model"], r["layers"], tuple(r["mesh"]))
         if key not in configs:
             configs.append(key)
-    print("| model | layers | mesh | ops | candidates | autoddl s | exact s (proved) | "
-          "predicted step s: autoddl / exact / best expert (which) | gap_to_exact |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | layers | mesh | ops | candidates | autoddl s | exact s (proved) | ILP s "
+          "(status) | predicted step s: autoddl / exact / best expert (which) | gap_to_exact |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for key in configs:
         group = {r["searcher"]: r for r in rows
                  if (r["model"], r["layers"], tuple(r["mesh"])) == key}
-        a, e = group.get("autoddl", {}), group.get("exact", {})
+        a, e, i = group.get("autoddl", {}), group.get("exact", {}), group.get("ilp")
         if a.get("fits") is False and not a.get("predicted_step_s"):
             need = a.get("smallest_need_bytes") or _need_bytes(a.get("error", ""))
-            print(f"| {key[0]} | {key[1]} | {list(key[2])} | - | - | - | - | nothing fits: "
+            print(f"| {key[0]} | {key[1]} | {list(key[2])} | - | - | - | - | - | nothing fits: "
                   f"needs {need / 2**30:.1f} GiB per device | - |" if need else
-                  f"| {key[0]} | {key[1]} | {list(key[2])} | - | - | - | - | nothing fits | - |")
+                  f"| {key[0]} | {key[1]} | {list(key[2])} | - | - | - | - | - | nothing fits | - |")
             continue
-        experts = [r for s, r in group.items() if s not in ("autoddl", "exact")
+        experts = [r for s, r in group.items() if s not in ("autoddl", "exact", "ilp")
                    and r.get("predicted_step_s")]
         best = min(experts, key=lambda r: r["predicted_step_s"]) if experts else None
         best_text = f"{fmt(best['predicted_step_s'])} ({best['searcher']})" if best else \
@@ -46,9 +46,25 @@ def search_tables(rows):
         gap = a.get("gap_to_exact")
         print(f"| {key[0]} | {key[1]} | {list(key[2])} | {a.get('ops', '-')} | "
               f"{fmt(a.get('candidates'), 3)} | {fmt(a.get('seconds'), 3)} | "
-              f"{fmt(e.get('seconds'), 3)} ({proved}) | {fmt(a.get('predicted_step_s'))} / "
+              f"{fmt(e.get('seconds'), 3)} ({proved}) | "
+              f"{fmt(i.get('search_seconds'), 3) + ' (' + i['ilp_status'] + ')' if i else '-'} | "
+              f"{fmt(a.get('predicted_step_s'))} / "
               f"{fmt(e.get('predicted_step_s'))} / {best_text} | "
               f"{'-' if gap is None else f'{gap:.4f}'} |")
+
+
+def scale_table(rows):
+    print("| what | devices | seconds (median of runs) | CPU s | predicted step s |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        if "command" in r:
+            print(f"| `{r['command'].replace('python -m oneflow_lite.train ', 'train ')}` | - | "
+                  f"{fmt(r['seconds'], 3)} {r['seconds_runs']} | - | - |")
+        else:
+            print(f"| autoddl + cost model, gpt {r['layers']} layers {r['mesh']}, "
+                  f"{r.get('batch_note', '')} | {r['devices']} | {fmt(r['seconds'], 3)} "
+                  f"{r['seconds_runs']} | {fmt(r.get('cpu_seconds'), 3)} | "
+                  f"{fmt(r['predicted_step_s'])} |")
 
 
 def paper_table(rows):
@@ -68,8 +84,12 @@ def main() -> int:
         path = os.path.join(HERE, "results", name)
         if os.path.exists(path):
             with open(path) as f:
-                fn(json.load(f)["rows"])
+                result = json.load(f)
+            fn(result["rows"])
             print()
+            if result.get("scale_rows"):
+                scale_table(result["scale_rows"])
+                print()
     return 0
 
 

@@ -172,6 +172,41 @@ std::vector<std::vector<int>> ReplicatingCandidates(const CostModel& model, int6
   return out;
 }
 
+// Per node of a graph restricted to `kept` (original indices), per
+// candidate, an id per hierarchy axis of its layout there (the Sbp of every
+// input and output on that axis; ids equal = the same layout), for
+// autoddl's axis moves. Nodes on a placement with fewer axes label the
+// missing ones 0.
+AxisLabels AxisLabelsOf(const CostModel& model, const std::vector<std::vector<int>>& kept) {
+  AxisLabels labels;
+  labels.axes = static_cast<int>(MaxAxes(model));
+  if (labels.axes < 2) return labels;
+  labels.of.resize(kept.size());
+  std::map<std::vector<Sbp>, int> ids;  // per node and axis: layout -> id
+  std::vector<Sbp> layout;
+  for (size_t u = 0; u < kept.size(); ++u) {
+    const CostNodeInfo& n = model.nodes()[u];
+    const int64_t ndim = n.placement.hierarchy().ndim();
+    std::vector<int>& out = labels.of[u];
+    out.assign(kept[u].size() * labels.axes, 0);
+    for (int64_t a = 0; a < ndim && a < labels.axes; ++a) {
+      ids.clear();
+      for (size_t i = 0; i < kept[u].size(); ++i) {
+        const int c = kept[u][i];
+        layout.clear();
+        if (n.signatures.empty()) {
+          layout.push_back(n.sbps[c][a]);
+        } else {
+          for (const NdSbp& t : n.signatures[c].inputs) layout.push_back(t[a]);
+          for (const NdSbp& t : n.signatures[c].outputs) layout.push_back(t[a]);
+        }
+        out[i * labels.axes + a] = ids.emplace(layout, static_cast<int>(ids.size())).first->second;
+      }
+    }
+  }
+  return labels;
+}
+
 std::vector<int> ToOriginal(const Restricted& r, const std::vector<int>& choice) {
   std::vector<int> out(choice.size());
   for (size_t u = 0; u < choice.size(); ++u) out[u] = r.kept[u][choice[u]];
@@ -381,6 +416,9 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
       autoddl.extra_starts.push_back(
           {StrCat("replicate_axis_", axis), ToOriginal(sub.value(), a.value().solution.choice)});
     }
+  }
+  if (options.searcher == "autoddl" && autoddl.axis_passes > 0 && autoddl.axis_labels.of.empty()) {
+    autoddl.axis_labels = AxisLabelsOf(model, r.kept);
   }
   OFL_ASSIGN_OR_RETURN(AutoddlResult a, AutoddlSearch(r.graph(), autoddl));
   stats->pruned = a.num_pruned;

@@ -71,15 +71,21 @@ struct Walk {
   std::map<std::string, NdSbp> produced;  // sources (stored) and op outputs
   std::vector<std::string> notes;
   std::set<std::pair<std::string, NdSbp>> gathered;  // (tensor, layout) noted once
-  // (tensor, layout) some op already reads it in: lowering boxes a tensor
-  // once per layout, so a later reader gets that layout at no cost.
-  std::set<std::pair<std::string, NdSbp>> boxed;
+  // Per tensor, the layouts some op already reads it in: lowering boxes a
+  // tensor once per layout, so a later reader gets that layout at no cost.
+  std::map<std::string, std::set<NdSbp>> boxed;
 
-  int Rank(const std::string& tensor, const NdSbp& have, const NdSbp& want) const {
-    return boxed.count({tensor, want}) > 0 ? 0 : ConversionRank(have, want);
+  // The layouts `tensor` is already boxed to (null: none), looked up once
+  // per input rather than per candidate signature.
+  const std::set<NdSbp>* BoxedTo(const std::string& tensor) const {
+    auto it = boxed.find(tensor);
+    return it == boxed.end() ? nullptr : &it->second;
+  }
+  static int Rank(const std::set<NdSbp>* boxed_to, const NdSbp& have, const NdSbp& want) {
+    return boxed_to != nullptr && boxed_to->count(want) > 0 ? 0 : ConversionRank(have, want);
   }
   void Read(const OpNode& op, const NdSbpSignature& sig) {
-    for (size_t i = 0; i < op.inputs.size(); ++i) boxed.insert({op.inputs[i], sig.inputs[i]});
+    for (size_t i = 0; i < op.inputs.size(); ++i) boxed[op.inputs[i]].insert(sig.inputs[i]);
   }
 
   // The layout `op` reads input `i` in before any boxing it chooses.
@@ -130,7 +136,13 @@ Maybe<NdSbpSignature> FollowWeight(Walk& walk, const OpNode& op,
 Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
                                  const std::vector<NdSbpSignature>& candidates) {
   std::vector<NdSbp> reads;
-  for (size_t i = 0; i < op.inputs.size(); ++i) reads.push_back(walk.Reads(op, i));
+  std::vector<const std::set<NdSbp>*> boxed_to;
+  std::vector<char> is_variable;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    reads.push_back(walk.Reads(op, i));
+    boxed_to.push_back(walk.BoxedTo(op.inputs[i]));
+    is_variable.push_back(walk.graph.IsVariable(op.inputs[i]) ? 1 : 0);
+  }
   int best = -1;
   std::tuple<int, int, int> best_key;
   for (size_t c = 0; c < candidates.size(); ++c) {
@@ -138,8 +150,8 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
     bool keeps = true;
     int rank = 0;
     for (size_t i = 0; i < op.inputs.size() && keeps; ++i) {
-      keeps = !walk.graph.IsVariable(op.inputs[i]) || sig.inputs[i] == reads[i];
-      rank += walk.Rank(op.inputs[i], reads[i], sig.inputs[i]);
+      keeps = !is_variable[i] || sig.inputs[i] == reads[i];
+      rank += Walk::Rank(boxed_to[i], reads[i], sig.inputs[i]);
     }
     if (!keeps) continue;
     int partial = 0, splits = 0;

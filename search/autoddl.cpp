@@ -120,63 +120,6 @@ std::vector<char> MaxSpanningForest(const CostGraph& graph) {
   return use;
 }
 
-// The optimum of `plan`'s problem within the memory limit when it fits;
-// else the Lagrangian relaxation of the limit, searched over the memory
-// weight w: plan.Solve(w) minimises cost(x) + w * memory(x), a lower
-// envelope of lines in w whose memory falls as w grows. From a pair of
-// answers on either side of the limit (w = 0, over it; the decisive weight,
-// within it), each solve is at the weight where their two lines cross: an
-// answer below both lines there is a new line between them, which replaces
-// the one on its side of the limit; none means the two are adjacent on the
-// envelope, and the one within the limit is the envelope's cheapest answer
-// that fits. At most `iterations` solves after the first two (a geometric
-// bisection needed them all; this typically needs a few). Every answer that
-// fits is offered, and the cheapest over the whole graph wins. Empty when
-// even the decisive weight does not fit (the plan leaves edges out, so its
-// least-memory answer is one).
-std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& plan,
-                                 int iterations) {
-  std::vector<int> low = plan.Solve(0, nullptr);
-  const int64_t limit = graph.memory_limit();
-  if (graph.MemoryBytes(low) <= limit) return low;
-  double high_weight = DecisiveMemoryWeight(graph), low_weight = 0;
-  std::vector<int> high = plan.Solve(high_weight, nullptr);
-  if (graph.MemoryBytes(high) > limit) return {};
-  std::vector<int> best = high;
-  double best_cost = graph.TotalSeconds(high);
-  // Each side's line: cost (the plan's objective at weight 0) and memory.
-  double low_cost = plan.Cost(low), high_cost = plan.Cost(high);
-  double low_memory = static_cast<double>(graph.MemoryBytes(low));
-  double high_memory = static_cast<double>(graph.MemoryBytes(high));
-  for (int i = 0; i < iterations && low_memory > high_memory; ++i) {
-    const double weight = (high_cost - low_cost) / (low_memory - high_memory);
-    if (!(weight > low_weight && weight < high_weight)) break;  // no room left between them
-    double objective = 0;
-    std::vector<int> x = plan.Solve(weight, &objective);
-    const double crossing = high_cost + weight * high_memory;
-    const int64_t memory = graph.MemoryBytes(x);
-    const bool fits = memory <= limit;
-    if (fits) {
-      double cost = graph.TotalSeconds(x);
-      if (cost < best_cost) {
-        best_cost = cost;
-        best = x;
-      }
-    }
-    if (!(objective < crossing - 1e-12 * std::abs(crossing))) break;  // adjacent on the envelope
-    if (fits) {
-      high_weight = weight;
-      high_cost = plan.Cost(x);
-      high_memory = static_cast<double>(memory);
-    } else {
-      low_weight = weight;
-      low_cost = plan.Cost(x);
-      low_memory = static_cast<double>(memory);
-    }
-  }
-  return best;
-}
-
 std::vector<int> SpanningTreeStart(const CostGraph& graph, int iterations) {
   int64_t max_entries = std::numeric_limits<int64_t>::max();
   Maybe<EliminationPlan> made =
@@ -300,10 +243,25 @@ struct Descent {
     }
   }
 
+  // Axis moves (when `axes` is set), each pass that moved followed by
+  // sweeps and rounds again, at most options.axis_passes passes.
+  void AxisRounds(std::vector<int>& choice, const AutoddlOptions& options, AutoddlStart* report,
+                  int64_t* axis_moves) {
+    for (int pass = 0; axes != nullptr && pass < options.axis_passes; ++pass) {
+      int moved = axes->Pass(choice);
+      *axis_moves += moved;
+      if (moved == 0) break;
+      int64_t ignored = 0;
+      sweeps.Run(choice, options.max_sweeps, report != nullptr ? &report->moves : &ignored);
+      Rounds(choice, options, report);
+    }
+  }
+
   const CostGraph& graph;
   Sweeps sweeps;
   TreeDescent trees;
   PairDescent pairs;
+  std::unique_ptr<AxisDescent> axes;  // null: no axis moves
 };
 
 }  // namespace
@@ -389,12 +347,23 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
   AutoddlResult result;
   result.num_pruned = pruned.num_pruned;
   Descent on_pruned(g);
+  const bool axis_moves = options.axis_passes > 0 && options.axis_labels.usable(graph);
+  if (axis_moves) {
+    on_pruned.axes =
+        std::make_unique<AxisDescent>(g, options.axis_labels.Restricted(pruned.kept),
+                                      options.axis_max_entries, options.lagrangian_iterations);
+  }
   std::unique_ptr<Descent> on_given;  // for extra starts with a pruned candidate
-  std::vector<int> best;              // over the original graph's candidates
   for (size_t s = 0; s < starts.size(); ++s) {
     auto& [name, choice] = starts[s];
     const bool extra = on_original[s];
-    if (extra && on_given == nullptr) on_given = std::make_unique<Descent>(graph);
+    if (extra && on_given == nullptr) {
+      on_given = std::make_unique<Descent>(graph);
+      if (axis_moves) {
+        on_given->axes = std::make_unique<AxisDescent>(
+            graph, options.axis_labels, options.axis_max_entries, options.lagrangian_iterations);
+      }
+    }
     Descent& d = extra ? *on_given : on_pruned;
     AutoddlStart report;
     report.name = name;
@@ -406,32 +375,56 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
     if (result.starts.empty() ||
         report.final_seconds < result.starts[result.best_start].final_seconds) {
       result.best_start = result.starts.size();
-      best = extra ? choice : pruned.ToOriginal(choice);
     }
     result.starts.push_back(report);
   }
-  if (options.ball_passes > 0 && !result.starts.empty()) {
-    // Polish the best answer with ball passes (ball_descent.h), each round
-    // followed by the tree, pair and single-node moves again.
-    const bool extra = on_original[result.best_start];
-    Descent& d = extra ? *on_given : on_pruned;
-    std::vector<int> choice = starts[result.best_start].second;
-    d.sweeps.Reset();  // it last followed another start
-    for (const BallOptions& tier : options.ball_tiers) {
-      BallDescent balls(d.graph, tier);
-      for (int pass = 0; pass < options.ball_passes; ++pass) {
-        int moved = balls.Pass(choice);
-        result.ball_moves += moved;
-        if (moved == 0) break;
-        d.sweeps.Run(choice, options.max_sweeps, nullptr);
-        d.trees.Reset();
-        d.pairs.Reset();
-        d.Rounds(choice, options, nullptr);
+  if (axis_moves) {
+    // Axis moves from the `axis_starts` best answers (ties: the earlier
+    // start) within `axis_start_slack` of the best; the best may change.
+    std::vector<int> order(result.starts.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return result.starts[a].final_seconds < result.starts[b].final_seconds;
+    });
+    const double best_final = result.starts[order[0]].final_seconds;
+    for (int i = 0; i < options.axis_starts && i < static_cast<int>(order.size()); ++i) {
+      const int s = order[i];
+      if (result.starts[s].final_seconds > best_final * (1 + options.axis_start_slack)) break;
+      Descent& d = on_original[s] ? *on_given : on_pruned;
+      AutoddlStart& report = result.starts[s];
+      d.Restart();
+      d.AxisRounds(starts[s].second, options, &report, &result.axis_moves);
+      report.final_seconds = d.graph.TotalSeconds(starts[s].second);
+    }
+    for (size_t s = 0; s < result.starts.size(); ++s) {
+      if (result.starts[s].final_seconds < result.starts[result.best_start].final_seconds) {
+        result.best_start = s;
       }
     }
-    best = extra ? choice : pruned.ToOriginal(choice);
   }
-  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(best));
+  // Polish the best answer with ball passes (ball_descent.h), each round
+  // followed by the tree, pair and single-node moves again.
+  const bool extra = on_original[result.best_start];
+  Descent& d = extra ? *on_given : on_pruned;
+  std::vector<int>& choice = starts[result.best_start].second;
+  d.sweeps.Reset();  // it last followed another start
+  auto descend = [&] {
+    d.sweeps.Run(choice, options.max_sweeps, nullptr);
+    d.trees.Reset();
+    d.pairs.Reset();
+    d.Rounds(choice, options, nullptr);
+  };
+  for (const BallOptions& tier :
+       options.ball_passes > 0 ? options.ball_tiers : std::vector<BallOptions>{}) {
+    BallDescent balls(d.graph, tier);
+    for (int pass = 0; pass < options.ball_passes; ++pass) {
+      int moved = balls.Pass(choice);
+      result.ball_moves += moved;
+      if (moved == 0) break;
+      descend();
+    }
+  }
+  OFL_ASSIGN_OR_RETURN(result.solution, graph.Evaluate(extra ? choice : pruned.ToOriginal(choice)));
   return result;
 }
 

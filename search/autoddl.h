@@ -7,7 +7,11 @@
 // passes (tree_descent.h: whole forests of nodes re-chosen exactly with the
 // rest fixed) and pair passes (pair_descent.h: both ends of an edge
 // re-chosen jointly), each round followed by single-node sweeps again,
-// until two rounds in a row move nothing. The best start's answer is then
+// until two rounds in a row move nothing. On meshes of 2+ axes, when the
+// caller labels each candidate's layout per axis (graph/ does), the best
+// few starts' answers then get axis moves (axis_descent.h: one mesh axis
+// re-chosen exactly for every node at once, the other axes fixed), each
+// followed by the moves above. The best start's answer is then
 // polished by ball passes (ball_descent.h: small neighbourhoods re-chosen
 // exactly by elimination, within a work budget), each round followed by the
 // tree, pair and single-node moves again. Every move strictly lowers the
@@ -38,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "search/axis_descent.h"
 #include "search/ball_descent.h"
 #include "search/cost_graph.h"
 
@@ -68,6 +73,19 @@ struct AutoddlOptions {
   // Tiers in turn: small balls under a fixed budget, then the default
   // (large balls, a budget that shrinks with the graph).
   std::vector<BallOptions> ball_tiers = DefaultBallTiers();
+  // Axis moves (axis_descent.h) on the answers of the `axis_starts` best
+  // starts after their descent, those within `axis_start_slack` (relative)
+  // of the best: each hierarchy axis re-chosen exactly over
+  // the whole graph with the other axes fixed, each pass that moved followed
+  // by the tree, pair and single-node moves; at most `axis_passes` passes.
+  // Needs `axis_labels` (graph/ gives them; empty: no axis moves); a
+  // restricted graph whose elimination would need more than
+  // `axis_max_entries` table entries is skipped.
+  AxisLabels axis_labels;
+  int axis_starts = 3;
+  double axis_start_slack = 0.1;
+  int axis_passes = 8;
+  int64_t axis_max_entries = int64_t{1} << 22;
   // Extra starts given by the caller (e.g. graph/'s best expert preset), run
   // after the others under their names: choices over the graph as given,
   // each within the memory limit. Descent from one runs on the pruned graph
@@ -92,6 +110,7 @@ struct AutoddlResult {
   int best_start = 0;
   int64_t num_pruned = 0;  // dominated candidates removed beforehand
   int64_t ball_moves = 0;  // balls that moved while polishing the best start's answer
+  int64_t axis_moves = 0;  // axis moves that moved, after the balls
 };
 
 // Errors: an infeasible memory limit (the message gives the smallest

@@ -3,6 +3,7 @@
 #include "search/elimination.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <queue>
 #include <tuple>
@@ -406,6 +407,51 @@ double DecisiveMemoryWeight(const CostGraph& graph) {
     total += graph.edge(e).matrix->max() - graph.edge(e).matrix->min();
   }
   return std::max(total, 1e-300) * 2;
+}
+
+// From a pair of answers on either side of the limit, each solve is at the
+// weight where their two lines cross (elimination.h).
+std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& plan,
+                                 int iterations) {
+  std::vector<int> low = plan.Solve(0, nullptr);
+  const int64_t limit = graph.memory_limit();
+  if (graph.MemoryBytes(low) <= limit) return low;
+  double high_weight = DecisiveMemoryWeight(graph), low_weight = 0;
+  std::vector<int> high = plan.Solve(high_weight, nullptr);
+  if (graph.MemoryBytes(high) > limit) return {};
+  std::vector<int> best = high;
+  double best_cost = graph.TotalSeconds(high);
+  // Each side's line: cost (the plan's objective at weight 0) and memory.
+  double low_cost = plan.Cost(low), high_cost = plan.Cost(high);
+  double low_memory = static_cast<double>(graph.MemoryBytes(low));
+  double high_memory = static_cast<double>(graph.MemoryBytes(high));
+  for (int i = 0; i < iterations && low_memory > high_memory; ++i) {
+    const double weight = (high_cost - low_cost) / (low_memory - high_memory);
+    if (!(weight > low_weight && weight < high_weight)) break;  // no room left between them
+    double objective = 0;
+    std::vector<int> x = plan.Solve(weight, &objective);
+    const double crossing = high_cost + weight * high_memory;
+    const int64_t memory = graph.MemoryBytes(x);
+    const bool fits = memory <= limit;
+    if (fits) {
+      double cost = graph.TotalSeconds(x);
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = x;
+      }
+    }
+    if (!(objective < crossing - 1e-12 * std::abs(crossing))) break;  // adjacent on the envelope
+    if (fits) {
+      high_weight = weight;
+      high_cost = plan.Cost(x);
+      high_memory = static_cast<double>(memory);
+    } else {
+      low_weight = weight;
+      low_cost = plan.Cost(x);
+      low_memory = static_cast<double>(memory);
+    }
+  }
+  return best;
 }
 
 }  // namespace ofl

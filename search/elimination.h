@@ -86,4 +86,21 @@ double DecisiveMemoryWeight(const CostGraph& graph);
 // value some a[i] + b[i] takes, so a scan for it finds the first argmin.
 double MinOfSums(const double* a, const double* b, int n);
 
+// The optimum of `plan`'s problem within `graph`'s memory limit when it
+// fits; else the Lagrangian relaxation of the limit, searched over the
+// memory weight w: plan.Solve(w) minimises cost(x) + w * memory(x), a lower
+// envelope of lines in w whose memory falls as w grows. From a pair of
+// answers on either side of the limit (w = 0, over it; the decisive weight,
+// within it), each solve is at the weight where their two lines cross: an
+// answer below both lines there is a new line between them, which replaces
+// the one on its side of the limit; none means the two are adjacent on the
+// envelope, and the one within the limit is the envelope's cheapest answer
+// that fits. At most `iterations` solves after the first two (a geometric
+// bisection needed them all; this typically needs a few). Every answer that
+// fits is offered, and the cheapest over the whole graph wins. Empty when
+// even the decisive weight does not fit (the plan leaves edges out, so its
+// least-memory answer is one). Used by autoddl's starts and axis moves.
+std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& plan,
+                                 int iterations);
+
 }  // namespace ofl

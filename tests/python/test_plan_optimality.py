@@ -48,7 +48,8 @@ def test_an_unproved_plan_states_a_named_bound_below_the_optimum():
     program, _ = build_program("gpt", layers=1, batch=8, hidden=256, heads=4, seq=128,
                                vocab=1024)
     model = _C.build_cost_model(program, [2, 2], "h100_8gpu")
-    planned = model.plan("autoddl", optimality_cap_s=1.0)  # default table cap: no proof
+    # Tables capped at 2^22 entries (exact's default before 2^24): no proof.
+    planned = model.plan("autoddl", optimality_cap_s=1.0, exact_max_table_entries=1 << 22)
     o = planned.stats["optimality"]
     assert not o["proved"]
     assert o["bound"].startswith(("branch-and-bound root bound", "Lagrangian bound on memory",

@@ -1,0 +1,66 @@
+// Axis descent: moves along one mesh axis at a time, over the whole graph.
+// The caller (graph/) labels every candidate of every node with its layout
+// on each hierarchy axis (AxisLabels: an id per axis, equal ids = the same
+// layout on that axis). An axis move on axis a re-chooses, for every node
+// at once, the layout on axis a with the layouts on the other axes fixed:
+// each node keeps the candidates whose labels on every other axis equal its
+// current choice's, and that restricted graph (a few candidates per node:
+// on GPT [16, 8], 36 -> about 6) is solved exactly by variable elimination,
+// under a binding memory limit by the Lagrangian search (LagrangianSolve).
+// This is the move a whole-model switch needs, e.g. every attention op
+// replicating the outer axis at once (redundant compute instead of
+// inter-node traffic): single nodes, pairs, tree blocks and balls each see
+// only a piece of it, and every piece alone costs more. A move is taken only
+// when it strictly lowers the total (relative 1e-12) and keeps the limit; a
+// restricted graph whose elimination passes the table cap is skipped.
+// Internal to search/ (autoddl.cpp). Refers to its graph (which must outlive
+// it); not synchronised.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "search/cost_graph.h"
+
+namespace ofl {
+
+// Per node, per candidate, one label per axis: of[u][c * axes + a]. Empty
+// (axes 0 or no nodes): no axis moves.
+struct AxisLabels {
+  int axes = 0;
+  std::vector<std::vector<int>> of;
+  // The same labels for a graph whose node u keeps candidates kept[u]
+  // (original indices), e.g. after dominance pruning.
+  AxisLabels Restricted(const std::vector<std::vector<int>>& kept) const;
+  bool usable(const CostGraph& graph) const;  // 2+ axes, one label per axis and candidate
+};
+
+class AxisDescent {
+ public:
+  // `graph` must outlive it; `labels` are copied.
+  AxisDescent(const CostGraph& graph, AxisLabels labels, int64_t max_entries,
+              int lagrangian_iterations);
+  // One move per axis, in order; returns how many moved.
+  int Pass(std::vector<int>& choice);
+  // Re-chooses axis `a` of every node (the others fixed); true when it moved.
+  bool Move(int a, std::vector<int>& choice);
+  int64_t entries() const { return entries_; }  // elimination table entries spent
+
+ private:
+  // Move's elimination (Move skips a choice the axis already stayed at).
+  bool Solve(int a, std::vector<int>& choice);
+
+  const CostGraph& graph_;
+  AxisLabels labels_;
+  int64_t max_entries_;
+  int lagrangian_iterations_;
+  int64_t entries_ = 0;
+  std::vector<std::vector<int>> idle_at_;  // per axis: the choice its last idle move kept
+  // Cut matrices by (matrix, kept rows, kept columns): identical layers ask
+  // for the same cuts.
+  std::map<std::tuple<const EdgeMatrix*, std::vector<int>, std::vector<int>>, EdgeMatrixPtr> cut_;
+};
+
+}  // namespace ofl
