@@ -1,7 +1,9 @@
 // CPU kernels of matmul and batch_matmul. float32 runs oneDNN's matmul
 // primitive straight on the tensors' buffers (transposes are expressed as
 // strides, so nothing is copied); float64 runs OpenBLAS dgemm, once per
-// batch element.
+// batch element; bfloat16 inputs are widened to float32 (exact) and run the
+// float32 path, so products are exact and sums accumulate in float32, the
+// output being float32.
 //
 // oneDNN primitives are costly to create, so they are cached per
 // (batch, m, n, k, transpose_a, transpose_b) in ops/onednn.h's cache. The
@@ -14,8 +16,11 @@
 #include <memory>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
+#include "ops/array/bfloat16.h"
 #include "ops/kernel.h"
+#include "ops/parallel.h"
 #include "ops/onednn.h"
 
 namespace ofl {
@@ -115,12 +120,33 @@ void Gemm(const GemmSizes& s, const double* a, const double* b, double* c) {
   }
 }
 
+// ---- bfloat16 in, float32 out -------------------------------------------
+
+std::vector<float> Widen(const Tensor& t) {
+  std::vector<float> f(static_cast<size_t>(t.numel()));
+  const uint16_t* h = static_cast<const uint16_t*>(t.raw());
+  ParallelFor(t.numel(), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f[i] = BFloat16ToFloat(h[i]);
+  });
+  return f;
+}
+
+void GemmBFloat16(const GemmSizes& s, const Tensor& a, const Tensor& b, Tensor& out) {
+  CHECK(out.dtype() == DataType::kFloat32) << "bfloat16 matmul writes float32";
+  std::vector<float> fa = Widen(a), fb = Widen(b);
+  Gemm(s, fa.data(), fb.data(), out.data<float>());
+}
+
 void MatmulKernel(KernelContext& kc, bool batched) {
   GemmSizes s = SizesOf(kc, batched);
   Tensor& out = kc.out(0);
   if (out.numel() == 0) return;
   if (s.k == 0) {  // an empty sum
     out.Fill(0.0);
+    return;
+  }
+  if (kc.in(0).dtype() == DataType::kBFloat16) {
+    GemmBFloat16(s, kc.in(0), kc.in(1), out);
     return;
   }
   OFL_DISPATCH_FLOAT(out.dtype(), T,
