@@ -204,3 +204,11 @@ def test_gpt_bf16_on_four_devices_matches_one_device(searcher):
     # The megatron preset finds its weights behind the casts (expert_presets.cpp).
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=graph.plan_report())
     assert "mixed precision bf16: 13 ops" in graph.plan_report()
+
+
+def test_eager_cast_to_bfloat16_is_refused_by_name():
+    x = flow.tensor(np.array([1.0, 2.5], np.float32))
+    with pytest.raises(TypeError, match="cast: output 0 is bfloat16, which eager tensors"):
+        flow.ops.cast(x, dtype="bfloat16")
+    y = flow.ops.cast(x, dtype="float64")
+    assert y.dtype is flow.float64 and np.array_equal(y.numpy(), [1.0, 2.5])
