@@ -20,8 +20,8 @@
 
 #include "ops/array/bfloat16.h"
 #include "ops/kernel.h"
-#include "ops/parallel.h"
 #include "ops/onednn.h"
+#include "ops/parallel.h"
 
 namespace ofl {
 
