@@ -16,13 +16,26 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 NdSbp Same(int64_t axes, const Sbp& sbp) { return NdSbp(std::vector<Sbp>(axes, sbp)); }
 
+// The variable a forward matmul reads as its second input: directly, or
+// through the forward cast that mixed precision puts in front of it; ""
+// when `mm` is no such matmul.
+std::string MatmulWeight(const OpGraph& graph, const OpNode& mm) {
+  if (mm.type != "matmul" || RoleOf(mm) != OpRole::kForward || mm.inputs.size() != 2) return "";
+  const std::string& b = mm.inputs[1];
+  if (graph.IsVariable(b)) return b;
+  for (const OpNode& op : graph.ops()) {
+    if (op.type == "cast" && RoleOf(op) == OpRole::kForward && op.outputs.size() == 1 &&
+        op.outputs[0] == b && graph.IsVariable(op.inputs[0])) {
+      return op.inputs[0];
+    }
+  }
+  return "";
+}
+
 // The forward matmul that reads `weight` as its second input; null if none.
 const OpNode* ReadingMatmul(const OpGraph& graph, const std::string& weight) {
   for (const OpNode& op : graph.ops()) {
-    if (op.type == "matmul" && RoleOf(op) == OpRole::kForward && op.inputs.size() == 2 &&
-        op.inputs[1] == weight) {
-      return &op;
-    }
+    if (MatmulWeight(graph, op) == weight) return &op;
   }
   return nullptr;
 }
@@ -51,11 +64,8 @@ Maybe<std::map<std::string, int64_t>> MegatronSplits(const OpGraph& graph, bool 
   std::map<std::string, int64_t> splits;
   std::vector<std::string> others;  // forward matmul weights with other names, graph order
   for (const OpNode& op : graph.ops()) {
-    if (op.type != "matmul" || RoleOf(op) != OpRole::kForward || op.inputs.size() != 2 ||
-        !graph.IsVariable(op.inputs[1])) {
-      continue;
-    }
-    const std::string& v = op.inputs[1];
+    const std::string v = MatmulWeight(graph, op);
+    if (v.empty()) continue;
     const bool column = EndsWith(v, ".attn.qkv.weight") || EndsWith(v, ".mlp.fc.weight");
     const bool row = EndsWith(v, ".attn.proj.weight") || EndsWith(v, ".mlp.proj.weight");
     if (!column && !row) {
@@ -91,11 +101,9 @@ Maybe<std::map<std::string, int64_t>> ClassifierSplits(const OpGraph& graph) {
   OFL_ENSURE(conv, "expert preset vgg: the graph has no conv2d op");
   std::map<std::string, int64_t> splits;
   for (const OpNode& op : graph.ops()) {
-    if (op.type != "matmul" || RoleOf(op) != OpRole::kForward || op.inputs.size() != 2 ||
-        !graph.IsVariable(op.inputs[1])) {
-      continue;
-    }
-    OFL_ASSIGN_OR_RETURN(splits[op.inputs[1]], FeatureAxis(graph, op.inputs[1], true));
+    const std::string w = MatmulWeight(graph, op);
+    if (w.empty()) continue;
+    OFL_ASSIGN_OR_RETURN(splits[w], FeatureAxis(graph, w, true));
     for (const OpNode& next : graph.ops()) {
       if (next.type == "bias_add" && next.inputs.size() == 2 && next.inputs[0] == op.outputs[0] &&
           graph.IsVariable(next.inputs[1])) {

@@ -5,6 +5,8 @@
 //   batch_matmul(a, b): the same on the last two axes; a and b have equal
 //                       batch axes (no broadcasting), ndim >= 3
 // op(x) is x, or x transposed when transpose_a / transpose_b is set.
+// bfloat16 a and b give a float32 out (float32 accumulation); the backward
+// then casts dy to bfloat16 and the input gradients back to bfloat16.
 #include "ops/grad.h"
 #include "ops/kernel.h"
 #include "ops/op_registry.h"
@@ -25,8 +27,8 @@ Maybe<std::vector<TensorDesc>> InferMatmulLike(const OpContext& ctx, bool batche
   const bool tb = ctx.attrs.Get<bool>("transpose_b");
   OFL_ENSURE(a.dtype == b.dtype, ctx.where(), ": a.dtype=", DataTypeName(a.dtype),
              " != b.dtype=", DataTypeName(b.dtype));
-  OFL_ENSURE(IsComputeFloat(a.dtype), ctx.where(), ": dtype ", DataTypeName(a.dtype),
-             " is not float32 or float64");
+  OFL_ENSURE(IsComputeFloat(a.dtype) || a.dtype == DataType::kBFloat16, ctx.where(), ": dtype ",
+             DataTypeName(a.dtype), " is not float32, float64 or bfloat16");
   if (batched) {
     OFL_ENSURE(a.shape.ndim() >= 3, ctx.where(), ": a must have at least 3 dims, got a.shape=",
                a.shape);
@@ -55,7 +57,9 @@ Maybe<std::vector<TensorDesc>> InferMatmulLike(const OpContext& ctx, bool batche
   std::vector<int64_t> out(a.shape.dims().begin(), a.shape.dims().end() - 2);
   out.push_back(ta ? a.shape[ra + 1] : a.shape[ra]);
   out.push_back(tb ? b.shape[rb] : b.shape[rb + 1]);
-  return std::vector<TensorDesc>{{Shape(out), a.dtype}};
+  // bfloat16 inputs accumulate and output in float32 (mixed precision).
+  const DataType out_dtype = a.dtype == DataType::kBFloat16 ? DataType::kFloat32 : a.dtype;
+  return std::vector<TensorDesc>{{Shape(out), out_dtype}};
 }
 
 // "mk,kn->mn" with the flags applied, batch axes as extra letters up front.
@@ -92,7 +96,16 @@ AttrMap Flags(bool ta, bool tb) { return AttrMap{{"transpose_a", ta}, {"transpos
 Status MatmulLikeGrad(GradContext& g, const std::string& op) {
   const bool ta = g.attrs().Get<bool>("transpose_a");
   const bool tb = g.attrs().Get<bool>("transpose_b");
-  const std::string dy = g.OutputGrad(0);
+  const bool bf16 = g.InputDesc(0).dtype == DataType::kBFloat16;
+  std::string dy = g.OutputGrad(0);
+  if (bf16) {
+    OFL_ASSIGN_OR_RETURN(dy, g.Emit1("cast", {dy}, {{"dtype", std::string("bfloat16")}}));
+  }
+  // The products come out in float32; a bfloat16 input's gradient is bfloat16.
+  auto to_input_dtype = [&](const std::string& grad) -> Maybe<std::string> {
+    if (!bf16) return grad;
+    return g.Emit1("cast", {grad}, {{"dtype", std::string("bfloat16")}});
+  };
   const std::string& a = g.Input(0);
   const std::string& b = g.Input(1);
   if (g.NeedsInputGrad(0)) {
@@ -102,6 +115,7 @@ Status MatmulLikeGrad(GradContext& g, const std::string& op) {
     } else {
       OFL_ASSIGN_OR_RETURN(da, g.Emit1(op, {b, dy}, Flags(tb, true)));
     }
+    OFL_ASSIGN_OR_RETURN(da, to_input_dtype(da));
     g.SetInputGrad(0, da);
   }
   if (g.NeedsInputGrad(1)) {
@@ -111,6 +125,7 @@ Status MatmulLikeGrad(GradContext& g, const std::string& op) {
     } else {
       OFL_ASSIGN_OR_RETURN(db, g.Emit1(op, {dy, a}, Flags(true, ta)));
     }
+    OFL_ASSIGN_OR_RETURN(db, to_input_dtype(db));
     g.SetInputGrad(1, db);
   }
   return Status::OK();

@@ -1,7 +1,9 @@
 // CPU kernels of matmul and batch_matmul. float32 runs oneDNN's matmul
 // primitive straight on the tensors' buffers (transposes are expressed as
 // strides, so nothing is copied); float64 runs OpenBLAS dgemm, once per
-// batch element.
+// batch element; bfloat16 inputs run oneDNN's bfloat16 matmul with a
+// float32 output (float32 accumulation), or, on a CPU without one, are
+// widened to float32 (exact) for the float32 path.
 //
 // oneDNN primitives are costly to create, so they are cached per
 // (batch, m, n, k, transpose_a, transpose_b) in ops/onednn.h's cache. The
@@ -14,9 +16,12 @@
 #include <memory>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
+#include "ops/array/bfloat16.h"
 #include "ops/kernel.h"
 #include "ops/onednn.h"
+#include "ops/parallel.h"
 
 namespace ofl {
 
@@ -28,7 +33,8 @@ struct GemmSizes {
   int64_t batch = 0;
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
-  auto Key() const { return std::make_tuple(batch, m, n, k, ta, tb); }
+  bool bf16 = false;  // bfloat16 a and b, float32 c
+  auto Key() const { return std::make_tuple(batch, m, n, k, ta, tb, bf16); }
 };
 
 GemmSizes SizesOf(const KernelContext& kc, bool batched) {
@@ -37,6 +43,7 @@ GemmSizes SizesOf(const KernelContext& kc, bool batched) {
   GemmSizes s;
   s.ta = kc.attr().Get<bool>("transpose_a");
   s.tb = kc.attr().Get<bool>("transpose_b");
+  s.bf16 = kc.in(0).dtype() == DataType::kBFloat16;
   const int64_t ra = a.ndim() - 2, rb = b.ndim() - 2;
   s.batch = batched ? a.Count(0, ra) : 0;
   s.m = s.ta ? a[ra + 1] : a[ra];
@@ -46,7 +53,7 @@ GemmSizes SizesOf(const KernelContext& kc, bool batched) {
   return s;
 }
 
-// ---- float32: oneDNN ----------------------------------------------------
+// ---- float32 and bfloat16: oneDNN -----------------------------------------
 
 struct CachedMatmul {
   dnnl::matmul::primitive_desc pd;
@@ -55,7 +62,8 @@ struct CachedMatmul {
   size_t scratchpad_bytes = 0;
 };
 
-dnnl::memory::desc MatrixDesc(int64_t batch, int64_t rows, int64_t cols, bool transposed) {
+dnnl::memory::desc MatrixDesc(int64_t batch, int64_t rows, int64_t cols, bool transposed,
+                              dnnl::memory::data_type type) {
   // The logical (rows, cols) matrix; stored as (cols, rows) when transposed.
   using dims = dnnl::memory::dims;
   dims shape = {rows, cols};
@@ -64,16 +72,24 @@ dnnl::memory::desc MatrixDesc(int64_t batch, int64_t rows, int64_t cols, bool tr
     shape.insert(shape.begin(), batch);
     strides.insert(strides.begin(), rows * cols);
   }
-  return dnnl::memory::desc(shape, dnnl::memory::data_type::f32, strides);
+  return dnnl::memory::desc(shape, type, strides);
 }
 
+// Null when oneDNN has no implementation (bfloat16 on a CPU without it).
 std::shared_ptr<const CachedMatmul> CreateMatmul(const GemmSizes& s) {
+  using dt = dnnl::memory::data_type;
+  const dt in = s.bf16 ? dt::bf16 : dt::f32;
   auto c = std::make_shared<CachedMatmul>();
-  c->a_md = MatrixDesc(s.batch, s.m, s.k, s.ta);
-  c->b_md = MatrixDesc(s.batch, s.k, s.n, s.tb);
-  c->c_md = MatrixDesc(s.batch, s.m, s.n, false);
+  c->a_md = MatrixDesc(s.batch, s.m, s.k, s.ta, in);
+  c->b_md = MatrixDesc(s.batch, s.k, s.n, s.tb, in);
+  c->c_md = MatrixDesc(s.batch, s.m, s.n, false, dt::f32);
   dnnl::matmul::desc desc(c->a_md, c->b_md, c->c_md);
-  c->pd = dnnl::matmul::primitive_desc(desc, onednn::UserScratchpad(), onednn::Engine());
+  try {
+    c->pd = dnnl::matmul::primitive_desc(desc, onednn::UserScratchpad(), onednn::Engine());
+  } catch (const dnnl::error&) {
+    if (s.bf16) return nullptr;
+    throw;
+  }
   c->primitive = dnnl::matmul(c->pd);
   c->scratchpad_bytes = c->pd.scratchpad_desc().get_size();
   return c;
@@ -84,20 +100,26 @@ std::shared_ptr<const CachedMatmul> GetMatmul(const GemmSizes& s) {
   return cache.Get(s.Key(), [&] { return CreateMatmul(s); });
 }
 
-void Gemm(const GemmSizes& s, const float* a, const float* b, float* c) {
-  std::shared_ptr<const CachedMatmul> mm = GetMatmul(s);
+// a and b are float32, or bfloat16 bits when s.bf16; c is float32.
+void RunMatmul(const CachedMatmul& mm, const void* a, const void* b, float* c) {
   dnnl::stream& stream = onednn::ThreadStream();
-  dnnl::memory a_mem(mm->a_md, onednn::Engine(), const_cast<float*>(a));
-  dnnl::memory b_mem(mm->b_md, onednn::Engine(), const_cast<float*>(b));
-  dnnl::memory c_mem(mm->c_md, onednn::Engine(), c);
+  dnnl::memory a_mem(mm.a_md, onednn::Engine(), const_cast<void*>(a));
+  dnnl::memory b_mem(mm.b_md, onednn::Engine(), const_cast<void*>(b));
+  dnnl::memory c_mem(mm.c_md, onednn::Engine(), c);
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
-  if (mm->scratchpad_bytes > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm->pd.scratchpad_desc(), onednn::Engine(),
-                                                   onednn::Scratchpad(mm->scratchpad_bytes)));
+  if (mm.scratchpad_bytes > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.pd.scratchpad_desc(), onednn::Engine(),
+                                                   onednn::Scratchpad(mm.scratchpad_bytes)));
   }
-  mm->primitive.execute(stream, args);
+  mm.primitive.execute(stream, args);
   stream.wait();
+}
+
+void Gemm(const GemmSizes& s, const float* a, const float* b, float* c) {
+  GemmSizes f32 = s;
+  f32.bf16 = false;
+  RunMatmul(*GetMatmul(f32), a, b, c);
 }
 
 // ---- float64: OpenBLAS ---------------------------------------------------
@@ -115,12 +137,41 @@ void Gemm(const GemmSizes& s, const double* a, const double* b, double* c) {
   }
 }
 
+// ---- bfloat16 in, float32 out -------------------------------------------
+
+std::vector<float> Widen(const Tensor& t) {
+  std::vector<float> f(static_cast<size_t>(t.numel()));
+  const uint16_t* h = static_cast<const uint16_t*>(t.raw());
+  ParallelFor(t.numel(), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f[i] = BFloat16ToFloat(h[i]);
+  });
+  return f;
+}
+
+// oneDNN's bfloat16 matmul where the CPU has one (products exact, float32
+// accumulation); elsewhere the inputs widened to float32 (exact) and the
+// float32 path, which computes the same sums.
+void GemmBFloat16(const GemmSizes& s, const Tensor& a, const Tensor& b, Tensor& out) {
+  CHECK(out.dtype() == DataType::kFloat32) << "bfloat16 matmul writes float32";
+  std::shared_ptr<const CachedMatmul> mm = GetMatmul(s);
+  if (mm != nullptr) {
+    RunMatmul(*mm, a.raw(), b.raw(), out.data<float>());
+    return;
+  }
+  std::vector<float> fa = Widen(a), fb = Widen(b);
+  Gemm(s, fa.data(), fb.data(), out.data<float>());
+}
+
 void MatmulKernel(KernelContext& kc, bool batched) {
   GemmSizes s = SizesOf(kc, batched);
   Tensor& out = kc.out(0);
   if (out.numel() == 0) return;
   if (s.k == 0) {  // an empty sum
     out.Fill(0.0);
+    return;
+  }
+  if (kc.in(0).dtype() == DataType::kBFloat16) {
+    GemmBFloat16(s, kc.in(0), kc.in(1), out);
     return;
   }
   OFL_DISPATCH_FLOAT(out.dtype(), T,

@@ -90,6 +90,12 @@ def apply(op_type: str, inputs: Sequence, attrs: Optional[dict] = None,
     else:
         arrays = [_check_eager_input(op_type, i, t) for i, t in enumerate(inputs)]
         results = executor.run(op_type, arrays, attrs)
+        for k, a in enumerate(results):
+            if a is not None and a.dtype == np.uint16:  # bfloat16 bits (cast)
+                raise TypeError(f"{op_type}: output {k} is {attrs.get('dtype', 'bfloat16')}, "
+                                f"which eager tensors cannot hold (float32, float64, int32, "
+                                f"int64); bfloat16 compute is nn.Graph's "
+                                f"config.mixed_precision('bf16')")
         if _autograd._anomaly_enabled:
             where = op_type if name is None else f"{op_type} '{name}'"
             names = list(s["outputs"]) + [f"updated input {i}" for i in s["mutable_inputs"]]

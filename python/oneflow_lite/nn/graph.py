@@ -82,6 +82,25 @@ class GraphConfig:
         # follow flow.set_detect_anomaly / flow.autograd.detect_anomaly.
         self.detect_anomaly: Optional[bool] = None
         self.transactional = True  # see transactional_steps
+        self.amp: Optional[str] = None  # see mixed_precision
+
+    def mixed_precision(self, mode: Optional[str] = "bf16") -> None:
+        """``"bf16"``: matmul and batch_matmul take bfloat16 inputs (casts
+        inserted while tracing, round to nearest even) and give float32
+        outputs (float32 accumulation); everything else (softmax, layer norm,
+        reductions, the loss, the optimizer) stays float32, as do the
+        parameters (master weights): their gradients come back through the
+        casts in float32. ``None``: all float32 (the default). Set it before
+        the first call; ``plan_report()`` lists the ops that run in bfloat16.
+
+        >>> graph.config.mixed_precision("bf16")  # doctest: +SKIP
+        """
+        if mode is not None and not isinstance(mode, str):
+            raise TypeError(f"mixed_precision: expected 'bf16' or None, got "
+                            f"{type(mode).__name__} {mode!r}")
+        if mode not in (None, "bf16", "bfloat16"):
+            raise ValueError(f"mixed_precision: unknown mode {mode!r} (expected 'bf16' or None)")
+        self.amp = None if mode is None else "bf16"
 
     def transactional_steps(self, on: bool = True) -> None:
         """On (the default): a step that fails on any rank (a kernel error, a
@@ -186,6 +205,7 @@ class Graph:
 
     def _trace(self, args) -> Tracer:
         tracer = Tracer()
+        tracer.autocast = self.config.amp
         modules = self._modules()
         with_params = [k for k, m in modules.items() if any(True for _ in m.parameters())]
         for name, m in modules.items():
@@ -293,12 +313,13 @@ class Graph:
     def plan_report(self, full: bool = False, max_rows: int = 20) -> str:
         """The chosen layout: SBP per op, boxing, predicted cost."""
         c = self.compiled
+        amp = self._tracer.autocast_report()
         if c.parallel is None:
-            return "one device (no auto_parallel): no layout to report"
+            return "one device (no auto_parallel): no layout to report" + amp
         if c.planned is None:
             return (f"strategy loaded from {c.parallel.strategy_path} (not searched, not "
-                    f"costed):\n{c.session.strategy()}")
-        return c.planned.report(full=full, max_rows=max_rows)
+                    f"costed):\n{c.session.strategy()}{amp}")
+        return c.planned.report(full=full, max_rows=max_rows) + amp
 
     def __repr__(self) -> str:
         if self._compiled is None:

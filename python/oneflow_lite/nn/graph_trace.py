@@ -31,6 +31,11 @@ from oneflow_lite.nn.module import Module, scope_path
 from oneflow_lite.nn.parameter import Parameter
 
 
+# Ops that mixed precision ("bf16") runs on bfloat16 inputs (autocast's
+# matmul class); reductions, softmax, layer norm and losses stay float32.
+_BF16_OPS = ("matmul", "batch_matmul")
+
+
 class LazyTensor(Tensor):
     """A tensor of the graph being traced: shape, dtype and ``graph_name``."""
 
@@ -71,6 +76,10 @@ class Tracer:
         self._declared: Dict[int, str] = {}
         self._op_names: Dict[str, int] = {}
         self._prev = None
+        # Mixed precision: "bf16" casts the float32 inputs of _BF16_OPS to
+        # bfloat16 (see GraphConfig.mixed_precision); the ops so run are listed.
+        self.autocast: Optional[str] = None
+        self.autocast_ops: List[str] = []
 
     @property
     def program(self):
@@ -153,8 +162,30 @@ class Tracer:
             else:
                 raise TypeError(f"{op_type}: input {i} must be a flow.Tensor while tracing, "
                                 f"got {type(t).__name__}")
-        outs = self.builder.program.add_op(op_type, names, attrs, self._op_name(op_type, name))
+        op_name = self._op_name(op_type, name)
+        if self.autocast == "bf16" and op_type in _BF16_OPS:
+            names = self._cast_inputs_bf16(op_name, names)
+        outs = self.builder.program.add_op(op_type, names, attrs, op_name)
         return [LazyTensor._of(self, o) for o in outs]
+
+    def _cast_inputs_bf16(self, op_name: str, names: List[str]) -> List[str]:
+        """Casts ``names`` to bfloat16 when all are float32 (else unchanged)."""
+        if any(self.builder.dtype(n) != "float32" for n in names):
+            return names
+        cast = [self.builder.program.add_op("cast", [n], {"dtype": "bfloat16"},
+                                            self._op_name("cast", f"{op_name}/cast_bf16_{i}"))[0]
+                for i, n in enumerate(names)]
+        self.autocast_ops.append(op_name)
+        return cast
+
+    def autocast_report(self) -> str:
+        """A line for plan_report: which ops run in bfloat16 ("" when off)."""
+        if self.autocast is None:
+            return ""
+        shown = ", ".join(self.autocast_ops[:8])
+        more = f", ... ({len(self.autocast_ops) - 8} more)" if len(self.autocast_ops) > 8 else ""
+        return (f"\nmixed precision bf16: {len(self.autocast_ops)} ops with bfloat16 inputs and "
+                f"float32 outputs ({shown}{more}); the rest, parameters and optimizer in float32")
 
     def __enter__(self) -> "Tracer":
         if _dispatch.active_tracer() is not None:

@@ -1,4 +1,4 @@
-"""Rows for the array ops: reshape, flatten, transpose, slice, slice_grad, concat.
+"""Rows for the array ops: reshape, flatten, transpose, slice, slice_grad, concat, cast.
 
 References are numpy's own reshape / transpose / basic slicing / concatenate;
 the backward references scatter into zeros or invert the permutation. Rows
@@ -270,4 +270,25 @@ CONCAT = [
         no_grad_reason=INT_REASON),
 ]
 
-CASES = RESHAPE + TRANSPOSE + SLICE + CONCAT
+# cast to float64 and float32 (bfloat16 outputs are raw uint16 bits and
+# cannot be fed back as cotangents: test_mixed_precision.py covers them).
+CAST = [
+    OpCase(
+        id="cast_" + to, op="cast", attrs={"dtype": to},
+        make_inputs=randn(3, 5),
+        forward=lambda xs, a: [xs[0].astype(a["dtype"])],
+        backward=lambda xs, a, dys: [dys[0].astype(xs[0].dtype)],
+        cost_inputs=[([3, 5], F32)], flops=15.0,
+        memory_bytes=15 * 4 + 15 * (8 if to == "float64" else 4),
+        fd_eps=1e-2,  # cast is linear; a tiny step would measure float32 rounding
+        errors=[
+            ErrorCase([([2], F32)], {"dtype": "int32"},
+                      ["cast", "dtype='int32'", "expected float32, float64 or bfloat16"]),
+            ErrorCase([([2], F32)], {"dtype": "bogus"}, ["cast", "dtype='bogus'"]),
+            ErrorCase([([2], "int64")], {"dtype": "float32"},
+                      ["cast", "x.dtype=int64 cannot be cast"]),
+        ])
+    for to in ("float64", "float32")
+]
+
+CASES = RESHAPE + TRANSPOSE + SLICE + CONCAT + CAST

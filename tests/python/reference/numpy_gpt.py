@@ -17,9 +17,9 @@ import math
 
 import numpy as np
 
-from reference.common import (cross_entropy, gelu_backward, gelu_forward, layer_norm_backward,
-                              layer_norm_forward, linear, linear_grads, softmax,
-                              softmax_backward)
+from reference.common import (Products, cross_entropy, gelu_backward, gelu_forward,
+                              layer_norm_backward, layer_norm_forward, linear, linear_grads,
+                              softmax, softmax_backward)
 
 MASK_VALUE = -1e9
 
@@ -76,8 +76,8 @@ def _attention_forward(a, params, p, b, config):
     q, k, v = (_split_heads(qkv[:, j * d:(j + 1) * d], b, t, h) for j in range(3))
     scale = 1.0 / math.sqrt(d // h)
     mask = np.where(np.triu(np.ones((t, t), bool), k=1), MASK_VALUE, 0.0).astype(a.dtype)
-    probs = softmax(q @ k.transpose(0, 1, 3, 2) * scale + mask, axis=-1)
-    context = _merge_heads(probs @ v)
+    probs = softmax(Products.forward(q, k.transpose(0, 1, 3, 2)) * scale + mask, axis=-1)
+    context = _merge_heads(Products.forward(probs, v))
     y = linear(context, params[f"{p}.attn.proj.weight"], params[f"{p}.attn.proj.bias"])
     return y, (a, q, k, v, probs, context, scale)
 
@@ -88,11 +88,11 @@ def _attention_backward(cache, dy, params, p, grads):
         context, params[f"{p}.attn.proj.weight"], dy)
     b, h, t, dh = q.shape
     do = dcontext.reshape(b, t, h, dh).transpose(0, 2, 1, 3)
-    dprobs = do @ v.transpose(0, 1, 3, 2)
-    dv = probs.transpose(0, 1, 3, 2) @ do
+    dprobs = Products.backward(do, v.transpose(0, 1, 3, 2))
+    dv = Products.backward(probs.transpose(0, 1, 3, 2), do)
     dscores = softmax_backward(probs, dprobs, axis=-1) * scale
-    dq = dscores @ k
-    dk = dscores.transpose(0, 1, 3, 2) @ q
+    dq = Products.backward(dscores, k)
+    dk = Products.backward(dscores.transpose(0, 1, 3, 2), q)
     dqkv = np.concatenate([_merge_heads(g) for g in (dq, dk, dv)], axis=1)
     da, grads[f"{p}.attn.qkv.weight"], grads[f"{p}.attn.qkv.bias"] = linear_grads(
         a, params[f"{p}.attn.qkv.weight"], dqkv)
@@ -137,7 +137,7 @@ def _forward(params: dict, config, ids) -> tuple:
         blocks.append(cache)
     xf, lnf = layer_norm_forward(x, params["ln_f.gamma"], params["ln_f.beta"],
                                  config.layer_norm_epsilon)
-    return xf @ params["head.weight"], (blocks, xf, lnf)
+    return Products.forward(xf, params["head.weight"]), (blocks, xf, lnf)
 
 
 def logits(params: dict, config, ids) -> np.ndarray:
