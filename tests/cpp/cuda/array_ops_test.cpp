@@ -57,5 +57,11 @@ TEST_F(CudaArrayOps, OnesAndZerosLike) {
   ExpectOpMatches({"zeros_like", {Random(Shape({7}), DataType::kFloat64, rng_)}, {}});
 }
 
+TEST_F(CudaArrayOps, CastBetweenFloat32AndFloat64) {
+  ExpectOpMatches({"cast", {F32(Shape({3, 70}))}, {{"dtype", std::string("float64")}}});
+  ExpectOpMatches({"cast", {Random(Shape({129}), DataType::kFloat64, rng_)},
+                   {{"dtype", std::string("float32")}}});
+}
+
 }  // namespace
 }  // namespace ofl::cuda_test
