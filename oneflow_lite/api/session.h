@@ -44,6 +44,8 @@ struct SessionOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   // A failed Run restores every variable it updated (RuntimeOptions::transactional).
   bool transactional = true;
+  // Registers the dataflow orders share one arena (RuntimeOptions::plan_memory).
+  bool plan_memory = true;
 };
 
 class Program {
