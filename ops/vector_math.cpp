@@ -70,6 +70,21 @@ OFL_AVX512 float ExpShiftedSum512(const float* x, float shift, float* y, int64_t
   return sum;
 }
 
+OFL_AVX512 float Dot512(const float* a, const float* b, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = Lanes(n - i);
+    const __m512 x = _mm512_maskz_loadu_ps(m, a + i);
+    const __m512 y = _mm512_maskz_loadu_ps(m, b + i);
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(x, y));  // masked-off lanes add 0 * 0
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc);
+  float sum = 0.0f;
+  for (float l : lanes) sum += l;
+  return sum;
+}
+
 bool DetectVector() { return __builtin_cpu_supports("avx512f"); }
 #else
 bool DetectVector() { return false; }
@@ -109,6 +124,15 @@ float ExpShiftedSum(const float* x, float shift, float* y, int64_t n) {
     y[i] = std::exp(x[i] - shift);
     sum += y[i];
   }
+  return sum;
+}
+
+float Dot(const float* a, const float* b, int64_t n) {
+#ifdef OFL_VEC_AVX512
+  if (Enabled()) return Dot512(a, b, n);
+#endif
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
   return sum;
 }
 

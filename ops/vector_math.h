@@ -31,4 +31,8 @@ void GeluBackward(const float* x, const float* dy, float* dx, int64_t n);
 // index order).
 float ExpShiftedSum(const float* x, float shift, float* y, int64_t n);
 
+// The float sum of a[i] * b[i] (the vector path sums 16 lanes, then the
+// lanes in a fixed order; the scalar path in index order).
+float Dot(const float* a, const float* b, int64_t n);
+
 }  // namespace ofl::vec
