@@ -7,6 +7,7 @@
 #include <deque>
 
 #include "oneflow_lite/core/data_type.h"
+#include "ops/op_registry.h"
 
 namespace ofl {
 
@@ -36,6 +37,9 @@ struct Candidate {
   std::vector<int64_t> readers;
   int64_t bytes = 0;      // rounded up to kAlignment
   int64_t raw_bytes = 0;  // as the allocator would count them
+  // The registers at this one offset: reg, and the outputs of the view ops
+  // (reshape chains) that alias it; their readers are in `readers`.
+  std::vector<int64_t> members;
 };
 
 bool AnyPeriodAboveOne(const proto::Plan& plan) {
@@ -74,7 +78,7 @@ std::vector<Candidate> Candidates(const proto::Plan& plan, int64_t rank,
     bool readers_ok = true;
     for (int64_t c : consumers[r.id()]) readers_ok = readers_ok && task_ok(c, false);
     if (!readers_ok) continue;
-    Candidate c{r.id(), p, consumers[r.id()], RoundUp(bytes), bytes};
+    Candidate c{r.id(), p, consumers[r.id()], RoundUp(bytes), bytes, {r.id()}};
     if (c.readers.empty()) c.readers.push_back(p);
     out.push_back(std::move(c));
   }
@@ -168,6 +172,61 @@ bool Precedes(const Candidate& a, const Candidate& b, const Reachability& reach,
   return true;
 }
 
+// Whether task `t` may write one of its inputs (an op with a mutable input,
+// or one the registry does not know).
+bool MayWriteInputs(const proto::TaskProto& t) {
+  if (t.kind() != proto::TaskProto::COMPUTE) return false;
+  Maybe<const OpDef*> def = OpRegistry::Find(t.op_conf().op_type());
+  if (!def.ok()) return true;
+  for (int i = 0; i < t.inputs_size(); ++i) {
+    if (def.value()->is_mutable_input(i)) return true;
+  }
+  return false;
+}
+
+// Folds the output y of every view op (reshape, flatten: their kernels copy
+// the bytes in order, and nothing when y already is x) into the candidate of
+// its input x, when the fold is sound: nothing that reads either may write
+// its inputs, and every reader of y (of every register folded into y's
+// group) acts before x's producer writes x again in the next iteration. The
+// folded candidate keeps x's producer and takes all readers.
+std::vector<Candidate> FoldViews(const proto::Plan& plan, std::vector<Candidate> cands,
+                                 const Reachability& reach) {
+  const int64_t n = plan.tasks_size();
+  std::vector<int64_t> group(plan.registers_size(), -1);  // register -> index in cands
+  for (size_t i = 0; i < cands.size(); ++i) group[cands[i].reg] = static_cast<int64_t>(i);
+  std::vector<bool> folded(cands.size(), false);
+  for (const auto& t : plan.tasks()) {
+    const std::string& type = t.op_conf().op_type();
+    if (t.kind() != proto::TaskProto::COMPUTE || (type != "reshape" && type != "flatten") ||
+        t.inputs_size() != 1 || t.outputs_size() != 1) {
+      continue;
+    }
+    const int64_t gx = group[t.inputs(0)], gy = group[t.outputs(0)];
+    if (gx < 0 || gy < 0 || gx == gy || folded[gy]) continue;
+    Candidate& x = cands[gx];
+    Candidate& y = cands[gy];
+    if (x.raw_bytes != y.raw_bytes || y.producer != t.id()) continue;
+    bool sound = true;
+    for (const Candidate* c : {&x, &y}) {
+      for (int64_t r : c->readers) {
+        sound = sound && !MayWriteInputs(plan.tasks(r));
+        if (c == &y) sound = sound && reach.Before(r, n + x.producer);
+      }
+    }
+    if (!sound) continue;
+    x.readers.insert(x.readers.end(), y.readers.begin(), y.readers.end());
+    x.members.insert(x.members.end(), y.members.begin(), y.members.end());
+    for (int64_t m : y.members) group[m] = gx;
+    folded[gy] = true;
+  }
+  std::vector<Candidate> out;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!folded[i]) out.push_back(std::move(cands[i]));
+  }
+  return out;
+}
+
 }  // namespace
 
 MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
@@ -185,6 +244,12 @@ MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
   }
   Reachability reach;
   if (!reach.Build(plan, producer, targets)) return out;
+  int64_t raw_bytes = 0;
+  for (const Candidate& c : cands) {
+    out.unshared_bytes += c.bytes;
+    raw_bytes += c.raw_bytes;
+  }
+  cands = FoldViews(plan, std::move(cands), reach);
 
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.reg < b.reg;
@@ -194,10 +259,7 @@ MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
     const Candidate* cand;
   };
   std::vector<Placed> placed;
-  int64_t raw_bytes = 0;
   for (const Candidate& c : cands) {
-    out.unshared_bytes += c.bytes;
-    raw_bytes += c.raw_bytes;
     std::vector<std::pair<int64_t, int64_t>> taken;
     for (const Placed& p : placed) {
       if (!Precedes(c, *p.cand, reach, n) && !Precedes(*p.cand, c, reach, n)) {
@@ -211,7 +273,7 @@ MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
       offset = std::max(offset, end);
     }
     placed.push_back({offset, offset + c.bytes, &c});
-    out.offset[c.reg] = offset;
+    for (int64_t m : c.members) out.offset[m] = offset;
     out.arena_bytes = std::max(out.arena_bytes, offset + c.bytes);
   }
   if (out.arena_bytes >= raw_bytes)

@@ -29,6 +29,12 @@
 // (an act there has finished when it returns; a device stream's kernels may
 // still run).
 //
+// Views: the output y of a reshape or flatten task takes the very bytes of
+// its input x (the kernel then copies nothing) when both are planned, no
+// reader of either may write its inputs (no mutable input), and every
+// reader of y in iteration i acts before x's producer in iteration i + 1;
+// x and y then count as one register whose readers are both's.
+//
 // Placement: registers by decreasing size (ties by id), each at the lowest
 // 64-byte aligned offset that overlaps no placed register it may not share
 // with. When the arena would not be smaller than the planned registers'

@@ -170,5 +170,86 @@ TEST(MemoryPlanTest, RuntimePeakDropsByTheSharedBytesAndValuesStay) {
   }
 }
 
+// x fed, w a variable; a = x + w; b = reshape(a) to 16 x 16; c = relu(b);
+// d = reshape(c) back; e = d + w. With `sink_reads_b`, a SINK also reads b:
+// it waits for nothing of the next iteration, so b cannot be a's bytes.
+struct ViewPlan {
+  proto::Plan plan;
+  int64_t x, w, a, b, c, d, e;
+};
+
+ViewPlan MakeViewPlan(bool sink_reads_b) {
+  PlanMaker p(1);
+  ViewPlan v;
+  v.x = p.Register("x", 0, {kFloats});
+  v.w = p.Register("w", 0, {kFloats}, 1, true);
+  v.a = p.Register("a", 0, {kFloats});
+  v.b = p.Register("b", 0, {16, 16});
+  v.c = p.Register("c", 0, {16, 16});
+  v.d = p.Register("d", 0, {kFloats});
+  v.e = p.Register("e", 0, {kFloats});
+  p.Source("x", 0, 0, v.x);
+  p.Variable("w", 0, 0, v.w);
+  p.Compute("add_n", "t1", 0, 0, {v.x, v.w}, {v.a});
+  SetAttr(p.Compute("reshape", "t2", 0, 0, {v.a}, {v.b}), "shape", std::vector<int64_t>{16, 16});
+  p.Compute("relu", "t3", 0, 0, {v.b}, {v.c});
+  SetAttr(p.Compute("reshape", "t4", 0, 0, {v.c}, {v.d}), "shape", std::vector<int64_t>{kFloats});
+  p.Compute("add_n", "t5", 0, 0, {v.d, v.w}, {v.e});
+  if (sink_reads_b) p.Sink("b_out", 0, 0, v.b);
+  v.plan = p.plan();
+  return v;
+}
+
+TEST(MemoryPlanTest, ReshapeOutputsAreViewsOfTheirInputs) {
+  const ViewPlan v = MakeViewPlan(false);
+  const MemoryPlan m = PlanOf(v.plan);
+  // Groups {a, b} and {c, d} (t3 meets both), x apart, e shares with {a, b}:
+  // x at 0, {a, b} at 1024, {c, d} at 2048, e at 1024.
+  EXPECT_EQ(m.offset[v.x], 0);
+  EXPECT_EQ(m.offset[v.a], kBytes);
+  EXPECT_EQ(m.offset[v.b], kBytes);
+  EXPECT_EQ(m.offset[v.c], 2 * kBytes);
+  EXPECT_EQ(m.offset[v.d], 2 * kBytes);
+  EXPECT_EQ(m.offset[v.e], kBytes);
+  EXPECT_EQ(m.arena_bytes, 3 * kBytes);
+  EXPECT_EQ(m.unshared_bytes, 6 * kBytes);
+
+  const MemoryPlan kept = PlanOf(MakeViewPlan(true).plan);
+  EXPECT_NE(kept.offset[v.b], kept.offset[v.a]);  // copied: b outlives a's next write
+  EXPECT_EQ(kept.offset[v.c], kept.offset[v.d]);
+
+  // Run: e = w + relu(x + w) every iteration, the same with views as without.
+  for (bool on : {true, false}) {
+    SCOPED_TRACE(on ? "planned" : "own buffers");
+    RuntimeOptions options;
+    options.timeout = milliseconds(20000);
+    options.plan_memory = on;
+    auto rt = Runtime::Create(v.plan, options).value();
+    std::vector<float> w(kFloats);
+    for (int64_t i = 0; i < kFloats; ++i) w[i] = 0.125f * static_cast<float>(i % 9) - 0.5f;
+    ASSERT_TRUE(
+        rt->SetVariable("w", 0, MakeTensor({kFloats}, [&](int64_t i) { return w[i]; })).ok());
+    std::vector<TensorMap> feeds;
+    for (int64_t it = 0; it < 4; ++it) {
+      feeds.push_back({{{"x", 0}, MakeTensor({kFloats}, [it](int64_t i) {
+                          return static_cast<double>((i * 5 + it) % 13) - 6.0;
+                        })}});
+    }
+    auto result = rt->Run(4, feeds, {"e", "b"});
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    EXPECT_EQ(rt->peak_bytes()[0], on ? 4 * kBytes : 7 * kBytes);
+    for (int64_t it = 0; it < 4; ++it) {
+      const Tensor& e = result.value().fetched[it].at({"e", 0});
+      const Tensor& b = result.value().fetched[it].at({"b", 0});
+      EXPECT_EQ(b.shape(), Shape({16, 16}));
+      for (int64_t i = 0; i < kFloats; ++i) {
+        const float x = static_cast<float>((i * 5 + it) % 13) - 6.0f;
+        ASSERT_EQ(b.data<float>()[i], x + w[i]) << "iteration " << it << " element " << i;
+        ASSERT_EQ(e.data<float>()[i], w[i] + std::max(0.0f, x + w[i])) << "iteration " << it;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ofl
