@@ -2,6 +2,9 @@
 #include "ops/vector_math.h"
 
 #include <cmath>
+#include <limits>
+
+#include "ops/nan_compare.h"
 
 #if defined(OFL_HAVE_LIBMVEC) && defined(__x86_64__)
 #include <immintrin.h>
@@ -85,6 +88,20 @@ OFL_AVX512 float Dot512(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
+OFL_AVX512 float NanMaxOf512(const float* x, int64_t n) {
+  const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+  __m512 acc = neg_inf;
+  __mmask16 nan = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = Lanes(n - i);
+    const __m512 v = _mm512_mask_loadu_ps(neg_inf, m, x + i);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    acc = _mm512_max_ps(acc, v);
+  }
+  if (nan != 0) return NAN;
+  return _mm512_reduce_max_ps(acc);
+}
+
 bool DetectVector() { return __builtin_cpu_supports("avx512f"); }
 #else
 bool DetectVector() { return false; }
@@ -125,6 +142,15 @@ float ExpShiftedSum(const float* x, float shift, float* y, int64_t n) {
     sum += y[i];
   }
   return sum;
+}
+
+float NanMaxOf(const float* x, int64_t n) {
+#ifdef OFL_VEC_AVX512
+  if (Enabled()) return NanMaxOf512(x, n);
+#endif
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = NanMax(max, x[i]);
+  return max;
 }
 
 float Dot(const float* a, const float* b, int64_t n) {

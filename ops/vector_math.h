@@ -31,6 +31,9 @@ void GeluBackward(const float* x, const float* dy, float* dx, int64_t n);
 // index order).
 float ExpShiftedSum(const float* x, float shift, float* y, int64_t n);
 
+// max over x[0, n) as ops/nan_compare.h's NanMax folds it: NaN when any
+// x[i] is NaN, -inf for n = 0.
+float NanMaxOf(const float* x, int64_t n);
 // The float sum of a[i] * b[i] (the vector path sums 16 lanes, then the
 // lanes in a fixed order; the scalar path in index order).
 float Dot(const float* a, const float* b, int64_t n);

@@ -32,8 +32,7 @@ T LogSumExp(const T* row, int64_t classes) {
 // float rows: the exps on 16 lanes (ops/vector_math.h), written to `scratch`
 // (a row of `classes`).
 float LogSumExpVec(const float* row, int64_t classes, float* scratch) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t c = 0; c < classes; ++c) max = NanMax(max, row[c]);
+  const float max = vec::NanMaxOf(row, classes);
   return max + std::log(vec::ExpShiftedSum(row, max, scratch, classes));
 }
 

@@ -58,9 +58,7 @@ void SoftmaxLastAxis(const AxisView& v, const float* x, float* y) {
         for (int64_t r = begin; r < end; ++r) {
           const float* xr = x + r * v.n;
           float* yr = y + r * v.n;
-          float max = -std::numeric_limits<float>::infinity();
-          for (int64_t j = 0; j < v.n; ++j) max = NanMax(max, xr[j]);
-          const float scale = 1.0f / vec::ExpShiftedSum(xr, max, yr, v.n);
+          const float scale = 1.0f / vec::ExpShiftedSum(xr, vec::NanMaxOf(xr, v.n), yr, v.n);
           for (int64_t j = 0; j < v.n; ++j) yr[j] *= scale;
         }
       },
