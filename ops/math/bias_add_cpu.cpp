@@ -45,7 +45,7 @@ void BiasAdd(const Tensor& x, const Tensor& bias, Tensor& out, int64_t axis) {
           for (int64_t i = 0; i < inner; ++i) out_row[i] = in_row[i] + v;
         }
       },
-      std::max<int64_t>(1, kParallelGrain / inner));
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)));
 }
 
 void BiasAddKernel(KernelContext& kc) {
