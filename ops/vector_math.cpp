@@ -61,8 +61,11 @@ OFL_AVX512 float ExpShiftedSum512(const float* x, float shift, float* y, int64_t
   __m512 acc = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = Lanes(n - i);
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    const __m512 e = _ZGVeN16v_expf(_mm512_sub_ps(v, s));
+    const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s);
+    // exp(d) rounds to +0 below -104 (e^-104 < 2^-150): such lanes (a causal
+    // mask's -inf) get 0 without libmvec's per-lane scalar fallback.
+    const __mmask16 zero = _mm512_cmp_ps_mask(d, _mm512_set1_ps(-104.0f), _CMP_LT_OQ);
+    const __m512 e = _mm512_maskz_mov_ps(~zero, _ZGVeN16v_expf(_mm512_maskz_mov_ps(~zero, d)));
     _mm512_mask_storeu_ps(y + i, m, e);
     acc = _mm512_mask_add_ps(acc, m, acc, e);  // masked-off lanes add nothing
   }
@@ -96,10 +99,15 @@ OFL_AVX512 float NanMaxOf512(const float* x, int64_t n) {
     const __mmask16 m = Lanes(n - i);
     const __m512 v = _mm512_mask_loadu_ps(neg_inf, m, x + i);
     nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    acc = _mm512_max_ps(acc, v);
+    // Masked: the unmasked _mm512_max_ps trips GCC 12's -Wmaybe-uninitialized.
+    acc = _mm512_mask_max_ps(acc, m, acc, v);
   }
   if (nan != 0) return NAN;
-  return _mm512_reduce_max_ps(acc);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc);
+  float max = lanes[0];
+  for (float l : lanes) max = l > max ? l : max;
+  return max;
 }
 
 bool DetectVector() { return __builtin_cpu_supports("avx512f"); }
