@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "runtime/device_support.h"
+#include "runtime/memory_plan.h"
 #include "runtime/plan_check.h"
 #include "runtime/runtime_impl.h"
 
@@ -39,6 +40,43 @@ Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, Allocator* allocator) {
   Tensor t = std::move(slot).value();
   FillBytesSync(t.device(), t.raw(), 0, t.nbytes());
   return t;
+}
+
+// One rank's planned registers (runtime/memory_plan.h) and their arena,
+// allocated once by the rank's allocator and zeroed as AllocateSlot zeroes.
+struct RankArena {
+  MemoryPlan plan;
+  std::shared_ptr<void> buffer;
+};
+
+// Per rank: the arena of each local host rank when `on`; empty plans otherwise.
+Maybe<std::vector<RankArena>> CreateArenas(const proto::Plan& plan,
+                                           const std::vector<int64_t>& local_ranks,
+                                           const std::vector<Allocator*>& allocators,
+                                           const std::vector<int64_t>& producer, bool on) {
+  std::vector<RankArena> arenas(plan.num_ranks());
+  for (int64_t r : local_ranks) {
+    arenas[r].plan.offset.assign(plan.registers_size(), -1);
+    if (!on || !allocators[r]->device().is_host()) continue;
+    MemoryPlan p = PlanRegisterMemory(plan, r, producer);
+    if (p.arena_bytes == 0) continue;
+    Maybe<std::shared_ptr<void>> buffer = allocators[r]->AllocateShared(p.arena_bytes);
+    if (!buffer.ok()) {
+      return Status(buffer.status().code(),
+                    StrCat("rank ", r, ": register arena: ", buffer.status().message()));
+    }
+    arenas[r].buffer = std::move(buffer).value();
+    std::memset(arenas[r].buffer.get(), 0, p.arena_bytes);
+    arenas[r].plan = std::move(p);
+  }
+  return arenas;
+}
+
+// The slot of planned register `r`: a view into its rank's arena.
+Tensor ArenaSlot(const proto::RegisterDesc& r, const RankArena& arena, const Device& device) {
+  std::vector<int64_t> dims(r.desc().shape().dims().begin(), r.desc().shape().dims().end());
+  char* base = static_cast<char*>(arena.buffer.get()) + arena.plan.offset[r.id()];
+  return Tensor(Shape(dims), ParseDataType(r.desc().dtype()).value(), arena.buffer, base, device);
 }
 
 // Each local rank's device (CheckDevices made them agree): its tasks', else
@@ -145,11 +183,19 @@ Status Runtime::Build(RuntimeOptions options) {
   for (const auto& t : plan.tasks())
     control.insert(t.ctrl_outputs().begin(), t.ctrl_outputs().end());
   m.registers.resize(plan.registers_size());
+  OFL_ASSIGN_OR_RETURN(std::vector<RankArena> arenas,
+                       CreateArenas(plan, m.local_ranks, allocators, m.producer,
+                                    m.options.plan_memory));
   for (const auto& r : plan.registers()) {
     RuntimeRegister& reg = m.registers[r.id()];
     reg.desc = &r;
     reg.control = control.count(r.id()) > 0;
     if (!local(r.rank())) continue;
+    const RankArena& arena = arenas[r.rank()];
+    if (arena.plan.offset[r.id()] >= 0) {
+      reg.slots.push_back(ArenaSlot(r, arena, allocators[r.rank()]->device()));
+      continue;
+    }
     for (int64_t s = 0; s < r.num_slots(); ++s) {
       OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, allocators[r.rank()]));
       reg.slots.push_back(slot);

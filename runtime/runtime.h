@@ -111,6 +111,9 @@ struct RuntimeOptions {
   // when the local run succeeded, and Run returns it (no fetched values); an
   // OK for a failed local run keeps the local error. Empty: the local outcome.
   std::function<Status(const Status& local)> commit;
+  // Registers of a host rank that the dataflow orders share one arena
+  // (runtime/memory_plan.h); off: every register has its own buffer.
+  bool plan_memory = true;
 };
 
 // A tensor of one rank: a fed input, a fetched value, a variable.

@@ -35,6 +35,7 @@ Maybe<std::unique_ptr<Session>> Session::Create(const OpGraph& graph,
   ro.timeout = options.timeout;
   ro.transactional = options.transactional;
   ro.trace_path = options.trace_path;
+  ro.plan_memory = options.plan_memory;
   OFL_ASSIGN_OR_RETURN(s->runtime_, Runtime::Create(s->plan_, std::move(ro)));
   for (const std::string& in : graph.input_names()) {
     OFL_ASSIGN_OR_RETURN(s->inputs_[in], graph.Desc(in));

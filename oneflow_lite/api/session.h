@@ -48,6 +48,8 @@ struct SessionOptions {
   // (RuntimeOptions::trace_path; one "X" event per task, named
   // "<op_type> '<op name>'"), for per-op profiles (bench/op_profile.py).
   std::string trace_path;
+  // Registers the dataflow orders share one arena (RuntimeOptions::plan_memory).
+  bool plan_memory = true;
 };
 
 class Program {

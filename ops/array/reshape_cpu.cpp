@@ -1,5 +1,7 @@
 // CPU kernel of reshape and flatten: the output holds the input's bytes in
-// the same order, so one memcpy serves every dtype and every shard.
+// the same order, so one memcpy serves every dtype and every shard; nothing
+// to copy when the runtime's memory plan made the output a view of the input
+// (runtime/memory_plan.h).
 #include <cstring>
 
 #include "ops/kernel.h"
@@ -13,7 +15,7 @@ void CopyBytesKernel(KernelContext& k) {
   Tensor& y = k.out(0);
   CHECK(x.numel() == y.numel() && x.dtype() == y.dtype())
       << k.op_name << ": " << x.shape() << " -> " << y.shape();
-  if (y.nbytes() > 0) std::memcpy(y.raw(), x.raw(), y.nbytes());
+  if (y.nbytes() > 0 && y.raw() != x.raw()) std::memcpy(y.raw(), x.raw(), y.nbytes());
 }
 
 OFL_REGISTER_KERNEL("reshape", DeviceType::kCPU, CopyBytesKernel);

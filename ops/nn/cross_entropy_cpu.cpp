@@ -3,14 +3,18 @@
 // ParallelFor runs over the rows. A label outside [0, C) fails the kernel
 // (ops/index_check.h) before any output is written. The row maximum of
 // log-sum-exp propagates NaN (a NaN logit makes its row's loss NaN).
+// float32 rows take their exps on 16 lanes (ops/vector_math.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "ops/index_check.h"
 #include "ops/kernel.h"
 #include "ops/nan_compare.h"
 #include "ops/parallel.h"
+#include "ops/vector_math.h"
 
 namespace ofl {
 
@@ -23,6 +27,13 @@ T LogSumExp(const T* row, int64_t classes) {
   T sum = 0;
   for (int64_t c = 0; c < classes; ++c) sum += std::exp(row[c] - max);
   return max + std::log(sum);
+}
+
+// float rows: the exps on 16 lanes (ops/vector_math.h), written to `scratch`
+// (a row of `classes`).
+float LogSumExpVec(const float* row, int64_t classes, float* scratch) {
+  const float max = vec::NanMaxOf(row, classes);
+  return max + std::log(vec::ExpShiftedSum(row, max, scratch, classes));
 }
 
 int64_t NumClasses(const Tensor& logits) { return logits.shape()[logits.shape().ndim() - 1]; }
@@ -42,9 +53,16 @@ void Forward(KernelContext& k) {
   ParallelFor(
       rows,
       [&](int64_t begin, int64_t end) {
+        std::vector<T> scratch(std::is_same_v<T, float> ? classes : 0);
         for (int64_t r = begin; r < end; ++r) {
           const T* row = logits + r * classes;
-          loss[r] = LogSumExp(row, classes) - row[static_cast<int64_t>(labels[r])];
+          T lse;
+          if constexpr (std::is_same_v<T, float>) {
+            lse = LogSumExpVec(row, classes, scratch.data());
+          } else {
+            lse = LogSumExp(row, classes);
+          }
+          loss[r] = lse - row[static_cast<int64_t>(labels[r])];
         }
       },
       std::max<int64_t>(1, kParallelGrain / classes));
@@ -69,8 +87,13 @@ void Backward(KernelContext& k) {
         for (int64_t r = begin; r < end; ++r) {
           const T* row = logits + r * classes;
           T* out = dlogits + r * classes;
-          const T lse = LogSumExp(row, classes);
-          for (int64_t c = 0; c < classes; ++c) out[c] = std::exp(row[c] - lse) * dy[r];
+          if constexpr (std::is_same_v<T, float>) {  // out is the scratch row, then exp(row - lse)
+            vec::ExpShiftedSum(row, LogSumExpVec(row, classes, out), out, classes);
+            for (int64_t c = 0; c < classes; ++c) out[c] *= dy[r];
+          } else {
+            const T lse = LogSumExp(row, classes);
+            for (int64_t c = 0; c < classes; ++c) out[c] = std::exp(row[c] - lse) * dy[r];
+          }
           out[static_cast<int64_t>(labels[r])] -= dy[r];
         }
       },

@@ -3,14 +3,17 @@
 // axis of length n; work is split into blocks of up to kBlock neighbouring
 // inner positions of one outer index, so the loops run over contiguous
 // memory whether the axis is last (inner = 1) or not, and ParallelFor runs
-// over the blocks.
+// over the blocks. float32 softmax and softmax_grad over the last axis take
+// a row path with a vectorised exp or dot product (ops/vector_math.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ops/kernel.h"
 #include "ops/nan_compare.h"
 #include "ops/parallel.h"
+#include "ops/vector_math.h"
 
 namespace ofl {
 
@@ -46,12 +49,31 @@ void ForEachBlock(const AxisView& v, F fn) {
       std::max<int64_t>(1, kParallelGrain / block_elems));
 }
 
+// float32 softmax over the last axis (inner = 1): one contiguous row at a
+// time, exp and its sum by ops/vector_math.h; rows split over ParallelFor.
+void SoftmaxLastAxis(const AxisView& v, const float* x, float* y) {
+  ParallelFor(
+      v.outer,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const float* xr = x + r * v.n;
+          float* yr = y + r * v.n;
+          const float scale = 1.0f / vec::ExpShiftedSum(xr, vec::NanMaxOf(xr, v.n), yr, v.n);
+          for (int64_t j = 0; j < v.n; ++j) yr[j] *= scale;
+        }
+      },
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, v.n)));
+}
+
 // log_output: y = x - max - log(sum) instead of exp(x - max) / sum.
 template <typename T>
 void SoftmaxForward(const Tensor& x_t, Tensor& y_t, int64_t axis, bool log_output) {
   const AxisView v = ViewAround(x_t.shape(), axis);
   const T* x = x_t.data<T>();
   T* y = y_t.data<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    if (v.inner == 1 && !log_output && v.n > 0) return SoftmaxLastAxis(v, x, y);
+  }
   ForEachBlock(v, [&](int64_t base, int64_t width) {
     T max[kBlock], sum[kBlock];
     std::fill(max, max + width, -std::numeric_limits<T>::infinity());
@@ -82,6 +104,21 @@ void SoftmaxForward(const Tensor& x_t, Tensor& y_t, int64_t axis, bool log_outpu
   });
 }
 
+// float32 softmax_grad over the last axis: dx = y * (dy - dot(dy, y)) row by
+// row, the dot product by ops/vector_math.h.
+void SoftmaxGradLastAxis(const AxisView& v, const float* y, const float* dy, float* dx) {
+  ParallelFor(
+      v.outer,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t o = r * v.n;
+          const float dot = vec::Dot(dy + o, y + o, v.n);
+          for (int64_t j = 0; j < v.n; ++j) dx[o + j] = y[o + j] * (dy[o + j] - dot);
+        }
+      },
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, v.n)));
+}
+
 // softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy).
 template <typename T>
 void SoftmaxBackward(const Tensor& y_t, const Tensor& dy_t, Tensor& dx_t, int64_t axis,
@@ -90,6 +127,9 @@ void SoftmaxBackward(const Tensor& y_t, const Tensor& dy_t, Tensor& dx_t, int64_
   const T* y = y_t.data<T>();
   const T* dy = dy_t.data<T>();
   T* dx = dx_t.data<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    if (v.inner == 1 && !log_output && v.n > 0) return SoftmaxGradLastAxis(v, y, dy, dx);
+  }
   ForEachBlock(v, [&](int64_t base, int64_t width) {
     T sum[kBlock];
     std::fill(sum, sum + width, T(0));

@@ -221,17 +221,19 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<Session>(m, "Session")
       .def(py::init([](const Program& p, int num_threads, int64_t timeout_ms, bool transactional,
-                       const std::string& trace_path) {
+                       const std::string& trace_path, bool plan_memory) {
              SessionOptions options;
              options.num_threads = num_threads;
              options.timeout = std::chrono::milliseconds(timeout_ms);
              options.transactional = transactional;
              options.trace_path = trace_path;
+             options.plan_memory = plan_memory;
              return Unwrap(Session::Create(p.graph(), options));
            }),
            py::arg("program"), py::arg("num_threads") = 0,
            py::arg("timeout_ms") = SessionOptions().timeout.count(),
-           py::arg("transactional") = true, py::arg("trace_path") = "")
+           py::arg("transactional") = true, py::arg("trace_path") = "",
+           py::arg("plan_memory") = true)
       .def("run",
            [](Session& s, const py::dict& feeds, const std::vector<std::string>& fetches) {
              std::map<std::string, Tensor> in;
@@ -256,7 +258,10 @@ PYBIND11_MODULE(_C, m) {
       .def("set_variable", [](Session& s, const std::string& name, const py::array& value) {
         ThrowIfError(s.SetVariable(name, TensorFromArray(value, "variable '" + name + "'")));
       })
-      .def("plan_bytes", [](const Session& s) { return py::bytes(s.plan().SerializeAsString()); });
+      .def("plan_bytes", [](const Session& s) { return py::bytes(s.plan().SerializeAsString()); })
+      .def("peak_bytes", &Session::peak_bytes,
+           "the device's peak allocated bytes since the session was created (registers, "
+           "their arena, the undo copy)");
 
   BindEager(m);
   BindDistributed(m);

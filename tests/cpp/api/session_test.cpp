@@ -76,7 +76,9 @@ TEST(SessionTest, RunsAndValidatesFeedsFetchesAndVariables) {
   ASSERT_EQ(out.size(), 2u);  // a fetch named twice comes twice, in buffers of its own
   EXPECT_FLOAT_EQ(out[1].data<float>()[1], 2.0f);
   EXPECT_NE(out[0].raw(), out[1].raw());
-  EXPECT_EQ(Session::Create(AddGraph(), {-1}).status().message(),
+  SessionOptions negative;
+  negative.num_threads = -1;
+  EXPECT_EQ(Session::Create(AddGraph(), negative).status().message(),
             "session: num_threads=-1 is negative");
 }
 

@@ -394,6 +394,10 @@ BIAS = [
            attrs={"axis": 0}, forward=_bias_fwd, backward=_bias_bwd),
     OpCase(id="bias_add_axis0", op="bias_add", make_inputs=_normal((3, 2, 2), (3,)),
            attrs={"axis": 0}, forward=_bias_fwd, backward=_bias_bwd),
+    # An empty axis after the bias axis (no element at all: nothing to add, no
+    # division by the empty row length).
+    OpCase(id="bias_add_empty_inner", op="bias_add", make_inputs=_normal((2, 3, 0), (3,)),
+           attrs={"axis": 1}, forward=_bias_fwd, backward=_bias_bwd),
 ]
 
 

@@ -475,6 +475,8 @@ CASES = (
     + _softmax_rows("softmax", (3, 5), -1, "last")
     + _softmax_rows("softmax", (4, 3, 2), 1, "middle")
     + _softmax_rows("softmax", (300, 130), 0, "large")     # 3 blocks of inner positions
+    # rows of 8 full 16-lane vectors and a masked tail, in 2 chunks of rows
+    + _softmax_rows("softmax", (300, 130), -1, "large_last")
     + _softmax_rows("log_softmax", (3, 5), -1, "last")
     + _softmax_rows("log_softmax", (2, 3, 4), 0, "first")
     + _softmax_rows("log_softmax", (400, 90), 1, "large")  # 400 rows in parallel

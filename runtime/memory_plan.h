@@ -1,0 +1,67 @@
+// Memory planning of registers: which registers of one rank may share bytes
+// of one arena, and at which offsets. Runtime::Create (runtime.cpp) then
+// allocates one arena per host rank through the rank's Allocator and makes
+// each planned register's slot a view into it; every other register keeps a
+// buffer of its own. Nothing is allocated per step either way.
+//
+// Soundness rule. Actors run in no fixed order: an act may start as soon as
+// its inputs are ready and its outputs free, also in the next iteration
+// while the last one is still running. So two registers A and B share bytes
+// only when the dataflow itself orders them, in this sense:
+//   every reader of A (its producer, when it has none) at iteration i acts
+//   before the producer of B at iteration i, and every reader of B at
+//   iteration i acts before the producer of A at iteration i + 1
+// (or the same with A and B swapped). "Acts before" is a path in the
+// happens-before graph of two consecutive iterations, built from what the
+// handshake enforces: producer(i) -> consumer(i) for every data and ctrl
+// register; consumer(i) -> producer(i + 1) for a register of one slot (its
+// slot must be freed before it is written again); task(i) -> task(i + 1).
+// A task that reads A while it writes B keeps them apart (no path from a
+// task to itself).
+//
+// Planned registers: non-persistent, non-control, one slot, period 1, some
+// bytes, on `rank`, written by a COMPUTE or SOURCE task and read only by
+// COMPUTE or SINK tasks, all of `rank` and all of period 1. Everything else
+// (variables, multi-slot registers of pipelines, micro-batch registers,
+// boxing buffers that communicators reach from other ranks) is left out. A
+// plan whose task graph has a cycle, or with any period above 1, gets no
+// arena at all. The caller plans only ranks whose device is host memory
+// (an act there has finished when it returns; a device stream's kernels may
+// still run).
+//
+// Views: the output y of a reshape or flatten task takes the very bytes of
+// its input x (the kernel then copies nothing) when both are planned, no
+// reader of either may write its inputs (no mutable input), and every
+// reader of y in iteration i acts before x's producer in iteration i + 1;
+// x and y then count as one register whose readers are both's.
+//
+// Placement: registers by decreasing size (ties by id), each at the lowest
+// 64-byte aligned offset that overlaps no placed register it may not share
+// with. When the arena would not be smaller than the planned registers'
+// own buffers (nothing shares, and the alignment only adds bytes), the plan
+// is empty. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+
+namespace ofl {
+
+struct MemoryPlan {
+  static constexpr int64_t kAlignment = 64;
+  int64_t arena_bytes = 0;
+  // By register id: the byte offset of its one slot in the arena, or -1
+  // when the register is not planned (it gets its own buffer).
+  std::vector<int64_t> offset;
+  // The bytes of the planned registers laid end to end (what they would
+  // take without sharing, each rounded up to kAlignment).
+  int64_t unshared_bytes = 0;
+};
+
+// `producer[r]`: the task that writes register r (CheckPlan's answer).
+MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
+                              const std::vector<int64_t>& producer);
+
+}  // namespace ofl
