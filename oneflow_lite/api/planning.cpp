@@ -78,7 +78,8 @@ Maybe<std::shared_ptr<const CostModel>> BuildPlanModel(const OpGraph& graph,
                                                        const PlanRequest& request) {
   OFL_ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFrom(request));
   OFL_ASSIGN_OR_RETURN(Strategy placements, PlacementsFor(graph, placement, options));
-  return BuildCostModel(graph, placements, cluster, options.cost);
+  return BuildCostModel(graph, placements, cluster,
+                        ArrivalsFromPins(graph, options.cost, options.pinned));
 }
 
 std::vector<std::string> PlanSearchers() { return SearcherNames(); }
@@ -95,6 +96,11 @@ Maybe<Cluster> FindCluster(const std::string& name) {
   for (const std::string& n : Cluster::PresetNames()) names += (names.empty() ? "" : ", ") + n;
   return InvalidArgument("cluster '", name, "' is neither a preset (", names,
                          ") nor a readable file");
+}
+
+Maybe<StepEstimate> EstimatePlannedStep(const PlannedStrategy& planned) {
+  OFL_ENSURE(planned.model != nullptr, "planning: the planned strategy has no cost model");
+  return EstimateStep(*planned.model, planned.solution.choice);
 }
 
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "graph/auto_parallel.h"
+#include "graph/cost_model_buckets.h"
 #include "graph/strategy_diff.h"
 #include "graph/strategy_report.h"
 
@@ -68,6 +69,10 @@ std::vector<std::string> ClusterPresets();
 // Global rank -> bytes it sends in one step (all micro-batches) under the
 // planned choice. Errors: a boxing that cannot be planned (a bug upstream).
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned);
+
+// The full step-time model of a planned strategy (graph/cost_model_buckets.h:
+// gradient buckets in order of readiness, overlapped with backward).
+Maybe<StepEstimate> EstimatePlannedStep(const PlannedStrategy& planned);
 
 Maybe<StrategyReport> ReportPlanned(const OpGraph& graph, const PlannedStrategy& planned);
 

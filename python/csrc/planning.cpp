@@ -92,6 +92,35 @@ py::dict StatsDict(const PlannedStrategy& p) {
   return d;
 }
 
+// cost_model_buckets.h's StepEstimate as a dict (buckets as a list of dicts).
+py::dict StepEstimateDict(const StepEstimate& e) {
+  py::dict d;
+  d["total_s"] = e.total_s;
+  d["compute_s"] = e.compute_s;
+  d["transfer_s"] = e.transfer_s;
+  d["backward_s"] = e.backward_s;
+  d["gradient_s"] = e.gradient_s;
+  d["exposed_gradient_s"] = e.exposed_gradient_s;
+  d["proxy_total_s"] = e.proxy_total_s;
+  py::list buckets;
+  for (const GradientBucket& b : e.buckets) {
+    py::dict bd;
+    bd["collective"] = b.collective;
+    bd["hierarchy_axis"] = b.hierarchy_axis;
+    bd["group_size"] = b.group_size;
+    bd["level"] = b.level;
+    bd["buffer_bytes"] = b.buffer_bytes;
+    bd["sent_bytes"] = b.sent_bytes;
+    bd["gradients"] = b.gradients;
+    bd["ready_s"] = b.ready_s;
+    bd["start_s"] = b.start_s;
+    bd["seconds"] = b.seconds;
+    buckets.append(bd);
+  }
+  d["buckets"] = buckets;
+  return d;
+}
+
 // A cost model with the graph it was built for, reusable across searchers.
 struct PyModel {
   std::shared_ptr<const OpGraph> graph;
@@ -251,6 +280,13 @@ void BindPlanning(py::module_& m) {
       .def("__str__", [](const StrategyDiff& d) { return d.ToText(); });
 
   py::class_<PyPlanned>(m, "PlannedStrategy")
+      .def_property_readonly(
+          "step_estimate",
+          [](const PyPlanned& p) {
+            return StepEstimateDict(Unwrap(EstimatePlannedStep(p.planned)));
+          },
+          "the full model of the chosen plan: gradient buckets in order of readiness, "
+          "overlapped with backward (graph/cost_model_buckets.h)")
       .def_property_readonly("searcher", [](const PyPlanned& p) { return p.planned.searcher; })
       .def_property_readonly("strategy",
                              [](const PyPlanned& p) { return StrategyDict(p.planned.strategy); })
