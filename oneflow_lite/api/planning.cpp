@@ -27,6 +27,12 @@ Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& r) {
                "plan: memory_limit=0 (bytes per device; None: the cluster's, -1: no limit)");
     options.cost.memory_limit_bytes = *r.memory_limit < 0 ? kNoMemoryLimit : *r.memory_limit;
   }
+  if (r.gradient_bucket_bytes) {
+    OFL_ENSURE(*r.gradient_bucket_bytes >= 0, "plan: gradient_bucket_bytes=",
+               *r.gradient_bucket_bytes, " (needs >= 0; 0: no bucketing)");
+    options.cost.gradient_bucket_bytes = *r.gradient_bucket_bytes;
+  }
+  options.cost.overlap_gradients = r.overlap_gradients;
   if (r.exact_time_budget) options.exact.time_budget_seconds = *r.exact_time_budget;
   if (r.exact_max_table_entries) {
     OFL_ENSURE(*r.exact_max_table_entries >= 1,

@@ -39,6 +39,8 @@ struct PlanRequest {
   int autoddl_random_starts = 0;
   bool exact_starts_from_autoddl = true;
   std::optional<double> optimality_cap;  // seconds; unset: the distance is not measured
+  std::optional<int64_t> gradient_bucket_bytes;  // unset: CostOptions' default (25 MiB)
+  bool overlap_gradients = true;
 };
 Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& request);
 

@@ -337,11 +337,12 @@ void BindPlanning(py::module_& m) {
          const std::optional<std::vector<int64_t>>& ranks,
          const std::optional<double>& exact_time_budget_s,
          const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
-         const std::optional<double>& optimality_cap_s) {
+         const std::optional<double>& optimality_cap_s,
+         const std::optional<int64_t>& gradient_bucket_bytes, bool overlap_gradients) {
         PlanRequest a{searcher, pinned, micro_batches, compute_dtype, bytes_per_parameter,
                       memory_limit, exact_time_budget_s, exact_max_table_entries,
                       autoddl_random_starts, /*exact_starts_from_autoddl=*/true,
-                      optimality_cap_s};
+                      optimality_cap_s, gradient_bucket_bytes, overlap_gradients};
         return Plan(program, hierarchy, cluster, a, ranks);
       },
       py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
@@ -351,8 +352,11 @@ void BindPlanning(py::module_& m) {
       py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
       py::arg("exact_time_budget_s") = py::none(), py::arg("exact_max_table_entries") = py::none(),
       py::arg("autoddl_random_starts") = 0, py::arg("optimality_cap_s") = py::none(),
+      py::arg("gradient_bucket_bytes") = py::none(), py::arg("overlap_gradients") = true,
       "Plans a strategy for `program` on a mesh `hierarchy` of `cluster` (a Cluster, a preset "
       "name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none. "
+      "gradient_bucket_bytes: gradient collectives fuse into buckets of this size (None: "
+      "25 MiB, 0: none); overlap_gradients: they overlap the rest of backward. "
       "optimality_cap_s: exact then runs from the plan for at most that long and "
       "stats['optimality'] (and the report) give its distance to the optimum or a bound.");
 
@@ -404,8 +408,11 @@ void BindPlanning(py::module_& m) {
          int64_t micro_batches, const std::optional<std::string>& compute_dtype,
          const std::optional<double>& bytes_per_parameter,
          const std::optional<int64_t>& memory_limit,
-         const std::optional<std::vector<int64_t>>& ranks) {
+         const std::optional<std::vector<int64_t>>& ranks,
+         const std::optional<int64_t>& gradient_bucket_bytes, bool overlap_gradients) {
         PlanRequest a;
+        a.gradient_bucket_bytes = gradient_bucket_bytes;
+        a.overlap_gradients = overlap_gradients;
         a.micro_batches = micro_batches;
         a.compute_dtype = compute_dtype;
         a.bytes_per_parameter = bytes_per_parameter;
@@ -423,7 +430,9 @@ void BindPlanning(py::module_& m) {
       py::arg("program"), py::arg("hierarchy"), py::arg("cluster"), py::arg("micro_batches") = 1,
       py::arg("compute_dtype") = py::none(), py::arg("bytes_per_parameter") = py::none(),
       py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
-      "builds the cost model once, to plan with several searchers (CostModel.plan)");
+      py::arg("gradient_bucket_bytes") = py::none(), py::arg("overlap_gradients") = true,
+      "builds the cost model once, to plan with several searchers (CostModel.plan); "
+      "gradient_bucket_bytes and overlap_gradients as in plan()");
   m.def(
       "load_strategy",
       [](const std::string& path) {
