@@ -248,9 +248,11 @@ Maybe<EdgeMatrixPtr> Builder::Matrix(const CostEdgeInfo& edge, const CostNodeInf
   const int to_pl = PlacementId(consumer.placement);
   std::vector<int64_t> key_desc = edge.desc.shape.dims();
   key_desc.push_back(static_cast<int64_t>(edge.desc.dtype));
+  // Gradient edges key on their discounts (identical layers share them);
+  // {-1} marks every other edge (a discount is never negative).
   const bool gradient = overlap != nullptr;
   MatrixKey key{key_desc,         from_pl, to_pl, intern(produced), intern(wanted), edge.multiplier,
-                gradient ? *overlap : std::vector<double>{gradient ? 0.0 : -1.0}};
+                gradient ? *overlap : std::vector<double>{-1.0}};
   auto it = matrix_cache_.find(key);
   if (it != matrix_cache_.end()) return it->second;
   std::vector<double> seconds(static_cast<size_t>(rows) * cols);
