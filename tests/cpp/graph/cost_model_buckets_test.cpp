@@ -10,6 +10,7 @@
 
 #include "graph/auto_parallel.h"
 #include "graph/cost_model_internal.h"
+#include "graph/strategy_report.h"
 #include "model_makers.h"
 
 namespace ofl {
@@ -104,6 +105,16 @@ TEST(GradientBucketTest, FullModelFillsBucketsInOrderOfReadiness) {
   EXPECT_GE(over.exposed_gradient_s, over.buckets[1].seconds - 1e-15);
   EXPECT_LT(over.exposed_gradient_s, est.exposed_gradient_s);
   ExpectNear(over.total_s, over.compute_s + over.transfer_s + over.exposed_gradient_s);
+
+  // The report prices the plan with the full model too.
+  const std::vector<int> choice = DataParallel(g, model);
+  const StrategyReport r =
+      ReportStrategy(g, *model, model->graph().Evaluate(choice).value()).value();
+  ExpectNear(r.full_seconds, over.total_s);
+  EXPECT_EQ(r.gradient_buckets, 2);
+  ExpectNear(r.exposed_gradient_seconds, over.exposed_gradient_s);
+  EXPECT_NE(r.ToText().find("2 bucket(s)"), std::string::npos) << r.ToText();
+  EXPECT_NE(r.ToJson().find("\"gradient_buckets\": 2"), std::string::npos);
 }
 
 TEST(InputArrivalTest, FeedingCostsTheSliceAndWhatTheArrivalLacks) {
