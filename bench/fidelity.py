@@ -129,6 +129,7 @@ def run_one(name: str, cluster_path: str, threads: int, warmup: int, steps: int)
             "predicted_bytes": [int(predicted.get(r, 0)) for r in ranks],
             "measured_bytes": [int(after.get(r, 0) - before.get(r, 0)) for r in ranks],
             "first_loss": losses[0], "peak_bytes": list(session.peak_bytes()),
+            "predicted_memory_bytes": planned.stats["memory_bytes"],
             "compute_s": planned.stats["compute_s"],
             "communication_s": planned.stats["communication_s"]}
 
