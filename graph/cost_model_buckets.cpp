@@ -2,8 +2,9 @@
 #include "graph/cost_model_buckets.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
-#include <numeric>
+#include <tuple>
 #include <utility>
 
 #include "graph/cost_model_internal.h"
