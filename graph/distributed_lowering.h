@@ -35,6 +35,14 @@ namespace ofl {
 struct LoweringOptions {
   int64_t num_slots = 2;     // slots of non-persistent registers: 2 overlaps iterations
   int64_t micro_batches = 1;  // k: iterations (micro-batches) per optimizer step
+  // > 0: gradients whose boxing only sums P axes into B (data-parallel
+  // gradients) are fused, in the order their producers run, into buckets of
+  // up to this many bytes per rank: per rank a reshape to 1-D and a concat
+  // into one register, one all-reduce of it (boxing as any tensor), then a
+  // slice and reshape back per gradient. Each bucket's all-reduce acts as
+  // soon as its last gradient is ready, on the boxing stream, while backward
+  // goes on. 0: each gradient boxed alone.
+  int64_t gradient_bucket_bytes = 0;
 };
 
 constexpr int64_t kStepBoxingStream = 2;  // boxing of once-per-step tensors
