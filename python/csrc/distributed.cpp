@@ -112,7 +112,8 @@ void BindDistributed(py::module_& m) {
                        const std::vector<int64_t>& hierarchy, const py::dict& strategy,
                        const std::vector<std::string>& fetches, int num_threads,
                        int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
-                       int64_t micro_batches, bool transactional, bool local_feeds) {
+                       int64_t micro_batches, bool transactional, bool local_feeds,
+                       int64_t gradient_bucket_bytes) {
              Placement placement = MakePlacement(ranks, hierarchy);
              Strategy s = Unwrap(MakeStrategy(program.graph(), placement, SpecFrom(strategy)));
              DistributedOptions options;
@@ -123,6 +124,7 @@ void BindDistributed(py::module_& m) {
              options.micro_batches = micro_batches;
              options.transactional = transactional;
              options.local_feeds = local_feeds;
+             options.gradient_bucket_bytes = gradient_bucket_bytes;
              options.world = Unwrap(WorldFromEnvironment());
              py::gil_scoped_release release;  // the processes meet (rendezvous) here
              return Unwrap(DistributedSession::Create(program.graph(), s, fetches, options));
@@ -131,7 +133,8 @@ void BindDistributed(py::module_& m) {
            py::arg("strategy") = py::dict(), py::arg("fetches") = std::vector<std::string>{},
            py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000,
            py::arg("trace_path") = "", py::arg("num_slots") = 2, py::arg("micro_batches") = 1,
-           py::arg("transactional") = true, py::arg("local_feeds") = false)
+           py::arg("transactional") = true, py::arg("local_feeds") = false,
+           py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes)
       .def("run",
            [](DistributedSession& s, const py::object& feeds,
               const std::vector<std::string>& fetches) -> py::object {
