@@ -6,6 +6,7 @@
 
 #include "graph/boxing.h"
 #include "graph/boxing_tasks.h"
+#include "graph/gradient_buckets.h"
 #include "graph/plan_builder.h"
 #include "oneflow_lite/core/slicing.h"
 
@@ -164,103 +165,41 @@ class Lowerer {
     return out;
   }
 
-  // A gradient an update reads that only needs its P axes summed (every
-  // axis P or B, wanted B everywhere) on the update's placement.
-  struct Fusable {
-    std::string key;  // its (accumulated) layout
-    NdSbp want;
-    std::string group;  // placement, NdSbps, dtype, period: who may share a bucket
-  };
-
-  std::vector<std::pair<int, Fusable>> FusableGradients() {
-    std::map<std::string, int> producer_index;
-    for (size_t k = 0; k < graph_.ops().size(); ++k) {
-      for (const std::string& o : graph_.ops()[k].outputs) producer_index[o] = static_cast<int>(k);
-    }
-    std::vector<std::pair<int, Fusable>> out;
-    std::set<std::string> seen;
-    for (const OpNode& node : graph_.ops()) {
-      if (!HasMutableInput(node)) continue;
-      const OpDef* def = OpRegistry::Find(node.type).value();
-      const NdSbpSignature& sig = strategy_.signature(node.name);
-      const Placement& placement = strategy_.PlacementOf(node.name);
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        auto producer = producer_index.find(node.inputs[i]);
-        if (def->is_mutable_input(static_cast<int>(i)) || producer == producer_index.end() ||
-            layouts_.count(node.inputs[i]) == 0) {
-          continue;
-        }
-        const Layout& have = layouts_.at(node.inputs[i]);
-        const TensorDesc desc = graph_.Desc(have.tensor).value();
-        bool partial = false, fusable = have.placement == placement && IsFloating(desc.dtype);
-        for (int64_t a = 0; a < have.sbp.size() && fusable; ++a) {
-          partial = partial || have.sbp[a].is_partial_sum();
-          fusable = !have.sbp[a].is_split() && sig.inputs[i][a].is_broadcast();
-        }
-        const std::string group = placement.ToString() + have.sbp.ToString() +
-                                  sig.inputs[i].ToString() + DataTypeName(desc.dtype);
-        if (!fusable || !partial || !seen.insert(node.inputs[i] + group).second) continue;
-        out.push_back({producer->second, {node.inputs[i], sig.inputs[i], group}});
-      }
-    }
-    std::stable_sort(out.begin(), out.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    return out;
-  }
-
-  // Fuses the gradients' all-reduces into buckets of at most
-  // options_.gradient_bucket_bytes, in order of readiness (graph order of
-  // their producers); see distributed_lowering.h.
+  // Fuses data-parallel gradients' all-reduces into buckets
+  // (gradient_buckets.h); see distributed_lowering.h.
   Status BucketGradients() {
-    if (options_.gradient_bucket_bytes <= 0) return Status::OK();
-    std::map<std::string, std::vector<Fusable>> open;  // group -> members
-    std::map<std::string, int64_t> open_bytes;
-    int buckets = 0;
-    auto close = [&](const std::string& group) -> Status {
-      std::vector<Fusable> members = std::move(open[group]);
-      open.erase(group);
-      open_bytes.erase(group);
-      if (members.size() >= 2) return EmitBucket(members, "bucket" + std::to_string(buckets++));
-      return Status::OK();
-    };
-    for (auto& [index, f] : FusableGradients()) {
-      std::string key = f.key;
-      if (layouts_.at(key).period < StepPeriod()) key = Accumulated(key);
-      f.key = key;
-      const TensorDesc desc = graph_.Desc(layouts_.at(key).tensor).value();
-      open[f.group].push_back(f);
-      open_bytes[f.group] += desc.shape.NumElements() * SizeOf(desc.dtype);
-      if (open_bytes[f.group] >= options_.gradient_bucket_bytes) {
-        OFL_RETURN_IF_ERROR(close(f.group));
+    const auto buckets =
+        PlanGradientBuckets(graph_, strategy_, options_.gradient_bucket_bytes);
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      std::vector<std::string> keys;
+      for (const std::string& t : buckets[b].tensors) {
+        keys.push_back(layouts_.at(t).period < StepPeriod() ? Accumulated(t) : t);
       }
+      OFL_RETURN_IF_ERROR(EmitBucket(buckets[b], keys, "bucket" + std::to_string(b)));
     }
-    while (!open.empty()) OFL_RETURN_IF_ERROR(close(open.begin()->first));
     return Status::OK();
   }
 
   // One bucket: per rank, each member flattened and concatenated into one
   // [N] register, one boxing of that (the all-reduce), then each member
   // sliced back out in its shape; consumers of a member's boxing get those.
-  Status EmitBucket(const std::vector<Fusable>& members, const std::string& name) {
-    const Layout& first = layouts_.at(members[0].key);
+  Status EmitBucket(const FusedGradients& bucket, const std::vector<std::string>& keys,
+                    const std::string& name) {
+    const Layout& first = layouts_.at(keys[0]);
     const Placement& placement = first.placement;
     const int64_t period = first.period;
-    const DataType dtype = graph_.Desc(first.tensor).value().dtype;
-    std::vector<int64_t> sizes;
-    int64_t total = 0;
-    for (const Fusable& m : members) {
-      sizes.push_back(graph_.Desc(layouts_.at(m.key).tensor).value().shape.NumElements());
-      total += sizes.back();
-    }
+    const DataType dtype = bucket.dtype;
+    const std::vector<int64_t>& sizes = bucket.elements;
+    const int64_t total = bucket.total_elements;
     const int first_task = builder_.plan().tasks_size();
     std::vector<int64_t> fused;
     for (size_t i = 0; i < placement.ranks().size(); ++i) {
       const int64_t rank = placement.ranks()[i];
       std::vector<int64_t> flat;
-      for (size_t j = 0; j < members.size(); ++j) {
+      for (size_t j = 0; j < keys.size(); ++j) {
         flat.push_back(AddLocalOp(name + "/flatten" + std::to_string(j), "reshape",
                                   AttrMap({{"shape", std::vector<int64_t>{sizes[j]}}}), rank,
-                                  {layouts_.at(members[j].key).registers[i]},
+                                  {layouts_.at(keys[j]).registers[i]},
                                   {Shape{sizes[j]}, dtype}));
       }
       const int64_t reg = AddLocalOp(name + "/concat", "concat",
@@ -269,19 +208,19 @@ class Lowerer {
       proto::RegisterDesc* r = builder_.mutable_register(reg);
       r->mutable_logical_shape()->add_dims(total);
       r->add_logical_offset(0);
-      r->set_nd_sbp(first.sbp.ToString());
+      r->set_nd_sbp(bucket.from.ToString());
       fused.push_back(reg);
     }
     SetStepRate(first_task, period);
-    OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxing({Shape{total}, dtype}, placement, first.sbp,
-                                                     placement, members[0].want, name));
+    OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxing({Shape{total}, dtype}, placement, bucket.from,
+                                                     placement, bucket.to, name));
     const int boxing_task = builder_.plan().tasks_size();
     std::vector<int64_t> reduced = EmitBoxing(plan, name, fused, &builder_, options_.num_slots);
     SetStepRate(boxing_task, period);
     const int split_task = builder_.plan().tasks_size();
     int64_t offset = 0;
-    for (size_t j = 0; j < members.size(); ++j) {
-      const Layout& member = layouts_.at(members[j].key);
+    for (size_t j = 0; j < keys.size(); ++j) {
+      const Layout& member = layouts_.at(keys[j]);
       std::vector<int64_t> regs;
       for (size_t i = 0; i < placement.ranks().size(); ++i) {
         const int64_t rank = placement.ranks()[i];
@@ -299,11 +238,11 @@ class Lowerer {
         proto::RegisterDesc* r = builder_.mutable_register(out);
         for (int64_t d : desc.shape.dims()) r->mutable_logical_shape()->add_dims(d);
         for (int64_t d = 0; d < desc.shape.ndim(); ++d) r->add_logical_offset(0);
-        r->set_nd_sbp(members[j].want.ToString());
+        r->set_nd_sbp(bucket.to.ToString());
         regs.push_back(out);
       }
       offset += sizes[j];
-      boxed_[{members[j].key, placement.ToString() + " " + members[j].want.ToString()}] = regs;
+      boxed_[{keys[j], placement.ToString() + " " + bucket.to.ToString()}] = regs;
     }
     SetStepRate(split_task, period);
     return Status::OK();

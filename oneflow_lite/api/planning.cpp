@@ -110,9 +110,30 @@ Maybe<StepEstimate> EstimatePlannedStep(const PlannedStrategy& planned) {
 }
 
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned) {
+  return PredictedBytesSent(planned, OpGraph(), 0);
+}
+
+Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned,
+                                                     const OpGraph& graph,
+                                                     int64_t gradient_bucket_bytes) {
   OFL_ENSURE(planned.model != nullptr, "planned strategy '", planned.searcher,
              "' has no cost model");
   const CostModel& model = *planned.model;
+  // Fused gradients: one all-reduce of each bucket's concatenation.
+  std::set<std::string> fused;
+  std::map<int64_t, int64_t> bucket_bytes;
+  for (const FusedGradients& b : PlanGradientBuckets(graph, planned.strategy,
+                                                     gradient_bucket_bytes)) {
+    for (const std::string& t : b.tensors) {
+      fused.insert(t + "|" + b.placement.ToString() + "|" + b.to.ToString());
+    }
+    OFL_ASSIGN_OR_RETURN(BoxingPlan plan,
+                         PlanBoxingBytes({Shape{b.total_elements}, b.dtype}, b.placement, b.from,
+                                         b.placement, b.to, "gradient bucket"));
+    for (const auto& [rank, sent] : plan.bytes_sent) {
+      bucket_bytes[rank] = SaturatingAdd(bucket_bytes[rank], sent);
+    }
+  }
   const std::vector<int>& choice = planned.solution.choice;
   std::map<int64_t, int64_t> bytes;
   for (int64_t rank : model.placements().placement().ranks()) bytes[rank] = 0;
@@ -129,15 +150,14 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
         model.nodes()[info.producer].placement == to) {
       continue;
     }
-    if (!boxed.insert(info.tensor + "|" + to.ToString() + "|" + model.WantedSbp(e, cc).ToString())
-             .second) {
-      continue;
-    }
+    const std::string key = info.tensor + "|" + to.ToString() + "|" + model.WantedSbp(e, cc).ToString();
+    if (fused.count(key) > 0 || !boxed.insert(key).second) continue;
     OFL_ASSIGN_OR_RETURN(std::shared_ptr<const BoxingPlan> plan, model.EdgeBoxing(e, pc, cc));
     for (const auto& [rank, sent] : plan->bytes_sent) {  // saturating, as the plan's bytes
       bytes[rank] = SaturatingAdd(bytes[rank], SaturatingMul(sent, info.multiplier));
     }
   }
+  for (const auto& [rank, sent] : bucket_bytes) bytes[rank] = SaturatingAdd(bytes[rank], sent);
   return bytes;
 }
 

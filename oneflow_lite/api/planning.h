@@ -20,6 +20,7 @@
 
 #include "graph/auto_parallel.h"
 #include "graph/cost_model_buckets.h"
+#include "graph/gradient_buckets.h"
 #include "graph/strategy_diff.h"
 #include "graph/strategy_report.h"
 
@@ -71,6 +72,12 @@ std::vector<std::string> ClusterPresets();
 // Global rank -> bytes it sends in one step (all micro-batches) under the
 // planned choice. Errors: a boxing that cannot be planned (a bug upstream).
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned);
+// The same for a session that fuses gradients into buckets of
+// `gradient_bucket_bytes` (graph/gradient_buckets.h): each bucket counted as
+// one all-reduce of its concatenation, its gradients not on their own.
+Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned,
+                                                     const OpGraph& graph,
+                                                     int64_t gradient_bucket_bytes);
 
 // The full step-time model of a planned strategy (graph/cost_model_buckets.h:
 // gradient buckets in order of readiness, overlapped with backward).

@@ -14,6 +14,7 @@
 
 #include "convert.h"
 #include "oneflow_lite/api/calibrate.h"
+#include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/planning.h"
 #include "oneflow_lite/api/session.h"
 
@@ -293,7 +294,20 @@ void BindPlanning(py::module_& m) {
       .def_property_readonly("predicted_step_s",
                              [](const PyPlanned& p) { return p.planned.solution.total_seconds; })
       .def_property_readonly("predicted_bytes",
-                             [](const PyPlanned& p) { return Unwrap(PredictedBytesSent(p.planned)); })
+                             [](const PyPlanned& p) {
+                               return Unwrap(PredictedBytesSent(
+                                   p.planned, *p.graph, DistributedOptions{}.gradient_bucket_bytes));
+                             },
+                             "per rank, the bytes a DistributedSession with its default "
+                             "gradient buckets sends in one step")
+      .def(
+          "predicted_bytes_with_buckets",
+          [](const PyPlanned& p, int64_t gradient_bucket_bytes) {
+            return Unwrap(PredictedBytesSent(p.planned, *p.graph, gradient_bucket_bytes));
+          },
+          py::arg("gradient_bucket_bytes"),
+          "per rank, the bytes sent in one step by a session with these gradient buckets "
+          "(0: none)")
       .def_property_readonly("stats", [](const PyPlanned& p) { return StatsDict(p.planned); })
       .def_property_readonly(
           "choice", [](const PyPlanned& p) { return p.planned.solution.choice; },

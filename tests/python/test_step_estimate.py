@@ -77,3 +77,32 @@ def test_overlap_hides_gradients_behind_backward():
 def test_bad_bucket_size_is_named():
     with pytest.raises(ValueError, match="gradient_bucket_bytes=-1"):
         _C.plan(_mlp(), [4], CLUSTER, "data_parallel", gradient_bucket_bytes=-1)
+
+
+def test_bucketed_bytes_predicted_equal_measured():
+    """A data-parallel MLP whose gradients (5 x 7, 7, 7 x 3, 3 floats) do not
+    divide by the group of 3: fused, the ring chunks their concatenation,
+    not each; the planner's count follows the session's buckets exactly."""
+    import oneflow_lite as flow
+    from oneflow_lite.models import MLPConfig, trace_loss
+
+    flow.manual_seed(3)
+    model = flow.models.create("mlp", MLPConfig(in_features=5, hidden=(7,), num_classes=3))
+    g = trace_loss(model, 6)
+    g.builder.minimize(g.loss, "sgd", lr=0.1)
+    planned = _C.plan(g.program, [3], CLUSTER, "data_parallel")
+    rng = np.random.default_rng(0)
+    feeds = {g.data: rng.standard_normal((6, 5)).astype(np.float32),
+             g.labels: rng.integers(0, 3, size=(6,))}
+    sent = {}
+    for bucket in (0, 1 << 20):
+        session = _C.DistributedSession(g.program, [0, 1, 2], [3], planned.strategy, [g.loss],
+                                        num_threads=1, gradient_bucket_bytes=bucket)
+        session.run(feeds, [g.loss])
+        before = dict(session.bytes_sent())
+        session.run(feeds, [g.loss])
+        after = dict(session.bytes_sent())
+        sent[bucket] = {r: after[r] - before.get(r, 0) for r in after}
+        assert sent[bucket] == dict(planned.predicted_bytes_with_buckets(bucket)), bucket
+    assert sent[0] != sent[1 << 20]  # the fused ring really chunks differently
+    assert dict(planned.predicted_bytes) == sent[1 << 20]  # the session's default: 25 MiB
