@@ -21,7 +21,9 @@
 // gradient is boxed once per step; boxing of step-rate tensors runs on its
 // own stream (kStepBoxingStream) because one stream's boxing acts in one
 // cycle. In-place ctrl edges get period k: a micro-rate reader signals the
-// update after its k-th micro-batch of the step. Pure function.
+// update after its k-th micro-batch of the step. Gradient buckets
+// (options.gradient_bucket_bytes, gradient_buckets.h): data-parallel
+// gradients' all-reduces fused, one per bucket. Pure function.
 #pragma once
 
 #include <string>
