@@ -499,7 +499,9 @@ Maybe<PlannedStrategy> PlanStrategy(const OpGraph& graph, const Placement& place
     return PlanWithModel(graph, nullptr, options);  // the unknown-searcher error
   }
   OFL_ASSIGN_OR_RETURN(Strategy placements, PlacementsFor(graph, placement, options));
-  OFL_ASSIGN_OR_RETURN(auto model, BuildCostModel(graph, placements, cluster, options.cost));
+  OFL_ASSIGN_OR_RETURN(auto model,
+                       BuildCostModel(graph, placements, cluster,
+                                      ArrivalsFromPins(graph, options.cost, options.pinned)));
   return PlanWithModel(graph, std::move(model), options);
 }
 

@@ -180,6 +180,22 @@ Maybe<std::vector<int>> CostModel::ChoiceOf(const Strategy& strategy) const {
   return choice;
 }
 
+CostOptions ArrivalsFromPins(const OpGraph& graph, CostOptions options,
+                             const std::map<std::string, NdSbp>& pinned) {
+  for (const std::string& input : graph.input_names()) {
+    auto it = pinned.find(input);
+    if (it == pinned.end()) continue;
+    const NdSbp& s = it->second;
+    bool values = true;  // a pin no input can take is the planner's error to give
+    for (const Sbp& a : s.axes()) {
+      values = values && !a.is_partial_sum() &&
+               (!a.is_split() || a.axis() < graph.Desc(input).value().shape.ndim());
+    }
+    if (values) options.input_arrival.emplace(input, s);
+  }
+  return options;
+}
+
 Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
                                                        const Strategy& placements,
                                                        const Cluster& cluster,
@@ -192,6 +208,13 @@ Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
   OFL_ENSURE(options.memory_limit_bytes >= 0,
              "cost model: memory_limit_bytes=", options.memory_limit_bytes, " is negative");
   OFL_ENSURE(placements.placement().size() > 0, "cost model: the strategy has no placement");
+  OFL_ENSURE(options.gradient_bucket_bytes >= 0,
+             "cost model: gradient_bucket_bytes=", options.gradient_bucket_bytes, " is negative");
+  for (const auto& [name, sbp] : options.input_arrival) {
+    const auto& inputs = graph.input_names();
+    OFL_ENSURE(std::find(inputs.begin(), inputs.end(), name) != inputs.end(),
+               "cost model: input_arrival names '", name, "', which is no fed input");
+  }
   std::shared_ptr<CostModel> model(new CostModel(cluster));
   model->options_ = options;
   model->placements_ = Strategy(placements.placement());

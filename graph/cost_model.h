@@ -11,8 +11,8 @@
 // consistent variable/update pair. Its state variables ("<var>/m", ...) get
 // no node.
 //
-// Units: seconds, bytes per device. Rules (all per step, no overlap of
-// compute and communication; see search/cost_graph.h):
+// Units: seconds, bytes per device. Rules (all per step, a plain sum (see
+// search/cost_graph.h); overlap enters only as the gradient edges' proxy):
 //  - Compute of an op candidate = multiplier x FLOPs of the busiest rank /
 //    the cluster's FLOP/s for the compute dtype (options.compute_dtype, else
 //    the op's first output dtype (first input when it has none); non-floating
@@ -31,10 +31,26 @@
 //    cross-placement) on the slowest level the union of both placements'
 //    ranks spans, group size = that union's size. Local steps cost 0. The
 //    N-D conversion is planned as a whole, never one axis at a time.
-//  - Feeding a fed input: its candidate's "compute" is multiplier x its
+//  - Gradient edges (a backward op's output into a folded update: the
+//    gradient's all-reduce or reduce-scatter) use an additive proxy of
+//    bucketing and overlap (options.gradient_bucket_bytes > 0): an
+//    ALL_REDUCE or REDUCE_SCATTER axis step costs
+//      latency x steps(kind, p) x min(1, buffer / bucket) + bytes / bandwidth
+//    (the bucket's one latency spread over its bytes; buffer = the busiest
+//    rank's slice of the gradient before the step, bytes = what it sends);
+//    other steps as above. With options.overlap_gradients the entry is then
+//    max(0, that - the producer candidate's compute seconds for one
+//    execution): as much backward compute as produced the gradient follows
+//    it and hides it. The full model (cost_model_buckets.h: real buckets in
+//    order of readiness, one serial communication stream, exposure past the
+//    end of backward) prices a chosen plan for reports and benches.
+//  - Feeding a fed input: its candidate's "compute" is multiplier x (its
 //    slice bytes / the innermost level's bandwidth (a stand-in for the host
-//    link, which the Cluster does not describe): replicated data costs p
-//    times split data. Variables cost nothing to hold.
+//    link, which the Cluster does not describe) + the seconds of the boxing
+//    from the layout it arrives in to the candidate's): every rank reads its
+//    slice and fetches what it lacks. Inputs arrive as
+//    options.input_arrival says, else S(0) on every mesh axis (split over
+//    the data-parallel axes; 0-d inputs B). Variables cost nothing to hold.
 //  - Multiplier: options.micro_batches for forward and backward ops, fed
 //    inputs and the edges into them; 1 for a variable's folded update and
 //    the (accumulated) gradient edges into it.
@@ -78,7 +94,21 @@ struct CostOptions {
   std::optional<DataType> compute_dtype;  // overrides floating tensors' dtype
   double bytes_per_parameter = 0;         // 0: 4 x sizeof(dtype)
   int64_t memory_limit_bytes = 0;         // 0: the cluster's memory; kNoMemoryLimit: none
+  // Gradient collectives fuse into buckets of this many bytes of each rank's
+  // gradient buffer (PyTorch DDP's bucket_cap_mb); 0: each its own collective.
+  int64_t gradient_bucket_bytes = int64_t{25} << 20;
+  // Gradient collectives overlap the rest of backward.
+  bool overlap_gradients = true;
+  // Fed input -> the NdSbp it arrives in (default: S(0) on every mesh axis;
+  // 0-d inputs B). Pinned inputs arrive as pinned (ArrivalsFromPins).
+  std::map<std::string, NdSbp> input_arrival;
 };
+
+// `options` with every pinned fed input of `graph` arriving as pinned
+// (entries already in options.input_arrival stay; a pin with P or a split
+// of a dimension the input lacks is skipped: the planner reports it).
+CostOptions ArrivalsFromPins(const OpGraph& graph, CostOptions options,
+                             const std::map<std::string, NdSbp>& pinned);
 
 enum class CostNodeKind { kInput, kVariable, kOp };
 const char* CostNodeKindName(CostNodeKind kind);  // "input", "variable", "op"

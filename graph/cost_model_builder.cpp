@@ -97,8 +97,17 @@ int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks) {
   return cluster.num_levels() - 1;
 }
 
+double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes,
+                       int64_t bucket_bytes, int64_t group_size, const LinkLevel& level) {
+  if (bytes <= 0 || group_size <= 1) return 0.0;
+  const double share = std::min(1.0, buffer_bytes / static_cast<double>(bucket_bytes));
+  return level.latency_s * static_cast<double>(CollectiveSteps(kind, group_size)) * share +
+         bytes / level.bandwidth_bytes_per_s;
+}
+
 Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_placement,
-                                const Placement& to_placement, const BoxingCost& cost) {
+                                const Placement& to_placement, const BoxingCost& cost,
+                                const TensorDesc* bucketed, int64_t bucket_bytes) {
   using Conf = proto::BoxingConf;
   double seconds = 0;
   std::optional<std::vector<int>> levels;  // of the source hierarchy's axes
@@ -129,8 +138,17 @@ Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_pl
       if (!levels) {
         OFL_ASSIGN_OR_RETURN(levels, cluster.AxisLevels(h.dims()));
       }
-      seconds += CollectiveSeconds(kind, bytes, h[step.hierarchy_axis],
-                                   cluster.level((*levels)[step.hierarchy_axis]));
+      const LinkLevel& level = cluster.level((*levels)[step.hierarchy_axis]);
+      const bool fused = bucketed != nullptr && bucket_bytes > 0 &&
+                         (kind == CollectiveKind::kAllReduce ||
+                          kind == CollectiveKind::kReduceScatter);
+      if (fused) {
+        const double buffer = static_cast<double>(LargestSliceElements(bucketed->shape, h, step.from)) *
+                              static_cast<double>(SizeOf(bucketed->dtype));
+        seconds += BucketedSeconds(kind, bytes, buffer, bucket_bytes, h[step.hierarchy_axis], level);
+      } else {
+        seconds += CollectiveSeconds(kind, bytes, h[step.hierarchy_axis], level);
+      }
     } else {  // the union of both placements' ranks
       std::vector<int64_t> ranks = from_placement.ranks();
       if (to_placement != from_placement) {
@@ -188,10 +206,11 @@ Maybe<Builder::OpWork> Builder::WorkOf(const OpNode& op, std::optional<DataType>
 
 Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_placement,
                                            const NdSbp& from, int to_placement, const NdSbp& to,
-                                           const std::string& name) {
+                                           const std::string& name, bool gradient) {
   if (from_placement == to_placement && from == to) return 0.0;
   std::vector<int64_t> key_desc = desc.shape.dims();
   key_desc.push_back(static_cast<int64_t>(desc.dtype));
+  key_desc.push_back(gradient ? 1 : 0);
   BoxKey key{std::move(key_desc), from_placement, from, to_placement, to};
   auto it = box_cache_.find(key);
   if (it != box_cache_.end()) return it->second;
@@ -199,13 +218,16 @@ Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_plac
   const Placement& tp = placement_list_[to_placement];
   OFL_ASSIGN_OR_RETURN(BoxingCost cost, PlanBoxingCost(desc, fp, from, tp, to, name));
   ++boxing_plans_;
-  OFL_ASSIGN_OR_RETURN(double seconds, BoxingCostSeconds(cluster_, fp, tp, cost));
+  OFL_ASSIGN_OR_RETURN(double seconds,
+                       BoxingCostSeconds(cluster_, fp, tp, cost, gradient ? &desc : nullptr,
+                                         options_.gradient_bucket_bytes));
   box_cache_.emplace(std::move(key), seconds);
   return seconds;
 }
 
 Maybe<EdgeMatrixPtr> Builder::Matrix(const CostEdgeInfo& edge, const CostNodeInfo& producer,
-                                     const CostNodeInfo& consumer) {
+                                     const CostNodeInfo& consumer,
+                                     const std::vector<double>* overlap) {
   const int rows = static_cast<int>(producer.kind == CostNodeKind::kOp ? producer.signatures.size()
                                                                        : producer.sbps.size());
   const int cols = static_cast<int>(consumer.signatures.size());
@@ -226,14 +248,19 @@ Maybe<EdgeMatrixPtr> Builder::Matrix(const CostEdgeInfo& edge, const CostNodeInf
   const int to_pl = PlacementId(consumer.placement);
   std::vector<int64_t> key_desc = edge.desc.shape.dims();
   key_desc.push_back(static_cast<int64_t>(edge.desc.dtype));
-  MatrixKey key{key_desc, from_pl, to_pl, intern(produced), intern(wanted), edge.multiplier};
+  // Gradient edges key on their discounts (identical layers share them);
+  // {-1} marks every other edge (a discount is never negative).
+  const bool gradient = overlap != nullptr;
+  MatrixKey key{key_desc,         from_pl, to_pl, intern(produced), intern(wanted), edge.multiplier,
+                gradient ? *overlap : std::vector<double>{-1.0}};
   auto it = matrix_cache_.find(key);
   if (it != matrix_cache_.end()) return it->second;
   std::vector<double> seconds(static_cast<size_t>(rows) * cols);
   for (int r = 0; r < rows; ++r) {
     for (int c = 0; c < cols; ++c) {
       OFL_ASSIGN_OR_RETURN(double s, CachedBoxingSeconds(edge.desc, from_pl, produced[r], to_pl,
-                                                         wanted[c], edge.tensor));
+                                                         wanted[c], edge.tensor, gradient));
+      if (gradient && !overlap->empty()) s = std::max(0.0, s - (*overlap)[r]);
       seconds[static_cast<size_t>(r) * cols + c] = s * static_cast<double>(edge.multiplier);
     }
   }

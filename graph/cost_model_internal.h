@@ -13,6 +13,7 @@
 
 #include "graph/boxing_cost.h"
 #include "graph/cost_model.h"
+#include "search/collective_time.h"
 
 namespace ofl::internal {
 
@@ -40,8 +41,17 @@ int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks);
 // (one execution; each step charged by CollectiveSeconds with its busiest
 // rank's bytes: axis steps on their axis's groups and level, SEND_RECV on
 // the union of both placements' ranks and the slowest level they span).
+// With `bucketed` (a gradient's desc, as costed) and bucket_bytes > 0, its
+// ALL_REDUCE and REDUCE_SCATTER axis steps take the bucketing proxy of
+// cost_model.h (BucketedSeconds).
 Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_placement,
-                                const Placement& to_placement, const BoxingCost& cost);
+                                const Placement& to_placement, const BoxingCost& cost,
+                                const TensorDesc* bucketed = nullptr, int64_t bucket_bytes = 0);
+
+// One collective's share of a bucket: latency x steps x min(1, buffer_bytes
+// / bucket_bytes) + bytes / bandwidth; 0 for no bytes or one rank.
+double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes,
+                       int64_t bucket_bytes, int64_t group_size, const LinkLevel& level);
 
 // The same for a plan that visited every rank (BoxingCostSeconds of CostOf(plan)).
 Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan);
@@ -82,10 +92,19 @@ class Builder {
   // `dtype`: the FLOP/s figure to use; unset: the op's first output's dtype
   // (its first input's when it has no output).
   Maybe<OpWork> WorkOf(const OpNode& op, std::optional<DataType> dtype = std::nullopt);
+  // `gradient`: a gradient's collective, priced by the bucketing proxy.
   Maybe<double> CachedBoxingSeconds(const TensorDesc& desc, int from_placement, const NdSbp& from,
-                                    int to_placement, const NdSbp& to, const std::string& name);
+                                    int to_placement, const NdSbp& to, const std::string& name,
+                                    bool gradient = false);
+  // `overlap`: a gradient edge; per producer candidate, the seconds its
+  // entries are discounted by (empty: none).
   Maybe<EdgeMatrixPtr> Matrix(const CostEdgeInfo& edge, const CostNodeInfo& producer,
-                              const CostNodeInfo& consumer);
+                              const CostNodeInfo& consumer,
+                              const std::vector<double>* overlap = nullptr);
+  // The layout input `input` arrives in (CostOptions::input_arrival, else
+  // S(0) on every axis; 0-d: B). Errors: an arrival the input cannot take.
+  Maybe<NdSbp> ArrivalOf(const std::string& input, const TensorDesc& desc,
+                         const Placement& placement) const;
   Status AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes);
   Status AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes);
   Status AddEdges(CostGraph* g, const std::vector<CostNodeInfo>& nodes,
@@ -109,7 +128,8 @@ class Builder {
   using BoxKey = std::tuple<std::vector<int64_t>, int, NdSbp, int, NdSbp>;
   std::map<BoxKey, double> box_cache_;
   std::map<std::vector<NdSbp>, int> sbp_lists_;
-  using MatrixKey = std::tuple<std::vector<int64_t>, int, int, int, int, int64_t>;
+  using MatrixKey =
+      std::tuple<std::vector<int64_t>, int, int, int, int, int64_t, std::vector<double>>;
   std::map<MatrixKey, EdgeMatrixPtr> matrix_cache_;
   int64_t boxing_plans_ = 0;
   int64_t smallest_need_ = 0;

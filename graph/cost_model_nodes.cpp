@@ -53,6 +53,26 @@ Status Builder::AddPendingNodes(CostGraph* g, const std::vector<CostNodeInfo>& n
   return Status::OK();
 }
 
+Maybe<NdSbp> Builder::ArrivalOf(const std::string& input, const TensorDesc& desc,
+                                const Placement& placement) const {
+  const Shape& h = placement.hierarchy();
+  auto it = options_.input_arrival.find(input);
+  if (it == options_.input_arrival.end()) {
+    return NdSbp(std::vector<Sbp>(h.ndim(), desc.shape.ndim() > 0 ? Sbp::Split(0)
+                                                                  : Sbp::Broadcast()));
+  }
+  const NdSbp& s = it->second;
+  OFL_ENSURE(s.size() == h.ndim(), "cost model: input '", input, "' arrives as ", s, ", ",
+             s.size(), " axes for a mesh of ", h.ndim());
+  for (const Sbp& a : s.axes()) {
+    OFL_ENSURE(!a.is_partial_sum(), "cost model: input '", input, "' arrives as ", s,
+               ": a fed tensor holds values, not partial sums");
+    OFL_ENSURE(!a.is_split() || a.axis() < desc.shape.ndim(), "cost model: input '", input,
+               "' arrives as ", s, " but has ", desc.shape.ndim(), " dimension(s)");
+  }
+  return s;
+}
+
 Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
   const int64_t k = options_.micro_batches;
   // Updates: the written parameter (first in-place input) and its state.
@@ -77,13 +97,17 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     const TensorDesc desc = Costed(graph_.Desc(name).value());
     info.sbps = SourceSbps(desc.shape, info.placement.hierarchy());
     // Feeding: every device loads its slice from the host, charged at the
-    // innermost level's bandwidth (the Cluster has no host-link figure), so
-    // replicating data costs p times splitting it.
-    const double load_per_byte = static_cast<double>(k) / cluster_.level(0).bandwidth_bytes_per_s;
+    // innermost level's bandwidth (the Cluster has no host-link figure), and
+    // fetches what the layout it arrives in does not give it.
+    OFL_ASSIGN_OR_RETURN(const NdSbp arrival, ArrivalOf(name, desc, info.placement));
+    const int pl = PlacementId(info.placement);
+    const double load_per_byte = 1.0 / cluster_.level(0).bandwidth_bytes_per_s;
     std::vector<Candidate> candidates;
     for (const NdSbp& s : info.sbps) {
       const int64_t bytes = slice_bytes(desc, info.placement, s);
-      candidates.push_back({load_per_byte * static_cast<double>(bytes), bytes});
+      OFL_ASSIGN_OR_RETURN(double fetch, CachedBoxingSeconds(desc, pl, arrival, pl, s, name));
+      candidates.push_back(
+          {static_cast<double>(k) * (load_per_byte * static_cast<double>(bytes) + fetch), bytes});
     }
     info.flops.assign(info.sbps.size(), 0.0);
     producer_of_[name] = {static_cast<int>(nodes->size()), 0};
@@ -217,7 +241,19 @@ Status Builder::AddEdges(CostGraph* g, const std::vector<CostNodeInfo>& nodes,
       e.output_index = p->second.second;
       e.input_index = static_cast<int>(i);
       e.multiplier = nodes[consumer].multiplier;
-      OFL_ASSIGN_OR_RETURN(EdgeMatrixPtr m, Matrix(e, nodes[e.producer], nodes[consumer]));
+      // A gradient into its update: bucketed, and hidden behind as much
+      // backward compute as produced it (one execution's worth).
+      const CostNodeInfo& from = nodes[e.producer];
+      const bool gradient = update && from.kind == CostNodeKind::kOp;
+      std::vector<double> overlap;
+      if (gradient && options_.overlap_gradients) {
+        const CostNode& producer = g->node(e.producer);
+        for (const Candidate& c : producer.candidates) {
+          overlap.push_back(c.compute_seconds / static_cast<double>(from.multiplier));
+        }
+      }
+      OFL_ASSIGN_OR_RETURN(EdgeMatrixPtr m,
+                           Matrix(e, from, nodes[consumer], gradient ? &overlap : nullptr));
       OFL_RETURN_IF_ERROR(g->AddEdge(e.producer, e.consumer, std::move(m)).status());
       edges->push_back(std::move(e));
     }

@@ -6,6 +6,7 @@
 
 #include "graph/boxing.h"
 #include "graph/boxing_tasks.h"
+#include "graph/gradient_buckets.h"
 #include "graph/plan_builder.h"
 #include "oneflow_lite/core/slicing.h"
 
@@ -48,7 +49,14 @@ class Lowerer {
     for (const std::string& name : graph_.variable_names()) {
       AddSource(name, proto::TaskProto::VARIABLE);
     }
-    for (const OpNode& node : graph_.ops()) OFL_RETURN_IF_ERROR(AddOp(node));
+    bool bucketed = false;
+    for (const OpNode& node : graph_.ops()) {
+      if (!bucketed && HasMutableInput(node)) {  // every gradient exists by now
+        OFL_RETURN_IF_ERROR(BucketGradients());
+        bucketed = true;
+      }
+      OFL_RETURN_IF_ERROR(AddOp(node));
+    }
     for (const std::string& f : fetches) AddSink(f);
     builder_.AddInPlaceCtrlEdges();
     return builder_.Release();
@@ -118,16 +126,128 @@ class Lowerer {
     const int64_t slots =
         have.placement == to ? options_.num_slots : std::max<int64_t>(2, options_.num_slots);
     std::vector<int64_t> regs = EmitBoxing(plan, have.tensor, have.registers, &builder_, slots);
-    if (have.period > 1) {
-      for (int t = first_task; t < builder_.plan().tasks_size(); ++t) {
-        proto::TaskProto* task = builder_.mutable_task(t);
-        SetPeriod(task, have.period);
-        task->set_stream(kStepBoxingStream);
-        for (int64_t r : task->outputs()) builder_.mutable_register(r)->set_period(have.period);
-      }
-    }
+    SetStepRate(first_task, have.period);
     boxed_[cache_key] = regs;
     return regs;
+  }
+
+  // Tasks from `first_task` on act once per step (period > 1), boxing on
+  // its own stream (one stream's boxing acts in one cycle).
+  void SetStepRate(int first_task, int64_t period) {
+    if (period <= 1) return;
+    for (int t = first_task; t < builder_.plan().tasks_size(); ++t) {
+      proto::TaskProto* task = builder_.mutable_task(t);
+      SetPeriod(task, period);
+      if (task->kind() == proto::TaskProto::BOXING) task->set_stream(kStepBoxingStream);
+      for (int64_t r : task->outputs()) builder_.mutable_register(r)->set_period(period);
+    }
+  }
+
+  // A COMPUTE task of op `type` on `rank` from register `in` into a new
+  // register of `desc`; returns that register.
+  int64_t AddLocalOp(const std::string& name, const std::string& type, const AttrMap& attrs,
+                     int64_t rank, const std::vector<int64_t>& in, const TensorDesc& desc) {
+    const int64_t out = builder_.AddRegister(name, rank, desc, options_.num_slots);
+    proto::OpConf* conf =
+        builder_.AddTask(proto::TaskProto::COMPUTE, rank, kComputeStream, in, {out})
+            ->mutable_op_conf();
+    conf->set_name(name);
+    conf->set_op_type(type);
+    for (const auto& [k, v] : attrs.values()) (*conf->mutable_attrs())[k] = AttrToProto(v);
+    for (size_t j = 0; j < in.size(); ++j) conf->add_inputs(name + "/in" + std::to_string(j));
+    conf->add_outputs(name);
+    return out;
+  }
+
+  // Fuses data-parallel gradients' all-reduces into buckets
+  // (gradient_buckets.h); see distributed_lowering.h.
+  Status BucketGradients() {
+    const auto buckets =
+        PlanGradientBuckets(graph_, strategy_, options_.gradient_bucket_bytes);
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      std::vector<std::string> keys;
+      for (const std::string& t : buckets[b].tensors) {
+        keys.push_back(layouts_.at(t).period < StepPeriod() ? Accumulated(t) : t);
+      }
+      OFL_RETURN_IF_ERROR(EmitBucket(buckets[b], keys, "bucket" + std::to_string(b)));
+    }
+    return Status::OK();
+  }
+
+  // One bucket: per rank, each member flattened and concatenated into one
+  // [N] register, one boxing of that (the all-reduce), then each member
+  // sliced back out in its shape; consumers of a member's boxing get those.
+  Status EmitBucket(const FusedGradients& bucket, const std::vector<std::string>& keys,
+                    const std::string& name) {
+    const Layout& first = layouts_.at(keys[0]);
+    const Shape flat{bucket.total_elements};
+    const int first_task = builder_.plan().tasks_size();
+    std::vector<int64_t> fused;
+    for (size_t i = 0; i < first.placement.ranks().size(); ++i) {
+      fused.push_back(Concatenate(bucket, keys, name, i));
+    }
+    SetStepRate(first_task, first.period);
+    OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxing({flat, bucket.dtype}, first.placement,
+                                                     bucket.from, first.placement, bucket.to,
+                                                     name));
+    const int boxing_task = builder_.plan().tasks_size();
+    std::vector<int64_t> reduced = EmitBoxing(plan, name, fused, &builder_, options_.num_slots);
+    SetStepRate(boxing_task, first.period);
+    const int split_task = builder_.plan().tasks_size();
+    int64_t offset = 0;
+    for (size_t j = 0; j < keys.size(); ++j) {
+      std::vector<int64_t> regs;
+      for (size_t i = 0; i < first.placement.ranks().size(); ++i) {
+        regs.push_back(SliceOut(bucket, layouts_.at(keys[j]).tensor, name, offset,
+                                bucket.elements[j], first.placement.ranks()[i], reduced[i]));
+      }
+      offset += bucket.elements[j];
+      boxed_[{keys[j], first.placement.ToString() + " " + bucket.to.ToString()}] = regs;
+    }
+    SetStepRate(split_task, first.period);
+    return Status::OK();
+  }
+
+  // Rank index i's members flattened and concatenated: its [N] register.
+  int64_t Concatenate(const FusedGradients& bucket, const std::vector<std::string>& keys,
+                      const std::string& name, size_t i) {
+    const int64_t rank = layouts_.at(keys[0]).placement.ranks()[i];
+    std::vector<int64_t> flat;
+    for (size_t j = 0; j < keys.size(); ++j) {
+      const int64_t n = bucket.elements[j];
+      flat.push_back(AddLocalOp(name + "/flatten" + std::to_string(j), "reshape",
+                                AttrMap({{"shape", std::vector<int64_t>{n}}}), rank,
+                                {layouts_.at(keys[j]).registers[i]}, {Shape{n}, bucket.dtype}));
+    }
+    const int64_t reg = AddLocalOp(name + "/concat", "concat", AttrMap({{"axis", int64_t{0}}}),
+                                   rank, flat, {Shape{bucket.total_elements}, bucket.dtype});
+    proto::RegisterDesc* r = builder_.mutable_register(reg);
+    r->mutable_logical_shape()->add_dims(bucket.total_elements);
+    r->add_logical_offset(0);
+    r->set_nd_sbp(bucket.from.ToString());
+    return reg;
+  }
+
+  // Elements [offset, offset + n) of `reduced` on `rank`, in `tensor`'s
+  // shape: its register, laid out as bucket.to.
+  int64_t SliceOut(const FusedGradients& bucket, const std::string& tensor,
+                   const std::string& name, int64_t offset, int64_t n, int64_t rank,
+                   int64_t reduced) {
+    const std::string part = name + "/" + tensor;
+    const int64_t sliced =
+        AddLocalOp(part + "/slice", "slice",
+                   AttrMap({{"start", std::vector<int64_t>{offset}},
+                            {"stop", std::vector<int64_t>{offset + n}},
+                            {"step", std::vector<int64_t>{1}}}),
+                   rank, {reduced}, {Shape{n}, bucket.dtype});
+    const TensorDesc desc = graph_.Desc(tensor).value();
+    const int64_t out = AddLocalOp(part + "/reshape", "reshape",
+                                   AttrMap({{"shape", desc.shape.dims()}}), rank, {sliced}, desc);
+    proto::RegisterDesc* r = builder_.mutable_register(out);
+    for (int64_t d : desc.shape.dims()) r->mutable_logical_shape()->add_dims(d);
+    for (int64_t d = 0; d < desc.shape.ndim(); ++d) r->add_logical_offset(0);
+    r->set_nd_sbp(bucket.to.ToString());
+    return out;
   }
 
   // The mean over a step's micro-batches of a micro-rate tensor: one ACC

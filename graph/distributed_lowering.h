@@ -21,7 +21,9 @@
 // gradient is boxed once per step; boxing of step-rate tensors runs on its
 // own stream (kStepBoxingStream) because one stream's boxing acts in one
 // cycle. In-place ctrl edges get period k: a micro-rate reader signals the
-// update after its k-th micro-batch of the step. Pure function.
+// update after its k-th micro-batch of the step. Gradient buckets
+// (options.gradient_bucket_bytes, gradient_buckets.h): data-parallel
+// gradients' all-reduces fused, one per bucket. Pure function.
 #pragma once
 
 #include <string>
@@ -35,6 +37,14 @@ namespace ofl {
 struct LoweringOptions {
   int64_t num_slots = 2;     // slots of non-persistent registers: 2 overlaps iterations
   int64_t micro_batches = 1;  // k: iterations (micro-batches) per optimizer step
+  // > 0: gradients whose boxing only sums P axes into B (data-parallel
+  // gradients) are fused, in the order their producers run, into buckets of
+  // up to this many bytes per rank: per rank a reshape to 1-D and a concat
+  // into one register, one all-reduce of it (boxing as any tensor), then a
+  // slice and reshape back per gradient. Each bucket's all-reduce acts as
+  // soon as its last gradient is ready, on the boxing stream, while backward
+  // goes on. 0: each gradient boxed alone.
+  int64_t gradient_bucket_bytes = 0;
 };
 
 constexpr int64_t kStepBoxingStream = 2;  // boxing of once-per-step tensors

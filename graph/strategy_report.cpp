@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "graph/cost_model_buckets.h"
 #include "graph/cost_model_internal.h"  // LargestSliceElements
 #include "oneflow_lite/core/checked_math.h"
 #include "oneflow_lite/core/json.h"
@@ -107,6 +108,11 @@ Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& mode
   report.transfer_seconds = eval.transfer_seconds;
   report.memory_bytes = eval.memory_bytes;
   report.memory_limit_bytes = cost.memory_limit();
+  OFL_ASSIGN_OR_RETURN(const StepEstimate full, EstimateStep(model, solution.choice));
+  report.full_seconds = full.total_s;
+  report.gradient_buckets = static_cast<int64_t>(full.buckets.size());
+  report.gradient_seconds = full.gradient_s;
+  report.exposed_gradient_seconds = full.exposed_gradient_s;
 
   std::vector<NodeReport> nodes(cost.num_nodes());
   for (int i = 0; i < cost.num_nodes(); ++i) {
@@ -223,6 +229,10 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
       << FormatSeconds(compute_seconds) << " + communication " << FormatSeconds(transfer_seconds)
       << "; memory " << FormatBytes(memory_bytes) << " per device";
   if (memory_limit_bytes != kNoMemoryLimit) out << " (limit " << FormatBytes(memory_limit_bytes) << ")";
+  out << "\nfull model (gradient buckets overlapped with backward): step "
+      << FormatSeconds(full_seconds) << "; " << gradient_buckets << " bucket(s), "
+      << FormatSeconds(gradient_seconds) << " of gradient communication, "
+      << FormatSeconds(exposed_gradient_seconds) << " of it after backward";
   if (undo_bytes > 0) {
     out << "\nundo copy of variables (transactional steps): " << FormatBytes(undo_bytes)
         << " per device";
@@ -277,6 +287,10 @@ std::string StrategyReport::ToJson() const {
       << ", \"predicted_step_s\": " << JsonNumber(total_seconds)
       << ", \"compute_s\": " << JsonNumber(compute_seconds)
       << ", \"communication_s\": " << JsonNumber(transfer_seconds)
+      << ", \"full_step_s\": " << JsonNumber(full_seconds)
+      << ", \"gradient_buckets\": " << gradient_buckets
+      << ", \"gradient_s\": " << JsonNumber(gradient_seconds)
+      << ", \"exposed_gradient_s\": " << JsonNumber(exposed_gradient_seconds)
       << ", \"memory_bytes\": " << memory_bytes << ", \"undo_bytes\": " << undo_bytes
       << ", \"memory_limit_bytes\": "
       << (memory_limit_bytes == kNoMemoryLimit ? std::string("null")

@@ -105,6 +105,12 @@ struct StrategyReport {
   // transactional steps (runtime/step_undo.h) allocate beside them. Not in
   // memory_bytes (the cost model leaves it out).
   int64_t undo_bytes = 0;
+  // The full model of the plan (cost_model_buckets.h): gradient collectives
+  // in buckets, overlapped with backward; total_seconds is the searchers' proxy.
+  double full_seconds = 0;
+  int64_t gradient_buckets = 0;
+  double gradient_seconds = 0;          // the buckets' seconds, summed
+  double exposed_gradient_seconds = 0;  // past the end of backward
   std::optional<Optimality> optimality;  // when measured
   std::vector<NodeReport> nodes;  // costliest first (ties: graph order)
   std::vector<EdgeReport> edges;  // edges that move bytes, costliest first

@@ -43,6 +43,9 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
   LoweringOptions lowering;
   lowering.num_slots = options.num_slots;
   lowering.micro_batches = options.micro_batches;
+  OFL_ENSURE(options.gradient_bucket_bytes >= 0, "DistributedSession: gradient_bucket_bytes=",
+             options.gradient_bucket_bytes, " must be >= 0 (0: no buckets)");
+  lowering.gradient_bucket_bytes = options.gradient_bucket_bytes;
   s->micro_batches_ = options.micro_batches;
   OFL_ASSIGN_OR_RETURN(s->plan_, LowerDistributed(graph, strategy, fetches, lowering));
   s->world_ = options.world;

@@ -65,6 +65,9 @@ struct DistributedOptions {
   // the global batch; the layout must keep each rank's rows inside its
   // process's part (a batch split over the ranks in process order).
   bool local_feeds = false;
+  // Data-parallel gradients' all-reduces fused into buckets of this many
+  // bytes (LoweringOptions::gradient_bucket_bytes); 0: each on its own.
+  int64_t gradient_bucket_bytes = int64_t{25} << 20;
 };
 
 // This process's world from the launcher's environment (WORLD_SIZE, RANK,

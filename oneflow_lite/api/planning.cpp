@@ -27,6 +27,12 @@ Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& r) {
                "plan: memory_limit=0 (bytes per device; None: the cluster's, -1: no limit)");
     options.cost.memory_limit_bytes = *r.memory_limit < 0 ? kNoMemoryLimit : *r.memory_limit;
   }
+  if (r.gradient_bucket_bytes) {
+    OFL_ENSURE(*r.gradient_bucket_bytes >= 0, "plan: gradient_bucket_bytes=",
+               *r.gradient_bucket_bytes, " (needs >= 0; 0: no bucketing)");
+    options.cost.gradient_bucket_bytes = *r.gradient_bucket_bytes;
+  }
+  options.cost.overlap_gradients = r.overlap_gradients;
   if (r.exact_time_budget) options.exact.time_budget_seconds = *r.exact_time_budget;
   if (r.exact_max_table_entries) {
     OFL_ENSURE(*r.exact_max_table_entries >= 1,
@@ -78,7 +84,8 @@ Maybe<std::shared_ptr<const CostModel>> BuildPlanModel(const OpGraph& graph,
                                                        const PlanRequest& request) {
   OFL_ASSIGN_OR_RETURN(PlanOptions options, PlanOptionsFrom(request));
   OFL_ASSIGN_OR_RETURN(Strategy placements, PlacementsFor(graph, placement, options));
-  return BuildCostModel(graph, placements, cluster, options.cost);
+  return BuildCostModel(graph, placements, cluster,
+                        ArrivalsFromPins(graph, options.cost, options.pinned));
 }
 
 std::vector<std::string> PlanSearchers() { return SearcherNames(); }
@@ -97,10 +104,36 @@ Maybe<Cluster> FindCluster(const std::string& name) {
                          ") nor a readable file");
 }
 
+Maybe<StepEstimate> EstimatePlannedStep(const PlannedStrategy& planned) {
+  OFL_ENSURE(planned.model != nullptr, "planning: the planned strategy has no cost model");
+  return EstimateStep(*planned.model, planned.solution.choice);
+}
+
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned) {
+  return PredictedBytesSent(planned, OpGraph(), 0);
+}
+
+Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned,
+                                                     const OpGraph& graph,
+                                                     int64_t gradient_bucket_bytes) {
   OFL_ENSURE(planned.model != nullptr, "planned strategy '", planned.searcher,
              "' has no cost model");
   const CostModel& model = *planned.model;
+  // Fused gradients: one all-reduce of each bucket's concatenation.
+  std::set<std::string> fused;
+  std::map<int64_t, int64_t> bucket_bytes;
+  for (const FusedGradients& b : PlanGradientBuckets(graph, planned.strategy,
+                                                     gradient_bucket_bytes)) {
+    for (const std::string& t : b.tensors) {
+      fused.insert(t + "|" + b.placement.ToString() + "|" + b.to.ToString());
+    }
+    OFL_ASSIGN_OR_RETURN(BoxingPlan plan,
+                         PlanBoxingBytes({Shape{b.total_elements}, b.dtype}, b.placement, b.from,
+                                         b.placement, b.to, "gradient bucket"));
+    for (const auto& [rank, sent] : plan.bytes_sent) {
+      bucket_bytes[rank] = SaturatingAdd(bucket_bytes[rank], sent);
+    }
+  }
   const std::vector<int>& choice = planned.solution.choice;
   std::map<int64_t, int64_t> bytes;
   for (int64_t rank : model.placements().placement().ranks()) bytes[rank] = 0;
@@ -117,15 +150,14 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
         model.nodes()[info.producer].placement == to) {
       continue;
     }
-    if (!boxed.insert(info.tensor + "|" + to.ToString() + "|" + model.WantedSbp(e, cc).ToString())
-             .second) {
-      continue;
-    }
+    const std::string key = info.tensor + "|" + to.ToString() + "|" + model.WantedSbp(e, cc).ToString();
+    if (fused.count(key) > 0 || !boxed.insert(key).second) continue;
     OFL_ASSIGN_OR_RETURN(std::shared_ptr<const BoxingPlan> plan, model.EdgeBoxing(e, pc, cc));
     for (const auto& [rank, sent] : plan->bytes_sent) {  // saturating, as the plan's bytes
       bytes[rank] = SaturatingAdd(bytes[rank], SaturatingMul(sent, info.multiplier));
     }
   }
+  for (const auto& [rank, sent] : bucket_bytes) bytes[rank] = SaturatingAdd(bytes[rank], sent);
   return bytes;
 }
 

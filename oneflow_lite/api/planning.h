@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "graph/auto_parallel.h"
+#include "graph/cost_model_buckets.h"
+#include "graph/gradient_buckets.h"
 #include "graph/strategy_diff.h"
 #include "graph/strategy_report.h"
 
@@ -38,6 +40,8 @@ struct PlanRequest {
   int autoddl_random_starts = 0;
   bool exact_starts_from_autoddl = true;
   std::optional<double> optimality_cap;  // seconds; unset: the distance is not measured
+  std::optional<int64_t> gradient_bucket_bytes;  // unset: CostOptions' default (25 MiB)
+  bool overlap_gradients = true;
 };
 Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& request);
 
@@ -68,6 +72,16 @@ std::vector<std::string> ClusterPresets();
 // Global rank -> bytes it sends in one step (all micro-batches) under the
 // planned choice. Errors: a boxing that cannot be planned (a bug upstream).
 Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned);
+// The same for a session that fuses gradients into buckets of
+// `gradient_bucket_bytes` (graph/gradient_buckets.h): each bucket counted as
+// one all-reduce of its concatenation, its gradients not on their own.
+Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& planned,
+                                                     const OpGraph& graph,
+                                                     int64_t gradient_bucket_bytes);
+
+// The full step-time model of a planned strategy (graph/cost_model_buckets.h:
+// gradient buckets in order of readiness, overlapped with backward).
+Maybe<StepEstimate> EstimatePlannedStep(const PlannedStrategy& planned);
 
 Maybe<StrategyReport> ReportPlanned(const OpGraph& graph, const PlannedStrategy& planned);
 

@@ -114,7 +114,7 @@ void BindDistributed(py::module_& m) {
                        const std::vector<std::string>& fetches, int num_threads,
                        int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
                        int64_t micro_batches, bool transactional, bool local_feeds,
-                       const std::string& device_type) {
+                       const std::string& device_type, int64_t gradient_bucket_bytes) {
              Placement placement = MakePlacement(device_type, ranks, hierarchy);
              Strategy s = Unwrap(MakeStrategy(program.graph(), placement, SpecFrom(strategy)));
              DistributedOptions options;
@@ -125,6 +125,7 @@ void BindDistributed(py::module_& m) {
              options.micro_batches = micro_batches;
              options.transactional = transactional;
              options.local_feeds = local_feeds;
+             options.gradient_bucket_bytes = gradient_bucket_bytes;
              options.world = Unwrap(WorldFromEnvironment());
              py::gil_scoped_release release;  // the processes meet (rendezvous) here
              return Unwrap(DistributedSession::Create(program.graph(), s, fetches, options));
@@ -134,7 +135,8 @@ void BindDistributed(py::module_& m) {
            py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000,
            py::arg("trace_path") = "", py::arg("num_slots") = 2, py::arg("micro_batches") = 1,
            py::arg("transactional") = true, py::arg("local_feeds") = false,
-           py::arg("device_type") = "cpu")
+           py::arg("device_type") = "cpu",
+           py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes)
       .def("run",
            [](DistributedSession& s, const py::object& feeds,
               const std::vector<std::string>& fetches) -> py::object {

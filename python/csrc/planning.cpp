@@ -14,6 +14,7 @@
 
 #include "convert.h"
 #include "oneflow_lite/api/calibrate.h"
+#include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/planning.h"
 #include "oneflow_lite/api/session.h"
 
@@ -89,6 +90,35 @@ py::dict StatsDict(const PlannedStrategy& p) {
   d["compute_s"] = p.solution.compute_seconds;
   d["communication_s"] = p.solution.transfer_seconds;
   d["memory_bytes"] = p.solution.memory_bytes;
+  return d;
+}
+
+// cost_model_buckets.h's StepEstimate as a dict (buckets as a list of dicts).
+py::dict StepEstimateDict(const StepEstimate& e) {
+  py::dict d;
+  d["total_s"] = e.total_s;
+  d["compute_s"] = e.compute_s;
+  d["transfer_s"] = e.transfer_s;
+  d["backward_s"] = e.backward_s;
+  d["gradient_s"] = e.gradient_s;
+  d["exposed_gradient_s"] = e.exposed_gradient_s;
+  d["proxy_total_s"] = e.proxy_total_s;
+  py::list buckets;
+  for (const GradientBucket& b : e.buckets) {
+    py::dict bd;
+    bd["collective"] = b.collective;
+    bd["hierarchy_axis"] = b.hierarchy_axis;
+    bd["group_size"] = b.group_size;
+    bd["level"] = b.level;
+    bd["buffer_bytes"] = b.buffer_bytes;
+    bd["sent_bytes"] = b.sent_bytes;
+    bd["gradients"] = b.gradients;
+    bd["ready_s"] = b.ready_s;
+    bd["start_s"] = b.start_s;
+    bd["seconds"] = b.seconds;
+    buckets.append(bd);
+  }
+  d["buckets"] = buckets;
   return d;
 }
 
@@ -251,13 +281,33 @@ void BindPlanning(py::module_& m) {
       .def("__str__", [](const StrategyDiff& d) { return d.ToText(); });
 
   py::class_<PyPlanned>(m, "PlannedStrategy")
+      .def_property_readonly(
+          "step_estimate",
+          [](const PyPlanned& p) {
+            return StepEstimateDict(Unwrap(EstimatePlannedStep(p.planned)));
+          },
+          "the full model of the chosen plan: gradient buckets in order of readiness, "
+          "overlapped with backward (graph/cost_model_buckets.h)")
       .def_property_readonly("searcher", [](const PyPlanned& p) { return p.planned.searcher; })
       .def_property_readonly("strategy",
                              [](const PyPlanned& p) { return StrategyDict(p.planned.strategy); })
       .def_property_readonly("predicted_step_s",
                              [](const PyPlanned& p) { return p.planned.solution.total_seconds; })
       .def_property_readonly("predicted_bytes",
-                             [](const PyPlanned& p) { return Unwrap(PredictedBytesSent(p.planned)); })
+                             [](const PyPlanned& p) {
+                               return Unwrap(PredictedBytesSent(
+                                   p.planned, *p.graph, DistributedOptions{}.gradient_bucket_bytes));
+                             },
+                             "per rank, the bytes a DistributedSession with its default "
+                             "gradient buckets sends in one step")
+      .def(
+          "predicted_bytes_with_buckets",
+          [](const PyPlanned& p, int64_t gradient_bucket_bytes) {
+            return Unwrap(PredictedBytesSent(p.planned, *p.graph, gradient_bucket_bytes));
+          },
+          py::arg("gradient_bucket_bytes"),
+          "per rank, the bytes sent in one step by a session with these gradient buckets "
+          "(0: none)")
       .def_property_readonly("stats", [](const PyPlanned& p) { return StatsDict(p.planned); })
       .def_property_readonly(
           "choice", [](const PyPlanned& p) { return p.planned.solution.choice; },
@@ -301,11 +351,12 @@ void BindPlanning(py::module_& m) {
          const std::optional<std::vector<int64_t>>& ranks,
          const std::optional<double>& exact_time_budget_s,
          const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
-         const std::optional<double>& optimality_cap_s) {
+         const std::optional<double>& optimality_cap_s,
+         const std::optional<int64_t>& gradient_bucket_bytes, bool overlap_gradients) {
         PlanRequest a{searcher, pinned, micro_batches, compute_dtype, bytes_per_parameter,
                       memory_limit, exact_time_budget_s, exact_max_table_entries,
                       autoddl_random_starts, /*exact_starts_from_autoddl=*/true,
-                      optimality_cap_s};
+                      optimality_cap_s, gradient_bucket_bytes, overlap_gradients};
         return Plan(program, hierarchy, cluster, a, ranks);
       },
       py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
@@ -315,8 +366,11 @@ void BindPlanning(py::module_& m) {
       py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
       py::arg("exact_time_budget_s") = py::none(), py::arg("exact_max_table_entries") = py::none(),
       py::arg("autoddl_random_starts") = 0, py::arg("optimality_cap_s") = py::none(),
+      py::arg("gradient_bucket_bytes") = py::none(), py::arg("overlap_gradients") = true,
       "Plans a strategy for `program` on a mesh `hierarchy` of `cluster` (a Cluster, a preset "
       "name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none. "
+      "gradient_bucket_bytes: gradient collectives fuse into buckets of this size (None: "
+      "25 MiB, 0: none); overlap_gradients: they overlap the rest of backward. "
       "optimality_cap_s: exact then runs from the plan for at most that long and "
       "stats['optimality'] (and the report) give its distance to the optimum or a bound.");
 
@@ -368,8 +422,11 @@ void BindPlanning(py::module_& m) {
          int64_t micro_batches, const std::optional<std::string>& compute_dtype,
          const std::optional<double>& bytes_per_parameter,
          const std::optional<int64_t>& memory_limit,
-         const std::optional<std::vector<int64_t>>& ranks) {
+         const std::optional<std::vector<int64_t>>& ranks,
+         const std::optional<int64_t>& gradient_bucket_bytes, bool overlap_gradients) {
         PlanRequest a;
+        a.gradient_bucket_bytes = gradient_bucket_bytes;
+        a.overlap_gradients = overlap_gradients;
         a.micro_batches = micro_batches;
         a.compute_dtype = compute_dtype;
         a.bytes_per_parameter = bytes_per_parameter;
@@ -387,7 +444,9 @@ void BindPlanning(py::module_& m) {
       py::arg("program"), py::arg("hierarchy"), py::arg("cluster"), py::arg("micro_batches") = 1,
       py::arg("compute_dtype") = py::none(), py::arg("bytes_per_parameter") = py::none(),
       py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
-      "builds the cost model once, to plan with several searchers (CostModel.plan)");
+      py::arg("gradient_bucket_bytes") = py::none(), py::arg("overlap_gradients") = true,
+      "builds the cost model once, to plan with several searchers (CostModel.plan); "
+      "gradient_bucket_bytes and overlap_gradients as in plan()");
   m.def(
       "load_strategy",
       [](const std::string& path) {

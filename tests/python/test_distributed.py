@@ -2,7 +2,8 @@
 a model of flow.models from {MLP, GPT, small VGG} with random small sizes
 and dropout on, traced with its loss (models.trace_loss), a device count in
 {2, 3, 4, 8} with a hierarchy from {flat, [2, 2], [2, 4], [4, 2]}, and a
-random valid strategy (a random N-D signature per op) must
+random valid strategy (a random N-D signature per op), and gradient
+buckets of 0 (none), 16, 256 bytes or 1 MiB, must
 give, over three SGD steps, the losses and parameters of the single-device
 session (itself checked against numpy in test_models.py): float32, rtol
 1e-4, atol 1e-5.
@@ -70,6 +71,9 @@ def make_case(index: int) -> dict:
         case.update(stages=2, micro_batches=pipe.choice([1, 2, 4]), hierarchy=[devices],
                     dropout=0.0)
         case["config"] = dataclasses.replace(case["config"], dropout=0.0)
+    # Gradient buckets (bytes; 0: none): tiny ones fuse a few gradients each.
+    case["bucket_bytes"] = random.Random(BASE_SEED * 1000 + index + 9_000_000).choice(
+        [0, 16, 256, 1 << 20])
     return case
 
 
@@ -145,14 +149,15 @@ def test_random_strategy_matches_one_device(index):
     strategy = {"kind": "random", "seed": case["strategy_seed"], "stages": case["stages"]}
     dist = _C.DistributedSession(micro.program, ranks, case["hierarchy"], strategy,
                                  [micro.loss], num_threads=2, timeout_ms=30000,
-                                 micro_batches=k)
+                                 micro_batches=k, gradient_bucket_bytes=case["bucket_bytes"])
     if case["stages"] > 1:
         got_losses = train_micro_batches(dist, micro, data, k)
     else:
         got_losses = train(dist, g, data)
     where = (f"seed {BASE_SEED} case {index}: {case['model']} {case['config']} batch "
              f"{case['batch']} x {k} micro-batches, {case['stages']} stages on "
-             f"{case['hierarchy']}, strategy seed {case['strategy_seed']}\n{dist.strategy()}")
+             f"{case['hierarchy']}, strategy seed {case['strategy_seed']}, gradient buckets "
+             f"of {case['bucket_bytes']} bytes\n{dist.strategy()}")
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4, atol=1e-5, err_msg=where)
     for p in params:
         np.testing.assert_allclose(dist.get_variable(p), single.get_variable(p), rtol=1e-4,

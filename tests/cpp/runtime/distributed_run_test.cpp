@@ -8,6 +8,8 @@
 // communicators theirs, and ctest its own.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "graph/autodiff.h"
 #include "graph/distributed_lowering.h"
 #include "graph/lowering.h"
@@ -73,9 +75,11 @@ Tensor Part(const proto::RegisterDesc& r, const Tensor& logical) {
   return part;
 }
 
-std::vector<float> DistributedLosses(const OpGraph& g, const Strategy& s, int64_t slots) {
+std::vector<float> DistributedLosses(const OpGraph& g, const Strategy& s, int64_t slots,
+                                     int64_t bucket_bytes = 0) {
   LoweringOptions lowering;
   lowering.num_slots = slots;
+  lowering.gradient_bucket_bytes = bucket_bytes;
   const proto::Plan plan = LowerDistributed(g, s, {g.loss()}, lowering).value();
   std::unique_ptr<BoxingGroups> owned = BoxingGroups::Create(plan, milliseconds(10000)).value();
   BoxingGroups& groups = *owned;
@@ -129,6 +133,44 @@ TEST(DistributedRunTest, DataParallelOnTwoRanksEqualsTheReference) {
   Placement p = Placement::Create(DeviceType::kCPU, {0, 1}).value();
   Strategy s = DeduceStrategy(g, p, {{"x", NdSbp::Parse("S(0)").value()}}).value();
   for (int64_t slots : {1, 2}) ExpectLossesClose(DistributedLosses(g, s, slots), want);
+}
+
+// Distinct all-reduce instances (group ids) of a plan.
+size_t AllReduces(const proto::Plan& plan) {
+  std::set<int64_t> groups;
+  for (const proto::TaskProto& t : plan.tasks()) {
+    if (t.kind() == proto::TaskProto::BOXING &&
+        t.boxing_conf().kind() == proto::BoxingConf::ALL_REDUCE) {
+      groups.insert(t.boxing_conf().group_id());
+    }
+  }
+  return groups.size();
+}
+
+TEST(DistributedRunTest, BucketedGradientsEqualTheReference) {
+  // w1's and w2's gradients (30 and 15 floats) in one bucket of 1 KiB: one
+  // all-reduce of 45 floats instead of two per group; the losses still equal the
+  // plain-loop reference's, on [2] and [2, 2], with 1 and 2 slots.
+  const OpGraph g = MlpGraph();
+  const std::vector<float> want = ReferenceLosses(g);
+  for (const Shape& mesh : {Shape{2}, Shape{2, 2}}) {
+    const std::vector<int64_t> ranks = mesh.ndim() == 1 ? std::vector<int64_t>{0, 1}
+                                                        : std::vector<int64_t>{0, 1, 2, 3};
+    Placement p = Placement::Create(DeviceType::kCPU, ranks, mesh).value();
+    const std::string x = mesh.ndim() == 1 ? "S(0)" : "(S(0), S(0))";
+    Strategy s = DeduceStrategy(g, p, {{"x", NdSbp::Parse(x).value()}}).value();
+    LoweringOptions plain, bucketed;
+    bucketed.gradient_bucket_bytes = 1024;
+    const size_t before = AllReduces(LowerDistributed(g, s, {g.loss()}, plain).value());
+    const size_t after = AllReduces(LowerDistributed(g, s, {g.loss()}, bucketed).value());
+    // Only the two gradients are all-reduced (one instance per group of
+    // each axis: 1 on [2], 4 on [2, 2]); fused, half as many instances.
+    EXPECT_EQ(2 * after, before) << mesh;
+    for (int64_t slots : {1, 2}) {
+      SCOPED_TRACE(mesh.ToString() + " slots " + std::to_string(slots));
+      ExpectLossesClose(DistributedLosses(g, s, slots, 1024), want);
+    }
+  }
 }
 
 TEST(DistributedRunTest, SingleDeviceLoweringOnOneRankEqualsTheReference) {

@@ -38,10 +38,10 @@ def save(out: str, tag: str, losses, values: dict, **extra) -> None:
 
 
 def session(g, devices: int, hierarchy, strategy, micro_batches: int = 1, threads: int = 1,
-            timeout_ms: int = 30000):
+            timeout_ms: int = 30000, bucket_bytes: int = 0):
     return _C.DistributedSession(g.program, list(range(devices)), list(hierarchy), strategy,
                                  [g.loss], num_threads=threads, timeout_ms=timeout_ms,
-                                 micro_batches=micro_batches)
+                                 micro_batches=micro_batches, gradient_bucket_bytes=bucket_bytes)
 
 
 def run_case(index: int, threads: int):
@@ -52,7 +52,8 @@ def run_case(index: int, threads: int):
     model = td.make_model(case)
     g, params = td.build(model, case["batch"])
     strategy = {"kind": "random", "seed": case["strategy_seed"], "stages": case["stages"]}
-    s = session(g, case["devices"], case["hierarchy"], strategy, k, threads)
+    s = session(g, case["devices"], case["hierarchy"], strategy, k, threads,
+                bucket_bytes=case["bucket_bytes"])
     losses = td.train_micro_batches(s, g, data, k) if k > 1 else td.train(s, g, data)
     return losses, {p: s.get_variable(p) for p in params}
 

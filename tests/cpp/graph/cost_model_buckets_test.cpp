@@ -1,0 +1,160 @@
+// Gradient buckets and input arrival in the cost model (cost_model.h's proxy,
+// cost_model_buckets.h's full model), worked out by hand on the two-level
+// test cluster (fast: groups of 4, 100 GB/s, 1 us per step), and issue 12's
+// acceptance case: a GPT block on 16 nodes of 8 devices whose inter-node
+// links have a tenth of the intra-node bandwidth splits no weight across
+// nodes, its per-rank inter-node bytes checked against hand-worked figures.
+#include "graph/cost_model_buckets.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/auto_parallel.h"
+#include "graph/cost_model_internal.h"
+#include "graph/strategy_report.h"
+#include "model_makers.h"
+
+namespace ofl {
+namespace {
+
+using testing::Mesh;
+using testing::TwoLevelCluster;
+
+void ExpectNear(double actual, double expected) {
+  EXPECT_NEAR(actual, expected, 1e-15 + 1e-9 * expected);
+}
+
+// x [64, 256] -> three bias-free matmuls with w1, w2, w3 [256, 256] -> mean, SGD.
+OpGraph ThreeMatmuls() {
+  OpGraph g;
+  CHECK(g.AddInput("x", {Shape{64, 256}, DataType::kFloat32}).ok());
+  std::string y = "x";
+  for (const std::string w : {"w1", "w2", "w3"}) {
+    CHECK(g.AddVariable(w, TensorDesc{Shape{256, 256}, DataType::kFloat32}, true).ok());
+    y = testing::Op(g, "matmul", {y, w}, {}, w + "/matmul");
+  }
+  testing::Train(g, testing::Op(g, "reduce_mean", {y}, {}, "loss"));
+  return g;
+}
+
+// The data_parallel preset's choice on `model`.
+std::vector<int> DataParallel(const OpGraph& g, std::shared_ptr<const CostModel> model) {
+  PlanOptions options;
+  options.searcher = "data_parallel";
+  auto planned = PlanWithModel(g, std::move(model), options);
+  CHECK(planned.ok()) << planned.status().message();
+  return planned.value().solution.choice;
+}
+
+// Each gradient: 256 x 256 float32 = 262,144 bytes, all-reduced on 4 ranks:
+// 2 (4 - 1) / 4 x 262,144 = 393,216 bytes sent, 6 latency steps.
+constexpr double kGrad = 262144, kSent = 393216, kLat = 1e-6, kBw = 100e9;
+
+TEST(GradientBucketTest, ProxySpreadsTheBucketLatencyOverTheBytes) {
+  const OpGraph g = ThreeMatmuls();
+  for (const int64_t bucket : {int64_t{0}, int64_t{524288}}) {
+    CostOptions options;
+    options.gradient_bucket_bytes = bucket;
+    options.overlap_gradients = false;
+    auto model = BuildCostModel(g, Strategy(Mesh({4})), TwoLevelCluster(), options).value();
+    const std::vector<int> choice = DataParallel(g, model);
+    const Solution s = model->graph().Evaluate(choice).value();
+    int gradients = 0;
+    for (int e = 0; e < model->graph().num_edges(); ++e) {
+      if (!IsGradientEdge(*model, e)) continue;
+      ++gradients;
+      SCOPED_TRACE(model->edges()[e].tensor);
+      // No bucketing: a whole collective each, 6 us + 3.93216 us. Buckets
+      // of 512 KiB: half a bucket's latency, 3 us + 3.93216 us.
+      const double latency = bucket == 0 ? 6 * kLat : 6 * kLat * kGrad / 524288;
+      ExpectNear(s.edge_seconds[e], latency + kSent / kBw);
+    }
+    EXPECT_EQ(gradients, 3);
+  }
+}
+
+TEST(GradientBucketTest, FullModelFillsBucketsInOrderOfReadiness) {
+  const OpGraph g = ThreeMatmuls();
+  CostOptions options;
+  options.gradient_bucket_bytes = 524288;  // two gradients per bucket
+  options.overlap_gradients = false;
+  auto model = BuildCostModel(g, Strategy(Mesh({4})), TwoLevelCluster(), options).value();
+  const StepEstimate est = EstimateStep(*model, DataParallel(g, model)).value();
+  // Backward produces w3's gradient first, then w2's (bucket 1 full at
+  // 512 KiB), then w1's (bucket 2, closed at the end).
+  ASSERT_EQ(est.buckets.size(), 2u);
+  EXPECT_EQ(est.buckets[0].gradients.size(), 2u);
+  EXPECT_EQ(est.buckets[0].collective, "all_reduce");
+  EXPECT_EQ(est.buckets[0].buffer_bytes, 2 * 262144);
+  EXPECT_EQ(est.buckets[0].sent_bytes, 2 * 393216);
+  ExpectNear(est.buckets[0].seconds, 6 * kLat + 2 * kSent / kBw);  // one latency per bucket
+  ExpectNear(est.buckets[1].seconds, 6 * kLat + kSent / kBw);
+  EXPECT_EQ(est.buckets[1].buffer_bytes, 262144);
+  // No overlap: all of it after backward.
+  ExpectNear(est.gradient_s, 12 * kLat + 3 * kSent / kBw);
+  ExpectNear(est.exposed_gradient_s, est.gradient_s);
+  ExpectNear(est.total_s, est.compute_s + est.transfer_s + est.gradient_s);
+  EXPECT_LT(est.total_s, est.proxy_total_s + 1e-12 + 6 * kLat);
+
+  // Overlapped: the last bucket (w1's, ready when backward ends) cannot
+  // hide; the first starts before the end of backward.
+  options.overlap_gradients = true;
+  model = BuildCostModel(g, Strategy(Mesh({4})), TwoLevelCluster(), options).value();
+  const StepEstimate over = EstimateStep(*model, DataParallel(g, model)).value();
+  ASSERT_EQ(over.buckets.size(), 2u);
+  EXPECT_LT(over.buckets[0].start_s, over.backward_s);
+  EXPECT_GE(over.exposed_gradient_s, over.buckets[1].seconds - 1e-15);
+  EXPECT_LT(over.exposed_gradient_s, est.exposed_gradient_s);
+  ExpectNear(over.total_s, over.compute_s + over.transfer_s + over.exposed_gradient_s);
+
+  // The report prices the plan with the full model too.
+  const std::vector<int> choice = DataParallel(g, model);
+  const StrategyReport r =
+      ReportStrategy(g, *model, model->graph().Evaluate(choice).value()).value();
+  ExpectNear(r.full_seconds, over.total_s);
+  EXPECT_EQ(r.gradient_buckets, 2);
+  ExpectNear(r.exposed_gradient_seconds, over.exposed_gradient_s);
+  EXPECT_NE(r.ToText().find("2 bucket(s)"), std::string::npos) << r.ToText();
+  EXPECT_NE(r.ToJson().find("\"gradient_buckets\": 2"), std::string::npos);
+}
+
+TEST(InputArrivalTest, FeedingCostsTheSliceAndWhatTheArrivalLacks) {
+  const OpGraph g = ThreeMatmuls();
+  // x [64, 256] float32 = 65,536 bytes arrives S(0) on [4]: 16,384 per rank.
+  auto model = BuildCostModel(g, Strategy(Mesh({4})), TwoLevelCluster()).value();
+  const int x = model->NodeOf("x");
+  const CostNodeInfo& info = model->nodes()[x];
+  for (size_t c = 0; c < info.sbps.size(); ++c) {
+    const double seconds = model->graph().node(x).candidates[c].compute_seconds;
+    const std::string sbp = info.sbps[c].ToString();
+    SCOPED_TRACE(sbp);
+    if (sbp == "(S(0))") {
+      ExpectNear(seconds, 16384 / kBw);  // its slice, nothing to fetch
+    } else if (sbp == "(B)") {  // the whole tensor + an all-gather: 3 steps, 3/4 x 65,536 bytes
+      ExpectNear(seconds, 65536 / kBw + 3 * kLat + 49152 / kBw);
+    } else {  // S(1): its slice + an all-to-all: 3 steps, 3/16 x 65,536 bytes
+      ASSERT_EQ(sbp, "(S(1))");
+      ExpectNear(seconds, 16384 / kBw + 3 * kLat + 12288 / kBw);
+    }
+  }
+  // Pinned B: it arrives whole; B costs reading it, nothing more.
+  CostOptions pinned = ArrivalsFromPins(g, {}, {{"x", NdSbp::Parse("(B)").value()}});
+  auto whole = BuildCostModel(g, Strategy(Mesh({4})), TwoLevelCluster(), pinned).value();
+  for (size_t c = 0; c < info.sbps.size(); ++c) {
+    if (info.sbps[c].ToString() != "(B)") continue;
+    ExpectNear(whole->graph().node(x).candidates[c].compute_seconds, 65536 / kBw);
+  }
+  // Bad arrivals are named.
+  CostOptions bad;
+  bad.input_arrival["nope"] = NdSbp::Parse("(B)").value();
+  auto error = BuildCostModel(g, Strategy(Mesh({4})), TwoLevelCluster(), bad);
+  ASSERT_FALSE(error.ok());
+  EXPECT_NE(error.status().message().find("'nope'"), std::string::npos);
+  bad.input_arrival = {{"x", NdSbp::Parse("(S(2))").value()}};
+  error = BuildCostModel(g, Strategy(Mesh({4})), TwoLevelCluster(), bad);
+  ASSERT_FALSE(error.ok());
+  EXPECT_NE(error.status().message().find("input 'x' arrives as (S(2))"), std::string::npos)
+      << error.status().message();
+}
+
+}  // namespace
+}  // namespace ofl
