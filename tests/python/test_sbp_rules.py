@@ -14,7 +14,9 @@ deterministic sample of those on [3, 2] and [2, 1, 3]:
 2. each output's physical shape comes the same way from its logical shape
    (op_info) and its Sbp (B and P keep the full extent);
 3. _C.run_kernel runs the CPU kernel per rank (random ops get the logical
-   shape and offset of output 0, so a shard draws the numbers of its slice);
+   shape and offset of output 0, so a shard draws the numbers of its slice;
+   every input's logical shape and offset go too, as the runtime passes them:
+   a vocabulary-split embedding looks up only the ids of its rows);
 4. the outputs (and mutated inputs of update ops) are put back together from
    the inner hierarchy axis outwards: S concatenates, B requires every rank to
    hold the same value, P sums; the result must match _C.run_op on the full
@@ -259,6 +261,10 @@ class RowContext:
                 shape0 = self.out_descs[0][0]
                 kwargs = dict(logical_shape=shape0,
                               logical_offset=local_place(shape0, outs[0], hierarchy, coords)[1])
+            # Every input's place too (a vocabulary-split embedding reads its weight's).
+            kwargs["input_places"] = [
+                (list(x.shape), local_place(x.shape, sbp, hierarchy, coords)[1])
+                for x, sbp in zip(self.inputs, ins)]
             results[coords] = _C.run_kernel(self.case.op, [x[coords] for x in local_inputs],
                                             self.case.attrs, descs, **kwargs)
         # Outputs, then mutated inputs (which keep their input layout).
