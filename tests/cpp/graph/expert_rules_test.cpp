@@ -177,15 +177,30 @@ TEST(ExpertRulesTest, MegatronIsColumnThenRowWithOneAllReduceEachWay) {
     EXPECT_EQ(fwd.all_reduce - bwd.all_reduce, 2);  // "h.0." matches both
     EXPECT_EQ(fwd.all_gather + fwd.other, 0);
   }
-  // Weight gradients need no collective: each rank computes its own part
-  // (the LM head's whole, from the replicated loss, then sliced).
+  // Weight gradients need no collective: each rank computes its own part,
+  // the LM head's too (from the logits' gradient sliced on the vocabulary,
+  // which the head's input gradient reads in that layout already).
   for (const OpNode& op : g.ops()) {
     if (!IsUpdate(op)) continue;
     const NdSbp grad = p.strategy.ProducedSbp(g, op.inputs[1]).value();
     const NdSbp& weight = p.strategy.sources().at(op.inputs[0]);
-    EXPECT_TRUE(grad == weight || (op.inputs[0] == "head.weight" && grad.ToString() == "(B)"))
-        << op.name << ": " << grad;
+    EXPECT_EQ(grad, weight) << op.name << ": " << grad;
   }
+  // The LM head backward: each rank its vocabulary slice of the logits'
+  // gradient (a local slice of the replicated one); the input gradient a
+  // partial sum, all-reduced once (Megatron's f operator of a
+  // column-parallel layer).
+  std::multiset<std::string> head_grads;
+  for (const OpNode& op : g.ops()) {
+    if (op.name.rfind("grad/head/matmul", 0) == 0 && op.type == "matmul") {
+      head_grads.insert(Sig(p, op.name));
+    }
+  }
+  EXPECT_EQ(head_grads, (std::multiset<std::string>{"(S(1)), (S(0)) -> (P)",
+                                                    "(S(1)), (B) -> (S(0))"}));
+  const Collectives head = Count(g, p.strategy, "grad/head/");
+  EXPECT_EQ(head.all_reduce, 1);
+  EXPECT_EQ(head.all_gather + head.other, 0);
 }
 
 TEST(ExpertRulesTest, TwoDimensionalIsDataOuterMegatronInner) {
