@@ -152,7 +152,9 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
       partial += HasPartial(sig.outputs[o]) ? 1 : 0;
       for (const Sbp& a : sig.outputs[o].axes()) splits += a.is_split() ? 1 : 0;
       auto want = walk.update_wants.find(op.outputs[o]);
-      if (want != walk.update_wants.end()) to_update += ConversionRank(sig.outputs[o], want->second);
+      if (want != walk.update_wants.end()) {
+        to_update += ConversionRank(sig.outputs[o], want->second);
+      }
     }
     const std::tuple<int, int, int, int> key{rank, to_update, partial, splits};
     if (best < 0 || key < best_key) {
