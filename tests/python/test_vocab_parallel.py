@@ -7,8 +7,10 @@ its gradient is each rank's own rows, scatter-added from the replicated ids
 and output gradient. On [2], [4] (V = 10 rows split 3, 3, 2, 2: uneven) and
 [2, 2], one SGD step (lr 1, no momentum) of loss = sum(embedding(wte, ids) * c)
 must give numpy's embedding, loss and gradient (the gradient read back as
-wte before - wte after). An id outside [0, V) is an error naming the value
-and the logical vocabulary size, not a shard's.
+wte before - wte after). The same holds when the table is stored B and
+sliced to S(0) by a boxing step in front of the lookup (the boxed register
+carries its place). An id outside [0, V) is an error naming the value and
+the logical vocabulary size, not a shard's.
 """
 from __future__ import annotations
 
@@ -85,3 +87,36 @@ def test_out_of_range_id_names_the_logical_vocabulary():
                                          rf"\(weight.shape\[0\]={V}\)"):
         dist.run({"ids": ids, "c": c}, [out, loss])
     np.testing.assert_array_equal(dist.get_variable("wte"), wte)  # the step changed nothing
+
+
+# Per op type, a strategy whose table is stored B and sliced to S(0) by a
+# boxing step for the lookup (the kernel reads the boxed slice's place), the
+# gradient made S(0) and all-gathered into the replicated update.
+BOXED = {"embedding": "(S(0)), (B) -> (P)", "mul": "(P), (B) -> (P)",
+         "reduce_sum": "(P) -> (P)", "ones_like": "(B) -> (B)", "broadcast_to": "(B) -> (B)",
+         "embedding_grad": "(B), (B) -> (S(0))", "sgd_update": "(B), (B), (B) -> "}
+
+
+@pytest.mark.parametrize("mesh", [[2], [4]], ids=["2", "4"])
+def test_a_table_sliced_by_boxing_looks_up_its_own_rows(mesh):
+    wte, ids, c = data(np.random.default_rng(8))
+    b, out, loss = build(wte)
+    signatures = {}
+    for line in session(b, [out, loss], mesh).strategy().splitlines():
+        if " = " in line:  # "name = type: signature"
+            name, rest = line.split(" = ", 1)
+            op_type = rest.split(":", 1)[0]
+            backward_mul = name.startswith("grad/") and op_type == "mul"
+            signatures[name] = "(B), (B) -> (B)" if backward_mul else BOXED[op_type]
+    sources = {"wte": "(B)", "wte/momentum": "(B)", "ids": "(B)", "c": "(B)"}
+    dist = _C.DistributedSession(b.program, list(range(mesh[0])), mesh,
+                                 {"kind": "manual", "sources": sources,
+                                  "signatures": signatures},
+                                 [out, loss], num_threads=2, timeout_ms=30000)
+    got_out, got_loss = dist.run({"ids": ids, "c": c}, [out, loss])
+    np.testing.assert_allclose(got_out, wte[ids], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got_loss, np.sum(wte[ids] * c), rtol=1e-12, atol=1e-12)
+    want_grad = np.zeros((V, D))
+    np.add.at(want_grad, ids.reshape(-1), c.reshape(-1, D))
+    np.testing.assert_allclose(wte - dist.get_variable("wte"), want_grad, rtol=1e-12,
+                               atol=1e-12)
