@@ -42,6 +42,12 @@ void FillCommon(const BoxingStep& step, const Shape& logical, Conf* conf) {
   conf->set_to_nd_sbp(step.to.ToString());
 }
 
+// The register's slice in the logical tensor (kernels of a split input read it).
+void SetLogicalPlace(const Shape& logical, const TensorSlice& slice, proto::RegisterDesc* r) {
+  for (int64_t d : logical.dims()) r->mutable_logical_shape()->add_dims(d);
+  for (int64_t o : slice.offset) r->add_logical_offset(o);
+}
+
 int64_t IndexOfCoordinates(const Shape& hierarchy, const std::vector<int64_t>& coords) {
   int64_t index = 0;
   for (int64_t a = 0; a < hierarchy.ndim(); ++a) index = index * hierarchy[a] + coords[a];
@@ -69,6 +75,7 @@ std::vector<int64_t> EmitAxisStep(const BoxingStep& step, size_t step_index,
     TensorSlice after = SliceOf(logical.shape, hierarchy, step.to, coords);
     next[i] = builder->AddRegister(RegisterName(name, step_index), rank,
                                    TensorDesc{after.shape, logical.dtype}, num_slots);
+    SetLogicalPlace(logical.shape, after, builder->mutable_register(next[i]));
     proto::TaskProto* task =
         builder->AddTask(proto::TaskProto::BOXING, rank, kBoxingStream, {current[i]}, {next[i]});
     Conf* conf = task->mutable_boxing_conf();
@@ -121,6 +128,7 @@ std::vector<int64_t> EmitSendRecv(const BoxingStep& step, size_t step_index,
       out_slice = SliceOf(logical.shape, tp.hierarchy(), step.to, tp.Coordinates(ti));
       next[ti] = builder->AddRegister(RegisterName(name, step_index), rank,
                                       TensorDesc{out_slice.shape, logical.dtype}, num_slots);
+      SetLogicalPlace(logical.shape, out_slice, builder->mutable_register(next[ti]));
       outputs.push_back(next[ti]);
     }
     proto::TaskProto* task =

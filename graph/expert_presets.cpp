@@ -75,6 +75,14 @@ Maybe<std::map<std::string, int64_t>> MegatronSplits(const OpGraph& graph, bool 
     OFL_ASSIGN_OR_RETURN(splits[v], FeatureAxis(graph, v, column));
     if (column && graph.IsVariable(BiasOf(v))) splits[BiasOf(v)] = 0;
   }
+  // Megatron's VocabParallelEmbedding: a table a forward embedding reads
+  // (the token embedding) split on the vocabulary, its output P.
+  for (const OpNode& op : graph.ops()) {
+    if (rules && op.type == "embedding" && RoleOf(op) == OpRole::kForward &&
+        !splits.empty() && graph.IsVariable(op.inputs[0])) {
+      splits[op.inputs[0]] = 0;
+    }
+  }
   if (rules && !splits.empty() && !others.empty()) {
     OFL_ASSIGN_OR_RETURN(splits[others.back()], FeatureAxis(graph, others.back(), true));
   } else if (rules && splits.empty()) {

@@ -12,7 +12,8 @@
 // mesh axis and summed: S or B kept 0; B -> S (a local slice) 1; -> B
 // (all-gather, all-reduce) or a P kept 2; anything else (all-to-all, -> P)
 // 3; a layout an earlier reader already boxed the tensor to 0 (lowering
-// boxes a tensor once per layout). Ties: fewer outputs with P, then fewer
+// boxes a tensor once per layout). Ties: the least conversion of a weight
+// gradient the op makes to its update's layout, then fewer outputs with P, then fewer
 // split output axes (an op on whole inputs splits nothing by itself), then
 // the registry's order. So elementwise ops, reductions and norms over
 // non-split axes keep the split, a matmul follows its weight
@@ -36,9 +37,13 @@
 //     holds the output features comes from the reading matmul's transpose_b
 //     ([in, out] when false, PyTorch's [out, in] when true). A graph with
 //     no such names (an MLP): its forward matmul weights in graph order
-//     alternate column, row (Megatron's MLP pairs). Everything else B
-//     (token embedding included: the registry's embedding has no
-//     vocabulary-split signature).
+//     alternate column, row (Megatron's MLP pairs). In a Transformer graph
+//     a table a forward embedding reads (the token embedding) is split on
+//     the vocabulary, S(0) (VocabParallelEmbedding: its output P, all-reduced
+//     at its first consumer). Everything else B. The loss is not split: the
+//     registry's cross entropy has no class-split signature (a softmax over
+//     split classes needs a max across ranks, which no Sbp expresses), so
+//     the LM head's logits are gathered before it.
 //   2d: a 2-D mesh: data_parallel on the outer axis, megatron on the inner.
 //   zero: data_parallel whose trainable variables, their optimizer state
 //     and gradients are split on tensor axis 0 over every hierarchy axis

@@ -74,6 +74,9 @@ struct Walk {
   // Per tensor, the layouts some op already reads it in: lowering boxes a
   // tensor once per layout, so a later reader gets that layout at no cost.
   std::map<std::string, std::set<NdSbp>> boxed;
+  // A weight's gradient (an update's input of the weight's shape) -> the
+  // weight's stored layout, which the update boxes it to.
+  std::map<std::string, NdSbp> update_wants;
 
   // The layouts `tensor` is already boxed to (null: none), looked up once
   // per input rather than per candidate signature.
@@ -130,7 +133,9 @@ Maybe<NdSbpSignature> FollowWeight(Walk& walk, const OpNode& op,
 // Any other op: among the signatures that keep every variable input as the
 // op reads it, the one whose inputs need the least conversion (ranked as
 // ConversionRank, summed; 0 for a layout an earlier reader already boxed
-// the tensor to), then the fewest outputs with P, then the fewest
+// the tensor to), then the least conversion of a weight gradient it makes
+// to its update's layout (a vocabulary-split embedding_grad makes S(0), not
+// B then sliced), then the fewest outputs with P, then the fewest
 // split output axes (an op on whole inputs splits nothing by itself), then
 // the registry's order; none: the all-B signature, noted; none either: error.
 Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
@@ -144,7 +149,7 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
     is_variable.push_back(walk.graph.IsVariable(op.inputs[i]) ? 1 : 0);
   }
   int best = -1;
-  std::tuple<int, int, int> best_key;
+  std::tuple<int, int, int, int> best_key;
   for (size_t c = 0; c < candidates.size(); ++c) {
     const NdSbpSignature& sig = candidates[c];
     bool keeps = true;
@@ -154,12 +159,16 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
       rank += Walk::Rank(boxed_to[i], reads[i], sig.inputs[i]);
     }
     if (!keeps) continue;
-    int partial = 0, splits = 0;
-    for (const NdSbp& o : sig.outputs) {
-      partial += HasPartial(o) ? 1 : 0;
-      for (const Sbp& a : o.axes()) splits += a.is_split() ? 1 : 0;
+    int partial = 0, splits = 0, to_update = 0;
+    for (size_t o = 0; o < sig.outputs.size(); ++o) {
+      partial += HasPartial(sig.outputs[o]) ? 1 : 0;
+      for (const Sbp& a : sig.outputs[o].axes()) splits += a.is_split() ? 1 : 0;
+      auto want = walk.update_wants.find(op.outputs[o]);
+      if (want != walk.update_wants.end()) {
+        to_update += ConversionRank(sig.outputs[o], want->second);
+      }
     }
-    const std::tuple<int, int, int> key{rank, partial, splits};
+    const std::tuple<int, int, int, int> key{rank, to_update, partial, splits};
     if (best < 0 || key < best_key) {
       best = static_cast<int>(c);
       best_key = key;
@@ -233,7 +242,18 @@ Maybe<ExpertPresetPlan> ExpertPresetStrategy(const std::string& preset, const Op
     return InvalidArgument("expert preset '", preset, "' fixes only sources (plan it instead)");
   }
   OFL_ASSIGN_OR_RETURN(auto sources, SourceLayouts(preset, graph, placements, pinned));
-  Walk walk{graph, preset == "zero", sources, {}, {}, {}};
+  Walk walk{graph, preset == "zero", sources, {}, {}, {}, {}};
+  for (const OpNode& op : graph.ops()) {
+    const std::vector<int> mut = MutableInputIndices(op);
+    if (mut.empty()) continue;
+    const std::string& param = op.inputs[mut.front()];
+    for (const std::string& in : op.inputs) {
+      if (!graph.IsInput(in) && !graph.IsVariable(in) &&
+          graph.Desc(in).value().shape == graph.Desc(param).value().shape) {
+        walk.update_wants.emplace(in, sources.at(param));
+      }
+    }
+  }
   ExpertPresetPlan out;
   out.strategy = placements;
   for (const auto& [name, sbp] : sources) out.strategy.SetSourceSbp(name, sbp);

@@ -38,6 +38,12 @@ struct KernelContext {
   // depend on the logical index (dropout). Single device: offset all zero.
   Shape logical_shape;
   std::vector<int64_t> logical_offset;
+  // The same for each input, in argument order, for kernels that must know
+  // where an input's shard lies (embedding with its weight split on the
+  // vocabulary). Empty, or an empty entry: that input is whole (read its
+  // place through input_logical_shape/offset below).
+  std::vector<Shape> input_logical_shapes;
+  std::vector<std::vector<int64_t>> input_logical_offsets;
   // The device every tensor of the call is on, and the stream its work goes
   // to (the runtime's compute actor: its rank's device and its thread's
   // inline stream; null for a direct CPU call, which runs on its thread).
@@ -51,6 +57,19 @@ struct KernelContext {
   const Tensor& in(int i) const { return *inputs.at(i); }
   Tensor& mutable_in(int i) { return *inputs.at(i); }
   Tensor& out(int i) { return *outputs.at(i); }
+  // Input i's logical shape and this rank's offset in it; a whole input's
+  // own shape at offset zero when the caller gave no place for it.
+  Shape input_logical_shape(int i) const {
+    const bool known = i < static_cast<int>(input_logical_shapes.size()) &&
+                       input_logical_shapes[i].ndim() == in(i).shape().ndim();
+    return known ? input_logical_shapes[i] : in(i).shape();
+  }
+  std::vector<int64_t> input_logical_offset(int i) const {
+    const bool known = i < static_cast<int>(input_logical_offsets.size()) &&
+                       static_cast<int64_t>(input_logical_offsets[i].size()) ==
+                           in(i).shape().ndim();
+    return known ? input_logical_offsets[i] : std::vector<int64_t>(in(i).shape().ndim(), 0);
+  }
   // "embedding" or "embedding 'emb'": the prefix of a kernel's messages.
   std::string where() const {
     return op_name.empty() || op_name == op_type ? op_type : op_type + " '" + op_name + "'";

@@ -169,6 +169,7 @@ class Actor {
   // The tensors of this act: data argument i (inputs in argument order).
   Tensor* data_input(int i) { return current_inputs_[data_inputs_[i]]; }
   Tensor* data_output(int i) { return current_outputs_[data_outputs_[i]]; }
+  const RuntimeRegister* data_input_register(int i) const { return inputs_[data_inputs_[i]].reg; }
   const RuntimeRegister* data_output_register(int i) const {
     return outputs_[data_outputs_[i]].reg;
   }

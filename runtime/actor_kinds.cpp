@@ -70,6 +70,15 @@ class ComputeActor : public Actor {
                             ctx_.logical_shape.ndim()));
       }
     }
+    ctx_.input_logical_shapes.clear();
+    ctx_.input_logical_offsets.clear();
+    for (int i = 0; i < num_data_inputs(); ++i) {  // each input's place, if the plan has it
+      const proto::RegisterDesc& in = *data_input_register(i)->desc;
+      ctx_.input_logical_shapes.push_back(in.has_logical_shape() ? ShapeOf(in.logical_shape())
+                                                                 : Shape());
+      ctx_.input_logical_offsets.emplace_back(in.logical_offset().begin(),
+                                              in.logical_offset().end());
+    }
     return Status::OK();
   }
 

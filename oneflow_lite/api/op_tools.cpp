@@ -9,18 +9,19 @@
 namespace ofl {
 
 namespace {
-// Output 0's place in the logical tensor: the logical shape has its rank and
-// the slice [offset, offset + shape) lies inside.
-Status CheckLogicalPlace(const std::string& op_type, const Shape& local, const Shape& logical,
-                         const std::vector<int64_t>& offset) {
+// A tensor's place in its logical tensor (`what`: "output 0", "input ids"):
+// the logical shape has its rank and the slice [offset, offset + shape) lies
+// inside.
+Status CheckLogicalPlace(const std::string& op_type, const std::string& what, const Shape& local,
+                         const Shape& logical, const std::vector<int64_t>& offset) {
   OFL_ENSURE(static_cast<int64_t>(offset.size()) == logical.ndim(), op_type,
              ": logical_offset has ", offset.size(), " entries but logical_shape=", logical,
              " has ", logical.ndim(), " dims");
-  OFL_ENSURE(local.ndim() == logical.ndim(), op_type, ": output 0 shape=", local,
+  OFL_ENSURE(local.ndim() == logical.ndim(), op_type, ": ", what, " shape=", local,
              " and logical_shape=", logical, " differ in rank");
   for (int64_t a = 0; a < logical.ndim(); ++a) {
     OFL_ENSURE(offset[a] >= 0 && offset[a] + local[a] <= logical[a], op_type,
-               ": output 0 shape=", local, " at logical_offset[", a, "]=", offset[a],
+               ": ", what, " shape=", local, " at logical_offset[", a, "]=", offset[a],
                " does not fit in logical_shape=", logical);
   }
   return Status::OK();
@@ -77,7 +78,8 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
                                      const AttrMap& attrs, const std::vector<TensorDesc>& outputs,
                                      const std::optional<Shape>& logical_shape,
                                      const std::optional<std::vector<int64_t>>& logical_offset,
-                                     int64_t iteration) {
+                                     int64_t iteration,
+                                     const std::vector<LogicalPlace>& input_places) {
   OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
   OFL_ASSIGN_OR_RETURN(const KernelFn* kernel, KernelRegistry::Find(op_type, DeviceType::kCPU));
   OpContext ctx;
@@ -124,7 +126,19 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
         CheckShape(kc.logical_shape, outputs[0].dtype, op_type + ": logical_shape"));
     kc.logical_offset = logical_offset.value_or(std::vector<int64_t>(kc.logical_shape.ndim(), 0));
     OFL_RETURN_IF_ERROR(
-        CheckLogicalPlace(op_type, outputs[0].shape, kc.logical_shape, kc.logical_offset));
+        CheckLogicalPlace(op_type, "output 0", outputs[0].shape, kc.logical_shape,
+                          kc.logical_offset));
+  }
+  if (!input_places.empty()) {
+    OFL_ENSURE(input_places.size() == inputs.size(), op_type, ": ", input_places.size(),
+               " input places given for ", inputs.size(), " inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::string what = "input " + ArgName(*def, static_cast<int>(i));
+      OFL_RETURN_IF_ERROR(CheckLogicalPlace(op_type, what, inputs[i].shape(),
+                                            input_places[i].shape, input_places[i].offset));
+      kc.input_logical_shapes.push_back(input_places[i].shape);
+      kc.input_logical_offsets.push_back(input_places[i].offset);
+    }
   }
   OFL_RETURN_IF_ERROR(CallKernel(*kernel, kc));
 

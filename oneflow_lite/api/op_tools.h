@@ -64,13 +64,21 @@ Maybe<std::vector<Tensor>> RunOpGrad(const std::string& op_type, const std::vect
 // caller's tensors are left alone. logical_shape and logical_offset describe
 // output 0 in the logical tensor (random ops read them); by default output 0
 // is the whole tensor (its shape, offset zero). `iteration` is the training
-// step random ops use as their stream.
+// step random ops use as their stream. input_places, when given, holds one
+// (logical shape, offset) per input: where each local input lies in its
+// logical tensor (the vocabulary-split embedding reads its weight's); by
+// default every input is whole.
+struct LogicalPlace {
+  Shape shape;
+  std::vector<int64_t> offset;
+};
 Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vector<Tensor>& inputs,
                                      const AttrMap& attrs, const std::vector<TensorDesc>& outputs,
                                      const std::optional<Shape>& logical_shape = std::nullopt,
                                      const std::optional<std::vector<int64_t>>& logical_offset =
                                          std::nullopt,
-                                     int64_t iteration = 0);
+                                     int64_t iteration = 0,
+                                     const std::vector<LogicalPlace>& input_places = {});
 
 struct OpInfo {
   std::vector<TensorDesc> outputs;

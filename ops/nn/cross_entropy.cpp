@@ -6,7 +6,15 @@
 // dy * (softmax(logits) - onehot(label)). Kernels: cross_entropy_cpu.cpp.
 //
 // SBP: logits, labels (and dy) split on the same batch axis, or all B; the
-// backward op is also linear in dy ((B, B, P) -> P).
+// backward op is also linear in dy ((B, B, P) -> P). No class-split (S(last))
+// signature: Megatron's vocabulary-parallel cross entropy needs each row's
+// max across ranks (for a stable log-sum-exp), and an Sbp can be partial
+// only as a sum; no bound on the max that P-sums give (e.g. the row's L2
+// norm) keeps exp from underflowing. The way there is a per-rank stage whose
+// logical output has one column per rank ([..., p] S(last): local max or
+// local log-sum-exp), all-gathered (p values a row) and reduced, as
+// OneFlow's reduce_max_device_stage/global_stage pass does; that makes the
+// graph depend on the mesh size, which our ops' signatures do not.
 // FLOPs per logits element (exp and log count as 1, per-row terms left out):
 //   forward 4 (max, x-max, exp, sum)
 //   backward 7 (the forward's 4 to rebuild log-sum-exp, then x-lse, exp, *dy)

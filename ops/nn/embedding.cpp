@@ -6,9 +6,15 @@
 // own gradient is embedding(d_dweight, ids). Kernels: embedding_cpu.cpp.
 //
 // SBP (inputs weight, ids): ids S(a) with weight B -> out S(a); weight S(1)
-// (columns) with ids B -> out S(last); weight P with ids B -> out P; all B.
-// embedding_grad (inputs ids, dy): ids, dy S(a) -> dweight P; ids B, dy
-// S(last) -> S(1); ids B, dy P -> P; all B.
+// (columns) with ids B -> out S(last); weight S(0) (vocabulary rows) with ids
+// B -> out P (Megatron's VocabParallelEmbedding: each rank looks up the ids
+// of its rows and writes zeros for the others; the kernel reads its weight
+// shard's logical offset, KernelContext::input_logical_offset); weight P
+// with ids B -> out P; all B. embedding_grad (inputs ids, dy): ids, dy S(a)
+// -> dweight P; ids B, dy S(last) -> S(1); ids B, dy P -> P; ids, dy B ->
+// S(0) (each rank adds the ids of its rows, read from output 0's logical
+// offset); all B. Ids are checked against the logical vocabulary size on
+// every rank, so each reports the same out-of-range id.
 // FLOPs: embedding 0 (a gather); embedding_grad 1 per element of dy (the add).
 #include "ops/grad.h"
 #include "ops/nn/common.h"
@@ -55,6 +61,7 @@ std::vector<SbpSignature> EmbeddingSignatures(const OpContext& ctx) {
   std::vector<SbpSignature> sigs;
   for (int64_t a = 0; a < ids_ndim; ++a) sigs.push_back({{b, Sbp::Split(a)}, {Sbp::Split(a)}});
   sigs.push_back({{Sbp::Split(1), b}, {Sbp::Split(ids_ndim)}});
+  sigs.push_back({{Sbp::Split(0), b}, {Sbp::PartialSum()}});  // vocabulary-parallel
   sigs.push_back({{Sbp::PartialSum(), b}, {Sbp::PartialSum()}});
   sigs.push_back({{b, b}, {b}});
   return sigs;
@@ -68,6 +75,7 @@ std::vector<SbpSignature> EmbeddingGradSignatures(const OpContext& ctx) {
   for (int64_t a = 0; a < ids_ndim; ++a) sigs.push_back({{Sbp::Split(a), Sbp::Split(a)}, {p}});
   sigs.push_back({{b, Sbp::Split(ids_ndim)}, {Sbp::Split(1)}});
   sigs.push_back({{b, p}, {p}});
+  sigs.push_back({{b, b}, {Sbp::Split(0)}});  // vocabulary-parallel: each rank its rows
   sigs.push_back({{b, b}, {b}});
   return sigs;
 }

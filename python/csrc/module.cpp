@@ -310,14 +310,22 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict());
   // One rank's kernel call on local arrays (api RunKernel): returns the
-  // outputs, then the mutated inputs. output_descs: [(shape, dtype), ...].
+  // outputs, then the mutated inputs. output_descs: [(shape, dtype), ...];
+  // input_places: [(logical shape, offset), ...], one per input, or None.
   m.def(
       "run_kernel",
       [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs,
          const std::vector<std::pair<std::vector<int64_t>, std::string>>& output_descs,
          const std::optional<std::vector<int64_t>>& logical_shape,
-         const std::optional<std::vector<int64_t>>& logical_offset, int64_t iteration) {
+         const std::optional<std::vector<int64_t>>& logical_offset, int64_t iteration,
+         const std::optional<std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>>&
+             input_places) {
         std::vector<Tensor> in = TensorsFromList(inputs, op_type);
+        std::vector<LogicalPlace> places;
+        for (const auto& [shape, offset] : input_places.value_or(
+                 std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{})) {
+          places.push_back({Shape(shape), offset});
+        }
         AttrMap attr_map = AttrsFromDict(attrs, op_type);
         std::vector<TensorDesc> outs = DescsFromList(output_descs);
         std::optional<Shape> logical;
@@ -325,13 +333,14 @@ PYBIND11_MODULE(_C, m) {
         Maybe<std::vector<Tensor>> result = std::vector<Tensor>{};
         {
           py::gil_scoped_release release;
-          result = RunKernel(op_type, in, attr_map, outs, logical, logical_offset, iteration);
+          result =
+              RunKernel(op_type, in, attr_map, outs, logical, logical_offset, iteration, places);
         }
         return ArraysOrNone(Unwrap(std::move(result)));
       },
       py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_descs"),
       py::arg("logical_shape") = py::none(), py::arg("logical_offset") = py::none(),
-      py::arg("iteration") = 0);
+      py::arg("iteration") = 0, py::arg("input_places") = py::none());
   // The op's N-D SBP signatures on a hierarchy of `hierarchy_ndim` axes, as
   // strings in NdSbpSignature's text form, one NdSbp per input then per
   // output: "(S(0), B), (B, S(1)) -> (S(0), S(1))". Order: the cartesian

@@ -106,8 +106,11 @@ def test_megatron_layout_of_the_traced_gpt():
         assert signatures[row] == "(S(1)), (S(1)) -> (P)", row
     for attention in ("h.0.attn/batch_matmul", "h.0.attn/batch_matmul_1"):
         assert signatures[attention] == "(S(1)), (S(1)) -> (S(1))", attention  # by heads
-    # No vocabulary-split embedding or class-split loss among the ops: noted.
-    assert signatures["wte/embedding"] == "(B), (B) -> (B)"
+    # Vocabulary-parallel embedding: wte split on the vocabulary, output P.
+    assert sources["wte.weight"] == "(S(0))"
+    assert sources["wpe.weight"] == "(B)"
+    assert signatures["wte/embedding"] == "(S(0)), (B) -> (P)"
+    # No class-split loss among the ops: the logits are gathered, noted.
     assert "'sparse_softmax_cross_entropy' (sparse_softmax_cross_entropy) gathers" in \
         planned.stats["note"]
 

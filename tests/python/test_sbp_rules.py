@@ -14,7 +14,9 @@ deterministic sample of those on [3, 2] and [2, 1, 3]:
 2. each output's physical shape comes the same way from its logical shape
    (op_info) and its Sbp (B and P keep the full extent);
 3. _C.run_kernel runs the CPU kernel per rank (random ops get the logical
-   shape and offset of output 0, so a shard draws the numbers of its slice);
+   shape and offset of output 0, so a shard draws the numbers of its slice;
+   every input's logical shape and offset go too, as the runtime passes them:
+   a vocabulary-split embedding looks up only the ids of its rows);
 4. the outputs (and mutated inputs of update ops) are put back together from
    the inner hierarchy axis outwards: S concatenates, B requires every rank to
    hold the same value, P sums; the result must match _C.run_op on the full
@@ -259,6 +261,10 @@ class RowContext:
                 shape0 = self.out_descs[0][0]
                 kwargs = dict(logical_shape=shape0,
                               logical_offset=local_place(shape0, outs[0], hierarchy, coords)[1])
+            # Every input's place too (a vocabulary-split embedding reads its weight's).
+            kwargs["input_places"] = [
+                (list(x.shape), local_place(x.shape, sbp, hierarchy, coords)[1])
+                for x, sbp in zip(self.inputs, ins)]
             results[coords] = _C.run_kernel(self.case.op, [x[coords] for x in local_inputs],
                                             self.case.attrs, descs, **kwargs)
         # Outputs, then mutated inputs (which keep their input layout).
@@ -433,6 +439,21 @@ def test_run_kernel_reads_logical_place_and_iteration():
     assert not np.array_equal(later[1], shard[1])
 
 
+def test_run_kernel_reads_input_places():
+    # Rows 3..4 of a 5-row table: ids 3 and 4 found there, the others zero.
+    table = np.arange(10.0).reshape(5, 2)
+    ids = np.array([4, 0, 3], np.int64)
+    out = [([3, 2], "float64")]
+    (part,) = _C.run_kernel("embedding", [table[3:], ids], {}, out, logical_shape=[3, 2],
+                            logical_offset=[0, 0], input_places=[([5, 2], [3, 0]), ([3], [0])])
+    np.testing.assert_array_equal(part, [[8, 9], [0, 0], [6, 7]])
+    # Checked against the logical 5 rows, not the shard's 2.
+    with pytest.raises(ValueError, match=r"ids\[0\]=5 is out of range \[0, 5\)"):
+        _C.run_kernel("embedding", [table[3:], np.array([5], np.int64)], {}, [([1, 2], "float64")],
+                      logical_shape=[1, 2], logical_offset=[0, 0],
+                      input_places=[([5, 2], [3, 0]), ([1], [0])])
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(output_descs=[]), "relu: 0 output descs given for 1 outputs"),
     (dict(output_descs=[([2, -1], "float64")]), "relu: output y shape=(2, -1)"),
@@ -444,6 +465,9 @@ def test_run_kernel_reads_logical_place_and_iteration():
      "relu: output 0 shape=(2, 3) at logical_offset[0]=3 does not fit in logical_shape=(4, 3)"),
     (dict(logical_shape=[4, 3], logical_offset=[0]), "relu: logical_offset has 1 entries"),
     (dict(op_type="no_such_op"), "unknown op 'no_such_op'"),
+    (dict(input_places=[([2, 3], [0, 0])] * 2), "relu: 2 input places given for 1 inputs"),
+    (dict(input_places=[([3, 3], [2, 0])]),
+     "relu: input x shape=(2, 3) at logical_offset[0]=2 does not fit in logical_shape=(3, 3)"),
 ])
 def test_run_kernel_rejects_bad_calls(kwargs, message):
     call = dict(op_type="relu", inputs=[np.ones((2, 3))], attrs={},

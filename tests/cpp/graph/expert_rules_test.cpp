@@ -136,10 +136,33 @@ TEST(ExpertRulesTest, MegatronIsColumnThenRowWithOneAllReduceEachWay) {
   EXPECT_EQ(Sig(p, "h.1.mlp.proj/matmul"), "(S(1)), (S(1)) -> (P)");
   EXPECT_EQ(Sig(p, "h.0.ln1"), "(B), (B), (B) -> (B), (B), (B)");
   EXPECT_EQ(Sig(p, "head/matmul"), "(B), (S(0)) -> (S(1))");
-  // The registry's embedding has no vocabulary-split signature and its
-  // cross entropy no class-split one: wte stays B, the logits are gathered.
-  EXPECT_EQ(Source(p, "wte.weight"), "(B)");
-  EXPECT_EQ(Sig(p, "wte"), "(B), (B) -> (B)");
+  // VocabParallelEmbedding: wte split on the vocabulary, its output a
+  // partial sum (each rank's rows, zeros elsewhere) all-reduced at the add.
+  EXPECT_EQ(Source(p, "wte.weight"), "(S(0))");
+  EXPECT_EQ(Source(p, "wpe.weight"), "(B)");
+  EXPECT_EQ(Sig(p, "wte"), "(S(0)), (B) -> (P)");
+  EXPECT_EQ(Sig(p, "embed/add"), "(B), (B) -> (B)");
+  const Collectives embed = Count(g, p.strategy, "embed/");
+  EXPECT_EQ(embed.all_reduce, 1);
+  EXPECT_EQ(embed.all_gather + embed.other, 0);
+  // Its gradient: each rank scatter-adds the ids of its own rows, from the
+  // replicated ids and output gradient: no collective, no slicing.
+  const OpNode* wte_update = nullptr;
+  for (const OpNode& op : g.ops()) {
+    if (IsUpdate(op) && op.inputs[0] == "wte.weight") wte_update = &op;
+  }
+  ASSERT_NE(wte_update, nullptr);
+  const std::string wte_grad = wte_update->inputs[1];
+  const OpNode* wte_grad_op = nullptr;
+  for (const OpNode& op : g.ops()) {
+    if (!op.outputs.empty() && op.outputs[0] == wte_grad) wte_grad_op = &op;
+  }
+  ASSERT_NE(wte_grad_op, nullptr);
+  EXPECT_EQ(wte_grad_op->type, "embedding_grad");
+  EXPECT_EQ(Sig(p, wte_grad_op->name), "(B), (B) -> (S(0))");
+  // Cross entropy has no class-split signature (a softmax over split
+  // classes needs a max across ranks, which no Sbp expresses): the logits
+  // are gathered before the loss.
   EXPECT_EQ(Sig(p, "loss/per_token"), "(B), (B) -> (B)");
   ASSERT_EQ(p.notes.size(), 1u);
   EXPECT_NE(p.notes[0].find("'loss/per_token' (sparse_softmax_cross_entropy) gathers"),
@@ -154,21 +177,38 @@ TEST(ExpertRulesTest, MegatronIsColumnThenRowWithOneAllReduceEachWay) {
     EXPECT_EQ(fwd.all_reduce - bwd.all_reduce, 2);  // "h.0." matches both
     EXPECT_EQ(fwd.all_gather + fwd.other, 0);
   }
-  // Weight gradients need no collective: each rank computes its own part
-  // (the LM head's whole, from the replicated loss, then sliced).
+  // Weight gradients need no collective: each rank computes its own part,
+  // the LM head's too (from the logits' gradient sliced on the vocabulary,
+  // which the head's input gradient reads in that layout already).
   for (const OpNode& op : g.ops()) {
     if (!IsUpdate(op)) continue;
     const NdSbp grad = p.strategy.ProducedSbp(g, op.inputs[1]).value();
     const NdSbp& weight = p.strategy.sources().at(op.inputs[0]);
-    EXPECT_TRUE(grad == weight || (op.inputs[0] == "head.weight" && grad.ToString() == "(B)"))
-        << op.name << ": " << grad;
+    EXPECT_EQ(grad, weight) << op.name << ": " << grad;
   }
+  // The LM head backward: each rank its vocabulary slice of the logits'
+  // gradient (a local slice of the replicated one); the input gradient a
+  // partial sum, all-reduced once (Megatron's f operator of a
+  // column-parallel layer).
+  std::multiset<std::string> head_grads;
+  for (const OpNode& op : g.ops()) {
+    if (op.name.rfind("grad/head/matmul", 0) == 0 && op.type == "matmul") {
+      head_grads.insert(Sig(p, op.name));
+    }
+  }
+  EXPECT_EQ(head_grads, (std::multiset<std::string>{"(S(1)), (S(0)) -> (P)",
+                                                    "(S(1)), (B) -> (S(0))"}));
+  const Collectives head = Count(g, p.strategy, "grad/head/");
+  EXPECT_EQ(head.all_reduce, 1);
+  EXPECT_EQ(head.all_gather + head.other, 0);
 }
 
 TEST(ExpertRulesTest, TwoDimensionalIsDataOuterMegatronInner) {
   const OpGraph g = TinyGpt();
   const ExpertPresetPlan p = Plan("2d", g, Mesh({2, 2}));
   EXPECT_EQ(Source(p, "ids"), "(S(0), B)");
+  EXPECT_EQ(Source(p, "wte.weight"), "(B, S(0))");
+  EXPECT_EQ(Sig(p, "wte"), "(B, S(0)), (S(0), B) -> (S(0), P)");
   EXPECT_EQ(Source(p, "h.0.attn.qkv.weight"), "(B, S(0))");
   EXPECT_EQ(Sig(p, "h.0.attn.qkv/matmul"), "(S(0), B), (B, S(0)) -> (S(0), S(1))");
   EXPECT_EQ(Sig(p, "h.0.attn/scores"), "(S(0), S(1)), (S(0), S(1)) -> (S(0), S(1))");
