@@ -65,6 +65,11 @@ int MostKernelsAtOnce(int64_t ranks, int num_threads) {
 }
 
 TEST(KernelSlotsTest, FourRanksOnTwoThreadsRunAtMostTwoKernels) {
+#if defined(__SANITIZE_THREAD__)
+  // runtime.cpp: under ThreadSanitizer every rank gets a thread of its own
+  // and no kernel slots (its races are what that build looks for).
+  GTEST_SKIP() << "ThreadSanitizer build: no kernel slots";
+#endif
   EXPECT_LE(MostKernelsAtOnce(4, 2), 2);
 }
 
