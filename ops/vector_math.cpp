@@ -10,10 +10,11 @@
 #include <immintrin.h>
 #define OFL_VEC_AVX512 1
 // glibc's libmvec (2.35+): the 16-lane AVX-512 variants of erfcf and expf
-// (x86_64 vector function ABI names).
+// (x86_64 vector function ABI names), declared with the target they need so
+// that clang accepts their __m512 arguments outside an AVX-512 build.
 extern "C" {
-__m512 _ZGVeN16v_erfcf(__m512);
-__m512 _ZGVeN16v_expf(__m512);
+__attribute__((target("avx512f"))) __m512 _ZGVeN16v_erfcf(__m512);
+__attribute__((target("avx512f"))) __m512 _ZGVeN16v_expf(__m512);
 }
 #endif
 
