@@ -169,7 +169,10 @@ Maybe<StepEstimate> EstimateStep(const CostModel& model, const std::vector<int>&
   StepEstimate out;
   out.proxy_total_s = solution.total_seconds;
   out.compute_s = solution.compute_seconds;
-  auto [ready, backward_end] = BackwardTimeline(model, solution);
+  // Named, not a structured binding: C++17 lambdas cannot capture those (clang).
+  auto timeline = BackwardTimeline(model, solution);
+  const auto& ready = timeline.first;
+  const double backward_end = timeline.second;
   out.backward_s = backward_end;
   std::vector<int> gradient_edges;
   for (int e = 0; e < model.graph().num_edges(); ++e) {
