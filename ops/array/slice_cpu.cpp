@@ -11,29 +11,12 @@ namespace ofl {
 
 namespace {
 
-// The sliced block of a tensor of `shape`: its first element's offset and
-// the strides that step through it.
-struct Block {
-  int64_t offset = 0;
-  std::vector<int64_t> strides;
-};
-
-Block SlicedBlock(const Shape& shape, const std::vector<AxisRange>& ranges) {
-  const std::vector<int64_t> strides = ContiguousStrides(shape);
-  Block b;
-  for (size_t a = 0; a < ranges.size(); ++a) {
-    b.offset += ranges[a].start * strides[a];
-    b.strides.push_back(strides[a] * ranges[a].step);
-  }
-  return b;
-}
-
 void SliceKernel(KernelContext& k) {
   const Tensor& x = k.in(0);
   Tensor& y = k.out(0);
   std::vector<AxisRange> ranges = SliceRanges(x.shape(), k.attr());
   CHECK(SlicedShape(ranges) == y.shape()) << k.op_name << ": y " << y.shape();
-  Block b = SlicedBlock(x.shape(), ranges);
+  SlicedBlockOf b = SlicedBlock(x.shape(), ranges);
   const int64_t size = SizeOf(x.dtype());
   StridedCopy(y.shape().dims(), size, static_cast<const char*>(x.raw()) + b.offset * size,
               b.strides, y.raw(), ContiguousStrides(y.shape()));
@@ -45,7 +28,7 @@ void SliceGradKernel(KernelContext& k) {
   std::vector<AxisRange> ranges = SliceRanges(dx.shape(), k.attr());
   CHECK(SlicedShape(ranges) == dy.shape()) << k.op_name << ": dy " << dy.shape();
   if (dx.nbytes() > 0) std::memset(dx.raw(), 0, dx.nbytes());
-  Block b = SlicedBlock(dx.shape(), ranges);
+  SlicedBlockOf b = SlicedBlock(dx.shape(), ranges);
   const int64_t size = SizeOf(dx.dtype());
   StridedCopy(dy.shape().dims(), size, dy.raw(), ContiguousStrides(dy.shape()),
               static_cast<char*>(dx.raw()) + b.offset * size, b.strides);

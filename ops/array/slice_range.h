@@ -11,6 +11,7 @@
 
 #include "oneflow_lite/core/attr.h"
 #include "oneflow_lite/core/shape.h"
+#include "ops/array/strided_copy.h"
 
 namespace ofl {
 
@@ -46,6 +47,23 @@ inline Shape SlicedShape(const std::vector<AxisRange>& ranges) {
   std::vector<int64_t> dims;
   for (const AxisRange& r : ranges) dims.push_back(r.size);
   return Shape(dims);
+}
+
+// The sliced block of a tensor (slice and slice_grad, CPU and CUDA) of `shape`: its first element's offset and
+// the strides that step through it.
+struct SlicedBlockOf {
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
+inline SlicedBlockOf SlicedBlock(const Shape& shape, const std::vector<AxisRange>& ranges) {
+  const std::vector<int64_t> strides = ContiguousStrides(shape);
+  SlicedBlockOf b;
+  for (size_t a = 0; a < ranges.size(); ++a) {
+    b.offset += ranges[a].start * strides[a];
+    b.strides.push_back(strides[a] * ranges[a].step);
+  }
+  return b;
 }
 
 }  // namespace ofl
