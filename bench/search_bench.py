@@ -97,6 +97,7 @@ def plan_row(model, base: dict, searcher: str) -> dict:
     extra = {}
     if searcher == "exact":
         extra = dict(exact_time_budget_s=EXACT_BUDGET_S, exact_max_table_entries=EXACT_TABLE)
+    cpu = time.process_time()
     try:
         planned = model.plan(searcher, **extra)
     except (ValueError, RuntimeError) as error:
@@ -114,6 +115,9 @@ def plan_row(model, base: dict, searcher: str) -> dict:
                node_candidates=round(stats["candidates"], 3), pruned=stats["pruned"],
                seconds=round(stats["seconds"], 4), build_seconds=round(stats["build_seconds"], 4),
                search_seconds=round(stats["search_seconds"], 4),
+               # CPU seconds of this process (one thread): the build's plus this search's;
+               # unlike the wall figures, they hold on a loaded machine
+               cpu_seconds=round(base["build_cpu_seconds"] + time.process_time() - cpu, 4),
                predicted_step_s=planned.predicted_step_s, memory_bytes=stats["memory_bytes"],
                compute_s=stats["compute_s"], communication_s=stats["communication_s"], fits=True)
     if searcher in EXPERTS and stats["note"]:  # the ops that could not follow the rule
@@ -136,7 +140,7 @@ def run_config(program, base, mesh, cluster, searchers, log, **cost_args) -> lis
     """One cost model for the configuration, every searcher on it. Each row's
     seconds = the model's build seconds + that searcher's search seconds."""
     base = dict(base, mesh=list(mesh), cluster=cluster)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         model = _C.build_cost_model(program, list(mesh), cluster, **cost_args)
     except (ValueError, RuntimeError) as error:
@@ -145,6 +149,7 @@ def run_config(program, base, mesh, cluster, searchers, log, **cost_args) -> lis
         return [dict(base, searcher=s, predicted_step_s=None, fits=False, error=message,
                      smallest_need_bytes=_need_bytes(message),
                      seconds=round(time.perf_counter() - started, 4)) for s in searchers]
+    base["build_cpu_seconds"] = round(time.process_time() - cpu, 4)
     log(f"  {base['model']} L={base['layers']} mesh={mesh}: cost model built in "
         f"{model.build_seconds:.2f} s ({model.num_nodes} nodes)")
     rows = []
