@@ -10,25 +10,13 @@
 
 #include "ops/conv/conv_geometry.h"
 #include "ops/conv/pool2d_onednn.h"
+#include "ops/conv/pool2d_window.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 
 namespace ofl {
 
 namespace {
-
-// The rows [h_begin, h_end) and columns [w_begin, w_end) of x that the window
-// of output (oh, ow) covers, with the padding cut away.
-struct Window {
-  int64_t h_begin, h_end, w_begin, w_end;
-  Window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
-    const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
-    h_begin = std::max<int64_t>(h0, 0);
-    h_end = std::min(h0 + g.kernel_h, g.height);
-    w_begin = std::max<int64_t>(w0, 0);
-    w_end = std::min(w0 + g.kernel_w, g.width);
-  }
-};
 
 // Runs fn(plane) for every plane, in parallel chunks of about kParallelGrain
 // window reads.
@@ -43,24 +31,6 @@ void ForEachPlane(const Pool2dGeometry& g, Fn fn) {
       std::max<int64_t>(1, kParallelGrain / per_plane));
 }
 
-// Index in the plane of the first maximum of the window (row-major order),
-// or of its first NaN (np.argmax's answer: a NaN is the maximum, so max
-// pooling propagates it and its gradient goes to the NaN's position).
-// The padding ties with nothing: it never wins. padding <= kernel / 2 keeps
-// at least one real element in every window.
-template <typename T>
-int64_t ArgMax(const T* x, const Pool2dGeometry& g, const Window& w) {
-  int64_t best = w.h_begin * g.width + w.w_begin;
-  for (int64_t h = w.h_begin; h < w.h_end; ++h) {
-    for (int64_t c = w.w_begin; c < w.w_end; ++c) {
-      const T v = x[h * g.width + c];
-      if (std::isnan(v)) return h * g.width + c;
-      if (v > x[best]) best = h * g.width + c;
-    }
-  }
-  return best;
-}
-
 template <typename T>
 void MaxPool(const T* x, const Pool2dGeometry& g, T* y) {
   ForEachPlane(g, [&](int64_t p) {
@@ -68,14 +38,14 @@ void MaxPool(const T* x, const Pool2dGeometry& g, T* y) {
     T* yp = y + p * g.out_h * g.out_w;
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        *yp++ = xp[ArgMax(xp, g, Window(g, oh, ow))];
+        *yp++ = xp[PoolArgMax(xp, g, PoolWindowOf(g, oh, ow))];
       }
     }
   });
 }
 
 // y is not read: the first position where x equals y is the first maximum,
-// which ArgMax finds from x alone.
+// which PoolArgMax finds from x alone.
 template <typename T>
 void MaxPoolBackward(const T* x, const T* dy, const Pool2dGeometry& g, T* dx) {
   ForEachPlane(g, [&](int64_t p) {
@@ -85,7 +55,7 @@ void MaxPoolBackward(const T* x, const T* dy, const Pool2dGeometry& g, T* dx) {
     std::fill(dxp, dxp + g.height * g.width, T(0));
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        dxp[ArgMax(xp, g, Window(g, oh, ow))] += *dyp++;
+        dxp[PoolArgMax(xp, g, PoolWindowOf(g, oh, ow))] += *dyp++;
       }
     }
   });
@@ -101,7 +71,7 @@ void AvgPool(const T* x, const Pool2dGeometry& g, T* y) {
     T* yp = y + p * g.out_h * g.out_w;
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        Window w(g, oh, ow);
+        const PoolWindow w = PoolWindowOf(g, oh, ow);
         T sum = 0;
         for (int64_t h = w.h_begin; h < w.h_end; ++h) {
           for (int64_t c = w.w_begin; c < w.w_end; ++c) sum += xp[h * g.width + c];
@@ -121,7 +91,7 @@ void AvgPoolBackward(const T* dy, const Pool2dGeometry& g, T* dx) {
     std::fill(dxp, dxp + g.height * g.width, T(0));
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        Window w(g, oh, ow);
+        const PoolWindow w = PoolWindowOf(g, oh, ow);
         const T v = *dyp++ * scale;
         for (int64_t h = w.h_begin; h < w.h_end; ++h) {
           for (int64_t c = w.w_begin; c < w.w_end; ++c) dxp[h * g.width + c] += v;
@@ -129,12 +99,6 @@ void AvgPoolBackward(const T* dy, const Pool2dGeometry& g, T* dx) {
       }
     }
   });
-}
-
-Pool2dGeometry Geometry(const KernelContext& k) {
-  Pool2dGeometry g = Pool2dGeometry::Make(k.in(0).shape(), k.attr());
-  CHECK(k.in(0).numel() == 0 || (g.out_h >= 1 && g.out_w >= 1)) << k.op_name;
-  return g;
 }
 
 bool UseOneDnn(const KernelContext& k) {
@@ -153,7 +117,7 @@ bool UseOneDnnMax(const KernelContext& k) {
 }
 
 void MaxPoolKernel(KernelContext& k) {
-  Pool2dGeometry g = Geometry(k);
+  const Pool2dGeometry g = PoolGeometryOf(k);
   if (UseOneDnnMax(k)) {
     OneDnnPoolForward(PoolKind::kMax, g, k.in(0).shape()[0], k.in(0).data<float>(),
                       k.out(0).data<float>());
@@ -163,7 +127,7 @@ void MaxPoolKernel(KernelContext& k) {
 }
 
 void AvgPoolKernel(KernelContext& k) {
-  Pool2dGeometry g = Geometry(k);
+  const Pool2dGeometry g = PoolGeometryOf(k);
   if (UseOneDnn(k)) {
     OneDnnPoolForward(PoolKind::kAvg, g, k.in(0).shape()[0], k.in(0).data<float>(),
                       k.out(0).data<float>());
@@ -173,7 +137,7 @@ void AvgPoolKernel(KernelContext& k) {
 }
 
 void MaxPoolGradKernel(KernelContext& k) {
-  Pool2dGeometry g = Geometry(k);
+  const Pool2dGeometry g = PoolGeometryOf(k);
   if (UseOneDnnMax(k)) {
     OneDnnPoolBackward(PoolKind::kMax, g, k.in(0).shape()[0], k.in(0).data<float>(),
                        k.in(2).data<float>(), k.out(0).data<float>());
@@ -184,7 +148,7 @@ void MaxPoolGradKernel(KernelContext& k) {
 }
 
 void AvgPoolGradKernel(KernelContext& k) {
-  Pool2dGeometry g = Geometry(k);
+  const Pool2dGeometry g = PoolGeometryOf(k);
   if (UseOneDnn(k)) {
     OneDnnPoolBackward(PoolKind::kAvg, g, k.in(0).shape()[0], nullptr, k.in(1).data<float>(),
                        k.out(0).data<float>());

@@ -20,6 +20,7 @@
 
 #include "ops/array/bfloat16.h"
 #include "ops/kernel.h"
+#include "ops/math/matmul_dims.h"
 #include "ops/onednn.h"
 #include "ops/parallel.h"
 
@@ -27,29 +28,17 @@ namespace ofl {
 
 namespace {
 
-// The sizes of one product: `batch` matrices (0 for plain 2-D matmul) of
-// op(a) (m, k) times op(b) (k, n).
-struct GemmSizes {
-  int64_t batch = 0;
-  int64_t m = 0, n = 0, k = 0;
-  bool ta = false, tb = false;
+// The sizes of one product (matmul_dims.h) and whether it is bfloat16 in,
+// float32 out; the key of the oneDNN primitive cache.
+struct GemmSizes : MatmulDims {
   bool bf16 = false;  // bfloat16 a and b, float32 c
   auto Key() const { return std::make_tuple(batch, m, n, k, ta, tb, bf16); }
 };
 
 GemmSizes SizesOf(const KernelContext& kc, bool batched) {
-  const Shape& a = kc.in(0).shape();
-  const Shape& b = kc.in(1).shape();
   GemmSizes s;
-  s.ta = kc.attr().Get<bool>("transpose_a");
-  s.tb = kc.attr().Get<bool>("transpose_b");
+  static_cast<MatmulDims&>(s) = MatmulDimsOf(kc, batched);
   s.bf16 = kc.in(0).dtype() == DataType::kBFloat16;
-  const int64_t ra = a.ndim() - 2, rb = b.ndim() - 2;
-  s.batch = batched ? a.Count(0, ra) : 0;
-  s.m = s.ta ? a[ra + 1] : a[ra];
-  s.k = s.ta ? a[ra] : a[ra + 1];
-  s.n = s.tb ? b[rb] : b[rb + 1];
-  CHECK_EQ(s.k, s.tb ? b[rb + 1] : b[rb]) << kc.op_type << ": contraction sizes differ";
   return s;
 }
 

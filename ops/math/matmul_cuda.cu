@@ -15,31 +15,11 @@
 #include <tuple>
 
 #include "ops/cuda_util.h"
+#include "ops/math/matmul_dims.h"
 
 namespace ofl {
 
 namespace {
-
-struct GemmSizes {
-  int64_t batch = 0;  // 0: plain 2-D matmul
-  int64_t m = 0, n = 0, k = 0;
-  bool ta = false, tb = false;
-};
-
-GemmSizes SizesOf(const KernelContext& kc, bool batched) {
-  const Shape& a = kc.in(0).shape();
-  const Shape& b = kc.in(1).shape();
-  GemmSizes s;
-  s.ta = kc.attr().Get<bool>("transpose_a");
-  s.tb = kc.attr().Get<bool>("transpose_b");
-  const int64_t ra = a.ndim() - 2, rb = b.ndim() - 2;
-  s.batch = batched ? a.Count(0, ra) : 0;
-  s.m = s.ta ? a[ra + 1] : a[ra];
-  s.k = s.ta ? a[ra] : a[ra + 1];
-  s.n = s.tb ? b[rb] : b[rb + 1];
-  CHECK_EQ(s.k, s.tb ? b[rb + 1] : b[rb]) << kc.op_type << ": contraction sizes differ";
-  return s;
-}
 
 cudaDataType_t CudaTypeOf(DataType dtype) {
   switch (dtype) {
@@ -136,7 +116,7 @@ cublasLtMatmulAlgo_t FindAlgo(const AlgoKey& key, cublasLtHandle_t handle, cubla
   return result.algo;
 }
 
-void Gemm(const KernelContext& kc, const GemmSizes& s, const Tensor& a, const Tensor& b, Tensor& c,
+void Gemm(const KernelContext& kc, const MatmulDims& s, const Tensor& a, const Tensor& b, Tensor& c,
           cudaStream_t stream) {
   CHECK(a.dtype() == b.dtype()) << kc.where() << ": a and b differ in dtype";
   const bool f64 = a.dtype() == DataType::kFloat64;
@@ -188,7 +168,7 @@ void Gemm(const KernelContext& kc, const GemmSizes& s, const Tensor& a, const Te
 void MatmulKernel(KernelContext& kc, bool batched) {
   cuda::DeviceGuard guard(kc.device.index);
   const cudaStream_t stream = cuda::StreamOf(kc);
-  const GemmSizes s = SizesOf(kc, batched);
+  const MatmulDims s = MatmulDimsOf(kc, batched);
   Tensor& out = kc.out(0);
   if (out.numel() == 0) return;
   if (s.k == 0) {  // an empty sum

@@ -6,7 +6,7 @@
 // groups' offset.
 #include "ops/cuda_device.cuh"
 #include "ops/cuda_util.h"
-#include "ops/math/axes.h"
+#include "ops/math/reduce_plan.h"
 #include "ops/math/reduce_sum_cuda.h"
 
 namespace ofl {
@@ -114,20 +114,10 @@ void ReduceKernel(KernelContext& kc, bool is_mean) {
   const cudaStream_t stream = cuda::StreamOf(kc);
   const Tensor& x = kc.in(0);
   Tensor& out = kc.out(0);
-  std::vector<int64_t> axes =
-      math::NormalizedAxesUnchecked(kc.attr().Get<std::vector<int64_t>>("axes"), x.shape().ndim());
-  std::vector<int64_t> kept = x.shape().dims();
-  int64_t count = 1;
-  for (int64_t a = 0; a < x.shape().ndim(); ++a) {
-    if (axes.empty() || std::binary_search(axes.begin(), axes.end(), a)) {
-      count *= kept[a];
-      kept[a] = 1;
-    }
-  }
-  const double scale = is_mean ? 1.0 / static_cast<double>(count) : 1.0;
+  const ReducePlan plan = PlanReduce(kc, is_mean);
   OFL_CUDA_DISPATCH_FLOAT(out.dtype(), T,
-                          cuda::ReduceSumTo<T>(cuda::Data<T>(x), x.shape(), Shape(kept),
-                                               cuda::Data<T>(out), scale, stream));
+                          cuda::ReduceSumTo<T>(cuda::Data<T>(x), x.shape(), plan.kept,
+                                               cuda::Data<T>(out), plan.scale, stream));
 }
 
 OFL_REGISTER_KERNEL("reduce_sum", DeviceType::kCUDA,

@@ -2,6 +2,8 @@
 // (activation.cpp registers the ops): grid-stride maps with the formulas of
 // activation_cpu.cpp (relu's NaN rule, gelu through erfc, the stable sigmoid).
 // bfloat16 computes in float.
+#include <utility>
+
 #include "ops/cuda_device.cuh"
 #include "ops/cuda_util.h"
 
@@ -65,55 +67,42 @@ struct SigmoidGrad {
   }
 };
 
-template <typename T, typename F>
-__global__ void MapUnary(int64_t n, const T* x, T* y, F f) {
-  OFL_KERNEL_LOOP(i, n) { y[i] = cuda::Store<T>(f(cuda::Load(x[i]))); }
+// out[i] = f(in[i]...) over the inputs (x; or y or x, and dy), computed in
+// Compute<T>.
+template <typename T, typename F, typename... In>
+__global__ void Map(int64_t n, F f, T* out, const In*... in) {
+  OFL_KERNEL_LOOP(i, n) { out[i] = cuda::Store<T>(f(cuda::Load(in[i])...)); }
 }
 
-template <typename T, typename F>
-__global__ void MapBinary(int64_t n, const T* v, const T* dy, T* dx, F f) {
-  OFL_KERNEL_LOOP(i, n) { dx[i] = cuda::Store<T>(f(cuda::Load(v[i]), cuda::Load(dy[i]))); }
+template <typename F, size_t... I>
+void LaunchMap(KernelContext& k, F f, std::index_sequence<I...>) {
+  cuda::DeviceGuard guard(k.device.index);
+  const cudaStream_t stream = cuda::StreamOf(k);
+  const int64_t n = k.out(0).numel();
+  if (n == 0) return;
+  OFL_CUDA_DISPATCH_FLOAT(k.in(0).dtype(), T, {
+    Map<<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, f, cuda::Data<T>(k.out(0)),
+                                                           cuda::Data<T>(k.in(I))...);
+    OFL_CUDA_LAUNCH_CHECK();
+  });
 }
 
-template <typename F>
-KernelFn UnaryKernel(F f) {
-  return [f](KernelContext& k) {
-    cuda::DeviceGuard guard(k.device.index);
-    const cudaStream_t stream = cuda::StreamOf(k);
-    const int64_t n = k.out(0).numel();
-    if (n == 0) return;
-    OFL_CUDA_DISPATCH_FLOAT(k.in(0).dtype(), T, {
-      MapUnary<<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, cuda::Data<T>(k.in(0)),
-                                                                  cuda::Data<T>(k.out(0)), f);
-      OFL_CUDA_LAUNCH_CHECK();
-    });
-  };
-}
-
-template <typename F>
-KernelFn BinaryKernel(F f) {
-  return [f](KernelContext& k) {
-    cuda::DeviceGuard guard(k.device.index);
-    const cudaStream_t stream = cuda::StreamOf(k);
-    const int64_t n = k.out(0).numel();
-    if (n == 0) return;
-    OFL_CUDA_DISPATCH_FLOAT(k.in(0).dtype(), T, {
-      MapBinary<<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(
-          n, cuda::Data<T>(k.in(0)), cuda::Data<T>(k.in(1)), cuda::Data<T>(k.out(0)), f);
-      OFL_CUDA_LAUNCH_CHECK();
-    });
-  };
+// The kernel mapping f over the op's first kInputs inputs: 1 for an
+// activation, 2 for its backward op.
+template <size_t kInputs, typename F>
+KernelFn MapKernel(F f) {
+  return [f](KernelContext& k) { LaunchMap(k, f, std::make_index_sequence<kInputs>()); };
 }
 
 }  // namespace
 
-OFL_REGISTER_KERNEL("relu", DeviceType::kCUDA, UnaryKernel(Relu()));
-OFL_REGISTER_KERNEL("relu_grad", DeviceType::kCUDA, BinaryKernel(ReluGrad()));
-OFL_REGISTER_KERNEL("gelu", DeviceType::kCUDA, UnaryKernel(Gelu()));
-OFL_REGISTER_KERNEL("gelu_grad", DeviceType::kCUDA, BinaryKernel(GeluGrad()));
-OFL_REGISTER_KERNEL("tanh", DeviceType::kCUDA, UnaryKernel(Tanh()));
-OFL_REGISTER_KERNEL("tanh_grad", DeviceType::kCUDA, BinaryKernel(TanhGrad()));
-OFL_REGISTER_KERNEL("sigmoid", DeviceType::kCUDA, UnaryKernel(Sigmoid()));
-OFL_REGISTER_KERNEL("sigmoid_grad", DeviceType::kCUDA, BinaryKernel(SigmoidGrad()));
+OFL_REGISTER_KERNEL("relu", DeviceType::kCUDA, MapKernel<1>(Relu()));
+OFL_REGISTER_KERNEL("relu_grad", DeviceType::kCUDA, MapKernel<2>(ReluGrad()));
+OFL_REGISTER_KERNEL("gelu", DeviceType::kCUDA, MapKernel<1>(Gelu()));
+OFL_REGISTER_KERNEL("gelu_grad", DeviceType::kCUDA, MapKernel<2>(GeluGrad()));
+OFL_REGISTER_KERNEL("tanh", DeviceType::kCUDA, MapKernel<1>(Tanh()));
+OFL_REGISTER_KERNEL("tanh_grad", DeviceType::kCUDA, MapKernel<2>(TanhGrad()));
+OFL_REGISTER_KERNEL("sigmoid", DeviceType::kCUDA, MapKernel<1>(Sigmoid()));
+OFL_REGISTER_KERNEL("sigmoid_grad", DeviceType::kCUDA, MapKernel<2>(SigmoidGrad()));
 
 }  // namespace ofl

@@ -13,6 +13,7 @@
 #include "ops/index_check.h"
 #include "ops/kernel.h"
 #include "ops/nan_compare.h"
+#include "ops/nn/logit_rows.h"
 #include "ops/parallel.h"
 #include "ops/vector_math.h"
 
@@ -36,19 +37,22 @@ float LogSumExpVec(const float* row, int64_t classes, float* scratch) {
   return max + std::log(vec::ExpShiftedSum(row, max, scratch, classes));
 }
 
-int64_t NumClasses(const Tensor& logits) { return logits.shape()[logits.shape().ndim() - 1]; }
+// Whether every label of k.in(1) is in [0, classes); if not, k has failed
+// (ops/index_check.h) and nothing may be written.
+template <typename L>
+bool LabelsInRange(KernelContext& k, int64_t classes) {
+  const Tensor& l = k.in(1);
+  return CheckIndexRange<L>(k, "labels", l, classes, "logits.shape[-1]",
+                            LeadingOffset(k, l.shape().ndim()));
+}
 
 template <typename T, typename L>
 void Forward(KernelContext& k) {
-  const int64_t classes = NumClasses(k.in(0));
-  const int64_t rows = k.in(0).numel() / classes;
+  const LogitRows shape = LogitRowsOf(k.in(0));
+  const int64_t rows = shape.rows, classes = shape.classes;
+  if (!LabelsInRange<L>(k, classes)) return;
   const T* logits = k.in(0).data<T>();
   const L* labels = k.in(1).data<L>();
-  const Tensor& l = k.in(1);
-  if (!CheckIndexRange<L>(k, "labels", l, classes, "logits.shape[-1]",
-                          LeadingOffset(k, l.shape().ndim()))) {
-    return;
-  }
   T* loss = k.out(0).data<T>();
   ParallelFor(
       rows,
@@ -70,15 +74,11 @@ void Forward(KernelContext& k) {
 
 template <typename T, typename L>
 void Backward(KernelContext& k) {
-  const int64_t classes = NumClasses(k.in(0));
-  const int64_t rows = k.in(0).numel() / classes;
+  const LogitRows shape = LogitRowsOf(k.in(0));
+  const int64_t rows = shape.rows, classes = shape.classes;
+  if (!LabelsInRange<L>(k, classes)) return;
   const T* logits = k.in(0).data<T>();
   const L* labels = k.in(1).data<L>();
-  const Tensor& l = k.in(1);
-  if (!CheckIndexRange<L>(k, "labels", l, classes, "logits.shape[-1]",
-                          LeadingOffset(k, l.shape().ndim()))) {
-    return;
-  }
   const T* dy = k.in(2).data<T>();
   T* dlogits = k.out(0).data<T>();
   ParallelFor(

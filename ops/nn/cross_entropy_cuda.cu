@@ -9,6 +9,7 @@
 #include "ops/cuda_util.h"
 #include "ops/index_check.h"
 #include "ops/index_check_cuda.h"
+#include "ops/nn/logit_rows.h"
 
 namespace ofl {
 
@@ -54,43 +55,44 @@ __global__ void Backward(int64_t rows, int64_t classes, const T* logits, const L
   }
 }
 
-int64_t NumClasses(const Tensor& logits) { return logits.shape()[logits.shape().ndim() - 1]; }
-
 unsigned RowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65536)); }
 
-void CheckLabels(KernelContext& k, int64_t classes) {
+// The set-up both kernels share: the logits' rows, the labels' device-side
+// check and one block per row. Calls launch(T(), L(), shape, blocks, stream)
+// with T and L the logits' and labels' types, then checks the launch.
+template <typename Launch>
+void LaunchRows(KernelContext& k, Launch launch) {
+  cuda::DeviceGuard guard(k.device.index);
+  const cudaStream_t stream = cuda::StreamOf(k);
+  const LogitRows shape = LogitRowsOf(k.in(0));
   const Tensor& l = k.in(1);
-  cuda::LaunchIndexCheck(k, "labels", l, classes, "logits.shape[-1]",
+  cuda::LaunchIndexCheck(k, "labels", l, shape.classes, "logits.shape[-1]",
                          LeadingOffset(k, l.shape().ndim()));
+  if (shape.rows == 0) return;
+  OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, OFL_DISPATCH_INDEX(l.dtype(), L, {
+                       launch(T(), L(), shape, RowBlocks(shape.rows), stream);
+                       OFL_CUDA_LAUNCH_CHECK();
+                     }));
 }
 
 void CrossEntropyKernel(KernelContext& k) {
-  cuda::DeviceGuard guard(k.device.index);
-  const cudaStream_t stream = cuda::StreamOf(k);
-  const int64_t classes = NumClasses(k.in(0));
-  const int64_t rows = classes == 0 ? 0 : k.in(0).numel() / classes;
-  CheckLabels(k, classes);
-  if (rows == 0) return;
-  OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, OFL_DISPATCH_INDEX(k.in(1).dtype(), L, {
-                       Forward<T, L><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
-                           rows, classes, k.in(0).data<T>(), k.in(1).data<L>(), k.out(0).data<T>());
-                       OFL_CUDA_LAUNCH_CHECK();
-                     }));
+  LaunchRows(k, [&](auto t, auto l, const LogitRows& r, unsigned blocks, cudaStream_t stream) {
+    using T = decltype(t);
+    using L = decltype(l);
+    Forward<T, L><<<blocks, cuda::kThreads, 0, stream>>>(r.rows, r.classes, k.in(0).data<T>(),
+                                                         k.in(1).data<L>(), k.out(0).data<T>());
+  });
 }
 
+// Inputs logits, labels, dy.
 void CrossEntropyGradKernel(KernelContext& k) {
-  cuda::DeviceGuard guard(k.device.index);
-  const cudaStream_t stream = cuda::StreamOf(k);
-  const int64_t classes = NumClasses(k.in(0));
-  const int64_t rows = classes == 0 ? 0 : k.in(0).numel() / classes;
-  CheckLabels(k, classes);
-  if (rows == 0) return;
-  OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, OFL_DISPATCH_INDEX(k.in(1).dtype(), L, {
-                       Backward<T, L><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
-                           rows, classes, k.in(0).data<T>(), k.in(1).data<L>(), k.in(2).data<T>(),
-                           k.out(0).data<T>());
-                       OFL_CUDA_LAUNCH_CHECK();
-                     }));
+  LaunchRows(k, [&](auto t, auto l, const LogitRows& r, unsigned blocks, cudaStream_t stream) {
+    using T = decltype(t);
+    using L = decltype(l);
+    Backward<T, L><<<blocks, cuda::kThreads, 0, stream>>>(r.rows, r.classes, k.in(0).data<T>(),
+                                                          k.in(1).data<L>(), k.in(2).data<T>(),
+                                                          k.out(0).data<T>());
+  });
 }
 
 }  // namespace

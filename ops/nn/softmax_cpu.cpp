@@ -1,10 +1,11 @@
 // CPU kernels of softmax, log_softmax and their backward ops (softmax.cpp
 // registers the ops). The tensor is viewed as [outer, n, inner] around the
-// axis of length n; work is split into blocks of up to kBlock neighbouring
-// inner positions of one outer index, so the loops run over contiguous
-// memory whether the axis is last (inner = 1) or not, and ParallelFor runs
-// over the blocks. float32 softmax and softmax_grad over the last axis take
-// a row path with a vectorised exp or dot product (ops/vector_math.h).
+// axis of length n (softmax_view.h); work is split into blocks of up to
+// kBlock neighbouring inner positions of one outer index, so the loops run
+// over contiguous memory whether the axis is last (inner = 1) or not, and
+// ParallelFor runs over the blocks. float32 softmax and softmax_grad over
+// the last axis take a row path with a vectorised exp or dot product
+// (ops/vector_math.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,6 +13,7 @@
 
 #include "ops/kernel.h"
 #include "ops/nan_compare.h"
+#include "ops/nn/softmax_view.h"
 #include "ops/parallel.h"
 #include "ops/vector_math.h"
 
@@ -20,15 +22,6 @@ namespace ofl {
 namespace {
 
 constexpr int64_t kBlock = 64;
-
-struct AxisView {
-  int64_t outer, n, inner;
-};
-
-AxisView ViewAround(const Shape& shape, int64_t axis) {
-  if (axis < 0) axis += shape.ndim();
-  return {shape.Count(0, axis), shape[axis], shape.Count(axis + 1, shape.ndim())};
-}
 
 // Calls fn(base, width) for every block: the block's elements along the axis
 // are base + j * inner + w for j in [0, n), w in [0, width).

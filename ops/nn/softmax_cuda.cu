@@ -5,19 +5,11 @@
 // The formulas are softmax_cpu.cpp's; the row maximum propagates NaN.
 #include "ops/cuda_device.cuh"
 #include "ops/cuda_util.h"
+#include "ops/nn/softmax_view.h"
 
 namespace ofl {
 
 namespace {
-
-struct AxisView {
-  int64_t outer, n, inner;
-};
-
-AxisView ViewAround(const Shape& shape, int64_t axis) {
-  if (axis < 0) axis += shape.ndim();
-  return {shape.Count(0, axis), shape[axis], shape.Count(axis + 1, shape.ndim())};
-}
 
 unsigned RowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65536)); }
 
@@ -61,32 +53,41 @@ __global__ void Backward(int64_t rows, int64_t n, int64_t inner, const T* y, con
   }
 }
 
+// The set-up the four kernels share: the view of k.in(0) around the axis and
+// one block per (outer, inner) row. Calls launch(T(), view, rows, blocks,
+// stream) with T the dtype's type, then checks the launch.
+template <typename Launch>
+void LaunchRows(KernelContext& k, Launch launch) {
+  cuda::DeviceGuard guard(k.device.index);
+  const cudaStream_t stream = cuda::StreamOf(k);
+  const AxisView v = ViewAround(k.in(0).shape(), k.attr().Get<int64_t>("axis"));
+  const int64_t rows = v.outer * v.inner;
+  if (rows == 0 || v.n == 0) return;
+  OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, {
+    launch(T(), v, rows, RowBlocks(rows), stream);
+    OFL_CUDA_LAUNCH_CHECK();
+  });
+}
+
 KernelFn ForwardKernel(bool log_output) {
   return [log_output](KernelContext& k) {
-    cuda::DeviceGuard guard(k.device.index);
-    const cudaStream_t stream = cuda::StreamOf(k);
-    const AxisView v = ViewAround(k.in(0).shape(), k.attr().Get<int64_t>("axis"));
-    const int64_t rows = v.outer * v.inner;
-    if (rows == 0 || v.n == 0) return;
-    OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, {
-      Forward<T><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
-          rows, v.n, v.inner, k.in(0).data<T>(), k.out(0).data<T>(), log_output);
-      OFL_CUDA_LAUNCH_CHECK();
-    });
+    LaunchRows(
+        k, [&](auto zero, const AxisView& v, int64_t rows, unsigned blocks, cudaStream_t stream) {
+          using T = decltype(zero);
+          Forward<T><<<blocks, cuda::kThreads, 0, stream>>>(rows, v.n, v.inner, k.in(0).data<T>(),
+                                                            k.out(0).data<T>(), log_output);
+        });
   };
 }
 
+// Inputs y, dy.
 KernelFn BackwardKernel(bool log_output) {
   return [log_output](KernelContext& k) {
-    cuda::DeviceGuard guard(k.device.index);
-    const cudaStream_t stream = cuda::StreamOf(k);
-    const AxisView v = ViewAround(k.in(0).shape(), k.attr().Get<int64_t>("axis"));
-    const int64_t rows = v.outer * v.inner;
-    if (rows == 0 || v.n == 0) return;
-    OFL_DISPATCH_FLOAT(k.in(0).dtype(), T, {
-      Backward<T><<<RowBlocks(rows), cuda::kThreads, 0, stream>>>(
+    LaunchRows(k, [&](auto zero, const AxisView& v, int64_t rows, unsigned blocks,
+                      cudaStream_t stream) {
+      using T = decltype(zero);
+      Backward<T><<<blocks, cuda::kThreads, 0, stream>>>(
           rows, v.n, v.inner, k.in(0).data<T>(), k.in(1).data<T>(), k.out(0).data<T>(), log_output);
-      OFL_CUDA_LAUNCH_CHECK();
     });
   };
 }
