@@ -65,3 +65,39 @@ def test_bad_arguments_name_the_culprit(argv, message, capsys):
     with pytest.raises(SystemExit):
         train.main(argv)
     assert message in capsys.readouterr().err
+
+
+def test_fidelity_lines_warn_only_beyond_one_and_a_half_times():
+    from oneflow_lite import train_report as rep
+
+    def run(name, predicted, measured):
+        return {"name": name, "predicted": {"step_s": predicted}, "measured": {"step_s": measured}}
+
+    runs = [run("close", 0.010, 0.014), run("slow", 0.010, 0.016), run("fast", 0.010, 0.006),
+            run("edge", 0.010, 0.015), run("unknown", None, 0.01)]
+    lines = rep.fidelity_lines(runs)
+    # 1.4 and exactly 1.5 are within the limit; 1.6 and 1/0.6 = 1.67 are not (worked by hand)
+    assert [r["prediction_off"] for r in runs] == [False, True, True, False, None]
+    warnings = [ln for ln in lines if ln.startswith("WARNING")]
+    assert len(warnings) == 2
+    assert "slow" in warnings[0] and "1.6x slower" in warnings[0]
+    assert "fast" in warnings[1] and "1.7x faster" in warnings[1]
+    assert "close: predicted 10.00 ms, measured 14.00 ms (measured/predicted 1.40)" in lines[0]
+
+
+def test_per_strategy_predicted_and_measured_lines(capsys):
+    report = train.main(SMALL_GPT + ["--devices", "2", "--hierarchy", "2", "--steps", "3",
+                                     "--compare", "expert", "--cluster", "h100_8gpu",
+                                     "--threads", "1"])
+    out = capsys.readouterr().out
+    assert "predicted (full model) against measured step time:" in out
+    for run in report["runs"]:
+        predicted, measured = run["predicted"]["step_s"], run["measured"]["step_s"]
+        ratio = measured / predicted
+        assert f"  {run['name']}: predicted " in out
+        assert f"(measured/predicted {ratio:.2f})" in out
+        off = not (1 / 1.5 <= ratio <= 1.5)
+        assert run["prediction_off"] == off
+        assert (f"WARNING: {run['name']}:" in out) == off
+        # the printed prediction is the full model, not the proxy total
+        assert predicted > 0 and run["predicted"]["proxy_step_s"] > 0
