@@ -22,7 +22,8 @@ Shared by bench/fidelity.py (the fidelity suite) and bench/paper_measured.py
   strategies in the job's order, each in a new ``DistributedSession``
   (``--warmup`` untimed, ``--steps`` timed steps), then the processes
   exchange their per-rank figures through the job's store
-  (``_world.all_gather``) and process 0 writes them. The launcher is
+  (``_world.all_gather``; with each rank's hash of its session's strategy
+  text, which must agree) and process 0 writes them. The launcher is
   started with ``subprocess.Popen`` and, past ``timeout_s``, ended by its
   own pid (SIGTERM, which it forwards to its children, then SIGKILL).
 
@@ -35,6 +36,7 @@ ties, then Pearson), by hand.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import signal
@@ -186,8 +188,9 @@ def child(job_path: str, out_path: str) -> int:
                 times.append(time.perf_counter() - start)
             losses.append(float(value))
         after, peak = dict(session.bytes_sent()), list(session.peak_bytes())  # peak: by rank
-        local = {r: {"bytes": int(after.get(r, 0) - before.get(r, 0)), "peak": int(peak[r])}
-                 for r in session.local_ranks()}
+        plan = hashlib.sha256(session.strategy().encode()).hexdigest()
+        local = {r: {"bytes": int(after.get(r, 0) - before.get(r, 0)), "peak": int(peak[r]),
+                     "plan": plan} for r in session.local_ranks()}
         results[name] = {"step_s": times, "losses": losses, "local": local}
         del session
     parts = _world.all_gather({n: r["local"] for n, r in results.items()})
@@ -196,6 +199,10 @@ def child(job_path: str, out_path: str) -> int:
             merged = {}
             for part in parts:
                 merged.update(part[name])
+            if len({merged[r]["plan"] for r in ranks}) != 1:
+                raise RuntimeError(f"{name}: the processes' plans differ (strategy hashes "
+                                   f"{[merged[r]['plan'][:12] for r in ranks]})")
+            row["plans_identical"] = True
             row["measured_bytes"] = [merged[r]["bytes"] for r in ranks]
             row["peak_bytes"] = [merged[r]["peak"] for r in ranks]
             del row["local"]
@@ -320,7 +327,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
         row.update(measured_step_s=float(np.median(steps_by[name])),
                    step_s=[round(s, 6) for s in steps_by[name]],
                    measured_bytes=res["measured_bytes"], peak_bytes=res["peak_bytes"],
-                   first_loss=res["losses"][0])
+                   first_loss=res["losses"][0], plans_identical=res["plans_identical"])
         row["predicted_over_measured"] = row["predicted_step_s"] / row["measured_step_s"]
         row["memory_predicted_over_measured"] = (row["predicted_memory_bytes"]
                                                  / max(1, max(row["peak_bytes"])))

@@ -21,7 +21,7 @@ import fidelity_runner  # noqa: E402
 ROW_FIELDS = ("model", "strategy", "predicted_step_s", "proxy_step_s", "measured_step_s",
               "predicted_over_measured", "predicted_memory_bytes", "peak_bytes",
               "memory_predicted_over_measured", "predicted_bytes", "measured_bytes", "step_s",
-              "bytes_equal")
+              "bytes_equal", "plans_identical")
 
 
 def test_spearman_by_hand():
@@ -51,6 +51,7 @@ def test_two_processes_one_round_bytes_equal_per_rank(tmp_path):
             assert field in row, field
         assert len(row["predicted_bytes"]) == len(row["measured_bytes"]) == 2
         assert row["predicted_bytes"] == row["measured_bytes"]
+        assert row["plans_identical"]  # both processes ran the same strategy text
         assert all(b > 0 for b in row["measured_bytes"])  # both ranks sent something
         assert len(row["peak_bytes"]) == 2 and all(p > 0 for p in row["peak_bytes"])
         assert len(row["step_s"]) == 1  # 1 round x 1 timed step
