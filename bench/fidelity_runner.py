@@ -220,12 +220,13 @@ def child_env(threads: int) -> dict:
 
 def _end(proc: subprocess.Popen) -> None:
     """Ends `proc` by its own pid: SIGTERM (the launcher forwards it to its
-    children and stops them), then SIGKILL after 10 s."""
+    children and stops them: their --timeout-s 10 then SIGKILL 3 s later),
+    then SIGKILL after 30 s, past the launcher's own grace."""
     if proc.poll() is not None:
         return
     proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(timeout=10)
+        proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)

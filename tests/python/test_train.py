@@ -101,3 +101,39 @@ def test_per_strategy_predicted_and_measured_lines(capsys):
         assert (f"WARNING: {run['name']}:" in out) == off
         # the printed prediction is the full model, not the proxy total
         assert predicted > 0 and run["predicted"]["proxy_step_s"] > 0
+
+
+def test_two_processes_print_predicted_and_measured_per_strategy(tmp_path):
+    """What ./scripts/run.sh runs (2 processes x 1 thread on the calibrated
+    local cluster), at a tiny size; the launcher is ended by its pid on a
+    timeout."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    report = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "oneflow_lite.train"] + SMALL_GPT + [
+        "--nproc", "2", "--devices", "2", "--hierarchy", "2", "--threads", "1", "--steps", "3",
+        "--compare", "expert", "--report", str(report)]
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.path.join(root, "python"))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env)
+    try:
+        out, _ = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)  # the launcher stops its children
+        out, _ = proc.communicate(timeout=60)
+        pytest.fail("the 2-process main job did not finish in 300 s:\n" + out[-2000:])
+    assert proc.returncode == 0, out[-2000:]
+    saved = json.loads(report.read_text())
+    assert saved["args"]["nproc"] == 2 and saved["args"]["cluster"] == "local"
+    assert len(saved["runs"]) == 2 and "(best expert)" in saved["runs"][1]["name"]
+    for run in saved["runs"]:
+        ratio = run["measured"]["step_s"] / run["predicted"]["step_s"]
+        assert f"  {run['name']}: predicted " in out
+        assert f"(measured/predicted {ratio:.2f})" in out
+        assert run["prediction_off"] == (not 1 / 1.5 <= ratio <= 1.5)
+        assert (f"WARNING: {run['name']}:" in out) == run["prediction_off"]
