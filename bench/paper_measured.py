@@ -7,7 +7,8 @@ here: a scaled-down VGG (6 convolutions 16-32-64 on 32 x 32 images, FC
 layers x 256, 8 heads, T=64, V=2048, batch 8), both float32 with AdamW
 (bench/fidelity_runner.py's ``vgg_paper`` and ``transformer_paper``),
 planned on this machine's calibrated Cluster for 2 devices
-(bench/fidelity.py's calibration: microbenchmarks only) and run as 2
+(bench/fidelity.py's calibration: microbenchmarks only; written to
+``--cluster``, or read from it with ``--reuse-cluster``) and run as 2
 processes with one thread each (bench/fidelity_runner.py, ``procs`` mode):
 autoddl's plan and the rule-based preset the cost model ranks best, in
 ``--rounds`` interleaved rounds. Per model: both strategies' predicted
@@ -67,7 +68,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=600)
-    parser.add_argument("--cluster", default="bench/results/fidelity_cluster_2.pbtxt")
+    parser.add_argument("--cluster", default="bench/results/paper_cluster_2.pbtxt",
+                        help="written by calibrating first unless --reuse-cluster")
     parser.add_argument("--reuse-cluster", action="store_true")
     args = parser.parse_args()
     load_before = list(os.getloadavg())
