@@ -22,8 +22,9 @@ ratio, and a WARNING where they differ by more than 1.5x. ``--nproc 2
 processes of one rank and one thread each, all planned on the same
 calibrated local cluster (process 0 calibrates and shares it).
 ``--plan-only`` plans for a cluster the user does not have (parameters on
-the "meta" device: nothing is allocated) and prints the strategy report and the expert comparison; by default it plans a 96-layer
-GPT of width 1024 (16 heads, T=512, V=50257, batch 16; see train_args.PLAN_ONLY for why
+the "meta" device: nothing is allocated) and prints the strategy report
+and the expert comparison; by default it plans a 96-layer GPT of width
+1024 (16 heads, T=512, V=50257, batch 16; see train_args.PLAN_ONLY for why
 not GPT-3's width) unless sizes are given.
 
 Data: synthetic with learnable structure by default (oneflow_lite.train_data),
