@@ -18,7 +18,9 @@ trained, in three settings reported apart:
 Strategies per model: the rule-based presets (``data_parallel``,
 ``megatron``, ``2d``, ``zero``, ``vgg``; one that does not apply to the
 model or mesh is listed under ``skipped``), ``autoddl``, ``exact`` (kept only
-when it proves optimality within 20 s), and ``--randoms`` random valid
+when it proves optimality within 20 s), ``replicated`` (every input and
+trainable variable B: each rank computes the whole step, no parallelism),
+and ``--randoms`` random valid
 strategies (every input and trainable variable pinned to a seeded random
 NdSbp, the rest deduced). Every strategy is planned once, in this process,
 on the calibrated Cluster of that device count
@@ -107,7 +109,7 @@ def run_mode(mode: str, args, clusters: dict) -> dict:
     kind, hierarchy = MODES[mode]
     devices = int(np.prod(hierarchy))
     threads = 1 if kind == "procs" else args.threads
-    names = args.strategies or (list(PRESETS) + ["autoddl", "exact"]
+    names = args.strategies or (list(PRESETS) + ["autoddl", "exact", "replicated"]
                                 + [f"random{i}" for i in range(1, args.randoms + 1)])
     out = {"kind": kind, "hierarchy": hierarchy, "threads_per_process": threads,
            "processes": devices if kind == "procs" else 1, "pinned_to_cores": False,

@@ -121,6 +121,10 @@ def random_pins(prog, inputs: Sequence[str], hierarchy: Sequence[int], seed: int
 def plan_one(g, name: str, hierarchy: Sequence[int], cluster):
     from oneflow_lite import _C
 
+    if name == "replicated":  # every input and trainable variable B: each rank computes it all
+        pins = {n: "(" + ", ".join(["B"] * len(hierarchy)) + ")"
+                for n in random_pins(g.program, [g.data, g.labels], hierarchy, seed=0)}
+        return _C.plan(g.program, list(hierarchy), cluster, "manual", pinned=pins)
     if name.startswith("random"):
         pins = random_pins(g.program, [g.data, g.labels], hierarchy,
                            seed=1000 + int(name[len("random"):]))
