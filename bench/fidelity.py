@@ -1,248 +1,208 @@
-"""fidelity: does the cost model predict what the runtime does?
+"""fidelity: does the cost model predict what the runtime does, on real parallel runs?
 
-What it measures. On this machine's calibrated Cluster (``_C.calibrate``,
-4 virtual devices; written to bench/results/fidelity_cluster.pbtxt), a
-GPT-style model (4 layers, hidden 512, 8 heads, sequence 128, vocabulary
-4096, global batch 16, float32, AdamW) is planned and trained on 4 virtual
-CPU devices as a 2 x 2 mesh under six strategies:
+What it measures. Small GPT and VGG models (bench/fidelity_runner.py's
+``MODELS``: GPT 2 layers x 128, 4 heads, T=64, V=1024, batch 8; VGG
+16-32-64 channels on 32x32 images, FC 256, batch 8; float32, AdamW) are
+planned under every strategy below on this machine's calibrated Cluster and
+trained, in three settings reported apart:
 
-- ``data_parallel``, ``megatron``, ``2d``: the expert presets
-  (graph/expert_presets.h), ``autoddl``: the searcher;
-- ``random1``, ``random2``: random valid strategies from the planner: every
-  fed input and trainable variable pinned to a random NdSbp (per mesh axis
-  B or S(d) of a dimension at least as large as the axis; seeded), the ops
-  then deduced from them (searcher "manual"), and costed like the others.
+- ``procs2`` (the headline): 2 processes of one world
+  (``oneflow_lite.distributed.launch``), one rank and one kernel thread each
+  (OMP/OpenBLAS threads 1; not pinned to cores: the launcher does not pin),
+  mesh [2], Gloo between them;
+- ``procs4``: 4 processes as above on the 2 x 2 mesh (4 processes on the
+  machine's 2 cores);
+- ``virtual4``: 4 virtual devices in one process, mesh [2, 2], ``--threads``
+  kernel threads.
 
-Registers have one slot (``num_slots=1``): steps run one at a time here, and
-two slots would double the activations' memory (about 4.4 GB per rank with
-two under autoddl, too much for four ranks on the 24 GiB machine).
-Every strategy runs in its own process (no thread pool or allocator state
-leaks between them), ``--warmup`` untimed steps then ``--steps`` timed
-ones on fixed batches, and ``--rounds`` times over (every strategy once per
-round, so a load change of the shared machine hits all of them alike).
-Per strategy: ``predicted_step_s`` (the full model of the chosen plan,
-``planned.step_estimate``: gradient collectives in buckets, overlapped with
-backward; ``proxy_step_s`` is the searchers' additive total),
-``predicted_over_measured``,
-``measured_step_s`` (median of every round's timed steps), ``predicted_bytes``
-and ``measured_bytes`` (per rank, one step: the boxing planner's count and
-the communicators' own count of the last timed step), the first loss (equal
-across strategies: same weights, same batch). ``spearman``: the rank
-correlation of predicted and measured step times, computed here by hand
-(average ranks for ties, then Pearson). Goals (issues 5 and 12): bytes
-equal exactly; spearman >= 0.9; every predicted/measured in [0.75, 1.33];
-autoddl measured <= 1.05 x the fastest expert preset measured.
+Strategies per model: the rule-based presets (``data_parallel``,
+``megatron``, ``2d``, ``zero``, ``vgg``; one that does not apply to the
+model or mesh is listed under ``skipped``), ``autoddl``, ``exact`` (kept only
+when it proves optimality within 20 s), ``replicated`` (every input and
+trainable variable B: each rank computes the whole step, no parallelism),
+and ``--randoms`` random valid
+strategies (every input and trainable variable pinned to a seeded random
+NdSbp, the rest deduced). Every strategy is planned once, in this process,
+on the calibrated Cluster of that device count
+(``bench/results/fidelity_cluster_N.pbtxt``; ``_C.calibrate`` microbenchmarks
+only, with the main job's settings, never fitted to these runs); the
+processes run those very strategy dicts, so their plans are identical.
 
-Prints one JSON object on stdout. Rerun: ``bench/run.sh fidelity``, or
-``PYTHONPATH=python .venv/bin/python bench/fidelity.py --threads 2``.
+``--rounds`` rounds, each in fresh processes, strategy order rotated per
+round; per round every strategy runs ``--warmup`` untimed and ``--steps``
+timed steps. Per strategy: ``predicted_step_s`` (``planned.step_estimate``,
+the full model), ``proxy_step_s`` (the searchers' additive total),
+``measured_step_s`` (median of every round's timed steps), their ratio,
+``predicted_memory_bytes`` (the plan's per-rank memory) beside
+``peak_bytes`` (measured, per rank), ``predicted_bytes`` beside
+``measured_bytes`` (per rank, one step). Bytes must be equal on every rank:
+if not, the bench says so on stderr and exits 3. ``spearman`` per setting
+(over both models) and per model, by hand. Goals (issue 12): spearman >= 0.9;
+every ratio in [0.75, 1.33]; memory within 10 %; autoddl measured <= 1.03 x
+the best preset measured (per model).
+
+Prints one JSON object (``--out`` writes it to a file too). Rerun:
+``bench/run.sh fidelity``, or ``PYTHONPATH=python .venv/bin/python
+bench/fidelity.py --out bench/results/fidelity.json``.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 
-CONFIG = dict(n_layer=4, n_embd=512, n_head=8, seq_len=128, vocab_size=4096)
-BATCH, HIERARCHY = 16, [2, 2]
-STRATEGIES = ("data_parallel", "megatron", "2d", "autoddl", "random1", "random2")
-EXPERTS = ("data_parallel", "megatron", "2d")
-HYPER = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fidelity_runner as fr  # noqa: E402
+
+MODES = {"procs2": ("procs", [2]), "procs4": ("procs", [2, 2]), "virtual4": ("virtual", [2, 2])}
+PRESETS = ("data_parallel", "megatron", "2d", "zero", "vgg")
 
 
-def program():
-    """The training program (trace of flow.models.GPT + cross-entropy, AdamW)."""
-    import oneflow_lite as flow
-
-    flow.manual_seed(0)
-    model = flow.models.GPT(flow.models.GPTConfig(**CONFIG))
-
-    class WithLoss(flow.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids, labels):
-            return flow.nn.functional.cross_entropy(self.model(ids), labels)
-
-    spec = flow.nn.graph_trace.Spec([BATCH, CONFIG["seq_len"]], flow.int64)
-    r = flow.nn.graph_trace.trace(WithLoss(), spec, spec, input_names=["ids", "labels"])
-    r.builder.minimize(r.output_names[0], "adamw", **HYPER)
-    return r.program, r.output_names[0]
+def log(message: str) -> None:
+    print(f"fidelity: {message}", file=sys.stderr, flush=True)
 
 
-def random_pins(prog, seed: int) -> dict:
-    """A random NdSbp per fed input and trainable variable (see the docstring)."""
-    rng = np.random.default_rng(seed)
-    grads = prog.gradients()
-    pins = {}
-    for name in ["ids", "labels"] + [v for v in prog.variables() if v in grads]:
-        shape = prog.shape(name)
-        parts = []
-        for size in HIERARCHY:
-            choices = ["B"] + [f"S({d})" for d, n in enumerate(shape) if n >= size]
-            parts.append(choices[rng.integers(len(choices))])
-        pins[name] = "(" + ", ".join(parts) + ")"
-    return pins
-
-
-def plan(prog, name: str, cluster):
+def calibrate(devices: int, path: str, reuse: bool):
+    """This machine's Cluster for `devices` devices (the main job's
+    calibration settings, graph_compile._calibrated); written to `path`."""
     from oneflow_lite import _C
 
-    if name.startswith("random"):
-        pins = random_pins(prog, seed=1000 + int(name[len("random"):]))
-        return _C.plan(prog, HIERARCHY, cluster, "manual", pinned=pins)
-    return _C.plan(prog, HIERARCHY, cluster, name)
-
-
-def run_one(name: str, cluster_path: str, threads: int, warmup: int, steps: int) -> dict:
-    from oneflow_lite import _C
-
-    prog, loss = program()
-    planned = plan(prog, name, _C.load_cluster(cluster_path))
-    ranks = list(range(int(np.prod(HIERARCHY))))
-    session = _C.DistributedSession(prog, ranks, HIERARCHY, planned.strategy, [loss],
-                                    num_threads=threads, timeout_ms=600000, num_slots=1)
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, CONFIG["vocab_size"], (BATCH, CONFIG["seq_len"]))
-    feeds = {"ids": ids, "labels": np.roll(ids, -1, axis=1)}
-    times, losses, before = [], [], dict(session.bytes_sent())
-    for _ in range(warmup + steps):
-        before = dict(session.bytes_sent())
-        start = time.perf_counter()
-        (value,) = session.run(feeds, [loss])
-        times.append(time.perf_counter() - start)
-        losses.append(float(value))
-    after = dict(session.bytes_sent())
-    predicted = dict(planned.predicted_bytes)
-    estimate = planned.step_estimate  # the full model: gradient buckets, overlap
-    return {"strategy": name, "predicted_step_s": estimate["total_s"],
-            "proxy_step_s": planned.predicted_step_s,
-            "exposed_gradient_s": estimate["exposed_gradient_s"],
-            "gradient_s": estimate["gradient_s"], "buckets": len(estimate["buckets"]),
-            "measured_step_s": float(np.median(times[warmup:])),
-            "step_s": times[warmup:],
-            "predicted_bytes": [int(predicted.get(r, 0)) for r in ranks],
-            "measured_bytes": [int(after.get(r, 0) - before.get(r, 0)) for r in ranks],
-            "first_loss": losses[0], "peak_bytes": list(session.peak_bytes()),
-            "predicted_memory_bytes": planned.stats["memory_bytes"],
-            "compute_s": planned.stats["compute_s"],
-            "communication_s": planned.stats["communication_s"]}
-
-
-def average_ranks(values) -> np.ndarray:
-    values = np.asarray(values, float)
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(len(values))
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def spearman(a, b) -> float:
-    ra, rb = average_ranks(a), average_ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    denominator = np.sqrt((ra ** 2).sum() * (rb ** 2).sum())
-    return float((ra * rb).sum() / denominator) if denominator > 0 else float("nan")
-
-
-def calibrate(path: str, threads: int) -> dict:
-    from oneflow_lite import _C
-
-    _cluster, figures = _C.calibrate(devices=int(np.prod(HIERARCHY)), num_threads=threads,
-                                     name="local")
+    if reuse and os.path.exists(path):
+        return _C.load_cluster(path), {"reused": path}
+    cluster, figures = _C.calibrate(devices=devices, num_threads=1, memcpy_bytes=16 << 20,
+                                    matmul_size=256, allreduce_bytes=4 << 20, reps=3,
+                                    name="local")
     with open(path, "w") as f:
         f.write(figures["text"])
-    return {k: v for k, v in figures.items() if k != "text"}
+    return _C.load_cluster(path), {k: v for k, v in figures.items() if k != "text"}
+
+
+def goals(rows) -> dict:
+    by = {}
+    for r in rows:
+        by.setdefault(r["model"], {})[r["strategy"]] = r
+    autoddl_ok = []
+    for table in by.values():
+        presets = [table[p]["measured_step_s"] for p in PRESETS if p in table]
+        if "autoddl" in table and presets:
+            autoddl_ok.append(table["autoddl"]["measured_step_s"] <= 1.03 * min(presets))
+    predicted = [r["predicted_step_s"] for r in rows]
+    return {
+        "bytes_equal": all(r["bytes_equal"] for r in rows),
+        "strategies_at_least_8": len(rows) >= 8,
+        "predicted_span_at_least_2x": bool(rows) and max(predicted) >= 2 * min(predicted),
+        "spearman_at_least_0.9": bool(len(rows) >= 2 and fr.spearman(
+            predicted, [r["measured_step_s"] for r in rows]) >= 0.9),
+        "ratios_within_0.75_1.33": all(0.75 <= r["predicted_over_measured"] <= 1.33
+                                       for r in rows),
+        "memory_within_10pct": all(0.9 <= r["memory_predicted_over_measured"] <= 1.1
+                                   for r in rows),
+        "autoddl_within_1.03_of_best_preset": bool(autoddl_ok) and all(autoddl_ok),
+    }
+
+
+def run_mode(mode: str, args, clusters: dict) -> dict:
+    kind, hierarchy = MODES[mode]
+    devices = int(np.prod(hierarchy))
+    threads = 1 if kind == "procs" else args.threads
+    names = args.strategies or (list(PRESETS) + ["autoddl", "exact", "replicated"]
+                                + [f"random{i}" for i in range(1, args.randoms + 1)])
+    out = {"kind": kind, "hierarchy": hierarchy, "threads_per_process": threads,
+           "processes": devices if kind == "procs" else 1, "pinned_to_cores": False,
+           "rows": [], "skipped": {}, "errors": {},
+           "load_before": list(os.getloadavg())}
+    for model in args.models:
+        res = fr.measure(model, hierarchy, clusters[devices], names, kind, args.rounds,
+                         args.warmup, args.steps, threads, args.timeout_s, log)
+        out["rows"] += res["rows"]
+        out["skipped"].update({f"{model}/{k}": v for k, v in res["skipped"].items()})
+        out["errors"].update({f"{model}/{k}": v for k, v in res["errors"].items()})
+        model_rows = res["rows"]
+        if len(model_rows) >= 2:
+            out.setdefault("spearman_per_model", {})[model] = fr.spearman(
+                [r["predicted_step_s"] for r in model_rows],
+                [r["measured_step_s"] for r in model_rows])
+    rows = out["rows"]
+    if len(rows) >= 2:
+        out["spearman"] = fr.spearman([r["predicted_step_s"] for r in rows],
+                                      [r["measured_step_s"] for r in rows])
+    out["goals"] = goals(rows)
+    out["load_after"] = list(os.getloadavg())
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--modes", default="procs2,procs4,virtual4",
+                        help="comma-separated: " + ", ".join(MODES))
+    parser.add_argument("--models", default="gpt,vgg",
+                        help="comma-separated: " + ", ".join(fr.MODELS))
+    parser.add_argument("--strategies", default=None,
+                        help="comma-separated (default: presets, autoddl, exact, randoms)")
+    parser.add_argument("--randoms", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2, help="virtual4's kernel threads")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--cluster", default="bench/results/fidelity_cluster.pbtxt",
-                        help="written by calibrating first unless --reuse-cluster")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--timeout-s", type=float, default=600, help="per round")
+    parser.add_argument("--cluster-dir", default="bench/results")
     parser.add_argument("--reuse-cluster", action="store_true")
-    parser.add_argument("--only", choices=STRATEGIES, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    if args.only:
-        print(json.dumps(run_one(args.only, args.cluster, args.threads, args.warmup, args.steps)))
-        return 0
-    calibration = None
-    if not (args.reuse_cluster and os.path.exists(args.cluster)):
-        calibration = calibrate(args.cluster, threads=1)
-    # Rounds: every strategy once per round, so that a change of the shared
-    # machine's load during the run spreads over all strategies instead of
-    # favouring the ones measured last; the median runs over every round's
-    # timed steps.
-    by_name, errors = {}, {}
-    for round_index in range(args.rounds):
-        for name in STRATEGIES:
-            if name in errors:
-                continue
-            print(f"fidelity: round {round_index + 1}/{args.rounds}: {name}", file=sys.stderr,
-                  flush=True)
-            cmd = [sys.executable, __file__, "--only", name, "--cluster", args.cluster,
-                   "--threads", str(args.threads), "--warmup", str(args.warmup),
-                   "--steps", str(args.steps)]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                errors[name] = (done.stderr.strip().splitlines()[-1:]
-                                or [f"exit {done.returncode}"])
-                by_name.pop(name, None)
-                continue
-            row = json.loads(done.stdout.strip().splitlines()[-1])
-            if name in by_name:
-                first = by_name[name]
-                first["step_s"] += row["step_s"]
-                if row["measured_bytes"] != first["measured_bytes"]:
-                    errors[name] = [f"bytes differ between rounds: {first['measured_bytes']} "
-                                    f"vs {row['measured_bytes']}"]
-            else:
-                by_name[name] = row
-    rows = [by_name[n] for n in STRATEGIES if n in by_name]
-    for row in rows:
-        row["measured_step_s"] = float(np.median(row["step_s"]))
-        row["predicted_over_measured"] = row["predicted_step_s"] / row["measured_step_s"]
+    args.modes = args.modes.split(",")
+    args.models = args.models.split(",")
+    args.strategies = args.strategies.split(",") if args.strategies else None
+    for m in args.modes:
+        if m not in MODES:
+            parser.error(f"--modes: unknown mode '{m}' (expected {', '.join(MODES)})")
+    for m in args.models:
+        if m not in fr.MODELS:
+            parser.error(f"--models: unknown model '{m}' (expected {', '.join(fr.MODELS)})")
+    if args.rounds < 1 or args.steps < 1 or args.warmup < 0 or args.randoms < 0:
+        parser.error("need --rounds >= 1, --steps >= 1, --warmup >= 0, --randoms >= 0")
+    started = time.time()
+    clusters, calibration = {}, {}
+    for devices in sorted({int(np.prod(MODES[m][1])) for m in args.modes}):
+        path = os.path.join(args.cluster_dir, f"fidelity_cluster_{devices}.pbtxt")
+        log(f"calibrating {devices} devices -> {path}")
+        clusters[devices], calibration[str(devices)] = calibrate(devices, path,
+                                                                 args.reuse_cluster)
+    modes = {m: run_mode(m, args, clusters) for m in args.modes}
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from merge_results import cpu_model, git_commit  # noqa: E402
 
-    result = {"rows": rows, "errors": errors, "calibration": calibration,
-              "machine": {"cpu": cpu_model(), "cores": os.cpu_count(),
-                          "load_after": list(os.getloadavg())},
-              "commit": git_commit(),
-              "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "how_to_rerun": "bench/run.sh fidelity",
-              "model": dict(CONFIG, batch=BATCH, dtype="float32", optimizer="adamw"),
-              "hierarchy": HIERARCHY, "threads": args.threads, "warmup": args.warmup,
-              "steps": args.steps, "rounds": args.rounds}
-    if len(rows) >= 2:
-        result["spearman"] = spearman([r["predicted_step_s"] for r in rows],
-                                      [r["measured_step_s"] for r in rows])
-    by = {r["strategy"]: r for r in rows}
-    experts = [by[e]["measured_step_s"] for e in EXPERTS if e in by]
-    result["goals"] = {
-        "bytes_equal": all(r["predicted_bytes"] == r["measured_bytes"] for r in rows),
-        "spearman_at_least_0.9": result.get("spearman", float("nan")) >= 0.9,
-        "ratios_within_0.75_1.33": all(0.75 <= r["predicted_over_measured"] <= 1.33
-                                       for r in rows),
-        "autoddl_within_1.05_of_best_expert": ("autoddl" in by and bool(experts) and
-                                               by["autoddl"]["measured_step_s"]
-                                               <= 1.05 * min(experts)),
+    headline = modes.get("procs2") or modes[args.modes[0]]
+    result = {
+        "headline": "procs2" if "procs2" in modes else args.modes[0],
+        "rows": headline["rows"], "spearman": headline.get("spearman"),
+        "goals": headline["goals"], "modes": modes, "calibration": calibration,
+        "models": {m: fr.describe(m) for m in args.models},
+        "machine": {"cpu": cpu_model(), "cores": os.cpu_count()},
+        "commit": git_commit(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": round(time.time() - started, 1),
+        "how_to_rerun": "bench/run.sh fidelity",
+        "warmup": args.warmup, "steps": args.steps, "rounds": args.rounds,
     }
-    print(json.dumps(result, indent=1))
-    return 0 if not errors else 1
+    text = json.dumps(result, indent=1)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    print(text)
+    status = 0
+    for name, mode in modes.items():
+        for r in mode["rows"]:
+            if not r["bytes_equal"]:
+                log(f"BYTES DIFFER: {name} {r['model']}/{r['strategy']}: predicted "
+                    f"{r['predicted_bytes']} measured {r['measured_bytes']}")
+                status = 3
+        if mode["errors"] and status == 0:
+            log(f"{name}: errors: {mode['errors']}")
+            status = 1
+    return status
 
 
 if __name__ == "__main__":

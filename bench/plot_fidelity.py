@@ -1,8 +1,10 @@
 """Draws bench/results/fidelity.png from bench/results/fidelity.json:
-predicted against measured step time per strategy (log-log, with the
-spearman rank correlation), and predicted beside measured bytes per rank.
-Run by bench/run.sh fidelity; rerun alone with
-``.venv/bin/python bench/plot_fidelity.py``."""
+left, predicted against measured step time per strategy of the headline
+setting (2 processes; log-log, spearman in the title, the y = x line);
+middle, the same for every setting (procs2, procs4, virtual4) by marker;
+right, predicted against measured peak memory per rank of the headline
+setting. Run by bench/run.sh fidelity; rerun alone with
+``.venv/bin/python bench/plot_fidelity.py [JSON [PNG]]``."""
 import json
 import os
 import sys
@@ -14,44 +16,66 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+MARKERS = {"procs2": "o", "procs4": "s", "virtual4": "^"}
+
+
+def diagonal(ax, values) -> None:
+    lo, hi = min(values), max(values)
+    ax.plot([lo, hi], [lo, hi], color="grey", linewidth=0.8, linestyle=":", label="y = x")
 
 
 def main() -> int:
-    with open(os.path.join(HERE, "results", "fidelity.json")) as f:
+    source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results", "fidelity.json")
+    target = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "results", "fidelity.png")
+    with open(source) as f:
         r = json.load(f)
     rows = r["rows"]
     if not rows:
         print("plot_fidelity: no rows", file=sys.stderr)
         return 1
-    fig, (ax_time, ax_bytes) = plt.subplots(1, 2, figsize=(12, 4.5))
-    pred = np.array([row["predicted_step_s"] for row in rows])
-    meas = np.array([row["measured_step_s"] for row in rows])
-    ax_time.scatter(pred, meas)
-    for row, x, y in zip(rows, pred, meas):
-        ax_time.annotate(row["strategy"], (x, y), textcoords="offset points", xytext=(4, 4),
-                         fontsize=8)
-    ax_time.set_xscale("log")
-    ax_time.set_yscale("log")
-    ax_time.set_xlabel("predicted step time (s)")
-    ax_time.set_ylabel("measured step time (s, median)")
-    ax_time.set_title(f"step time, spearman {r.get('spearman', float('nan')):.2f}")
-    ax_time.grid(alpha=0.3, which="both")
-    names = [row["strategy"] for row in rows]
-    x = np.arange(len(rows))
-    ax_bytes.bar(x - 0.2, [max(row["predicted_bytes"]) / 2**20 for row in rows], 0.4,
-                 label="predicted")
-    ax_bytes.bar(x + 0.2, [max(row["measured_bytes"]) / 2**20 for row in rows], 0.4,
-                 label="measured")
-    ax_bytes.set_xticks(x, names, rotation=20)
-    ax_bytes.set_ylabel("MiB sent per step (busiest rank)")
-    ax_bytes.set_title("bytes per rank: " + ("equal" if r["goals"]["bytes_equal"] else
-                                              "NOT equal"))
-    ax_bytes.legend()
-    fig.suptitle(f"GPT {r['model']['n_layer']}x{r['model']['n_embd']}, batch "
-                 f"{r['model']['batch']}, mesh {r['hierarchy']}, calibrated local cluster",
-                 fontsize=10)
+    fig, (ax_time, ax_modes, ax_mem) = plt.subplots(1, 3, figsize=(16, 5))
+    for model in sorted({row["model"] for row in rows}):
+        sub = [row for row in rows if row["model"] == model]
+        pred = np.array([row["predicted_step_s"] for row in sub])
+        meas = np.array([row["measured_step_s"] for row in sub])
+        ax_time.scatter(pred, meas, label=model)
+        for row, x, y in zip(sub, pred, meas):
+            ax_time.annotate(row["strategy"], (x, y), textcoords="offset points",
+                             xytext=(3, 3), fontsize=7)
+    every = [row["predicted_step_s"] for row in rows] + [row["measured_step_s"] for row in rows]
+    diagonal(ax_time, every)
+    head = r["modes"][r["headline"]]
+    ax_time.set_title(f"{r['headline']} ({head['processes']} processes x "
+                      f"{head['threads_per_process']} thread): spearman "
+                      f"{r.get('spearman') or float('nan'):.2f}, bytes "
+                      + ("equal" if r["goals"]["bytes_equal"] else "NOT equal"), fontsize=9)
+    for name, mode in r["modes"].items():
+        pred = [row["predicted_step_s"] for row in mode["rows"]]
+        meas = [row["measured_step_s"] for row in mode["rows"]]
+        ax_modes.scatter(pred, meas, marker=MARKERS.get(name, "x"),
+                         label=f"{name} (spearman {mode.get('spearman') or float('nan'):.2f})")
+    ax_modes.set_title("every setting", fontsize=9)
+    pm = [row["predicted_memory_bytes"] / 2**20 for row in rows]
+    mm = [max(row["peak_bytes"]) / 2**20 for row in rows]
+    ax_mem.scatter(pm, mm)
+    diagonal(ax_mem, pm + mm)
+    ax_mem.set_xlabel("predicted memory per rank (MiB)")
+    ax_mem.set_ylabel("measured peak per rank (MiB, busiest rank)")
+    ax_mem.set_title(f"{r['headline']}: peak memory", fontsize=9)
+    for ax in (ax_time, ax_modes):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("predicted step time (s, full model)")
+        ax.set_ylabel("measured step time (s, median)")
+    for ax in (ax_time, ax_modes, ax_mem):
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    load = head.get("load_before")
+    fig.suptitle(f"models {', '.join(r['models'])}; calibrated local cluster; "
+                 f"{r['rounds']} rounds; load average before "
+                 + (" ".join(f"{x:.1f}" for x in load) if load else "?"), fontsize=10)
     fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "results", "fidelity.png"), dpi=110)
+    fig.savefig(target, dpi=110)
     return 0
 
 

@@ -16,10 +16,14 @@
 #         OFL_BENCH_RUNTIME_PARTS (default actor,allreduce,pipeline,dp) runs
 #         only those parts; the others keep the last runtime.json's figures.
 #         Thread counts are fixed by what each part measures (README.md).
-#   fidelity  bench/fidelity.py: a GPT planned and trained on 4 virtual devices
-#         under 6 strategies on the calibrated local cluster, predicted vs
-#         measured step time and bytes, into bench/results/fidelity.json,
-#         plotted by bench/plot_fidelity.py into bench/results/fidelity.png.
+#   fidelity  bench/fidelity.py (runner: bench/fidelity_runner.py): small GPT and VGG
+#         planned on this machine's calibrated cluster under the rule-based presets,
+#         autoddl, exact (when it proves) and 3 seeded random strategies, run on
+#         2 processes x 1 thread (the headline), 4 processes and 4 virtual devices in
+#         one process (reported apart), OFL_BENCH_ROUNDS (default 5) interleaved
+#         rounds: predicted vs measured step time, peak memory and bytes per rank
+#         (bytes must be equal: exit 3 otherwise), spearman -> bench/results/
+#         fidelity.json, plotted by bench/plot_fidelity.py into fidelity.png.
 #   search  bench/search_bench.py search: every searcher on GPT-style models (2-96
 #         layers, meshes [8] to [128, 8]), a 4-layer MLP and VGG16 (predicted step
 #         times, search seconds on one core) -> bench/results/search.json, plotted by
@@ -29,7 +33,10 @@
 #         the whole --plan-only command of train.py's 96-layer model on [128, 8]) ->
 #         bench/results/scale.json (the search suite ends with the same rows).
 #   paper   bench/search_bench.py paper: best expert vs autoddl on VGG16 and a
-#         Transformer, beside the AutoDDL paper's reductions -> paper.json, paper.png.
+#         Transformer, beside the AutoDDL paper's reductions -> paper.json, paper.png;
+#         then bench/paper_measured.py: scaled-down VGG and Transformer on 2 processes
+#         of this machine, autoddl vs the best rule-based preset, both run -> the
+#         "measured" key of paper.json (OFL_BENCH_ROUNDS rounds, default 5).
 #   ilp     bench/ilp_crosscheck.py: exact and autoddl against the integer linear
 #         program of the same cost graph solved by HiGHS (bench/ilp_model.py), 22
 #         graphs of up to ~200 cost nodes -> bench/results/ilp.json.
@@ -162,13 +169,19 @@ run_runtime() {
 }
 
 run_fidelity() {
-  local results=bench/results rc=0
+  local results=bench/results rc=0 rounds=${OFL_BENCH_ROUNDS:-5}
   mkdir -p "$results"
-  echo "bench: fidelity.py (6 strategies, threads=${OFL_BENCH_THREADS:-2})" >&2
-  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/fidelity.py --threads "${OFL_BENCH_THREADS:-2}" \
-    >"$results/fidelity.json.tmp" || rc=$?
-  mv "$results/fidelity.json.tmp" "$results/fidelity.json"
-  "$OFL_PY" bench/plot_fidelity.py || rc=1
+  echo "bench: fidelity.py (GPT, VGG; 2 processes, 4 processes, 4 virtual devices;" \
+    "$rounds rounds)" >&2
+  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/fidelity.py --rounds "$rounds" \
+    --threads "${OFL_BENCH_THREADS:-2}" --out "$results/fidelity.json.tmp" >/dev/null || rc=$?
+  if [[ -s $results/fidelity.json.tmp ]]; then
+    mv "$results/fidelity.json.tmp" "$results/fidelity.json"
+    "$OFL_PY" bench/plot_fidelity.py || rc=1
+  else
+    rm -f "$results/fidelity.json.tmp"
+    rc=1
+  fi
   echo "bench: wrote $results/fidelity.json and $results/fidelity.png (exit $rc)" >&2
   return $rc
 }
@@ -278,10 +291,18 @@ case $suite in
     cd "$OFL_ROOT"
     run_fidelity
     ;;
-  search|scale|paper)
+  search|scale)
     ofl_setup
     cd "$OFL_ROOT"
     run_search "$suite"
+    ;;
+  paper)
+    ofl_setup
+    cd "$OFL_ROOT"
+    run_search paper
+    echo "bench: paper_measured.py (2 processes x 1 thread, ${OFL_BENCH_ROUNDS:-5} rounds)" >&2
+    PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/paper_measured.py \
+      --rounds "${OFL_BENCH_ROUNDS:-5}" >/dev/null
     ;;
   runtime)
     ofl_setup

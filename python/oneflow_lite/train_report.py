@@ -178,3 +178,34 @@ def summary_lines(runs: Sequence[dict]) -> List[str]:
             out.append(f"{r['name']}: loss {r['losses'][0]:.4f} (step 1) -> "
                        f"{r['losses'][-1]:.4f} (step {len(r['losses'])})")
     return out
+
+
+FIDELITY_LIMIT = 1.5  # predicted and measured step times further apart than this: a warning
+
+
+def fidelity_lines(runs: Sequence[dict], limit: float = FIDELITY_LIMIT) -> List[str]:
+    """Per run: predicted (the full model) and measured step time and their
+    ratio; a WARNING line for each run whose two differ by more than `limit`
+    times either way. Sets ``run["prediction_off"]`` (True, False, or None
+    when either figure is missing)."""
+    out = []
+    for r in runs:
+        predicted = (r.get("predicted") or {}).get("step_s")
+        measured = (r.get("measured") or {}).get("step_s")
+        if not predicted or not measured:
+            r["prediction_off"] = None
+            out.append(f"  {r['name']}: predicted {human_seconds(predicted)}, measured "
+                       f"{human_seconds(measured)}")
+            continue
+        ratio = measured / predicted
+        r["prediction_off"] = not (1 / limit <= ratio <= limit)
+        out.append(f"  {r['name']}: predicted {human_seconds(predicted)}, measured "
+                   f"{human_seconds(measured)} (measured/predicted {ratio:.2f})")
+    for r in runs:
+        if r.get("prediction_off"):
+            ratio = r["measured"]["step_s"] / r["predicted"]["step_s"]
+            word = "slower" if ratio > 1 else "faster"
+            out.append(f"WARNING: {r['name']}: the measured step is {max(ratio, 1 / ratio):.1f}x "
+                       f"{word} than predicted (more than {limit:g}x): the cost model does not "
+                       f"describe this machine well enough to trust this plan's ranking")
+    return out

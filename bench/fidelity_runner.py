@@ -1,0 +1,353 @@
+"""fidelity_runner: plan strategies once, run them for real, collect per rank.
+
+Shared by bench/fidelity.py (the fidelity suite) and bench/paper_measured.py
+(the paper table's measured column). Three parts:
+
+- ``build(model)``: the training program of a small GPT or VGG
+  (``MODELS``; ``flow.models`` traced with its cross-entropy loss by
+  ``models.trace_loss``, AdamW), seeded: every process builds the same
+  weights, and ``feeds(model, step)`` the same batches.
+- ``plan_all(model, hierarchy, cluster, names)``: plans every strategy in
+  *this* (the parent) process on one Cluster and returns, per strategy,
+  what the model predicts (``planned.step_estimate``'s full step time,
+  the searchers' additive proxy total, bytes per rank, memory) and the
+  strategy itself as a JSON-able dict. The children run exactly these
+  dicts, so every process's plan is identical by construction.
+- ``run_round(job, mode, ...)``: one round in fresh processes. ``mode``
+  "procs": ``len(ranks)`` processes of one world started by
+  ``python -m oneflow_lite.distributed.launch`` (one rank and one kernel
+  thread each, OMP/OpenBLAS threads 1; the launcher does not pin processes
+  to cores, and neither does this: the machine is shared), or "virtual":
+  one process driving every rank as a virtual device. Each child runs the
+  strategies in the job's order, each in a new ``DistributedSession``
+  (``--warmup`` untimed, ``--steps`` timed steps), then the processes
+  exchange their per-rank figures through the job's store
+  (``_world.all_gather``; with each rank's hash of its session's strategy
+  text, which must agree) and process 0 writes them. The launcher is
+  started with ``subprocess.Popen`` and, past ``timeout_s``, ended by its
+  own pid (SIGTERM, which it forwards to its children, then SIGKILL).
+
+A step's time is process 0's wall clock around ``session.run``; a step ends
+only when every rank's has (the loss is fetched). Measured bytes: each
+rank's communicator count over the last timed step; peak memory: each
+rank's ``session.peak_bytes()``. Spearman: ``spearman`` (average ranks for
+ties, then Pearson), by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+HYPER = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
+SEED = 0
+# Small sizes: a step well under a second on one core (bench/README.md).
+MODELS = {
+    "gpt": ("gpt", dict(n_layer=2, n_embd=128, n_head=4, seq_len=64, vocab_size=1024), 8),
+    "vgg": ("vgg", dict(features=(16, "M", 32, "M", 64, "M"), in_channels=3, image_size=32,
+                        fc=(256,), num_classes=10), 8),
+    "gpt_tiny": ("gpt", dict(n_layer=1, n_embd=32, n_head=2, seq_len=16, vocab_size=64), 4),
+    "vgg_tiny": ("vgg", dict(features=(4, "M"), in_channels=3, image_size=8, fc=(16,),
+                             num_classes=10), 4),
+    # bench/paper_measured.py: scaled-down VGG16 and Transformer of the paper table
+    "vgg_paper": ("vgg", dict(features=(16, 16, "M", 32, 32, "M", 64, 64, "M"), in_channels=3,
+                              image_size=32, fc=(512, 512), num_classes=100), 16),
+    "transformer_paper": ("gpt", dict(n_layer=4, n_embd=256, n_head=8, seq_len=64,
+                                      vocab_size=2048), 8),
+}
+RULE_BASED = ("data_parallel", "megatron", "2d", "zero", "vgg")
+
+
+def describe(model: str) -> dict:
+    kind, config, batch = MODELS[model]
+    return dict(kind=kind, batch=batch, dtype="float32", optimizer="adamw",
+                **{k: list(v) if isinstance(v, tuple) else v for k, v in config.items()})
+
+
+def build(model: str):
+    """(LossGraph) the training program of `model` (seeded weights, AdamW)."""
+    import oneflow_lite as flow
+    from oneflow_lite.models import GPT, VGG, GPTConfig, VGGConfig, trace_loss
+
+    kind, config, batch = MODELS[model]
+    flow.manual_seed(SEED)
+    net = GPT(GPTConfig(**config)) if kind == "gpt" else VGG(VGGConfig(**config))
+    g = trace_loss(net, batch)
+    g.builder.minimize(g.loss, "adamw", **HYPER)
+    return g
+
+
+def feeds(model: str, g, step: int) -> dict:
+    """The batch of `step` (the same in every process and run)."""
+    kind, config, batch = MODELS[model]
+    rng = np.random.default_rng(1000 + step)
+    if kind == "gpt":
+        ids = rng.integers(0, config["vocab_size"], (batch, config["seq_len"]))
+        return {g.data: ids, g.labels: np.roll(ids, -1, axis=1)}
+    s = config["image_size"]
+    images = rng.standard_normal((batch, config["in_channels"], s, s)).astype(np.float32)
+    return {g.data: images, g.labels: rng.integers(0, config["num_classes"], batch)}
+
+
+# ---------------------------------------------------------------- planning
+
+def random_pins(prog, inputs: Sequence[str], hierarchy: Sequence[int], seed: int) -> dict:
+    """A random NdSbp per fed input and trainable variable: per mesh axis B or
+    S(d) of a dimension at least as large as the axis (seeded)."""
+    rng = np.random.default_rng(seed)
+    grads = prog.gradients()
+    pins = {}
+    for name in list(inputs) + [v for v in prog.variables() if v in grads]:
+        shape = prog.shape(name)
+        parts = []
+        for size in hierarchy:
+            choices = ["B"] + [f"S({d})" for d, n in enumerate(shape) if n >= size]
+            parts.append(choices[rng.integers(len(choices))])
+        pins[name] = "(" + ", ".join(parts) + ")"
+    return pins
+
+
+def plan_one(g, name: str, hierarchy: Sequence[int], cluster):
+    from oneflow_lite import _C
+
+    if name == "replicated":  # every input and trainable variable B: each rank computes it all
+        pins = {n: "(" + ", ".join(["B"] * len(hierarchy)) + ")"
+                for n in random_pins(g.program, [g.data, g.labels], hierarchy, seed=0)}
+        return _C.plan(g.program, list(hierarchy), cluster, "manual", pinned=pins)
+    if name.startswith("random"):
+        pins = random_pins(g.program, [g.data, g.labels], hierarchy,
+                           seed=1000 + int(name[len("random"):]))
+        return _C.plan(g.program, list(hierarchy), cluster, "manual", pinned=pins)
+    if name == "exact":
+        return _C.plan(g.program, list(hierarchy), cluster, "exact", exact_time_budget_s=20.0)
+    return _C.plan(g.program, list(hierarchy), cluster, name)
+
+
+def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]):
+    """(rows, skipped): per strategy that plans, its predictions and its
+    strategy dict; skipped: name -> why not (a preset that does not apply,
+    exact that does not prove optimality within its budget)."""
+    g = build(model)
+    ranks = list(range(int(np.prod(hierarchy))))
+    rows, skipped = [], {}
+    for name in names:
+        try:
+            planned = plan_one(g, name, hierarchy, cluster)
+        except ValueError as e:
+            skipped[name] = str(e).splitlines()[0][:200]
+            continue
+        stats = planned.stats
+        if name == "exact" and not stats.get("exact_proved"):
+            skipped[name] = "exact did not prove optimality within its budget"
+            continue
+        estimate = planned.step_estimate
+        by_rank = dict(planned.predicted_bytes)
+        rows.append({"model": model, "strategy": name, "searcher": planned.searcher,
+                     "predicted_step_s": float(estimate["total_s"]),
+                     "proxy_step_s": float(planned.predicted_step_s),
+                     "gradient_s": float(estimate["gradient_s"]),
+                     "exposed_gradient_s": float(estimate["exposed_gradient_s"]),
+                     "predicted_bytes": [int(by_rank.get(r, 0)) for r in ranks],
+                     "predicted_memory_bytes": int(stats["memory_bytes"]),
+                     "compute_s": float(stats["compute_s"]),
+                     "communication_s": float(stats["communication_s"]),
+                     "_strategy": planned.strategy})
+    return rows, skipped
+
+
+# ---------------------------------------------------------------- the children
+
+def child(job_path: str, out_path: str) -> int:
+    """Runs a job file's strategies in order (this process's ranks)."""
+    from oneflow_lite import _C, _world
+
+    with open(job_path) as f:
+        job = json.load(f)
+    world = _world.info()
+    g = build(job["model"])
+    hierarchy, ranks = job["hierarchy"], list(range(int(np.prod(job["hierarchy"]))))
+    batches = [feeds(job["model"], g, i) for i in range(job["warmup"] + job["steps"])]
+    results = {}
+    for name in job["order"]:
+        session = _C.DistributedSession(g.program, ranks, hierarchy, job["strategies"][name],
+                                        [g.loss], num_threads=job["threads"],
+                                        timeout_ms=job["timeout_ms"], num_slots=1)
+        times, losses, before = [], [], {}
+        for i, batch in enumerate(batches):
+            before = dict(session.bytes_sent())
+            start = time.perf_counter()
+            (value,) = session.run(batch, [g.loss])
+            if i >= job["warmup"]:
+                times.append(time.perf_counter() - start)
+            losses.append(float(value))
+        after, peak = dict(session.bytes_sent()), list(session.peak_bytes())  # peak: by rank
+        plan = hashlib.sha256(session.strategy().encode()).hexdigest()
+        local = {r: {"bytes": int(after.get(r, 0) - before.get(r, 0)), "peak": int(peak[r]),
+                     "plan": plan} for r in session.local_ranks()}
+        results[name] = {"step_s": times, "losses": losses, "local": local}
+        del session
+    parts = _world.all_gather({n: r["local"] for n, r in results.items()})
+    if world["process"] == 0:
+        for name, row in results.items():
+            merged = {}
+            for part in parts:
+                merged.update(part[name])
+            if len({merged[r]["plan"] for r in ranks}) != 1:
+                raise RuntimeError(f"{name}: the processes' plans differ (strategy hashes "
+                                   f"{[merged[r]['plan'][:12] for r in ranks]})")
+            row["plans_identical"] = True
+            row["measured_bytes"] = [merged[r]["bytes"] for r in ranks]
+            row["peak_bytes"] = [merged[r]["peak"] for r in ranks]
+            del row["local"]
+        with open(out_path, "w") as f:
+            json.dump(results, f)
+    return 0
+
+
+def child_env(threads: int) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE] + (
+        [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Ends `proc` by its own pid: SIGTERM (the launcher forwards it to its
+    children and stops them: their --timeout-s 10 then SIGKILL 3 s later),
+    then SIGKILL after 30 s, past the launcher's own grace."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def run_round(job: dict, mode: str, timeout_s: float) -> dict:
+    """One round of `job` (model, hierarchy, strategies, order, warmup,
+    steps, threads) in fresh processes; process 0's results by strategy.
+    Raises RuntimeError on a failed or timed-out round."""
+    nranks = int(np.prod(job["hierarchy"]))
+    job = dict(job, timeout_ms=int(timeout_s * 1000))
+    with tempfile.TemporaryDirectory() as tmp:
+        job_path, out_path = os.path.join(tmp, "job.json"), os.path.join(tmp, "out.json")
+        with open(job_path, "w") as f:
+            json.dump(job, f)
+        me = [os.path.abspath(__file__), "--child", job_path, "--out", out_path]
+        if mode == "procs":
+            cmd = [sys.executable, "-m", "oneflow_lite.distributed.launch", "--nproc-per-node",
+                   str(nranks), "--timeout-s", "10", *me]
+        elif mode == "virtual":
+            cmd = [sys.executable, "-u", *me]
+        else:
+            raise ValueError(f"run_round: mode '{mode}' is neither 'procs' nor 'virtual'")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=child_env(job["threads"]), cwd=ROOT)
+        try:
+            output, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _end(proc)
+            raise RuntimeError(f"{mode} round of {job['model']} timed out after {timeout_s:g} s")
+        if proc.returncode != 0 or not os.path.exists(out_path):
+            tail = " | ".join(output.strip().splitlines()[-6:])
+            raise RuntimeError(f"{mode} round of {job['model']} exited {proc.returncode}: {tail}")
+        with open(out_path) as f:
+            return json.load(f)
+
+
+# ---------------------------------------------------------------- statistics
+
+def average_ranks(values) -> np.ndarray:
+    values = np.asarray(values, float)
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(a, b) -> float:
+    """Spearman rank correlation, by hand: average ranks, then Pearson."""
+    ra, rb = average_ranks(a), average_ranks(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denominator = np.sqrt((ra ** 2).sum() * (rb ** 2).sum())
+    return float((ra * rb).sum() / denominator) if denominator > 0 else float("nan")
+
+
+def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mode: str,
+            rounds: int, warmup: int, steps: int, threads: int, timeout_s: float,
+            log=lambda s: None) -> dict:
+    """Plans `names` on `cluster`, runs them `rounds` times (order rotated
+    per round) and returns {"rows", "skipped", "errors"}: per row the
+    predictions, the median measured step over every round's timed steps,
+    the ratio, measured bytes and peak per rank (from the first round;
+    bytes must be the same every round)."""
+    rows, skipped = plan_all(model, hierarchy, cluster, names)
+    strategies = {r["strategy"]: r.pop("_strategy") for r in rows}
+    order = [r["strategy"] for r in rows]
+    errors: Dict[str, str] = {}
+    steps_by: Dict[str, list] = {n: [] for n in order}
+    first: Dict[str, dict] = {}
+    for k in range(rounds):
+        rotated = order[k % len(order):] + order[:k % len(order)] if order else []
+        log(f"{mode} {model} round {k + 1}/{rounds}: {', '.join(rotated)}")
+        job = dict(model=model, hierarchy=hierarchy, strategies=strategies, order=rotated,
+                   warmup=warmup, steps=steps, threads=threads)
+        try:
+            out = run_round(job, mode, timeout_s)
+        except RuntimeError as e:
+            errors[f"round {k + 1}"] = str(e)
+            log(f"  FAILED: {e}")
+            continue
+        for name, res in out.items():
+            steps_by[name] += res["step_s"]
+            if name not in first:
+                first[name] = res
+            elif res["measured_bytes"] != first[name]["measured_bytes"]:
+                errors[name] = (f"bytes differ between rounds: {first[name]['measured_bytes']}"
+                                f" vs {res['measured_bytes']}")
+    for row in rows:
+        name = row["strategy"]
+        if name not in first:
+            continue
+        res = first[name]
+        row.update(measured_step_s=float(np.median(steps_by[name])),
+                   step_s=[round(s, 6) for s in steps_by[name]],
+                   measured_bytes=res["measured_bytes"], peak_bytes=res["peak_bytes"],
+                   first_loss=res["losses"][0], plans_identical=res["plans_identical"])
+        row["predicted_over_measured"] = row["predicted_step_s"] / row["measured_step_s"]
+        row["memory_predicted_over_measured"] = (row["predicted_memory_bytes"]
+                                                 / max(1, max(row["peak_bytes"])))
+        row["bytes_equal"] = row["predicted_bytes"] == row["measured_bytes"]
+    rows = [r for r in rows if "measured_step_s" in r]
+    return {"rows": rows, "skipped": skipped, "errors": errors}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", required=True, help="the job file (JSON)")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    return child(args.child, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
