@@ -304,8 +304,10 @@ Maybe<std::vector<Tensor>> Invoke(const EagerExecutor::Kernel& k, std::vector<Te
 }
 
 // "input 'b'" (the op's name for input i), or "input i" for an unknown op.
+// Holds a reference to `op_type` (no copy on the eager hot path): use it
+// within the call that owns the string.
 std::function<std::string(size_t)> InputNamer(const std::string& op_type) {
-  return [op_type](size_t i) {
+  return [&op_type](size_t i) {
     Maybe<const OpDef*> def = OpRegistry::Find(op_type);
     if (!def.ok()) return "input " + std::to_string(i);
     return "input '" + ArgName(*def.value(), static_cast<int>(i)) + "'";
