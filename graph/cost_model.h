@@ -15,8 +15,11 @@
 // search/cost_graph.h); overlap enters only as the gradient edges' proxy):
 //  - Compute of an op candidate = multiplier x FLOPs of the busiest rank /
 //    the cluster's FLOP/s for the compute dtype (options.compute_dtype, else
-//    the op's first output dtype (first input when it has none); non-floating
-//    dtypes use float32's figure). FLOPs of the busiest rank = the op's
+//    bfloat16 when a floating input is bfloat16 (mixed precision: a bf16
+//    matmul writes float32 but multiplies bf16 operands), else the op's first
+//    output dtype (first input when it has none); non-floating dtypes use
+//    float32's figure, and bfloat16 uses float32's when the cluster gives
+//    none for it (its kernels then widen to float32). FLOPs of the busiest rank = the op's
 //    logical FLOPs (OpDef::EstimateCost) x the product over hierarchy axes of
 //    that axis's largest share: on an axis where some output (else input) of
 //    the signature is S(d), the reference tensor is the first such output

@@ -186,9 +186,11 @@ Maybe<double> Builder::FlopsPerSecond(DataType dtype) {
   if (!IsFloating(dt)) dt = DataType::kFloat32;
   auto it = flops_.find(dt);
   if (it != flops_.end()) return it->second;
-  OFL_ASSIGN_OR_RETURN(double f, cluster_.Flops(dt));
-  flops_[dt] = f;
-  return f;
+  Maybe<double> f = cluster_.Flops(dt);
+  if (!f.ok() && dt == DataType::kBFloat16) f = cluster_.Flops(DataType::kFloat32);
+  if (!f.ok()) return f.status();
+  flops_[dt] = f.value();
+  return f.value();
 }
 
 Maybe<Builder::OpWork> Builder::WorkOf(const OpNode& op, std::optional<DataType> dtype) {
@@ -197,8 +199,11 @@ Maybe<Builder::OpWork> Builder::WorkOf(const OpNode& op, std::optional<DataType>
   for (const std::string& o : op.outputs) work.outs.push_back(graph_.Desc(o).value());
   work.flops = OpRegistry::Find(op.type).value()->EstimateCost(work.ctx, work.outs).flops;
   if (work.flops > 0) {
-    const DataType dt = dtype ? *dtype
-                              : (work.outs.empty() ? work.ctx.input(0).dtype : work.outs[0].dtype);
+    DataType dt = work.outs.empty() ? work.ctx.input(0).dtype : work.outs[0].dtype;
+    for (const TensorDesc& in : work.ctx.inputs) {
+      if (in.dtype == DataType::kBFloat16) dt = DataType::kBFloat16;  // bf16 operands
+    }
+    if (dtype) dt = *dtype;
     OFL_ASSIGN_OR_RETURN(work.per_second, FlopsPerSecond(dt));
   }
   return work;

@@ -89,8 +89,9 @@ class Builder {
   TensorDesc Costed(const TensorDesc& desc) const;
   int PlacementId(const Placement& placement);
   Maybe<double> FlopsPerSecond(DataType dtype);
-  // `dtype`: the FLOP/s figure to use; unset: the op's first output's dtype
-  // (its first input's when it has no output).
+  // `dtype`: the FLOP/s figure to use; unset: bfloat16 when a floating input
+  // is, else the op's first output's dtype (its first input's when it has
+  // no output).
   Maybe<OpWork> WorkOf(const OpNode& op, std::optional<DataType> dtype = std::nullopt);
   // `gradient`: a gradient's collective, priced by the bucketing proxy.
   Maybe<double> CachedBoxingSeconds(const TensorDesc& desc, int from_placement, const NdSbp& from,

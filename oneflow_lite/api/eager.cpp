@@ -1,6 +1,7 @@
 #include "oneflow_lite/api/eager.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -8,8 +9,10 @@
 
 #include "graph/autodiff.h"
 #include "graph/op_graph.h"
+#include "oneflow_lite/api/eager_devices.h"
 #include "ops/kernel.h"
 #include "ops/op_registry.h"
+#include "runtime/device_support.h"
 
 namespace ofl {
 
@@ -82,10 +85,12 @@ void AppendAttrs(std::string* key, const AttrMap& attrs) {
   }
 }
 
-std::string OpKey(const std::string& op_type, const std::vector<Tensor>& inputs,
-                  const AttrMap& attrs) {
+std::string OpKey(const std::string& op_type, const Device& device,
+                  const std::vector<Tensor>& inputs, const AttrMap& attrs) {
   std::string key;
   AppendString(&key, op_type);
+  AppendPod(&key, static_cast<int8_t>(device.type));
+  AppendPod(&key, device.index);
   AppendPod(&key, inputs.size());
   for (const Tensor& t : inputs) AppendTensor(&key, t);
   AppendAttrs(&key, attrs);
@@ -107,7 +112,7 @@ Status CheckDefined(const OpDef& def, const std::string& op_type,
 
 // The op named after its type, as a one-op graph names it: messages read
 // "matmul: ..." (OpContext::where).
-Maybe<EagerExecutor::Kernel> MakeKernel(const std::string& op_type,
+Maybe<EagerExecutor::Kernel> MakeKernel(const std::string& op_type, DeviceType device,
                                         const std::vector<Tensor>& inputs, const AttrMap& attrs) {
   OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
   OFL_RETURN_IF_ERROR(CheckDefined(*def, op_type, inputs));
@@ -124,7 +129,7 @@ Maybe<EagerExecutor::Kernel> MakeKernel(const std::string& op_type,
     OFL_RETURN_IF_ERROR(CheckAllocation(k.outputs[i].shape, k.outputs[i].dtype,
                                         op_type + ": output '" + name + "'"));
   }
-  OFL_ASSIGN_OR_RETURN(k.fn, KernelRegistry::Find(op_type, DeviceType::kCPU));
+  OFL_ASSIGN_OR_RETURN(k.fn, KernelRegistry::Find(op_type, device));
   k.op_type = op_type;
   k.op_name = op_type;
   k.attrs = std::move(ctx.attrs);
@@ -183,7 +188,7 @@ std::vector<const OpNode*> NeededOps(const OpGraph& g, std::set<std::string> wan
   return kept;
 }
 
-Maybe<EagerExecutor::GradProgram> MakeGradProgram(const std::string& op_type,
+Maybe<EagerExecutor::GradProgram> MakeGradProgram(const std::string& op_type, DeviceType device,
                                                   const std::vector<Tensor>& inputs,
                                                   const AttrMap& attrs,
                                                   const std::vector<Tensor>& output_grads) {
@@ -212,7 +217,7 @@ Maybe<EagerExecutor::GradProgram> MakeGradProgram(const std::string& op_type,
   for (const OpNode* node : needed) {
     EagerExecutor::GradProgram::Step step;
     EagerExecutor::Kernel& k = step.kernel;
-    OFL_ASSIGN_OR_RETURN(k.fn, KernelRegistry::Find(node->type, DeviceType::kCPU));
+    OFL_ASSIGN_OR_RETURN(k.fn, KernelRegistry::Find(node->type, device));
     const OpDef* def = OpRegistry::Find(node->type).value();
     k.op_type = node->type;
     k.op_name = node->name;
@@ -237,24 +242,41 @@ Maybe<EagerExecutor::GradProgram> MakeGradProgram(const std::string& op_type,
 
 // ---- a call: allocate, call ---------------------------------------------------
 
-bool Matches(const std::vector<Tensor>& tensors, const std::vector<TensorDesc>& descs) {
+bool Matches(const std::vector<Tensor>& tensors, const std::vector<TensorDesc>& descs,
+             const Device& device) {
   if (tensors.size() != descs.size()) return false;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    if (!t.defined() || !t.device().is_host() || t.shape() != descs[i].shape ||
-        t.dtype() != descs[i].dtype) {
+    const bool here = device.is_host() ? t.device().is_host() : t.device() == device;
+    if (!t.defined() || !here || t.shape() != descs[i].shape || t.dtype() != descs[i].dtype) {
       return false;
     }
   }
   return true;
 }
 
+// A copy of `t` the kernel may write: on the host, or on the lane's device.
+Maybe<Tensor> CloneFor(EagerLane* lane, const Tensor& t) {
+  if (lane == nullptr) return t.Clone();
+  return lane->CloneHere(t);
+}
+
 // The kernel on `ins` (mutable ones already copies the kernel may write)
-// into fresh outputs, on cpu:0 with no stream: it runs on this thread.
-Maybe<std::vector<Tensor>> Invoke(const EagerExecutor::Kernel& k, std::vector<Tensor*> ins) {
+// into fresh outputs. Without a lane: on cpu:0 with no stream, on this
+// thread. With one (the caller holds its mu): on its device and stream,
+// finished before returning (EagerDevices: a device-side error fails the call).
+Maybe<std::vector<Tensor>> Invoke(const EagerExecutor::Kernel& k, std::vector<Tensor*> ins,
+                                  EagerLane* lane) {
   std::vector<Tensor> outs;
   outs.reserve(k.outputs.size());
-  for (const TensorDesc& d : k.outputs) outs.emplace_back(d.shape, d.dtype);
+  for (const TensorDesc& d : k.outputs) {
+    if (lane == nullptr) {
+      outs.emplace_back(d.shape, d.dtype);
+    } else {
+      OFL_ASSIGN_OR_RETURN(Tensor t, lane->NewTensor(d.shape, d.dtype));
+      outs.push_back(std::move(t));
+    }
+  }
   KernelContext kc;
   kc.op_type = k.op_type;
   kc.op_name = k.op_name;
@@ -265,15 +287,37 @@ Maybe<std::vector<Tensor>> Invoke(const EagerExecutor::Kernel& k, std::vector<Te
     kc.logical_shape = outs[0].shape();
     kc.logical_offset.assign(kc.logical_shape.ndim(), 0);
   }
-  kc.device = Device{DeviceType::kCPU, 0};
-  kc.stream = nullptr;
-  OFL_RETURN_IF_ERROR(CallKernel(*k.fn, kc));
+  if (lane == nullptr) {
+    kc.device = Device{DeviceType::kCPU, 0};
+    kc.stream = nullptr;
+    OFL_RETURN_IF_ERROR(CallKernel(*k.fn, kc));
+    return outs;
+  }
+  kc.device = lane->context->device();
+  kc.stream = lane->stream.get();
+  kc.stream->BindToThread();
+  const Status called = CallKernel(*k.fn, kc);
+  const Status finished = FinishStream(kc.stream);  // waits; the call's device-side error
+  OFL_RETURN_IF_ERROR(called);
+  OFL_RETURN_IF_ERROR(finished);
   return outs;
+}
+
+// "input 'b'" (the op's name for input i), or "input i" for an unknown op.
+// Holds a reference to `op_type` (no copy on the eager hot path): use it
+// within the call that owns the string.
+std::function<std::string(size_t)> InputNamer(const std::string& op_type) {
+  return [&op_type](size_t i) {
+    Maybe<const OpDef*> def = OpRegistry::Find(op_type);
+    if (!def.ok()) return "input " + std::to_string(i);
+    return "input '" + ArgName(*def.value(), static_cast<int>(i)) + "'";
+  };
 }
 
 }  // namespace
 
-EagerExecutor::EagerExecutor(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+EagerExecutor::EagerExecutor(size_t capacity)
+    : capacity_(std::max<size_t>(capacity, 1)), devices_(std::make_unique<EagerDevices>()) {}
 EagerExecutor::~EagerExecutor() = default;
 
 template <typename T>
@@ -311,20 +355,31 @@ Maybe<std::vector<Tensor>> EagerExecutor::RunInPlace(const std::string& op_type,
 Maybe<std::vector<Tensor>> EagerExecutor::Call(const std::string& op_type,
                                                const std::vector<Tensor>& inputs,
                                                const AttrMap& attrs, bool in_place) {
-  const std::string key = OpKey(op_type, inputs, attrs);
+  OFL_ASSIGN_OR_RETURN(const Device device, CommonDevice(op_type, InputNamer(op_type), inputs));
+  EagerLane* lane = nullptr;
+  if (!device.is_host()) {
+    OFL_ASSIGN_OR_RETURN(lane, devices_->Get(device));
+  }
+  std::unique_lock<std::mutex> lane_lock;
+  if (lane != nullptr) lane_lock = std::unique_lock<std::mutex>(lane->mu);
+  const std::string key = OpKey(op_type, device, inputs, attrs);
   std::shared_ptr<const Kernel> k = Find(forward_, key);
   if (k == nullptr) {
-    OFL_ASSIGN_OR_RETURN(Kernel made, MakeKernel(op_type, inputs, attrs));
+    OFL_ASSIGN_OR_RETURN(Kernel made, MakeKernel(op_type, device.type, inputs, attrs));
     k = std::make_shared<const Kernel>(std::move(made));
     Insert(&forward_, key, k);
   }
   std::vector<Tensor> args(inputs.size());
   std::vector<Tensor*> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    args[i] = k->mutable_inputs[i] && !in_place ? inputs[i].Clone() : inputs[i];
+    if (k->mutable_inputs[i] && !in_place) {
+      OFL_ASSIGN_OR_RETURN(args[i], CloneFor(lane, inputs[i]));
+    } else {
+      args[i] = inputs[i];
+    }
     ins.push_back(&args[i]);
   }
-  OFL_ASSIGN_OR_RETURN(std::vector<Tensor> results, Invoke(*k, std::move(ins)));
+  OFL_ASSIGN_OR_RETURN(std::vector<Tensor> results, Invoke(*k, std::move(ins), lane));
   for (size_t i = 0; i < args.size() && !in_place; ++i) {
     if (k->mutable_inputs[i]) results.push_back(args[i]);
   }
@@ -336,7 +391,15 @@ Maybe<std::vector<Tensor>> EagerExecutor::RunGrad(const std::string& op_type,
                                                   const AttrMap& attrs,
                                                   const std::vector<Tensor>& output_grads,
                                                   const std::vector<Tensor>& forward_outputs) {
-  std::string key = OpKey(op_type, inputs, attrs);
+  OFL_ASSIGN_OR_RETURN(const Device device,
+                       CommonDevice(op_type, InputNamer(op_type), inputs, output_grads));
+  EagerLane* lane = nullptr;
+  if (!device.is_host()) {
+    OFL_ASSIGN_OR_RETURN(lane, devices_->Get(device));
+  }
+  std::unique_lock<std::mutex> lane_lock;
+  if (lane != nullptr) lane_lock = std::unique_lock<std::mutex>(lane->mu);
+  std::string key = OpKey(op_type, device, inputs, attrs);
   AppendPod(&key, output_grads.size());
   for (const Tensor& t : output_grads) {
     AppendPod(&key, t.defined() && t.numel() > 0);
@@ -344,7 +407,8 @@ Maybe<std::vector<Tensor>> EagerExecutor::RunGrad(const std::string& op_type,
   }
   std::shared_ptr<const GradProgram> p = Find(backward_, key);
   if (p == nullptr) {
-    OFL_ASSIGN_OR_RETURN(GradProgram made, MakeGradProgram(op_type, inputs, attrs, output_grads));
+    OFL_ASSIGN_OR_RETURN(GradProgram made,
+                         MakeGradProgram(op_type, device.type, inputs, attrs, output_grads));
     p = std::make_shared<const GradProgram>(std::move(made));
     Insert(&backward_, key, p);
   }
@@ -359,7 +423,7 @@ Maybe<std::vector<Tensor>> EagerExecutor::RunGrad(const std::string& op_type,
     if (p->seed_slots[i] >= 0) give(p->seed_slots[i], output_grads[i]);
   }
   size_t first = 0;
-  if (p->forward_first && Matches(forward_outputs, p->steps[0].kernel.outputs)) {
+  if (p->forward_first && Matches(forward_outputs, p->steps[0].kernel.outputs, device)) {
     for (size_t i = 0; i < forward_outputs.size(); ++i) {
       give(p->steps[0].outputs[i], forward_outputs[i]);
     }
@@ -372,10 +436,14 @@ Maybe<std::vector<Tensor>> EagerExecutor::RunGrad(const std::string& op_type,
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       // Never on the caller's tensors: a mutable input is written on a copy.
       const Tensor& v = values[step.inputs[i]];
-      args[i] = step.kernel.mutable_inputs[i] ? v.Clone() : v;
+      if (step.kernel.mutable_inputs[i]) {
+        OFL_ASSIGN_OR_RETURN(args[i], CloneFor(lane, v));
+      } else {
+        args[i] = v;
+      }
       ins.push_back(&args[i]);
     }
-    OFL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, Invoke(step.kernel, std::move(ins)));
+    OFL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, Invoke(step.kernel, std::move(ins), lane));
     for (size_t i = 0; i < outs.size(); ++i) values[step.outputs[i]] = std::move(outs[i]);
     for (size_t i = 0; i < args.size(); ++i) {
       if (step.kernel.mutable_inputs[i]) values[step.inputs[i]] = args[i];
@@ -386,10 +454,22 @@ Maybe<std::vector<Tensor>> EagerExecutor::RunGrad(const std::string& op_type,
   std::vector<Tensor> per_input(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int s = p->fetch_slots[i];
-    if (s >= 0) per_input[i] = given[s] ? values[s].Clone() : values[s];
+    if (s < 0) continue;
+    if (given[s]) {
+      OFL_ASSIGN_OR_RETURN(per_input[i], CloneFor(lane, values[s]));
+    } else {
+      per_input[i] = values[s];
+    }
   }
   return per_input;
 }
+
+Maybe<Tensor> EagerExecutor::ToDevice(const Tensor& tensor, const Device& device) {
+  if (!device.is_host()) OFL_RETURN_IF_ERROR(devices_->Get(device).status());
+  return CopyToDevice(devices_.get(), tensor, device);
+}
+
+Tensor HostCopy(const Tensor& tensor) { return CloneToHost(tensor); }
 
 EagerStats EagerExecutor::stats() const {
   std::lock_guard<std::mutex> lock(mu_);

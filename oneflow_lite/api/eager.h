@@ -43,6 +43,8 @@
 
 namespace ofl {
 
+class EagerDevices;  // api/eager_devices.h
+
 struct EagerStats {
   int64_t hits = 0;     // calls (Run or RunGrad) that found their key
   int64_t misses = 0;   // calls that had to validate, infer and look up
@@ -78,6 +80,10 @@ class EagerExecutor {
                                      const AttrMap& attrs, const std::vector<Tensor>& output_grads,
                                      const std::vector<Tensor>& forward_outputs = {});
 
+  // A copy of `tensor` on `device` ("cpu:N": a host tensor); waits for it.
+  // An error names the device when this process cannot use it.
+  Maybe<Tensor> ToDevice(const Tensor& tensor, const Device& device);
+
   EagerStats stats() const;
   void Clear();
 
@@ -101,6 +107,10 @@ class EagerExecutor {
   Cache<GradProgram> backward_;
   int64_t hits_ = 0;
   int64_t misses_ = 0;
+  std::unique_ptr<EagerDevices> devices_;  // the non-host devices' contexts and streams
 };
+
+// A host tensor holding a copy of `tensor` (any device); waits for the copy.
+Tensor HostCopy(const Tensor& tensor);
 
 }  // namespace ofl

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "convert.h"
+#include "device_tensor.h"
 #include "oneflow_lite/api/devices.h"
 #include "oneflow_lite/api/eager.h"
 #include "oneflow_lite/api/op_tools.h"
@@ -122,31 +123,37 @@ py::dict OpSchemaDict(const std::string& op_type) {
 // The eager frontend's executor (api/eager.h): _dispatch and _autograd hold
 // one for the process; run_op and op_grad are its uncached twins.
 void BindEager(py::module_& m) {
+  BindDeviceTensor(m);
   py::class_<EagerExecutor>(m, "EagerExecutor")
       .def(py::init<size_t>(), py::arg("capacity") = 4096)
       .def(
-          "run",
+          "run",  // inputs: numpy arrays or DeviceTensors (device_tensor.h)
           [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
              const py::dict& attrs) {
-            return FreshArraysOrNone(Unwrap(e.Run(op_type, TensorViewsOfList(inputs, op_type),
-                                             AttrsFromDict(attrs, op_type))));
+            bool device = false;
+            std::vector<Tensor> ins = EagerInputs(inputs, op_type, &device);
+            return EagerResults(Unwrap(e.Run(op_type, ins, AttrsFromDict(attrs, op_type))),
+                                device);
           },
           py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict())
       .def(
-          "run_in_place",  // the kernel writes the mutable inputs' arrays; returns the outputs
+          "run_in_place",  // the kernel writes the mutable inputs' buffers; returns the outputs
           [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
              const py::dict& attrs) {
             constexpr int kFlags = py::array::c_style | py::detail::npy_api::NPY_ARRAY_ALIGNED_ |
                                    py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
             for (size_t i = 0; i < inputs.size(); ++i) {
+              if (py::isinstance<Tensor>(inputs[i])) continue;  // a DeviceTensor: its own buffer
               const py::array a = inputs[i].cast<py::array>();
               if ((a.flags() & kFlags) != kFlags) {
                 throw py::value_error(op_type + ": run_in_place: input " + std::to_string(i) +
                                       " is not a writeable, aligned, C-contiguous array");
               }
             }
-            return FreshArraysOrNone(Unwrap(e.RunInPlace(
-                op_type, TensorViewsOfList(inputs, op_type), AttrsFromDict(attrs, op_type))));
+            bool device = false;
+            std::vector<Tensor> ins = EagerInputs(inputs, op_type, &device);
+            return EagerResults(
+                Unwrap(e.RunInPlace(op_type, ins, AttrsFromDict(attrs, op_type))), device);
           },
           py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict())
       .def(
@@ -154,13 +161,25 @@ void BindEager(py::module_& m) {
           [](EagerExecutor& e, const std::string& op_type, const std::vector<py::object>& inputs,
              const py::dict& attrs, const std::vector<py::object>& output_grads,
              const std::vector<py::object>& forward_outputs) {
-            return FreshArraysOrNone(Unwrap(e.RunGrad(
-                op_type, TensorViewsOfList(inputs, op_type), AttrsFromDict(attrs, op_type),
-                TensorViewsOfList(output_grads, op_type),
-                TensorViewsOfList(forward_outputs, op_type))));
+            bool device = false;
+            std::vector<Tensor> ins = EagerInputs(inputs, op_type, &device);
+            std::vector<Tensor> grads = EagerInputs(output_grads, op_type, &device);
+            std::vector<Tensor> outs = EagerInputs(forward_outputs, op_type, &device);
+            return EagerResults(
+                Unwrap(e.RunGrad(op_type, ins, AttrsFromDict(attrs, op_type), grads, outs)),
+                device);
           },
           py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_grads"),
           py::arg("forward_outputs") = std::vector<py::object>{})
+      .def(
+          "to_device",  // a DeviceTensor holding a copy of `value` (array or DeviceTensor)
+          [](EagerExecutor& e, const py::object& value, const std::string& device) {
+            const Device target = Unwrap(Device::Parse(device));
+            bool unused = false;
+            std::vector<Tensor> in = EagerInputs({value}, "to_device", &unused);
+            return py::cast(Unwrap(e.ToDevice(in[0], target)));
+          },
+          py::arg("value"), py::arg("device"))
       .def("stats",
            [](const EagerExecutor& e) {
              const EagerStats s = e.stats();

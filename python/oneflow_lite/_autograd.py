@@ -101,7 +101,10 @@ def check_finite(what: str, arrays) -> None:
     """Raises RuntimeError("anomaly: <what> produced a non-finite value:
     <name>[i, j]=nan ...") at the first floating array holding NaN or Inf;
     ``arrays`` is a list of (name, array or None)."""
+    from oneflow_lite._device import host_value
+
     for name, a in arrays:
+        a = host_value(a)
         if a is None or not np.issubdtype(a.dtype, np.floating):
             continue
         bad = ~np.isfinite(a)
@@ -158,6 +161,7 @@ def _topological(roots: list) -> List[Node]:
 
 def backward(tensor, grad=None, retain_graph: bool = False) -> None:
     """Accumulates d(tensor)/d(leaf) into every leaf's ``.grad``."""
+    from oneflow_lite import _device
     from oneflow_lite._dispatch import executor  # cycle: _dispatch records nodes here
     from oneflow_lite._tensor import Tensor
 
@@ -168,13 +172,14 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         if tensor.numel() != 1:
             raise RuntimeError(f"backward: grad can be implicit only for a scalar output, got "
                                f"shape {tuple(tensor.shape)}; pass grad=")
-        seed = np.ones(tensor.shape, tensor._array().dtype)
+        seed = np.ones(tensor.shape, _numpy_dtype(tensor))
     else:
         seed = np.asarray(grad.numpy() if isinstance(grad, Tensor) else grad,
-                          dtype=tensor._array().dtype)
+                          dtype=_numpy_dtype(tensor))
         if seed.shape != tuple(tensor.shape):
             raise ValueError(f"backward: grad shape {seed.shape} != tensor shape "
                              f"{tuple(tensor.shape)}")
+    seed = _device.like_value(seed, tensor._value)  # on the tensor's device
     if tensor._node is None:  # a leaf
         _accumulate_leaf(tensor, seed)
         return
@@ -204,15 +209,31 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
                 else:
                     producer, k = t._node
                     slot = pending.setdefault(id(producer), [None] * producer.num_outputs)
-                    slot[k] = g if slot[k] is None else slot[k] + g
+                    slot[k] = g if slot[k] is None else _device.add_values(slot[k], g)
             if not retain_graph:
                 node.arrays, node.outputs, node.freed = [], [], True
 
 
-def _accumulate_leaf(t, g: np.ndarray) -> None:
+def _numpy_dtype(t) -> np.dtype:
+    from oneflow_lite import _dtype
+
+    if t._value is None:
+        t._array()  # raises naming the tensor: it has no value
+    return _dtype.numpy_of(t.dtype)
+
+
+def _accumulate_leaf(t, g) -> None:
+    """Adds ``g`` (an array, or a fresh device value on t's device) to t.grad."""
+    from oneflow_lite import _device
     from oneflow_lite._tensor import Tensor
 
-    g = np.asarray(g, dtype=t._array().dtype)
+    if _device.is_device_value(g):
+        if t.grad is None:
+            t.grad = Tensor._wrap(g)
+        else:
+            t.grad._value = _device.add_values(t.grad._value, g)
+        return
+    g = np.asarray(g, dtype=_numpy_dtype(t))
     if t.grad is None:
         t.grad = Tensor._wrap(np.array(g, copy=True))
     else:

@@ -4,7 +4,8 @@ attrs, name=None)``.
 - Eager (the default): checks the inputs (no meta, global or traced tensor),
   runs the registered C++ op through ``executor`` (``_C.EagerExecutor``: its
   kernel called directly, with inference and the kernel lookup cached per op
-  type, attributes and input shapes and dtypes) and, when grad mode is on and
+  type, device, attributes and input shapes and dtypes; on the device of its
+  inputs, CUDA tensors' values being ``_C.DeviceTensor``s) and, when grad mode is on and
   an input requires grad, records an autograd node (``_autograd``); backward
   then uses the op's own C++ gradient rule through the same executor.
 - Tracing (a tracer installed by ``nn.graph_trace``): the op is added to the
@@ -23,7 +24,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from oneflow_lite import _C, _autograd
+from oneflow_lite import _C, _autograd, _device
 from oneflow_lite._tensor import Tensor
 
 _schemas = {}
@@ -91,7 +92,7 @@ def apply(op_type: str, inputs: Sequence, attrs: Optional[dict] = None,
         arrays = [_check_eager_input(op_type, i, t) for i, t in enumerate(inputs)]
         results = executor.run(op_type, arrays, attrs)
         for k, a in enumerate(results):
-            if a is not None and a.dtype == np.uint16:  # bfloat16 bits (cast)
+            if a is not None and str(a.dtype) in ("uint16", "bfloat16"):  # bfloat16 (cast)
                 raise TypeError(f"{op_type}: output {k} is {attrs.get('dtype', 'bfloat16')}, "
                                 f"which eager tensors cannot hold (float32, float64, int32, "
                                 f"int64); bfloat16 compute is nn.Graph's "
@@ -116,10 +117,15 @@ def run_random(op_type: str, inputs: Sequence[Tensor], attrs: dict,
                output_descs: List[tuple], iteration: int) -> List[np.ndarray]:
     """Eager only: runs a random op's CPU kernel at ``iteration`` (the
     stream graph runs use for their step) and returns its output arrays; no
-    tape is recorded (callers compose differentiable ops on the result)."""
-    arrays = [_check_eager_input(op_type, i, t) for i, t in enumerate(inputs)]
+    tape is recorded (callers compose differentiable ops on the result).
+    Inputs on a CUDA device are read back and the outputs placed beside
+    them (the counter-based stream draws the same numbers on every device)."""
+    values = [_check_eager_input(op_type, i, t) for i, t in enumerate(inputs)]
+    like = next((v for v in values if _device.is_device_value(v)), None)
+    arrays = [_device.host_value(v) for v in values]
     descs = [(list(shape), dtype) for shape, dtype in output_descs]
-    return _C.run_kernel(op_type, arrays, attrs, descs, iteration=int(iteration))
+    outs = _C.run_kernel(op_type, arrays, attrs, descs, iteration=int(iteration))
+    return [_device.like_value(a, like) for a in outs]
 
 
 class _Ops:

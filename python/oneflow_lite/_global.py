@@ -15,7 +15,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from oneflow_lite import _C
+from oneflow_lite import _C, _device
 from oneflow_lite._tensor import Tensor
 
 
@@ -178,7 +178,7 @@ def to_local(t: Tensor, rank: int) -> Tensor:
     if t._value is None:
         return Tensor._wrap(None, shape, t.dtype, t.device)
     region = tuple(slice(o, o + n) for o, n in zip(offset, shape))
-    part = np.array(t._value[region], copy=True)
+    part = np.array(_device.host_value(t._value)[region], copy=True)
     if partial and not _holds_partial_value(place, t._sbp, index):
         part[...] = 0
     return Tensor._wrap(part)

@@ -1,4 +1,5 @@
-"""``flow.Tensor``: an eager tensor over a numpy array on one CPU device.
+"""``flow.Tensor``: an eager tensor over a numpy array on one CPU device, or
+over a ``_C.DeviceTensor`` on a CUDA device (``to("cuda")``; ``_device``).
 
 Creation functions (``flow.tensor``, ``zeros``, ``randn``, ...) are in
 ``_creation``. A Tensor owns its array (``_value``), or holds none when it lives on the
@@ -43,7 +44,11 @@ class Tensor:
         return t
 
     def _init(self, array, shape, dtype, device, requires_grad) -> None:
-        if array is not None:
+        if _device.is_device_value(array):  # a _C.DeviceTensor: its device is the tensor's
+            self._dtype = dtypes.get(array.dtype)
+            self._shape = tuple(array.shape)
+            device = array.device
+        elif array is not None:
             array = np.asarray(array)
             self._dtype = dtypes.get(array.dtype)
             self._shape = tuple(int(d) for d in array.shape)
@@ -115,14 +120,27 @@ class Tensor:
 
     # ---- values ------------------------------------------------------------------
     def _array(self) -> np.ndarray:
+        """The value in host memory: the tensor's own array, or, on a CUDA
+        device, a read-only copy (writing it would change nothing)."""
         if self._value is None:
             raise RuntimeError(f"tensor of shape {list(self._shape)} on device "
                                f"'{self._device}' has no value (meta or traced tensor)")
+        if _device.is_device_value(self._value):
+            copy = self._value.numpy()
+            copy.flags.writeable = False
+            return copy
         return self._value
 
     def numpy(self) -> np.ndarray:
-        """The value as a numpy array (the tensor's own buffer; do not resize it)."""
+        """The value as a numpy array: the tensor's own buffer (do not resize
+        it), or a copy of a CUDA tensor's."""
+        if _device.is_device_value(self._value):
+            return self._value.numpy()
         return self._array()
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.startswith("cuda")
 
     def item(self) -> Number:
         if self.numel() != 1:
@@ -141,7 +159,8 @@ class Tensor:
     def clone(self) -> "Tensor":
         if self.requires_grad:
             return self * 1
-        return Tensor._wrap(np.array(self._array(), copy=True))
+        self._array()  # raises when there is no value
+        return Tensor._wrap(_device.copy_value(self._value))
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad and not self._dtype.is_floating_point:
@@ -154,13 +173,31 @@ class Tensor:
         _autograd.backward(self, gradient, retain_graph)
 
     def to(self, dtype) -> "Tensor":
-        """A copy in ``dtype`` (not differentiable: there is no cast op), or
-        on a device: "cpu" copies; "cuda" raises naming the device (see
-        ``oneflow_lite._device``)."""
+        """A copy in ``dtype``, or on a device ("cpu", "cuda", "cuda:1"; an
+        unusable one raises naming it and why, see ``oneflow_lite._device``).
+        Not differentiable: the copy is a leaf.
+
+            >>> import oneflow_lite as flow
+            >>> flow.tensor([1.0, 2.0]).to("cpu").numpy().tolist()
+            [1.0, 2.0]
+        """
         if _device.is_device_name(dtype):
-            _device.require_host(dtype)
-            return Tensor._wrap(self._array().copy())
-        return Tensor._wrap(self._array().astype(dtypes.numpy_of(dtypes.get(dtype))))
+            name = _device.canonical(dtype)
+            self._array()  # raises when there is no value
+            value = _device.move_value(self._value, name)
+            if value is self._value:
+                value = value.copy()
+            return Tensor._wrap(value)
+        converted = self._array().astype(dtypes.numpy_of(dtypes.get(dtype)))
+        return Tensor._wrap(_device.like_value(converted, self._value))
+
+    def cuda(self, device: Optional[int] = None) -> "Tensor":
+        """``to("cuda")``, or ``to(f"cuda:{device}")``."""
+        return self.to("cuda" if device is None else f"cuda:{int(device)}")
+
+    def cpu(self) -> "Tensor":
+        """``to("cpu")``."""
+        return self.to("cpu")
 
     def float(self) -> "Tensor":
         return self.to(dtypes.float32)
@@ -300,7 +337,9 @@ class Tensor:
         if self._value is None:
             body = f"..., shape={list(self._shape)}, device='{self._device}'"
         else:
-            body = np.array2string(self._value, separator=", ", prefix="tensor(")
+            body = np.array2string(self._array(), separator=", ", prefix="tensor(")
+            if _device.is_device_value(self._value):
+                extra.insert(0, f"device='{self._device}'")
         return f"tensor({body}{''.join(', ' + e for e in extra)})"
 
     def __bool__(self) -> bool:
@@ -324,7 +363,12 @@ class Tensor:
         out = object.__new__(type(self))
         memo[id(self)] = out
         for key, value in self.__dict__.items():
-            out.__dict__[key] = None if key == "_node" else copy.deepcopy(value, memo)
+            if key == "_node":
+                out.__dict__[key] = None
+            elif _device.is_device_value(value):  # _value: a copy on its device
+                out.__dict__[key] = _device.copy_value(value)
+            else:
+                out.__dict__[key] = copy.deepcopy(value, memo)
         return out
 
 

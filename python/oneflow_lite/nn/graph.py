@@ -58,7 +58,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from oneflow_lite import _C, _global, _world
+from oneflow_lite import _C, _device, _global, _world
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite import checkpoint, sharded_checkpoint
 from oneflow_lite._autograd import is_anomaly_enabled
@@ -476,7 +476,9 @@ class Graph:
         """Writes the graph's parameters and buffers back into the modules."""
         c = self.compiled
         for name, t in self._tracer.variables.items():
-            if not name.startswith("_const") and t._value is not None:
+            if _device.is_device_value(t._value) and not name.startswith("_const"):
+                t._value = _device.like_value(c.get(name), t._value)
+            elif not name.startswith("_const") and t._value is not None:
                 np.copyto(t._value, c.get(name))
 
 

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Set, Union
 
 import numpy as np
 
-from oneflow_lite import _dispatch
+from oneflow_lite import _device, _dispatch
 from oneflow_lite import _dtype as dtypes
 from oneflow_lite._tensor import Tensor
 from oneflow_lite.graph_builder import GraphBuilder
@@ -113,7 +113,7 @@ class Tracer:
         name = self._names.get(id(t)) or (f"_param{len(self._declared)}" if trainable
                                           else f"_const{len(self._declared)}")
         if t._value is not None:
-            self.builder.variable(name, t._value, trainable=trainable)
+            self.builder.variable(name, _device.host_value(t._value), trainable=trainable)
         else:
             add_desc = getattr(self.program, "add_variable_desc", None)
             if add_desc is None:

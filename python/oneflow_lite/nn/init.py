@@ -8,12 +8,15 @@ import math
 
 import numpy as np
 
-from oneflow_lite import _random
+from oneflow_lite import _device, _random
+from oneflow_lite import _dtype as dtypes
 from oneflow_lite._tensor import Tensor
 
 
 def _fill(t: Tensor, draw) -> Tensor:
-    if t._value is not None:
+    if _device.is_device_value(t._value):  # drawn on the host, then copied over
+        t._value = _device.like_value(draw(t.shape).astype(dtypes.numpy_of(t.dtype)), t._value)
+    elif t._value is not None:
         t._value[...] = draw(t.shape).astype(t._value.dtype)
     return t
 

@@ -197,7 +197,8 @@ class Module:
             if set_to_none or p.grad is None:
                 p.grad = None
             else:
-                p.grad._value = np.zeros_like(p.grad._value)
+                p.grad._value = _device.like_value(
+                    np.zeros(p.grad.shape, dtypes.numpy_of(p.grad.dtype)), p.grad._value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         for p in self.parameters():
@@ -205,18 +206,42 @@ class Module:
         return self
 
     def to(self, dtype) -> "Module":
-        """Converts every floating parameter and buffer to ``dtype`` in place;
-        a device: "cpu" keeps them, "cuda" raises naming the device."""
+        """Converts every floating parameter and buffer to ``dtype`` in place,
+        or moves every parameter, gradient and buffer to a device ("cpu",
+        "cuda", "cuda:1"; an unusable one raises naming it and why, before
+        anything moves). The tensors stay the same objects (an optimizer made
+        before keeps them); meta tensors stay meta."""
         if _device.is_device_name(dtype):
-            _device.require_host(dtype)
-            return self
+            return self._to_device(_device.canonical(dtype))
         d = dtypes.get(dtype)
         for t in list(self.parameters()) + list(self.buffers()):
             if t.dtype.is_floating_point and t.dtype is not d:
                 if t._value is not None:
-                    t._value = t._value.astype(dtypes.numpy_of(d))
+                    converted = t._array().astype(dtypes.numpy_of(d))
+                    t._value = _device.like_value(converted, t._value)
                 t._dtype = d
         return self
+
+    def _to_device(self, name: str) -> "Module":
+        tensors = list(self.parameters()) + list(self.buffers())
+        tensors += [p.grad for p in self.parameters() if p.grad is not None]
+        for t in tensors:
+            if t._value is None:  # meta: stays meta
+                continue
+            on_host = not _device.is_device_value(t._value)
+            if name.startswith("cpu"):
+                t._value, t._device = _device.host_value(t._value), "cpu"
+            elif on_host or t._device != name:
+                t._value, t._device = _device.move_value(t._value, name), name
+        return self
+
+    def cuda(self, device: Optional[int] = None) -> "Module":
+        """``to("cuda")``, or ``to(f"cuda:{device}")``."""
+        return self.to("cuda" if device is None else f"cuda:{int(device)}")
+
+    def cpu(self) -> "Module":
+        """``to("cpu")``."""
+        return self.to("cpu")
 
     def float(self) -> "Module":
         return self.to(dtypes.float32)
@@ -260,7 +285,9 @@ class Module:
             values[key] = np.array(array, dtype=dtypes.numpy_of(target.dtype), copy=True)
         for key, array in values.items():
             target = own[key]
-            if target._value is not None:
+            if _device.is_device_value(target._value):
+                target._value = _device.like_value(array, target._value)
+            elif target._value is not None:
                 np.copyto(target._value, array)
             else:
                 target._value, target._device = array, "cpu"

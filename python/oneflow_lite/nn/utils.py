@@ -5,6 +5,7 @@ from typing import Iterable, Union
 
 import numpy as np
 
+from oneflow_lite import _device
 from oneflow_lite._tensor import Tensor
 
 
@@ -35,5 +36,6 @@ def clip_grad_norm_(parameters: Union[Tensor, Iterable[Tensor]], max_norm: float
     coef = max_norm / (total + eps)
     if not coef >= 1.0:  # a NaN norm makes every gradient NaN, as in PyTorch
         for g in grads:
-            g._value = (g._array() * coef).astype(g._array().dtype)
+            scaled = (g._array() * coef).astype(g._array().dtype)
+            g._value = _device.like_value(scaled, g._value)  # on g's device
     return Tensor._wrap(np.array(total, np.float64))

@@ -18,12 +18,15 @@ from typing import Dict, Iterable, List
 
 import numpy as np
 
-from oneflow_lite import _autograd, _dispatch
+from oneflow_lite import _autograd, _device, _dispatch
+from oneflow_lite import _dtype as dtypes
 from oneflow_lite._dispatch import apply
 from oneflow_lite._tensor import Tensor
 
 
-def _in_place_ok(a: np.ndarray) -> bool:
+def _in_place_ok(a) -> bool:
+    if _device.is_device_value(a):  # a device buffer of its own: the kernel writes it
+        return True
     f = a.flags
     return f.c_contiguous and f.aligned and f.writeable and a.dtype.isnative
 
@@ -75,19 +78,22 @@ class Optimizer:
                 if set_to_none or p.grad is None:
                     p.grad = None
                 else:
-                    p.grad._value = np.zeros_like(p.grad._value)
+                    p.grad._value = _device.like_value(
+                        np.zeros(p.grad.shape, dtypes.numpy_of(p.grad.dtype)), p.grad._value)
 
     def _state_of(self, p: Tensor) -> Dict[str, np.ndarray]:
         s = self.state.get(id(p))
         if s is None:
-            s = self.state[id(p)] = {k: self._initial(k, p) for k in self._STATE}
+            # On the parameter's device (its first step's: move a model before stepping).
+            s = self.state[id(p)] = {k: _device.like_value(self._initial(k, p), p._value)
+                                     for k in self._STATE}
         return s
 
     @staticmethod
     def _initial(key: str, p: Tensor) -> np.ndarray:
         if key == "step":
             return np.zeros((), np.int64)
-        return np.zeros(p.shape, p._array().dtype)
+        return np.zeros(p.shape, dtypes.numpy_of(p.dtype))
 
     def step(self) -> None:
         with _autograd.no_grad():
@@ -120,6 +126,11 @@ class Optimizer:
         inputs = [p, p.grad] + [Tensor._wrap(state[k]) for k in self._STATE]
         outs = apply(op_type, inputs, attrs)
         outs = outs if isinstance(outs, tuple) else (outs,)
+        if _device.is_device_value(p._value):  # fresh device buffers take the old ones' place
+            p._value = outs[0]._value
+            for k, out in zip(self._STATE, outs[1:]):
+                state[k] = out._value
+            return
         np.copyto(p._array(), outs[0]._array())
         for k, out in zip(self._STATE, outs[1:]):
             np.copyto(state[k], out._array())
@@ -132,7 +143,7 @@ class Optimizer:
                 if id(p) in self.state:
                     for k in self._STATE:
                         out[f"{self._names[id(p)]}/{k}"] = Tensor._wrap(
-                            self.state[id(p)][k].copy())
+                            _device.copy_value(self.state[id(p)][k]))
         return out
 
     def load_state_dict(self, state_dict: Dict) -> None:
@@ -157,8 +168,10 @@ class Optimizer:
                 name = self._names[pid]
                 raise KeyError(f"{type(self).__name__}.load_state_dict: '{name}' lacks "
                                f"{sorted(set(self._STATE) - set(parts))}")
+        by_id = {id(p): p for p in by_name.values()}
         for pid, parts in staged.items():
-            self.state[pid] = {k: np.array(v, copy=True) for k, v in parts.items()}
+            self.state[pid] = {k: _device.like_value(np.array(v, copy=True), by_id[pid]._value)
+                               for k, v in parts.items()}
 
 
 class SGD(Optimizer):

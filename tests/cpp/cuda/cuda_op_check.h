@@ -221,8 +221,11 @@ inline void ExpectAllClose(const Tensor& want, const Tensor& got, Tolerance tol,
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.numel() << " elements differ";
 }
 
-// One op call: inputs (host tensors), attrs, and where output 0 sits in
-// the logical tensor (default: the whole of it).
+// One op call: inputs (host tensors), attrs, where output 0 sits in the
+// logical tensor (default: the whole of it), where each input sits in its
+// logical tensor (default: whole; a vocabulary shard of embedding's weight),
+// and the outputs' shapes (default: inferred from the inputs; a shard's
+// output, such as embedding_grad's rows of dweight, is smaller).
 struct OpCall {
   OpCall(std::string op_type, std::vector<Tensor> in, AttrMap a = {})
       : op(std::move(op_type)), inputs(std::move(in)), attrs(std::move(a)) {}
@@ -232,6 +235,9 @@ struct OpCall {
   int64_t iteration = 0;
   Shape logical_shape;                  // empty with no offset: output 0's shape
   std::vector<int64_t> logical_offset;  // empty: zeros
+  std::vector<Shape> input_logical_shapes;                  // per input; empty: whole
+  std::vector<std::vector<int64_t>> input_logical_offsets;  // per input; empty: whole
+  std::vector<Shape> output_shapes;                         // per output; empty: inferred
 };
 
 // What both kernels produced: outputs then mutable inputs, on the host.
@@ -256,6 +262,9 @@ inline Inferred Infer(const OpCall& call) {
   in.ctx.attrs = call.attrs;
   for (const Tensor& t : call.inputs) in.ctx.inputs.push_back({t.shape(), t.dtype()});
   in.outs = in.def->Infer(&in.ctx).value();
+  for (size_t i = 0; i < call.output_shapes.size() && i < in.outs.size(); ++i) {
+    in.outs[i].shape = call.output_shapes[i];  // a shard of the inferred output
+  }
   return in;
 }
 
@@ -274,6 +283,8 @@ inline KernelContext MakeContext(const OpCall& call, const Inferred& inferred,
     kc.logical_shape = inferred.outs[0].shape;
     kc.logical_offset.assign(inferred.outs[0].shape.ndim(), 0);
   }
+  kc.input_logical_shapes = call.input_logical_shapes;
+  kc.input_logical_offsets = call.input_logical_offsets;
   for (Tensor& t : *inputs) kc.inputs.push_back(&t);
   for (Tensor& t : *outputs) kc.outputs.push_back(&t);
   return kc;
