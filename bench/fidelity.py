@@ -26,7 +26,10 @@ backward; ``proxy_step_s`` is the searchers' additive total),
 ``predicted_over_measured``,
 ``measured_step_s`` (median of every round's timed steps), ``predicted_bytes``
 and ``measured_bytes`` (per rank, one step: the boxing planner's count and
-the communicators' own count of the last timed step), the first loss (equal
+the communicators' own count of the last timed step), ``predicted_memory_bytes``
+(per rank, ``planned.predicted_memory`` for this session's options) and
+``peak_bytes`` (per rank, the allocators' peak: session.peak_bytes(), not
+RSS; ``proxy_memory_bytes`` is the searchers' proxy), the first loss (equal
 across strategies: same weights, same batch). ``spearman``: the rank
 correlation of predicted and measured step times, computed here by hand
 (average ranks for ties, then Pearson). Goals (issues 5 and 12): bytes
@@ -129,7 +132,9 @@ def run_one(name: str, cluster_path: str, threads: int, warmup: int, steps: int)
             "predicted_bytes": [int(predicted.get(r, 0)) for r in ranks],
             "measured_bytes": [int(after.get(r, 0) - before.get(r, 0)) for r in ranks],
             "first_loss": losses[0], "peak_bytes": list(session.peak_bytes()),
-            "predicted_memory_bytes": planned.stats["memory_bytes"],
+            "predicted_memory_bytes": list(
+                planned.predicted_memory([loss], num_slots=1).peak_bytes),
+            "proxy_memory_bytes": planned.stats["memory_bytes"],
             "compute_s": planned.stats["compute_s"],
             "communication_s": planned.stats["communication_s"]}
 
@@ -235,6 +240,9 @@ def main() -> int:
     result["goals"] = {
         "bytes_equal": all(r["predicted_bytes"] == r["measured_bytes"] for r in rows),
         "spearman_at_least_0.9": result.get("spearman", float("nan")) >= 0.9,
+        "memory_within_10pct": all(abs(p / m - 1) <= 0.10 for r in rows
+                                   for p, m in zip(r["predicted_memory_bytes"], r["peak_bytes"])
+                                   if m > 0),
         "ratios_within_0.75_1.33": all(0.75 <= r["predicted_over_measured"] <= 1.33
                                        for r in rows),
         "autoddl_within_1.05_of_best_expert": ("autoddl" in by and bool(experts) and
