@@ -28,6 +28,21 @@ bool IsBucketRegister(const std::string& name) {
 
 void Add(int64_t* field, int64_t bytes) { *field = SaturatingAdd(*field, bytes); }
 
+bool IsTrainable(const OpGraph& graph, const std::string& name) {
+  return graph.IsVariable(name) && graph.variable(name).trainable;
+}
+
+// A variable's field: trainable, optimizer state ("<parameter>/<state>",
+// optimizer_pass.h), or another (non-trainable) buffer.
+int64_t* VariableField(const OpGraph& graph, const std::string& name, RankMemory* out) {
+  if (IsTrainable(graph, name)) return &out->parameter_bytes;
+  const size_t slash = name.rfind('/');
+  if (slash != std::string::npos && IsTrainable(graph, name.substr(0, slash))) {
+    return &out->optimizer_state_bytes;
+  }
+  return &out->buffer_bytes;
+}
+
 // Sorts one rank's own buffers into the report's fields.
 void Classify(const OpGraph& graph, const proto::Plan& plan,
               const std::vector<int64_t>& producer_kind_of, const RankMemoryEstimate& e,
@@ -36,9 +51,7 @@ void Classify(const OpGraph& graph, const proto::Plan& plan,
     const proto::RegisterDesc& reg = plan.registers(b.register_id);
     const int64_t kind = producer_kind_of[b.register_id];
     if (kind == proto::TaskProto::VARIABLE) {
-      const bool trainable =
-          graph.IsVariable(reg.name()) && graph.variable(reg.name()).trainable;
-      Add(trainable ? &out->parameter_bytes : &out->optimizer_state_bytes, b.bytes);
+      Add(VariableField(graph, reg.name(), out), b.bytes);
     } else if (IsBucketRegister(reg.name())) {
       Add(&out->bucket_bytes, b.bytes);
     } else if (kind == proto::TaskProto::BOXING) {
@@ -65,7 +78,8 @@ std::string MemoryEstimate::ToText() const {
   out << " on rank " << r.rank << " = activations and temporaries " << FormatBytes(r.arena_bytes)
       << " (shared arena; " << FormatBytes(r.planned_bytes) << " unshared) + parameters "
       << FormatBytes(r.parameter_bytes) << " + optimizer state "
-      << FormatBytes(r.optimizer_state_bytes) << " + undo copy " << FormatBytes(r.undo_bytes)
+      << FormatBytes(r.optimizer_state_bytes) << " + other variables "
+      << FormatBytes(r.buffer_bytes) << " + undo copy " << FormatBytes(r.undo_bytes)
       << " + boxing " << FormatBytes(r.boxing_bytes) << " + gradient buckets "
       << FormatBytes(r.bucket_bytes) << " + other registers " << FormatBytes(r.register_bytes);
   return out.str();

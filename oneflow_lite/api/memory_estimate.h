@@ -47,7 +47,8 @@ struct RankMemory {
   int64_t arena_bytes = 0;            // registers shared by liveness (host ranks)
   int64_t planned_bytes = 0;          // the arena's registers unshared
   int64_t parameter_bytes = 0;        // trainable variables' slices
-  int64_t optimizer_state_bytes = 0;  // the other variables (moments, step counters)
+  int64_t optimizer_state_bytes = 0;  // "<parameter>/<state>" variables (optimizer_pass.h)
+  int64_t buffer_bytes = 0;           // other variables (e.g. a causal mask)
   int64_t undo_bytes = 0;             // the transactional step's undo copy
   int64_t boxing_bytes = 0;           // boxing outputs outside the arena
   int64_t bucket_bytes = 0;           // gradient buckets' buffers outside the arena

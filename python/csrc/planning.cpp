@@ -133,6 +133,7 @@ py::dict RankMemoryDict(const RankMemory& r) {
   d["planned_bytes"] = r.planned_bytes;
   d["parameter_bytes"] = r.parameter_bytes;
   d["optimizer_state_bytes"] = r.optimizer_state_bytes;
+  d["buffer_bytes"] = r.buffer_bytes;
   d["undo_bytes"] = r.undo_bytes;
   d["boxing_bytes"] = r.boxing_bytes;
   d["bucket_bytes"] = r.bucket_bytes;

@@ -27,7 +27,6 @@ from oneflow_lite.models import GPTConfig, trace_loss
 CONFIG = GPTConfig(vocab_size=64, seq_len=8, n_layer=2, n_head=4, n_embd=32)
 BATCH, MESH, RANKS = 8, [2, 2], [0, 1, 2, 3]
 CLUSTER = "h100_8gpu"
-PINS = {"ids": "(S(0), B)", "labels": "(S(0), B)"}
 
 
 def program():
@@ -83,7 +82,7 @@ def test_prediction_equals_the_allocators_peak(searcher, options):
         planned = _C.plan(g.program, MESH, CLUSTER, "manual", pinned=random_pins(g, 5),
                           micro_batches=k)
     else:
-        planned = _C.plan(g.program, MESH, CLUSTER, searcher, pinned=PINS, micro_batches=k)
+        planned = _C.plan(g.program, MESH, CLUSTER, searcher, micro_batches=k)
     predicted = planned.predicted_memory([g.loss], **options)
     session = _C.DistributedSession(g.program, RANKS, MESH, planned.strategy, [g.loss],
                                     num_threads=2, timeout_ms=60000, **options)
@@ -101,32 +100,33 @@ def test_prediction_equals_the_allocators_peak(searcher, options):
     assert predicted.max_bytes == max(measured)
     # The breakdown adds up to each rank's total.
     for r in predicted.ranks:
-        parts = ("arena_bytes", "parameter_bytes", "optimizer_state_bytes", "undo_bytes",
-                 "boxing_bytes", "bucket_bytes", "register_bytes")
+        parts = ("arena_bytes", "parameter_bytes", "optimizer_state_bytes", "buffer_bytes",
+                 "undo_bytes", "boxing_bytes", "bucket_bytes", "register_bytes")
         assert sum(r[p] for p in parts) == r["total_bytes"], r
 
 
 def test_breakdown_of_data_parallel_by_hand():
-    """Data parallel on [2, 2]: every rank holds every parameter whole, AdamW
-    keeps two moments of each parameter's size and one float32 step per
-    parameter, and the undo copy holds all of that once more."""
+    """Data parallel on [2, 2]: every rank holds every parameter whole (float32),
+    Adam keeps two moments of each parameter's size and one int64 step per
+    parameter, the causal masks are the other variables (B, not updated), and
+    the undo copy holds the parameters and their state once more."""
     g = program()
-    planned = _C.plan(g.program, MESH, CLUSTER, "data_parallel", pinned=PINS)
+    planned = _C.plan(g.program, MESH, CLUSTER, "data_parallel")
     m = planned.predicted_memory([g.loss], num_slots=1)
     params = sum(4 * int(np.prod(g.program.shape(p))) for p in g.trainable)
-    state_names = [v for v in g.program.variables() if v not in g.trainable]
-    state = sum(4 * int(np.prod(g.program.shape(v))) for v in state_names)
-    assert state == 2 * params + 4 * len(g.trainable)  # m, v, step (float32 scalar)
+    state = 2 * params + 8 * len(g.trainable)
+    t = CONFIG.seq_len
     for r in m.ranks:
         assert r["parameter_bytes"] == params
         assert r["optimizer_state_bytes"] == state
         assert r["undo_bytes"] == params + state
+        assert r["buffer_bytes"] % (t * t) == 0 and r["buffer_bytes"] > 0  # [t, t] masks
         assert r["arena_bytes"] < r["planned_bytes"]  # liveness shares bytes
 
 
 def test_report_shows_the_prediction_and_bad_options_are_named():
     g = program()
-    planned = _C.plan(g.program, MESH, CLUSTER, "data_parallel", pinned=PINS)
+    planned = _C.plan(g.program, MESH, CLUSTER, "data_parallel")
     m = planned.predicted_memory([g.loss], num_slots=1)
     assert "predicted peak memory" not in planned.report()
     text = planned.report(memory=m)
