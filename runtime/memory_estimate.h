@@ -42,12 +42,12 @@ struct OwnBuffer {
 
 struct RankMemoryEstimate {
   int64_t rank = 0;
-  bool host = true;             // device memory: no arena
-  int64_t arena_bytes = 0;      // the shared arena (0: none)
-  int64_t planned_bytes = 0;    // the arena's registers laid end to end (unshared)
-  std::vector<OwnBuffer> own;   // every register outside the arena, by id
-  int64_t own_bytes = 0;        // their sum
-  int64_t undo_bytes = 0;       // the undo copy of updated variables
+  bool host = true;            // device memory: no arena
+  int64_t arena_bytes = 0;     // the shared arena (0: none)
+  int64_t planned_bytes = 0;   // the arena's registers laid end to end (unshared)
+  std::vector<OwnBuffer> own;  // every register outside the arena, by id
+  int64_t own_bytes = 0;       // their sum
+  int64_t undo_bytes = 0;      // the undo copy of updated variables
   int64_t total() const { return arena_bytes + own_bytes + undo_bytes; }
 };
 

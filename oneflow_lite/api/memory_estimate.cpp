@@ -6,8 +6,8 @@
 #include <cctype>
 #include <sstream>
 
-#include "oneflow_lite/core/checked_math.h"
 #include "graph/lowering.h"
+#include "oneflow_lite/core/checked_math.h"
 #include "runtime/memory_estimate.h"
 #include "search/cost_graph.h"  // FormatBytes
 
@@ -79,9 +79,9 @@ std::string MemoryEstimate::ToText() const {
       << " (shared arena; " << FormatBytes(r.planned_bytes) << " unshared) + parameters "
       << FormatBytes(r.parameter_bytes) << " + optimizer state "
       << FormatBytes(r.optimizer_state_bytes) << " + other variables "
-      << FormatBytes(r.buffer_bytes) << " + undo copy " << FormatBytes(r.undo_bytes)
-      << " + boxing " << FormatBytes(r.boxing_bytes) << " + gradient buckets "
-      << FormatBytes(r.bucket_bytes) << " + other registers " << FormatBytes(r.register_bytes);
+      << FormatBytes(r.buffer_bytes) << " + undo copy " << FormatBytes(r.undo_bytes) << " + boxing "
+      << FormatBytes(r.boxing_bytes) << " + gradient buckets " << FormatBytes(r.bucket_bytes)
+      << " + other registers " << FormatBytes(r.register_bytes);
   return out.str();
 }
 
@@ -121,10 +121,11 @@ Maybe<MemoryEstimate> PredictSessionMemory(const OpGraph& graph, const Strategy&
                                            const DistributedOptions& options) {
   OFL_ENSURE(options.num_slots >= 1, "memory estimate: num_slots=", options.num_slots,
              " must be >= 1 (buffers per register)");
-  OFL_ENSURE(options.micro_batches >= 1, "memory estimate: micro_batches=",
-             options.micro_batches, " must be >= 1");
-  OFL_ENSURE(options.gradient_bucket_bytes >= 0, "memory estimate: gradient_bucket_bytes=",
-             options.gradient_bucket_bytes, " must be >= 0 (0: no buckets)");
+  OFL_ENSURE(options.micro_batches >= 1, "memory estimate: micro_batches=", options.micro_batches,
+             " must be >= 1");
+  OFL_ENSURE(options.gradient_bucket_bytes >= 0,
+             "memory estimate: gradient_bucket_bytes=", options.gradient_bucket_bytes,
+             " must be >= 0 (0: no buckets)");
   OFL_ASSIGN_OR_RETURN(proto::Plan plan,
                        LowerDistributed(graph, strategy, fetches, SessionLowering(options)));
   MemoryEstimateOptions estimate_options;

@@ -2,12 +2,13 @@
 // runtime/memory_estimate.h) on a 2-layer MLP trained by Adam, worked out by
 // hand below from memory_plan.h's sharing rule, and held against the peak
 // bytes the runtime's allocators really counted (the measured side).
+#include "oneflow_lite/api/memory_estimate.h"
+
 #include <gtest/gtest.h>
 
-#include "oneflow_lite/api/memory_estimate.h"
+#include "graph/lowering.h"
 #include "oneflow_lite/api/planning.h"
 #include "oneflow_lite/api/strategy_spec.h"
-#include "graph/lowering.h"
 #include "tests/cpp/graph/model_makers.h"
 
 namespace ofl {
