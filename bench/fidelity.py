@@ -33,7 +33,8 @@ round; per round every strategy runs ``--warmup`` untimed and ``--steps``
 timed steps. Per strategy: ``predicted_step_s`` (``planned.step_estimate``,
 the full model), ``proxy_step_s`` (the searchers' additive total),
 ``measured_step_s`` (median of every round's timed steps), their ratio,
-``predicted_memory_bytes`` (the plan's per-rank memory) beside
+``predicted_memory_bytes`` (per rank, the liveness model
+``planned.predicted_memory`` for the children's session options) beside
 ``peak_bytes`` (measured, per rank), ``predicted_bytes`` beside
 ``measured_bytes`` (per rank, one step). Bytes must be equal on every rank:
 if not, the bench says so on stderr and exits 3. ``spearman`` per setting

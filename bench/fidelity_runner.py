@@ -159,7 +159,11 @@ def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]
                      "gradient_s": float(estimate["gradient_s"]),
                      "exposed_gradient_s": float(estimate["exposed_gradient_s"]),
                      "predicted_bytes": [int(by_rank.get(r, 0)) for r in ranks],
-                     "predicted_memory_bytes": int(stats["memory_bytes"]),
+                     # the liveness model for the children's session options (fetch the
+                     # loss, one slot, default buckets, transactional): per rank
+                     "predicted_memory_bytes": [int(b) for b in planned.predicted_memory(
+                         [g.loss], num_slots=1).peak_bytes],
+                     "proxy_memory_bytes": int(stats["memory_bytes"]),
                      "compute_s": float(stats["compute_s"]),
                      "communication_s": float(stats["communication_s"]),
                      "_strategy": planned.strategy})
@@ -334,7 +338,8 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
                    measured_bytes=res["measured_bytes"], peak_bytes=res["peak_bytes"],
                    first_loss=res["losses"][0], plans_identical=res["plans_identical"])
         row["predicted_over_measured"] = row["predicted_step_s"] / row["measured_step_s"]
-        row["memory_predicted_over_measured"] = (row["predicted_memory_bytes"]
+        # the busiest rank's peak, predicted over measured (per rank they are alike)
+        row["memory_predicted_over_measured"] = (max(row["predicted_memory_bytes"])
                                                  / max(1, max(row["peak_bytes"])))
         row["bytes_equal"] = row["predicted_bytes"] == row["measured_bytes"]
     rows = [r for r in rows if "measured_step_s" in r]

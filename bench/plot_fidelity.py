@@ -55,7 +55,7 @@ def main() -> int:
         ax_modes.scatter(pred, meas, marker=MARKERS.get(name, "x"),
                          label=f"{name} (spearman {mode.get('spearman') or float('nan'):.2f})")
     ax_modes.set_title("every setting", fontsize=9)
-    pm = [row["predicted_memory_bytes"] / 2**20 for row in rows]
+    pm = [max(row["predicted_memory_bytes"]) / 2**20 for row in rows]
     mm = [max(row["peak_bytes"]) / 2**20 for row in rows]
     ax_mem.scatter(pm, mm)
     diagonal(ax_mem, pm + mm)

@@ -227,12 +227,13 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
   std::ostringstream out;
   out << "predicted step " << FormatSeconds(total_seconds) << " = compute "
       << FormatSeconds(compute_seconds) << " + communication " << FormatSeconds(transfer_seconds)
-      << "; memory " << FormatBytes(memory_bytes) << " per device";
+      << "; memory (search proxy) " << FormatBytes(memory_bytes) << " per device";
   if (memory_limit_bytes != kNoMemoryLimit) out << " (limit " << FormatBytes(memory_limit_bytes) << ")";
   out << "\nfull model (gradient buckets overlapped with backward): step "
       << FormatSeconds(full_seconds) << "; " << gradient_buckets << " bucket(s), "
       << FormatSeconds(gradient_seconds) << " of gradient communication, "
       << FormatSeconds(exposed_gradient_seconds) << " of it after backward";
+  if (peak_bytes) out << "\n" << peak_text;
   if (undo_bytes > 0) {
     out << "\nundo copy of variables (transactional steps): " << FormatBytes(undo_bytes)
         << " per device";
@@ -292,6 +293,7 @@ std::string StrategyReport::ToJson() const {
       << ", \"gradient_s\": " << JsonNumber(gradient_seconds)
       << ", \"exposed_gradient_s\": " << JsonNumber(exposed_gradient_seconds)
       << ", \"memory_bytes\": " << memory_bytes << ", \"undo_bytes\": " << undo_bytes
+      << ", \"peak_bytes\": " << (peak_bytes ? std::to_string(*peak_bytes) : std::string("null"))
       << ", \"memory_limit_bytes\": "
       << (memory_limit_bytes == kNoMemoryLimit ? std::string("null")
                                                : std::to_string(memory_limit_bytes))

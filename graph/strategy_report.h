@@ -105,6 +105,13 @@ struct StrategyReport {
   // transactional steps (runtime/step_undo.h) allocate beside them. Not in
   // memory_bytes (the cost model leaves it out).
   int64_t undo_bytes = 0;
+  // Set by api/ when asked (api/memory_estimate.h): the predicted peak bytes
+  // of the busiest rank of a session running this plan (the runtime's arena
+  // with liveness, every buffer kept apart, the undo copy) and that rank's
+  // breakdown in words. memory_bytes above stays the searchers' additive
+  // proxy (the constraint they search under).
+  std::optional<int64_t> peak_bytes;
+  std::string peak_text;
   // The full model of the plan (cost_model_buckets.h): gradient collectives
   // in buckets, overlapped with backward; total_seconds is the searchers' proxy.
   double full_seconds = 0;

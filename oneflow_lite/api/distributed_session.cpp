@@ -25,6 +25,14 @@ std::vector<int64_t> Dims(const proto::ShapeProto& s) {
 
 Maybe<std::shared_ptr<ProcessWorld>> WorldFromEnvironment() { return ProcessWorld::FromEnv(); }
 
+LoweringOptions SessionLowering(const DistributedOptions& options) {
+  LoweringOptions lowering;
+  lowering.num_slots = options.num_slots;
+  lowering.micro_batches = options.micro_batches;
+  lowering.gradient_bucket_bytes = options.gradient_bucket_bytes;
+  return lowering;
+}
+
 Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
     const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
     const DistributedOptions& options) {
@@ -40,12 +48,9 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
   s->graph_ = graph;
   s->strategy_ = strategy;
   s->fetches_ = fetches;
-  LoweringOptions lowering;
-  lowering.num_slots = options.num_slots;
-  lowering.micro_batches = options.micro_batches;
   OFL_ENSURE(options.gradient_bucket_bytes >= 0, "DistributedSession: gradient_bucket_bytes=",
              options.gradient_bucket_bytes, " must be >= 0 (0: no buckets)");
-  lowering.gradient_bucket_bytes = options.gradient_bucket_bytes;
+  const LoweringOptions lowering = SessionLowering(options);
   s->micro_batches_ = options.micro_batches;
   OFL_ASSIGN_OR_RETURN(s->plan_, LowerDistributed(graph, strategy, fetches, lowering));
   s->world_ = options.world;

@@ -70,6 +70,10 @@ struct DistributedOptions {
   int64_t gradient_bucket_bytes = int64_t{25} << 20;
 };
 
+// The lowering DistributedSession::Create uses for `options` (also what
+// api/memory_estimate.h lowers, so the two plans cannot differ).
+LoweringOptions SessionLowering(const DistributedOptions& options);
+
 // This process's world from the launcher's environment (WORLD_SIZE, RANK,
 // MASTER_ADDR, MASTER_PORT, OFL_JOB_ID, OFL_DEVICES_PER_PROCESS, ...): made
 // once per process (process 0 then hosts the store) and shared by its

@@ -161,12 +161,23 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
   return bytes;
 }
 
-Maybe<StrategyReport> ReportPlanned(const OpGraph& graph, const PlannedStrategy& planned) {
+Maybe<MemoryEstimate> PredictPlannedMemory(const OpGraph& graph, const PlannedStrategy& planned,
+                                           const std::vector<std::string>& fetches,
+                                           const DistributedOptions& options) {
+  return PredictSessionMemory(graph, planned.strategy, fetches, options);
+}
+
+Maybe<StrategyReport> ReportPlanned(const OpGraph& graph, const PlannedStrategy& planned,
+                                    const MemoryEstimate* memory) {
   OFL_ENSURE(planned.model != nullptr, "planned strategy '", planned.searcher,
              "' has no cost model");
   OFL_ASSIGN_OR_RETURN(StrategyReport report,
                        ReportStrategy(graph, *planned.model, planned.solution));
   report.optimality = planned.stats.optimality;
+  if (memory != nullptr) {
+    report.peak_bytes = memory->max_bytes;
+    report.peak_text = memory->ToText();
+  }
   return report;
 }
 

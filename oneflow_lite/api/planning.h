@@ -23,6 +23,7 @@
 #include "graph/gradient_buckets.h"
 #include "graph/strategy_diff.h"
 #include "graph/strategy_report.h"
+#include "oneflow_lite/api/memory_estimate.h"
 
 namespace ofl {
 
@@ -83,7 +84,16 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
 // gradient buckets in order of readiness, overlapped with backward).
 Maybe<StepEstimate> EstimatePlannedStep(const PlannedStrategy& planned);
 
-Maybe<StrategyReport> ReportPlanned(const OpGraph& graph, const PlannedStrategy& planned);
+// With `memory` (PredictPlannedMemory's answer), the report also shows the
+// predicted peak of the busiest rank (StrategyReport::peak_bytes).
+Maybe<StrategyReport> ReportPlanned(const OpGraph& graph, const PlannedStrategy& planned,
+                                    const MemoryEstimate* memory = nullptr);
+
+// Predicted peak memory per rank of a DistributedSession running the planned
+// strategy with `options` and `fetches` (api/memory_estimate.h).
+Maybe<MemoryEstimate> PredictPlannedMemory(const OpGraph& graph, const PlannedStrategy& planned,
+                                           const std::vector<std::string>& fetches,
+                                           const DistributedOptions& options);
 
 // `after` mapped onto `before`'s cost model (CostModel::ChoiceOf), then
 // diffed. Errors: `after` has a layout that is no candidate of that model

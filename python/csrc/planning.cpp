@@ -89,6 +89,8 @@ py::dict StatsDict(const PlannedStrategy& p) {
   d["predicted_step_s"] = p.solution.total_seconds;
   d["compute_s"] = p.solution.compute_seconds;
   d["communication_s"] = p.solution.transfer_seconds;
+  // The searchers' additive proxy (the constraint they search under); the
+  // predicted peak of a session is PlannedStrategy.predicted_memory(...).
   d["memory_bytes"] = p.solution.memory_bytes;
   return d;
 }
@@ -119,6 +121,23 @@ py::dict StepEstimateDict(const StepEstimate& e) {
     buckets.append(bd);
   }
   d["buckets"] = buckets;
+  return d;
+}
+
+// One rank of api/memory_estimate.h's estimate as a dict.
+py::dict RankMemoryDict(const RankMemory& r) {
+  py::dict d;
+  d["rank"] = r.rank;
+  d["total_bytes"] = r.total_bytes;
+  d["arena_bytes"] = r.arena_bytes;
+  d["planned_bytes"] = r.planned_bytes;
+  d["parameter_bytes"] = r.parameter_bytes;
+  d["optimizer_state_bytes"] = r.optimizer_state_bytes;
+  d["buffer_bytes"] = r.buffer_bytes;
+  d["undo_bytes"] = r.undo_bytes;
+  d["boxing_bytes"] = r.boxing_bytes;
+  d["bucket_bytes"] = r.bucket_bytes;
+  d["register_bytes"] = r.register_bytes;
   return d;
 }
 
@@ -280,6 +299,18 @@ void BindPlanning(py::module_& m) {
       .def("to_json", &StrategyDiff::ToJson)
       .def("__str__", [](const StrategyDiff& d) { return d.ToText(); });
 
+  py::class_<MemoryEstimate>(m, "MemoryEstimate")
+      .def_property_readonly("peak_bytes", &MemoryEstimate::PeakBytes, "per rank")
+      .def_readonly("max_bytes", &MemoryEstimate::max_bytes)
+      .def_readonly("busiest_rank", &MemoryEstimate::busiest_rank)
+      .def_property_readonly("ranks",
+                             [](const MemoryEstimate& e) {
+                               py::list out;
+                               for (const RankMemory& r : e.ranks) out.append(RankMemoryDict(r));
+                               return out;
+                             },
+                             "per rank: the breakdown (dicts)")
+      .def("__str__", &MemoryEstimate::ToText);
   py::class_<PyPlanned>(m, "PlannedStrategy")
       .def_property_readonly(
           "step_estimate",
@@ -312,13 +343,44 @@ void BindPlanning(py::module_& m) {
       .def_property_readonly(
           "choice", [](const PyPlanned& p) { return p.planned.solution.choice; },
           "the chosen candidate per node of the cost graph (CostModel.cost_graph())")
+      .def(
+          "predicted_memory",
+          [](const PyPlanned& p, const std::vector<std::string>& fetches, int64_t num_slots,
+             const std::optional<int64_t>& micro_batches, int64_t gradient_bucket_bytes,
+             bool transactional) {
+            DistributedOptions o;
+            o.num_slots = num_slots;
+            o.micro_batches = micro_batches ? *micro_batches
+                                            : p.planned.model->options().micro_batches;
+            o.gradient_bucket_bytes = gradient_bucket_bytes;
+            o.transactional = transactional;
+            Maybe<MemoryEstimate> m = MemoryEstimate{};
+            {
+              py::gil_scoped_release release;
+              m = PredictPlannedMemory(*p.graph, p.planned, fetches, o);
+            }
+            return Unwrap(std::move(m));
+          },
+          py::arg("fetches") = std::vector<std::string>{}, py::arg("num_slots") = 2,
+          py::arg("micro_batches") = py::none(),
+          py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes,
+          py::arg("transactional") = true,
+          "the peak bytes per rank a DistributedSession with these arguments (its defaults; "
+          "micro_batches: the plan's) has its allocators count (session.peak_bytes()): the "
+          "runtime's register arena by liveness, every buffer kept apart, the undo copy "
+          "(oneflow_lite/api/memory_estimate.h). stats['memory_bytes'] is the searchers' "
+          "additive proxy, not this")
       .def("report",
-           [](const PyPlanned& p, bool full, int max_rows) {
-             return Unwrap(ReportPlanned(*p.graph, p.planned)).ToText(full, max_rows);
+           [](const PyPlanned& p, bool full, int max_rows, const MemoryEstimate* memory) {
+             return Unwrap(ReportPlanned(*p.graph, p.planned, memory)).ToText(full, max_rows);
            },
-           py::arg("full") = false, py::arg("max_rows") = 20)
+           py::arg("full") = false, py::arg("max_rows") = 20, py::arg("memory") = py::none(),
+           "memory: predicted_memory(...)'s answer, shown as the predicted peak")
       .def("report_json",
-           [](const PyPlanned& p) { return Unwrap(ReportPlanned(*p.graph, p.planned)).ToJson(); })
+           [](const PyPlanned& p, const MemoryEstimate* memory) {
+             return Unwrap(ReportPlanned(*p.graph, p.planned, memory)).ToJson();
+           },
+           py::arg("memory") = py::none())
       .def("diff",
            [](const PyPlanned& p, const PyPlanned& other) {
              return Unwrap(DiffPlanned(p.planned, other.planned));

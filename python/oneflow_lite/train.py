@@ -115,15 +115,18 @@ def make_optimizer(args, model):
 
 # ---------------------------------------------------------------- runs
 
-def predicted_of(planned, ranks) -> dict:
+def predicted_of(planned, ranks, memory=None) -> dict:
     if planned is None:
         return {}
     by_rank = dict(planned.predicted_bytes)
-    memory = planned.stats.get("memory_bytes")
+    # memory: the session's _C.MemoryEstimate (Compiled.predicted_memory); else the proxy.
+    peak = list(memory.peak_bytes) if memory is not None else None
+    if peak is None and planned.stats.get("memory_bytes") is not None:
+        peak = [planned.stats["memory_bytes"]] * len(ranks)
     # the full model (gradient buckets, overlap), not the searchers' additive proxy
     return {"step_s": full_step_s(planned), "proxy_step_s": planned.predicted_step_s,
             "bytes_per_rank": [int(by_rank.get(r, 0)) for r in ranks],
-            "peak_bytes_per_rank": [memory] * len(ranks) if memory is not None else None}
+            "peak_bytes_per_rank": peak}
 
 
 def full_step_s(planned) -> float:
@@ -167,7 +170,8 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
     peak = list(c.session.peak_bytes())
     return {"name": label, "searcher": searcher, "losses": losses, "step_seconds": times,
             "compile_seconds": compile_s,
-            "predicted": predicted_of(c.planned, list(range(args.devices))),
+            "predicted": predicted_of(c.planned, list(range(args.devices)),
+                                      c.predicted_memory()),
             "measured": {"step_s": rep.steady_median(times), "bytes_per_rank": c.step_bytes(),
                          "peak_bytes_per_rank": peak},
             "strategy": c.session.strategy(), "plan": c.planned.report_json(),

@@ -54,6 +54,8 @@ def test_two_processes_one_round_bytes_equal_per_rank(tmp_path):
         assert row["plans_identical"]  # both processes ran the same strategy text
         assert all(b > 0 for b in row["measured_bytes"])  # both ranks sent something
         assert len(row["peak_bytes"]) == 2 and all(p > 0 for p in row["peak_bytes"])
+        # the liveness model (api/memory_estimate.h) against the allocators' own count
+        assert row["predicted_memory_bytes"] == row["peak_bytes"]
         assert len(row["step_s"]) == 1  # 1 round x 1 timed step
     assert mode["goals"]["bytes_equal"] and "spearman" in mode
     assert result["rows"] == mode["rows"] and "load_before" in mode

@@ -319,7 +319,7 @@ class Graph:
         if c.planned is None:
             return (f"strategy loaded from {c.parallel.strategy_path} (not searched, not "
                     f"costed):\n{c.session.strategy()}{amp}")
-        return c.planned.report(full=full, max_rows=max_rows) + amp
+        return c.planned.report(full=full, max_rows=max_rows, memory=c.predicted_memory()) + amp
 
     def __repr__(self) -> str:
         if self._compiled is None:

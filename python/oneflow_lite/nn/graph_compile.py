@@ -159,6 +159,17 @@ class Compiled:
         return Compiled(program, session, list(inputs), list(outputs), variables, parallel,
                         planned, strategy, lr_input)
 
+    def predicted_memory(self):
+        """The predicted peak bytes per rank of this graph's session
+        (``_C.MemoryEstimate``: the runtime's arena with liveness, every buffer
+        kept apart, the undo copy; oneflow_lite/api/memory_estimate.h), for
+        the options the session was built with; None without a plan."""
+        if self.planned is None or self.parallel is None:
+            return None
+        return self.planned.predicted_memory(list(self.outputs),
+                                             micro_batches=self.micro_batches,
+                                             transactional=self.parallel.transactional)
+
     @property
     def micro_batches(self) -> int:
         return int(self.parallel.micro_batches) if self.parallel is not None else 1

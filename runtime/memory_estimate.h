@@ -1,0 +1,59 @@
+// Memory estimate of a Plan: per rank, the bytes Runtime::Create would have
+// its rank's Allocator hand out, worked out from the plan alone, without
+// allocating or starting anything. This is the runtime's own account of what
+// it allocates, so it belongs here (graph/ may not call memory_plan.h; api/
+// lowers a strategy and asks this). What Build allocates, once, per rank:
+//  - the arena of planned registers (runtime/memory_plan.h), when the rank's
+//    device is host memory and planning is on: activations kept for
+//    backward, temporaries freed at last use and one-slot boxing and bucket
+//    concat registers share it by liveness;
+//  - num_slots buffers of every register not in the arena (variables,
+//    multi-slot registers, micro-batch registers, boxing outputs that other
+//    ranks' communicators reach, sources, control registers), each of its
+//    desc's bytes;
+//  - with transactional steps, one undo buffer per updated persistent
+//    register (runtime/step_undo.h: StepUndo::UpdatedRegisters).
+// Nothing else goes through the Allocator: kernels' scratch, communicators'
+// staging and fetched clones are plain host tensors (not counted by
+// peak_bytes()). Since the runtime allocates nothing per step, a rank's
+// peak_bytes() after any number of runs equals total() here; the tests in
+// tests/cpp/runtime/memory_estimate_test.cpp hold the two against each other.
+// Pure function of the plan; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/status.h"
+
+namespace ofl {
+
+struct MemoryEstimateOptions {
+  bool plan_memory = true;    // RuntimeOptions::plan_memory
+  bool transactional = true;  // RuntimeOptions::transactional
+};
+
+// One register with buffers of its own: all its slots' bytes.
+struct OwnBuffer {
+  int64_t register_id = 0;
+  int64_t bytes = 0;  // num_slots x one slot's bytes
+};
+
+struct RankMemoryEstimate {
+  int64_t rank = 0;
+  bool host = true;            // device memory: no arena
+  int64_t arena_bytes = 0;     // the shared arena (0: none)
+  int64_t planned_bytes = 0;   // the arena's registers laid end to end (unshared)
+  std::vector<OwnBuffer> own;  // every register outside the arena, by id
+  int64_t own_bytes = 0;       // their sum
+  int64_t undo_bytes = 0;      // the undo copy of updated variables
+  int64_t total() const { return arena_bytes + own_bytes + undo_bytes; }
+};
+
+// Per rank of the plan (index = rank). Errors: the plan fails CheckPlan (the
+// runtime would refuse it too), or a register's dtype does not parse.
+Maybe<std::vector<RankMemoryEstimate>> EstimatePlanMemory(const proto::Plan& plan,
+                                                          const MemoryEstimateOptions& options);
+
+}  // namespace ofl
