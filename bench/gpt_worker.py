@@ -90,7 +90,7 @@ def profile_graph(g, data, threads: int, path: str) -> dict:
     """Runs the compiled program in a tracing Session; aggregates its last run."""
     c = g.compiled
     sess = _C.Session(c.program, threads, trace_path=path)
-    lr = np.array(HYPER["lr"], np.float32)
+    lr = np.array(HYPER["lr"], c.program.dtype(c.lr_input))
     wall = 0.0
     for ids, labels in (data * 2)[:2]:
         feeds = dict(zip(c.inputs, (ids, labels)), **{c.lr_input: lr})

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "graph/cost_model_internal.h"
+#include "graph/gradient_buckets.h"
 #include "oneflow_lite/core/checked_math.h"
 #include "search/collective_time.h"
 
@@ -41,14 +42,15 @@ std::pair<std::vector<double>, double> BackwardTimeline(const CostModel& model,
   return {std::move(ready), t};
 }
 
-// Gradients fuse when their steps are the same collective on the same
-// groups: kind, mesh axis, placement.
+// Gradients fuse as the runtime fuses them (gradient_buckets.h): one bucket
+// per placement, produced and wanted NdSbp and dtype; within it, one per
+// step (kind, mesh axis) of that one conversion.
 struct BucketKey {
   int kind;
   int64_t axis;
-  std::vector<int64_t> ranks;
+  std::string group;  // placement, NdSbps, dtype
   bool operator<(const BucketKey& o) const {
-    return std::tie(kind, axis, ranks) < std::tie(o.kind, o.axis, o.ranks);
+    return std::tie(kind, axis, group) < std::tie(o.kind, o.axis, o.group);
   }
 };
 
@@ -61,19 +63,25 @@ class Bucketer {
     const CostEdgeInfo& e = model_.edges()[edge];
     const Placement& from = model_.nodes()[e.producer].placement;
     const Placement& to = model_.nodes()[e.consumer].placement;
+    const NdSbp& produced = model_.ProducedSbp(edge, choice[e.producer]);
+    const NdSbp& wanted = model_.WantedSbp(edge, choice[e.consumer]);
     OFL_ASSIGN_OR_RETURN(BoxingCost cost,
-                         PlanBoxingCost(e.desc, from, model_.ProducedSbp(edge, choice[e.producer]),
-                                        to, model_.WantedSbp(edge, choice[e.consumer]), e.tensor));
+                         PlanBoxingCost(e.desc, from, produced, to, wanted, e.tensor));
     const int64_t cap = model_.options().gradient_bucket_bytes;
+    // What the runtime fuses: every step of the conversion runs once per bucket.
+    const bool runtime_fuses =
+        cap > 0 && from == to && FusedIntoBuckets(produced, wanted, e.desc.dtype);
+    const std::string group = from.ToString() + produced.ToString() + wanted.ToString() +
+                              DataTypeName(e.desc.dtype);
     for (const BoxingStepCost& step : cost.steps) {
-      const bool fusable = cap > 0 && step.hierarchy_axis >= 0 && from == to &&
+      const bool fusable = runtime_fuses && step.hierarchy_axis >= 0 &&
                            (step.kind == proto::BoxingConf::ALL_REDUCE ||
                             step.kind == proto::BoxingConf::REDUCE_SCATTER);
       if (!fusable) {
         OFL_RETURN_IF_ERROR(AddAlone(e, from, to, step, ready));
         continue;
       }
-      BucketKey key{static_cast<int>(step.kind), step.hierarchy_axis, from.ranks()};
+      BucketKey key{static_cast<int>(step.kind), step.hierarchy_axis, group};
       auto it = open_.find(key);
       if (it == open_.end()) {
         OFL_ASSIGN_OR_RETURN(std::vector<int> levels,
@@ -182,8 +190,12 @@ Maybe<StepEstimate> EstimateStep(const CostModel& model, const std::vector<int>&
       out.transfer_s += solution.edge_seconds[e];
     }
   }
+  // Ties (gradients made outside backward, e.g. clipped ones) in the order
+  // of their producers, as the runtime fills buckets.
   std::stable_sort(gradient_edges.begin(), gradient_edges.end(), [&](int a, int b) {
-    return ready[model.edges()[a].producer] < ready[model.edges()[b].producer];
+    const int pa = model.edges()[a].producer;
+    const int pb = model.edges()[b].producer;
+    return std::tie(ready[pa], pa) < std::tie(ready[pb], pb);
   });
   Bucketer bucketer(model);
   for (int e : gradient_edges) {

@@ -13,13 +13,17 @@
 //    node_s / multiplier plus its incoming non-gradient edges' edge_s /
 //    multiplier; a gradient is ready when its producer ends; backward ends
 //    at B, the sum of them all.
-//  - Buckets: gradients in order of readiness; each step of a gradient's
-//    boxing (PlanBoxingCost) that is an ALL_REDUCE or REDUCE_SCATTER on a
-//    mesh axis joins the open bucket of its (kind, axis); a bucket closes
-//    once its buffer (the busiest rank's slice of each member before the
-//    step) reaches options.gradient_bucket_bytes, and the open ones close
-//    at the end. Other steps (and every step when the bucket size is 0) are
-//    a bucket of their own. A bucket is ready when its last member is, and
+//  - Buckets, as the runtime fuses them (gradient_buckets.h): gradients in
+//    order of readiness (ties in producer order); a gradient the runtime
+//    fuses (FusedIntoBuckets: same placement, P and B axes -> all B) joins,
+//    with each ALL_REDUCE step of its boxing (PlanBoxingCost) on a mesh
+//    axis, the open bucket of (placement, NdSbps, dtype, kind, axis); a
+//    bucket closes once its buffer (the busiest rank's slice of each member
+//    before the step: the whole gradient) reaches
+//    options.gradient_bucket_bytes, and the open ones close at the end.
+//    Other steps, every step of a gradient the runtime boxes alone (a
+//    reduce-scatter P -> S, a gradient split on some axis), and every step
+//    when the bucket size is 0, are a bucket of their own. A bucket is ready when its last member is, and
 //    takes CollectiveSeconds(kind, its members' busiest-rank bytes summed,
 //    group, level): one latency per bucket. Steps of one gradient after the
 //    first are treated as ready with it (approximation).

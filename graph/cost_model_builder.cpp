@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "graph/cost_model_internal.h"
+#include "graph/gradient_buckets.h"
 #include "oneflow_lite/core/checked_math.h"
 #include "search/collective_time.h"
 
@@ -223,8 +224,11 @@ Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_plac
   const Placement& tp = placement_list_[to_placement];
   OFL_ASSIGN_OR_RETURN(BoxingCost cost, PlanBoxingCost(desc, fp, from, tp, to, name));
   ++boxing_plans_;
+  // Only what the runtime fuses shares a bucket's latency.
+  const bool bucketed = gradient && from_placement == to_placement &&
+                        FusedIntoBuckets(from, to, desc.dtype);
   OFL_ASSIGN_OR_RETURN(double seconds,
-                       BoxingCostSeconds(cluster_, fp, tp, cost, gradient ? &desc : nullptr,
+                       BoxingCostSeconds(cluster_, fp, tp, cost, bucketed ? &desc : nullptr,
                                          options_.gradient_bucket_bytes));
   box_cache_.emplace(std::move(key), seconds);
   return seconds;

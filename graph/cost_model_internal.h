@@ -41,9 +41,10 @@ int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks);
 // (one execution; each step charged by CollectiveSeconds with its busiest
 // rank's bytes: axis steps on their axis's groups and level, SEND_RECV on
 // the union of both placements' ranks and the slowest level they span).
-// With `bucketed` (a gradient's desc, as costed) and bucket_bytes > 0, its
-// ALL_REDUCE and REDUCE_SCATTER axis steps take the bucketing proxy of
-// cost_model.h (BucketedSeconds).
+// With `bucketed` (a gradient's desc, as costed; callers pass it only for a
+// gradient the runtime fuses, gradient_buckets.h FusedIntoBuckets) and
+// bucket_bytes > 0, its ALL_REDUCE and REDUCE_SCATTER axis steps take the
+// bucketing proxy of cost_model.h (BucketedSeconds).
 Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_placement,
                                 const Placement& to_placement, const BoxingCost& cost,
                                 const TensorDesc* bucketed = nullptr, int64_t bucket_bytes = 0);

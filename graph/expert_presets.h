@@ -10,8 +10,9 @@
 // were produced, and takes, among its signatures that keep those weights,
 // the one whose inputs need the least conversion, ranked per input and
 // mesh axis and summed: S or B kept 0; B -> S (a local slice) 1; -> B
-// (all-gather, all-reduce) or a P kept 2; anything else (all-to-all, -> P)
-// 3; a layout an earlier reader already boxed the tensor to 0 (lowering
+// (all-gather, all-reduce) or a P kept by a signature with a P output 2
+// (kept by one without, as the seed of backward reads a partial loss, 0);
+// anything else (all-to-all, -> P) 3; a layout an earlier reader already boxed the tensor to 0 (lowering
 // boxes a tensor once per layout). Ties: the least conversion of a weight
 // gradient the op makes to its update's layout, then fewer outputs with P, then fewer
 // split output axes (an op on whole inputs splits nothing by itself), then

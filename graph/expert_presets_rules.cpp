@@ -15,17 +15,19 @@ NdSbp AllBroadcast(int64_t axes) { return NdSbp(std::vector<Sbp>(axes, Sbp::Broa
 
 // The conversion rank of one tensor from `have` to `want`, summed over mesh
 // axes: 0 kept (S or B); 1 B -> S (a local slice); 2 -> B (all-gather or
-// all-reduce), or P kept (an all-reduce deferred: so a P meets its first
-// consumer as an all-reduce to B, as Megatron places it); 3 anything else
-// (all-to-all, -> P).
-int ConversionRank(const NdSbp& have, const NdSbp& want) {
+// all-reduce), or P kept by an op that passes a P on (an all-reduce
+// deferred: so a P meets its first consumer as an all-reduce to B, as
+// Megatron places it; kept by an op with no P output, such as the seed of
+// backward reading a partial loss, it is 0: no all-reduce at all); 3
+// anything else (all-to-all, -> P).
+int ConversionRank(const NdSbp& have, const NdSbp& want, bool passes_partial = true) {
   int rank = 0;
   for (int64_t a = 0; a < want.size(); ++a) {
     const Sbp& from = have[a];
     const Sbp& to = want[a];
     int r = 0;
     if (from == to) {
-      r = from.is_partial_sum() ? 2 : 0;
+      r = from.is_partial_sum() && passes_partial ? 2 : 0;
     } else if (from.is_broadcast() && to.is_split()) {
       r = 1;
     } else {
@@ -84,8 +86,11 @@ struct Walk {
     auto it = boxed.find(tensor);
     return it == boxed.end() ? nullptr : &it->second;
   }
-  static int Rank(const std::set<NdSbp>* boxed_to, const NdSbp& have, const NdSbp& want) {
-    return boxed_to != nullptr && boxed_to->count(want) > 0 ? 0 : ConversionRank(have, want);
+  static int Rank(const std::set<NdSbp>* boxed_to, const NdSbp& have, const NdSbp& want,
+                  bool passes_partial) {
+    return boxed_to != nullptr && boxed_to->count(want) > 0
+               ? 0
+               : ConversionRank(have, want, passes_partial);
   }
   void Read(const OpNode& op, const NdSbpSignature& sig) {
     for (size_t i = 0; i < op.inputs.size(); ++i) boxed[op.inputs[i]].insert(sig.inputs[i]);
@@ -153,10 +158,12 @@ Maybe<NdSbpSignature> FollowData(Walk& walk, const OpNode& op,
   for (size_t c = 0; c < candidates.size(); ++c) {
     const NdSbpSignature& sig = candidates[c];
     bool keeps = true;
+    bool passes_partial = false;
+    for (const NdSbp& out : sig.outputs) passes_partial = passes_partial || HasPartial(out);
     int rank = 0;
     for (size_t i = 0; i < op.inputs.size() && keeps; ++i) {
       keeps = !is_variable[i] || sig.inputs[i] == reads[i];
-      rank += Walk::Rank(boxed_to[i], reads[i], sig.inputs[i]);
+      rank += Walk::Rank(boxed_to[i], reads[i], sig.inputs[i], passes_partial);
     }
     if (!keeps) continue;
     int partial = 0, splits = 0, to_update = 0;

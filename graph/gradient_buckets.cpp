@@ -37,15 +37,11 @@ std::vector<Candidate> Fusable(const OpGraph& graph, const Strategy& strategy) {
       const OpNode& made_by = graph.ops()[producer->second];
       const NdSbp from = strategy.ProducedSbp(graph, node.inputs[i]).value();
       const TensorDesc desc = graph.Desc(node.inputs[i]).value();
-      bool partial = false;
-      bool fusable = strategy.PlacementOf(made_by.name) == placement && IsFloating(desc.dtype);
-      for (int64_t a = 0; a < from.size() && fusable; ++a) {
-        partial = partial || from[a].is_partial_sum();
-        fusable = !from[a].is_split() && sig.inputs[i][a].is_broadcast();
-      }
+      const bool fusable = strategy.PlacementOf(made_by.name) == placement &&
+                           FusedIntoBuckets(from, sig.inputs[i], desc.dtype);
       const std::string group = placement.ToString() + from.ToString() +
                                 sig.inputs[i].ToString() + DataTypeName(desc.dtype);
-      if (!fusable || !partial || !seen.insert(node.inputs[i] + "|" + group).second) continue;
+      if (!fusable || !seen.insert(node.inputs[i] + "|" + group).second) continue;
       FusedGradients shape;
       shape.placement = placement;
       shape.from = from;
@@ -60,6 +56,16 @@ std::vector<Candidate> Fusable(const OpGraph& graph, const Strategy& strategy) {
 }
 
 }  // namespace
+
+bool FusedIntoBuckets(const NdSbp& from, const NdSbp& to, DataType dtype) {
+  if (!IsFloating(dtype) || from.size() != to.size()) return false;
+  bool partial = false;
+  for (int64_t a = 0; a < from.size(); ++a) {
+    if (from[a].is_split() || !to[a].is_broadcast()) return false;
+    partial = partial || from[a].is_partial_sum();
+  }
+  return partial;
+}
 
 std::vector<FusedGradients> PlanGradientBuckets(const OpGraph& graph, const Strategy& strategy,
                                                 int64_t bucket_bytes) {

@@ -52,6 +52,20 @@ Maybe<std::map<std::string, std::string>> AppendClipping(
   }
   return clipped;
 }
+
+// The dtype of the fed learning rate: float64 when an updated variable is
+// float64, else float32. Each update casts it to its variable's dtype, as
+// eager does with the attribute, so a float64 model gets an exact float64 lr
+// (fed in float32 it would differ by about 1e-9 relative).
+DataType FedLearningRateType(const OpGraph& graph, const std::vector<std::string>& variables,
+                             const std::map<std::string, std::string>& grads) {
+  for (const std::string& var : variables) {
+    if (grads.count(var) > 0 && graph.variable(var).desc.dtype == DataType::kFloat64) {
+      return DataType::kFloat64;
+    }
+  }
+  return DataType::kFloat32;
+}
 }  // namespace
 
 Status AppendOptimizer(OpGraph* graph, const OptimizerConf& conf,
@@ -65,7 +79,8 @@ Status AppendOptimizer(OpGraph* graph, const OptimizerConf& conf,
   }
   std::vector<std::string> lr;  // the optional last input of every update
   if (!conf.lr_input.empty()) {
-    OFL_RETURN_IF_ERROR(graph->AddInput(conf.lr_input, {Shape{}, DataType::kFloat32}));
+    OFL_RETURN_IF_ERROR(graph->AddInput(
+        conf.lr_input, {Shape{}, FedLearningRateType(*graph, variables, used)}));
     lr.push_back(conf.lr_input);
   }
   auto with_lr = [&lr](std::vector<std::string> inputs) {

@@ -24,8 +24,10 @@ struct OptimizerConf {
   // > 0: scale every gradient by min(1, max_norm / (global L2 norm + 1e-6))
   // before the updates (PyTorch's clip_grad_norm_).
   double clip_grad_max_norm = 0.0;
-  // Non-empty: a fed float32 scalar input of this name is every update's
-  // learning rate (the "lr" field is then only its documented start value).
+  // Non-empty: a fed scalar input of this name is every update's learning
+  // rate (the "lr" field is then only its documented start value). It is
+  // float64 when an updated variable is float64, else float32; each update
+  // casts it to its variable's dtype.
   std::string lr_input;
 };
 

@@ -62,7 +62,8 @@ SbpFn AddNSbp() {
   };
 }
 
-// The constant's value does not depend on the layout: any split or B works.
+// The constant's value does not depend on the input's values, only on the
+// physical shape of the output slice: any split or B works.
 SbpFn FillSbp() {
   return [](const OpContext& ctx) {
     std::vector<SbpSignature> sigs;
@@ -70,6 +71,18 @@ SbpFn FillSbp() {
       sigs.push_back({{Sbp::Split(a)}, {Sbp::Split(a)}});
     }
     sigs.push_back({{Sbp::Broadcast()}, {Sbp::Broadcast()}});
+    return sigs;
+  };
+}
+
+// ones_like also takes a partial sum: it is the seed of backward, and for a
+// loss L = sum_r L_r held as P, dL/dL_r = 1 on every rank, so the seed is B
+// and the loss needs no all-reduce before backward. (zeros_like keeps
+// FillSbp: nothing seeds from it.)
+SbpFn OnesLikeSbp() {
+  return [](const OpContext& ctx) {
+    std::vector<SbpSignature> sigs = FillSbp()(ctx);
+    sigs.push_back({{Sbp::PartialSum()}, {Sbp::Broadcast()}});
     return sigs;
   };
 }
@@ -104,7 +117,7 @@ OFL_REGISTER_OP("ones_like")
     .Input("like")
     .Output("out")
     .InferShape(SameAsInput)
-    .Sbp(FillSbp())
+    .Sbp(OnesLikeSbp())
     .Cost(FillCost)
     .Grad(NoGradient)
     .Doc("A tensor of ones with the shape and dtype of `like`.");

@@ -125,15 +125,25 @@ def test_clipping_leaves_small_gradients_alone():
 
 
 def test_fed_learning_rate_changes_every_step():
-    batches, lrs = data(3), [0.25, 0.0625, 0.015625]  # exact in float32, as fed
+    # The model is float64, so is the fed lr: rates not exact in float32 give
+    # numpy's float64 steps to 1e-12 (through float32 they differed by 1e-9).
+    batches, lrs = data(3), [0.3, 0.07, 0.011]
     want_losses, _, want = numpy_train(batches, lrs=lrs)
     b, loss = build(lr_input="lr")
+    assert b.program.dtype("lr") == "float64"
     for session in (b.session(num_threads=1), distributed(b, [loss])):
-        losses = [float(session.run({"x": x, "t": t, "lr": np.array(lr, np.float32)}, [loss])[0])
+        losses = [float(session.run({"x": x, "t": t, "lr": np.array(lr, np.float64)}, [loss])[0])
                   for (x, t), lr in zip(batches, lrs)]
-        np.testing.assert_allclose(losses, want_losses, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(losses, want_losses, rtol=1e-12, atol=1e-14)
         for k in want:
-            np.testing.assert_allclose(session.get_variable(k), want[k], rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(session.get_variable(k), want[k], rtol=1e-12, atol=1e-14)
+
+
+def test_fed_learning_rate_of_a_float32_model_is_float32():
+    b = GraphBuilder()
+    w = b.variable("w", np.ones(3, np.float32))
+    b.minimize(b.reduce_sum(b.mul(w, w)), "sgd", lr_input="lr")
+    assert b.program.dtype("lr") == "float32"
 
 
 def test_bad_clip_and_lr_settings_name_the_value():

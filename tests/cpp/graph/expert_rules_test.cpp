@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "graph/distributed_lowering.h"
 #include "graph/expert_presets.h"
 #include "model_makers.h"
 
@@ -272,6 +273,39 @@ TEST(ExpertRulesTest, MegatronOnAnMlpPairsColumnThenRow) {
   EXPECT_EQ(Sig(p, "fc1/matmul"), "(S(1)), (S(1)) -> (P)");
   EXPECT_EQ(Sig(p, "fc1/bias_add"), "(B), (B) -> (B)");
   EXPECT_TRUE(p.notes.empty());
+}
+
+// Distinct all-reduce instances (group ids) of a lowered plan.
+size_t AllReduces(const proto::Plan& plan) {
+  std::set<int64_t> groups;
+  for (const proto::TaskProto& t : plan.tasks()) {
+    if (t.kind() == proto::TaskProto::BOXING &&
+        t.boxing_conf().kind() == proto::BoxingConf::ALL_REDUCE) {
+      groups.insert(t.boxing_conf().group_id());
+    }
+  }
+  return groups.size();
+}
+
+TEST(ExpertRulesTest, APartialSumLossSeedsBackwardWithoutAnAllReduce) {
+  // x [8, 6] @ w [6, 4], squared, summed: under data_parallel the sum of a
+  // batch split is a partial sum, and the seed of backward (ones_like)
+  // reads it as P and makes B (d(sum_r L_r)/dL_r = 1 on every rank).
+  OpGraph g;
+  ASSERT_TRUE(g.AddInput("x", {Shape{8, 6}, DataType::kFloat32}).ok());
+  ASSERT_TRUE(g.AddVariable("w", TensorDesc{Shape{6, 4}, DataType::kFloat32}, true).ok());
+  const std::string y = testing::Op(g, "matmul", {"x", "w"}, {}, "fc");
+  const std::string sq = testing::Op(g, "mul", {y, y}, {}, "square");
+  testing::Train(g, testing::Op(g, "reduce_sum", {sq}, {}, "loss"));
+  const ExpertPresetPlan p = Plan("data_parallel", g, Mesh({2, 2}));
+  EXPECT_EQ(p.strategy.ProducedSbp(g, g.loss()).value().ToString(), "(P, P)");
+  EXPECT_EQ(Sig(p, "grad/seed"), "(P, P) -> (B, B)");
+  EXPECT_EQ(Count(g, p.strategy, "grad/").all_reduce, 0);
+  // Lowered without buckets, the only all-reduce is w's gradient's: (P, P)
+  // -> (B, B) on [2, 2] is one step per axis, 2 groups each: 4 instances.
+  // (The loss's all-reduce would add 4 more.)
+  const proto::Plan plan = LowerDistributed(g, p.strategy, {g.loss()}, LoweringOptions{}).value();
+  EXPECT_EQ(AllReduces(plan), 4u);
 }
 
 TEST(ExpertRulesTest, WhatCannotFollowTheRuleIsNotedOrRefused) {

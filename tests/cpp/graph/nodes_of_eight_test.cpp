@@ -81,13 +81,13 @@ TEST(NodesOfEightTest, GptBlockSplitsNoWeightAcrossNodes) {
       SCOPED_TRACE(v + " " + sbp.ToString());
       EXPECT_EQ(sbp[0], Sbp::Broadcast());  // never split across nodes
     }
-    // The batch stays split across nodes: no activation crosses them; only
-    // the scalar loss is summed across nodes (a 4-byte all-reduce on a ring
-    // of 16: rank 0 sends its one element to 15 peers, 60 bytes).
+    // The batch stays split across nodes: no activation crosses them; nor
+    // does the scalar loss: the seed of backward reads it as a partial sum
+    // (its all-reduce, 4 bytes on a ring of 16, sent 60 bytes from rank 0).
     EXPECT_EQ(s.sources().at("x")[0], Sbp::Split(0));
     const InterNode bytes = InterNodeBytes(planned.value());
     EXPECT_EQ(bytes.other_bytes, 0);
-    EXPECT_EQ(bytes.scalar_bytes, 60);
+    EXPECT_EQ(bytes.scalar_bytes, 0);
     // Hand-worked: across nodes each rank all-reduces, on a ring of 16
     // (2 x 15 / 16 x 4 bytes = 7.5 bytes per element), an eighth of the
     // weight matrices' gradients (12 d^2 elements: qkv 3 d^2, proj d^2, fc
