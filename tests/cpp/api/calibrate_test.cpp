@@ -89,7 +89,7 @@ TEST(Calibrate, KernelTableAndContentionFromProbes) {
   // Every op with FLOPs, forward and backward, at both sizes: matmul's
   // FLOPs 2 x 8 x 16 x 32 = 8192 and 65536.
   const std::vector<std::string> types = cluster.compute_table().OpTypes();
-  for (const std::string& t : {"matmul", "relu"}) {
+  for (const char* t : {"matmul", "relu"}) {
     EXPECT_NE(std::find(types.begin(), types.end(), t), types.end()) << t;
   }
   std::map<std::string, std::vector<std::pair<double, double>>> curves;
