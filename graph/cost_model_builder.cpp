@@ -211,7 +211,9 @@ double Builder::ComputeSeconds(const std::string& op_type, const OpWork& work, d
                                int64_t multiplier, const Placement& placement) {
   if (!(flops > 0)) return 0.0;
   const ComputeTable& table = cluster_.compute_table();
-  const std::string key = placement.ToString();
+  // No contention measured (the presets): factor 1, without naming the placement.
+  const bool contended = cluster_.proto().device().contention_size() > 0;
+  const std::string key = contended ? placement.ToString() : std::string();
   auto c = contention_.find(key);
   if (c == contention_.end()) {
     // Devices are numbered group by group: count the placement's ranks per
@@ -222,7 +224,7 @@ double Builder::ComputeSeconds(const std::string& op_type, const OpWork& work, d
     for (int64_t r : placement.ranks()) {
       busiest = std::max(busiest, ++per_group[group > 0 ? r / group : 0]);
     }
-    c = contention_.emplace(key, table.Contention(busiest)).first;
+    c = contention_.emplace(key, contended ? table.Contention(busiest) : 1.0).first;
   }
   const std::optional<double> measured = table.Seconds(op_type, work.dtype, flops);
   if (measured) return static_cast<double>(multiplier) * *measured * c->second;
