@@ -66,7 +66,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../scripts/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
 
-usage() { echo "usage: bench/run.sh ops|runtime|search|scale|paper|fidelity|ilp|soak|multiprocess|gpu" >&2; }
+usage() { echo "usage: bench/run.sh ops|runtime|search|scale|paper|fidelity|calibration|ilp|soak|multiprocess|gpu" >&2; }
 if (($# != 1)); then usage; exit 1; fi
 suite=$1
 
@@ -186,6 +186,13 @@ run_fidelity() {
   return $rc
 }
 
+run_calibration() {
+  mkdir -p bench/results
+  echo "bench: calibration.py (two calibrations, each plan priced under the other's)" >&2
+  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/calibration.py --baseline \
+    --out bench/results/calibration.json
+}
+
 run_soak() {
   local steps=${OFL_SOAK_STEPS:-2000} threads=${OFL_BENCH_THREADS:-2}
   echo "bench: soak.py ($steps steps, 4 virtual devices, threads=$threads)" >&2
@@ -290,6 +297,11 @@ case $suite in
     ofl_setup
     cd "$OFL_ROOT"
     run_fidelity
+    ;;
+  calibration)
+    ofl_setup
+    cd "$OFL_ROOT"
+    run_calibration
     ;;
   search|scale)
     ofl_setup

@@ -13,13 +13,19 @@
 //
 // Units: seconds, bytes per device. Rules (all per step, a plain sum (see
 // search/cost_graph.h); overlap enters only as the gradient edges' proxy):
-//  - Compute of an op candidate = multiplier x FLOPs of the busiest rank /
-//    the cluster's FLOP/s for the compute dtype (options.compute_dtype, else
+//  - Compute of an op candidate = multiplier x the seconds of the busiest
+//    rank's FLOPs x the cluster's contention factor (devices of the op's
+//    placement in one innermost-level group, ComputeTable::Contention; 1
+//    without a calibration). The seconds: the cluster's compute table
+//    interpolated at those FLOPs (search/compute_table.h) where it lists
+//    the op type and compute dtype, else FLOPs / the cluster's FLOP/s for
+//    the compute dtype. The compute dtype: options.compute_dtype, else
 //    bfloat16 when a floating input is bfloat16 (mixed precision: a bf16
 //    matmul writes float32 but multiplies bf16 operands), else the op's first
 //    output dtype (first input when it has none); non-floating dtypes use
 //    float32's figure, and bfloat16 uses float32's when the cluster gives
-//    none for it (its kernels then widen to float32). FLOPs of the busiest rank = the op's
+//    none for it (its kernels then widen to float32); stats().untabled_op_types
+//    lists the op types priced by FLOP/s beside a table. FLOPs of the busiest rank = the op's
 //    logical FLOPs (OpDef::EstimateCost) x the product over hierarchy axes of
 //    that axis's largest share: on an axis where some output (else input) of
 //    the signature is S(d), the reference tensor is the first such output
@@ -152,6 +158,9 @@ struct CostModelStats {
   int64_t ops = 0;                // ops of the OpGraph (updates included)
   int64_t boxing_plans = 0;       // distinct PlanBoxing calls
   int64_t distinct_matrices = 0;  // distinct EdgeMatrix objects
+  // Op types with FLOPs that the cluster's compute table does not list,
+  // priced by its FLOP/s figure instead (empty when it has no table).
+  std::vector<std::string> untabled_op_types;
 };
 
 class CostModel {

@@ -102,8 +102,9 @@ double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes,
                        int64_t bucket_bytes, int64_t group_size, const LinkLevel& level) {
   if (bytes <= 0 || group_size <= 1) return 0.0;
   const double share = std::min(1.0, buffer_bytes / static_cast<double>(bucket_bytes));
-  return level.latency_s * static_cast<double>(CollectiveSteps(kind, group_size)) * share +
-         bytes / level.bandwidth_bytes_per_s;
+  const CollectiveFigure figure = FigureOf(kind, level);
+  return figure.latency_s * static_cast<double>(CollectiveSteps(kind, group_size)) * share +
+         bytes / figure.bandwidth_bytes_per_s;
 }
 
 Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_placement,
@@ -206,8 +207,35 @@ Maybe<Builder::OpWork> Builder::WorkOf(const OpNode& op, std::optional<DataType>
     }
     if (dtype) dt = *dtype;
     OFL_ASSIGN_OR_RETURN(work.per_second, FlopsPerSecond(dt));
+    work.dtype = options_.compute_dtype.value_or(dt);
+    if (!IsFloating(work.dtype)) work.dtype = DataType::kFloat32;
   }
   return work;
+}
+
+double Builder::ComputeSeconds(const std::string& op_type, const OpWork& work, double flops,
+                               int64_t multiplier, const Placement& placement) {
+  if (!(flops > 0)) return 0.0;
+  const ComputeTable& table = cluster_.compute_table();
+  // No contention measured (the presets): factor 1, without naming the placement.
+  const bool contended = cluster_.proto().device().contention_size() > 0;
+  const std::string key = contended ? placement.ToString() : std::string();
+  auto c = contention_.find(key);
+  if (c == contention_.end()) {
+    // Devices are numbered group by group: count the placement's ranks per
+    // innermost group (all of them when that level has no limit).
+    const int64_t group = cluster_.level(0).size;
+    std::map<int64_t, int64_t> per_group;
+    int64_t busiest = 0;
+    for (int64_t r : placement.ranks()) {
+      busiest = std::max(busiest, ++per_group[group > 0 ? r / group : 0]);
+    }
+    c = contention_.emplace(key, contended ? table.Contention(busiest) : 1.0).first;
+  }
+  const std::optional<double> measured = table.Seconds(op_type, work.dtype, flops);
+  if (measured) return static_cast<double>(multiplier) * *measured * c->second;
+  if (!table.empty()) untabled_.insert(op_type);
+  return static_cast<double>(multiplier) * flops / work.per_second * c->second;
 }
 
 Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_placement,

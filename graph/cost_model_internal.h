@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -66,6 +67,7 @@ class Builder {
     std::vector<TensorDesc> outs;
     double flops = 0;
     double per_second = 1.0;
+    DataType dtype = DataType::kFloat32;  // the compute dtype it is priced in
   };
 
   Builder(const OpGraph& graph, const Strategy& placements, const Cluster& cluster,
@@ -94,6 +96,14 @@ class Builder {
   // is, else the op's first output's dtype (its first input's when it has
   // no output).
   Maybe<OpWork> WorkOf(const OpNode& op, std::optional<DataType> dtype = std::nullopt);
+  // Seconds of `multiplier` executions of `flops` FLOPs (the busiest rank's)
+  // of `op_type` on a device of `placement`: the cluster's compute table
+  // where it lists (op_type, work.dtype), else flops / work.per_second (op
+  // types priced so while the cluster has a table are kept for the stats);
+  // times the cluster's contention factor for the devices of `placement`
+  // that share one innermost-level group (a host's cores).
+  double ComputeSeconds(const std::string& op_type, const OpWork& work, double flops,
+                        int64_t multiplier, const Placement& placement);
   // `gradient`: a gradient's collective, priced by the bucketing proxy.
   Maybe<double> CachedBoxingSeconds(const TensorDesc& desc, int from_placement, const NdSbp& from,
                                     int to_placement, const NdSbp& to, const std::string& name,
@@ -137,6 +147,8 @@ class Builder {
   int64_t smallest_need_ = 0;
   std::vector<std::pair<int64_t, int>> node_needs_;
   std::vector<std::vector<Candidate>> pending_;  // per node, until AddPendingNodes
+  std::map<std::string, double> contention_;     // placement text -> factor
+  std::set<std::string> untabled_;               // op types priced by FLOP/s beside a table
 };
 
 }  // namespace ofl::internal

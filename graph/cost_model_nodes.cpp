@@ -150,7 +150,7 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
       }
       OFL_ASSIGN_OR_RETURN(auto signatures, CandidateSignatures(graph_, op, info.placement));
       OFL_ASSIGN_OR_RETURN(const OpWork work, WorkOf(op, var.desc.dtype));
-      const auto& [ctx, outs, flops, per_second] = work;
+      const auto& [ctx, outs, flops, per_second, dtype] = work;
       for (const NdSbpSignature& sig : signatures) {
         const NdSbp& p = sig.inputs[mut[0]];
         bool ok = true;
@@ -165,7 +165,7 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
         info.signatures.push_back(sig);
         info.sbps.push_back(p);
         info.flops.push_back(f);
-        candidates.push_back({f / per_second, memory(p)});
+        candidates.push_back({ComputeSeconds(op.type, work, f, 1, info.placement), memory(p)});
       }
       OFL_ENSURE(!candidates.empty(), "cost model: op '", op.name, "' (", op.type,
                  ") has no signature that keeps variable '", name, "' and its state alike");
@@ -198,7 +198,7 @@ Status Builder::AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     const Shape& h = info.placement.hierarchy();
     OFL_ASSIGN_OR_RETURN(info.signatures, CandidateSignatures(graph_, op, info.placement));
     OFL_ASSIGN_OR_RETURN(const OpWork work, WorkOf(op));
-    const auto& [ctx, outs, flops, per_second] = work;
+    const auto& [ctx, outs, flops, per_second, dtype] = work;
     std::vector<Candidate> candidates;
     for (const NdSbpSignature& sig : info.signatures) {
       const double f = flops > 0 ? flops * BusiestShare(sig, ctx.inputs, outs, h) : 0.0;
@@ -212,7 +212,8 @@ Status Builder::AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
         }
       }
       info.flops.push_back(f);
-      candidates.push_back({static_cast<double>(info.multiplier) * f / per_second, memory});
+      candidates.push_back(
+          {ComputeSeconds(op.type, work, f, info.multiplier, info.placement), memory});
     }
     for (size_t o = 0; o < op.outputs.size(); ++o) {
       producer_of_[op.outputs[o]] = {static_cast<int>(nodes->size()), static_cast<int>(o)};
@@ -285,6 +286,7 @@ Status Builder::Run(CostGraph* cost_graph, std::vector<CostNodeInfo>* nodes,
   OFL_RETURN_IF_ERROR(AddEdges(cost_graph, *nodes, edges));
   stats->boxing_plans = boxing_plans_;
   stats->distinct_matrices = static_cast<int64_t>(matrix_cache_.size());
+  stats->untabled_op_types.assign(untabled_.begin(), untabled_.end());
   return Status::OK();
 }
 

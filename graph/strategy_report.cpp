@@ -102,6 +102,8 @@ Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& mode
   StrategyReport report;
   report.cluster = model.cluster().name();
   report.placement = model.placements().placement().ToString();
+  report.compute_table = !model.cluster().compute_table().empty();
+  report.untabled_op_types = model.stats().untabled_op_types;
   report.micro_batches = model.options().micro_batches;
   report.total_seconds = eval.total_seconds;
   report.compute_seconds = eval.compute_seconds;
@@ -239,6 +241,13 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
         << " per device";
   }
   if (optimality) out << "\n" << optimality->ToText(total_seconds);
+  if (compute_table) {
+    out << "\ncompute from the cluster's measured kernel times";
+    if (!untabled_op_types.empty()) {
+      out << "; not measured, priced by FLOP/s:";
+      for (const std::string& t : untabled_op_types) out << " " << t;
+    }
+  }
   out << "\ncluster " << cluster << ", " << placement << ", " << micro_batches
       << " micro-batch(es)\n";
   const size_t node_rows = full ? nodes.size() : std::min<size_t>(nodes.size(), max_rows);
@@ -281,6 +290,14 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
   return out.str();
 }
 
+namespace {
+std::string JoinedJsonStrings(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + JsonString(s);
+  return out;
+}
+}  // namespace
+
 std::string StrategyReport::ToJson() const {
   std::ostringstream out;
   out << "{\"cluster\": " << JsonString(cluster) << ", \"placement\": " << JsonString(placement)
@@ -292,6 +309,8 @@ std::string StrategyReport::ToJson() const {
       << ", \"gradient_buckets\": " << gradient_buckets
       << ", \"gradient_s\": " << JsonNumber(gradient_seconds)
       << ", \"exposed_gradient_s\": " << JsonNumber(exposed_gradient_seconds)
+      << ", \"compute_table\": " << (compute_table ? "true" : "false")
+      << ", \"untabled_op_types\": [" << JoinedJsonStrings(untabled_op_types) << "]"
       << ", \"memory_bytes\": " << memory_bytes << ", \"undo_bytes\": " << undo_bytes
       << ", \"peak_bytes\": " << (peak_bytes ? std::to_string(*peak_bytes) : std::string("null"))
       << ", \"memory_limit_bytes\": "

@@ -119,6 +119,10 @@ struct StrategyReport {
   double gradient_seconds = 0;          // the buckets' seconds, summed
   double exposed_gradient_seconds = 0;  // past the end of backward
   std::optional<Optimality> optimality;  // when measured
+  // The cluster prices compute from a table of measured kernel times; these
+  // op types are not in it and were priced by its FLOP/s figure.
+  bool compute_table = false;
+  std::vector<std::string> untabled_op_types;
   std::vector<NodeReport> nodes;  // costliest first (ties: graph order)
   std::vector<EdgeReport> edges;  // edges that move bytes, costliest first
 

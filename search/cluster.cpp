@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace ofl {
@@ -54,7 +55,30 @@ Status CheckLevel(const std::string& cluster, const proto::LinkLevel& level, int
              ": bandwidth_gbps=", level.bandwidth_gbps(), " must be > 0");
   OFL_ENSURE(std::isfinite(level.latency_us()) && level.latency_us() >= 0, where,
              ": latency_us=", level.latency_us(), " must be >= 0");
+  static const std::set<std::string> kKinds = {"all_reduce", "reduce_scatter", "all_gather",
+                                               "all_to_all", "send_recv"};
+  std::set<std::string> seen;
+  for (int i = 0; i < level.collectives_size(); ++i) {
+    const proto::CollectiveFigure& c = level.collectives(i);
+    const std::string at = StrCat(where, " collectives[", i, "]");
+    OFL_ENSURE(kKinds.count(c.kind()) > 0, at, ": kind='", c.kind(),
+               "' is not one of all_reduce, reduce_scatter, all_gather, all_to_all, send_recv");
+    OFL_ENSURE(seen.insert(c.kind()).second, at, ": kind='", c.kind(), "' is listed twice");
+    OFL_ENSURE(std::isfinite(c.bandwidth_gbps()) && c.bandwidth_gbps() > 0, at, " (", c.kind(),
+               "): bandwidth_gbps=", c.bandwidth_gbps(), " must be > 0");
+    OFL_ENSURE(std::isfinite(c.latency_us()) && c.latency_us() >= 0, at, " (", c.kind(),
+               "): latency_us=", c.latency_us(), " must be >= 0");
+  }
   return Status::OK();
+}
+
+LinkLevel ToLinkLevel(const proto::LinkLevel& level) {
+  LinkLevel l{level.name(), level.size(), level.bandwidth_gbps() * 1e9, level.latency_us() * 1e-6,
+              {}};
+  for (const proto::CollectiveFigure& c : level.collectives()) {
+    l.collectives[c.kind()] = {c.bandwidth_gbps() * 1e9, c.latency_us() * 1e-6};
+  }
+  return l;
 }
 
 }  // namespace
@@ -69,8 +93,7 @@ Maybe<Cluster> Cluster::FromProto(const proto::Cluster& cluster) {
     const proto::LinkLevel& level = cluster.levels(i);
     OFL_RETURN_IF_ERROR(CheckLevel(name, level, i, cluster.levels_size(), inner_size));
     inner_size = level.size();
-    result.levels_.push_back(LinkLevel{level.name(), level.size(), level.bandwidth_gbps() * 1e9,
-                                       level.latency_us() * 1e-6});
+    result.levels_.push_back(ToLinkLevel(level));
   }
   OFL_ENSURE(cluster.device().memory_bytes() > 0, "cluster '", name,
              "': device.memory_bytes=", cluster.device().memory_bytes(), " must be > 0");
@@ -80,6 +103,7 @@ Maybe<Cluster> Cluster::FromProto(const proto::Cluster& cluster) {
     OFL_ENSURE(std::isfinite(flops) && flops > 0, "cluster '", name, "': device.flops['", dtype,
                "']=", flops, " must be > 0");
   }
+  OFL_ASSIGN_OR_RETURN(result.compute_table_, ComputeTable::FromProto(name, cluster.device()));
   result.proto_ = cluster;
   // Unknown fields (a newer writer's) would print as "6: 0x..." in ToText,
   // which Parse refuses: Save must write what Load reads back.

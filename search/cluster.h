@@ -6,19 +6,31 @@
 // library, so Preset() needs no path. A mesh such as [128, 8] (outer axis
 // first, as Placement writes it) runs each axis on the innermost level whose
 // groups hold all of that axis's ranks (AxisLevels).
+// A calibrated cluster (api/calibrate.h) may add per-collective latency and
+// bandwidth on a level, a table of measured kernel times and contention
+// factors (compute_table()); the presets have none, and without them every
+// price is the FLOP/s and level figures'.
 // Units inside: bytes, seconds, FLOP/s. A Cluster is an immutable value once
 // built (every constructor checks it); thread-safe to share.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "oneflow_lite/core/data_type.h"
 #include "oneflow_lite/core/proto/cluster.pb.h"
 #include "oneflow_lite/core/status.h"
+#include "search/compute_table.h"
 
 namespace ofl {
+
+// A collective's own figures on a level (cluster.proto CollectiveFigure).
+struct CollectiveFigure {
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
 
 // One link level in SI units.
 struct LinkLevel {
@@ -26,13 +38,18 @@ struct LinkLevel {
   int64_t size = 0;                  // devices per group; 0 = no limit (outermost only)
   double bandwidth_bytes_per_s = 0;  // per device, every device of a group sending at once
   double latency_s = 0;              // per collective step
+  // By collective kind name ("all_reduce", ...): figures that replace the
+  // two above for that kind (search/collective_time.h FigureOf).
+  std::map<std::string, CollectiveFigure> collectives;
 };
 
 class Cluster {
  public:
   // Checks the proto: a name, at least one level; sizes >= 1 and each a
   // multiple of the inner level's (0 only on the outermost); bandwidth > 0;
-  // latency >= 0; memory > 0; flops keyed by known dtype names and > 0.
+  // latency >= 0; memory > 0; flops keyed by known dtype names and > 0;
+  // collective figures of known kinds, each once, bandwidth > 0, latency
+  // >= 0; the compute table and contention as ComputeTable::FromProto checks.
   // Errors name the cluster, the field and the value.
   static Maybe<Cluster> FromProto(const proto::Cluster& cluster);
   // Parses the text format; `file_name` appears in errors as
@@ -56,6 +73,8 @@ class Cluster {
   // FLOP/s of one device for `dtype`; an error naming both when the
   // cluster gives no figure for it.
   Maybe<double> Flops(DataType dtype) const;
+  // Measured kernel times and contention (empty for the presets).
+  const ComputeTable& compute_table() const { return compute_table_; }
 
   // For each axis of `hierarchy` (outer first, ranks numbered row-major so
   // the last axis varies fastest, devices numbered group by group), the
@@ -69,6 +88,7 @@ class Cluster {
   Cluster() = default;
   proto::Cluster proto_;
   std::vector<LinkLevel> levels_;
+  ComputeTable compute_table_;
 };
 
 }  // namespace ofl

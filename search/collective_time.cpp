@@ -38,13 +38,20 @@ int64_t CollectiveSteps(CollectiveKind kind, int64_t group_size) {
   LOG(FATAL) << "unknown CollectiveKind " << static_cast<int>(kind);
 }
 
+CollectiveFigure FigureOf(CollectiveKind kind, const LinkLevel& level) {
+  auto it = level.collectives.find(CollectiveKindName(kind));
+  if (it != level.collectives.end()) return it->second;
+  return {level.bandwidth_bytes_per_s, level.latency_s};
+}
+
 double CollectiveSeconds(CollectiveKind kind, double bytes, int64_t group_size,
                          const LinkLevel& level) {
   CHECK(std::isfinite(bytes) && bytes >= 0) << CollectiveKindName(kind) << ": bytes=" << bytes;
   CHECK_GT(level.bandwidth_bytes_per_s, 0) << "level " << level.name;
   int64_t steps = CollectiveSteps(kind, group_size);
   if (bytes == 0 || steps == 0) return 0;  // nothing to move, or a group of one rank
-  return level.latency_s * static_cast<double>(steps) + bytes / level.bandwidth_bytes_per_s;
+  const CollectiveFigure figure = FigureOf(kind, level);
+  return figure.latency_s * static_cast<double>(steps) + bytes / figure.bandwidth_bytes_per_s;
 }
 
 }  // namespace ofl

@@ -5,6 +5,8 @@
 //   seconds = latency * steps + bytes / bandwidth
 // with ring step counts for a group of p ranks: all-reduce 2(p-1),
 // reduce-scatter and all-gather p-1, all-to-all p-1, send/recv 1.
+// A level that lists the kind's own figures (calibrated, cluster.proto
+// CollectiveFigure) uses those instead of its latency and bandwidth.
 // Zero bytes, or a collective on one rank, cost nothing. Pure functions;
 // thread-safe.
 #pragma once
@@ -21,6 +23,9 @@ const char* CollectiveKindName(CollectiveKind kind);  // "all_reduce", ...
 
 // Latency steps of `kind` on a ring of `group_size` ranks (CHECKs >= 1).
 int64_t CollectiveSteps(CollectiveKind kind, int64_t group_size);
+
+// The latency and bandwidth `kind` runs at on `level`.
+CollectiveFigure FigureOf(CollectiveKind kind, const LinkLevel& level);
 
 // Seconds for `kind` when the busiest rank sends `bytes` (>= 0, finite) in
 // a group of `group_size` ranks over `level` (the level the group spans,

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "oneflow_lite/api/calibrate_kernels.h"
 #include "oneflow_lite/api/session.h"
 #include "runtime/inprocess_communicator.h"
 #include "search/collective_time.h"
@@ -85,22 +86,47 @@ Maybe<double> MeasureMatmulFlops(const CalibrationOptions& o) {
   return 2.0 * n * n * n / Median(seconds);
 }
 
-struct AllReduceFigure {
+struct CollectiveRun {
   double seconds = 0;     // median
-  double bytes_sent = 0;  // busiest rank, one all-reduce
+  double bytes_sent = 0;  // busiest rank, one collective
 };
 
-Maybe<AllReduceFigure> MeasureAllReduce(int64_t devices, int64_t count, int reps) {
+// One collective of `kind` on `devices` in-process ranks; `count` float32
+// elements is each rank's whole buffer (all-reduce's buffer, reduce-scatter's
+// input, all-gather's output, all-to-all's input and output).
+Status RunCollective(Communicator* comm, CollectiveKind kind, int64_t devices, int64_t count,
+                     std::vector<float>* in, std::vector<float>* out, const std::string& tag) {
+  const int64_t part = count / devices;
+  std::vector<int64_t> counts(devices, part);
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return comm->AllReduce(in->data(), count, DataType::kFloat32, tag);
+    case CollectiveKind::kReduceScatter:
+      return comm->ReduceScatter(in->data(), out->data(), devices * part, DataType::kFloat32, tag);
+    case CollectiveKind::kAllGather:
+      return comm->AllGather(in->data(), out->data(), counts.data(), DataType::kFloat32, tag);
+    case CollectiveKind::kAllToAll:
+      return comm->AllToAll(in->data(), counts.data(), out->data(), counts.data(),
+                            DataType::kFloat32, tag);
+    case CollectiveKind::kSendRecv:
+      break;
+  }
+  LOG(FATAL) << "calibrate: no in-process run for " << CollectiveKindName(kind);
+}
+
+Maybe<CollectiveRun> MeasureCollective(CollectiveKind kind, int64_t devices, int64_t count,
+                                       int reps) {
   InProcessGroup group(devices, std::chrono::milliseconds(60000));
-  std::vector<std::vector<float>> buffers(devices, std::vector<float>(count, 1.0f));
+  std::vector<std::vector<float>> in(devices, std::vector<float>(count, 1.0f));
+  std::vector<std::vector<float>> out(devices, std::vector<float>(count, 0.0f));
   std::vector<Status> statuses(devices);
   std::vector<double> seconds;
   std::vector<int64_t> before = group.BytesSent();
   for (int rep = -1; rep < reps; ++rep) {
     if (rep == 0) before = group.BytesSent();
+    const std::string tag = StrCat("calibrate_", CollectiveKindName(kind), "_", rep);
     const double s = TimeThreads(devices, [&](int64_t r) {
-      statuses[r] = group.Rank(r)->AllReduce(buffers[r].data(), count, DataType::kFloat32,
-                                             "calibrate_" + std::to_string(rep));
+      statuses[r] = RunCollective(group.Rank(r), kind, devices, count, &in[r], &out[r], tag);
     });
     for (const Status& st : statuses) OFL_RETURN_IF_ERROR(st);
     if (rep >= 0) seconds.push_back(s);
@@ -108,10 +134,30 @@ Maybe<AllReduceFigure> MeasureAllReduce(int64_t devices, int64_t count, int reps
   const std::vector<int64_t> after = group.BytesSent();
   int64_t busiest = 0;
   for (int64_t r = 0; r < devices; ++r) busiest = std::max(busiest, after[r] - before[r]);
-  AllReduceFigure fig;
-  fig.seconds = Median(seconds);
-  fig.bytes_sent = static_cast<double>(busiest) / std::max(reps, 1);
-  return fig;
+  CollectiveRun run;
+  run.seconds = Median(seconds);
+  run.bytes_sent = static_cast<double>(busiest) / std::max(reps, 1);
+  return run;
+}
+
+// Latency per ring step from a one-element-per-rank run, bandwidth from a
+// large one: the busiest rank's bytes over the time left after the latency
+// (the whole time when the latency eats 90 % of it).
+struct CollectiveFit {
+  CollectiveRun tiny, big;
+  double latency_s = 0;
+  double bandwidth_bytes_per_s = 0;
+};
+
+Maybe<CollectiveFit> FitCollective(CollectiveKind kind, const CalibrationOptions& o) {
+  CollectiveFit fit;
+  OFL_ASSIGN_OR_RETURN(fit.tiny, MeasureCollective(kind, o.devices, o.devices, o.reps));
+  OFL_ASSIGN_OR_RETURN(fit.big, MeasureCollective(kind, o.devices, o.allreduce_bytes / 4, o.reps));
+  const CollectiveFigure figure =
+      FitCollectiveFigure(kind, o.devices, fit.tiny.seconds, fit.big.seconds, fit.big.bytes_sent);
+  fit.latency_s = figure.latency_s;
+  fit.bandwidth_bytes_per_s = figure.bandwidth_bytes_per_s;
+  return fit;
 }
 
 std::string UtcNow() {
@@ -137,6 +183,17 @@ Status CheckPositive(const char* what, double value) {
 
 }  // namespace
 
+CollectiveFigure FitCollectiveFigure(CollectiveKind kind, int64_t group, double tiny_seconds,
+                                     double big_seconds, double big_bytes_sent) {
+  const double steps = static_cast<double>(CollectiveSteps(kind, group));
+  CollectiveFigure figure;
+  figure.latency_s = tiny_seconds / steps;
+  double transfer = big_seconds - figure.latency_s * steps;
+  if (transfer <= 0.1 * big_seconds) transfer = big_seconds;
+  figure.bandwidth_bytes_per_s = big_bytes_sent / transfer;
+  return figure;
+}
+
 std::string Calibration::ToText() const {
   return description + (cluster ? cluster->ToText() : std::string());
 }
@@ -150,7 +207,9 @@ Status Calibration::Save(const std::string& path) const {
   return Status::OK();
 }
 
-Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
+namespace {
+
+Status CheckOptions(const CalibrationOptions& o) {
   OFL_ENSURE(o.devices >= 2, "calibrate: devices=", o.devices, " (needs >= 2 for an all-reduce)");
   OFL_ENSURE(o.num_threads >= 1, "calibrate: num_threads=", o.num_threads, " (needs >= 1)");
   OFL_ENSURE(o.memcpy_bytes >= o.num_threads, "calibrate: memcpy_bytes=", o.memcpy_bytes,
@@ -160,23 +219,96 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
              o.allreduce_bytes, " (needs at least one float32 per device, ", 4 * o.devices, ")");
   OFL_ENSURE(o.reps >= 1, "calibrate: reps=", o.reps, " (needs >= 1)");
   OFL_ENSURE(!o.name.empty(), "calibrate: the cluster name is empty");
+  OFL_ENSURE(o.contention_devices == 0 || o.contention_devices >= 2,
+             "calibrate: contention_devices=", o.contention_devices, " (0 or >= 2)");
+  for (size_t i = 0; i < o.kernel_probes.size(); ++i) {
+    OFL_ENSURE(o.kernel_probes[i] != nullptr, "calibrate: kernel_probes[", i, "] is null");
+  }
+  return Status::OK();
+}
 
+// The other collectives' own figures on the level (all-reduce's are the level's).
+Status AddCollectiveFigures(const CalibrationOptions& o, proto::LinkLevel* level,
+                            std::ostringstream* d) {
+  for (CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
+                              CollectiveKind::kAllGather, CollectiveKind::kAllToAll}) {
+    OFL_ASSIGN_OR_RETURN(const CollectiveFit fit, FitCollective(kind, o));
+    OFL_RETURN_IF_ERROR(CheckPositive("collective bandwidth", fit.bandwidth_bytes_per_s));
+    proto::CollectiveFigure* f = level->add_collectives();
+    f->set_kind(CollectiveKindName(kind));
+    f->set_bandwidth_gbps(fit.bandwidth_bytes_per_s / 1e9);
+    f->set_latency_us(fit.latency_s * 1e6);
+    *d << "# " << CollectiveKindName(kind) << ": " << fit.tiny.seconds * 1e6 << " us tiny, "
+       << fit.big.seconds * 1e3 << " ms for " << fit.big.bytes_sent
+       << " bytes sent by the busiest rank\n";
+  }
+  return Status::OK();
+}
+
+// The compute table from the probes' kernel times (one device alone) and the
+// contention factors from the same probes on 2..n devices at once.
+Status AddKernelTable(const CalibrationOptions& o, proto::DeviceSpec* device, Calibration* c,
+                      std::ostringstream* d) {
+  KernelTimingOptions alone;
+  alone.num_threads = o.num_threads;
+  alone.reps = o.reps;
+  std::vector<std::vector<KernelTime>> alone_times;
+  std::vector<KernelTime> all;
+  for (const OpGraph* probe : o.kernel_probes) {
+    OFL_ASSIGN_OR_RETURN(std::vector<KernelTime> times, TimeKernels(*probe, alone));
+    all.insert(all.end(), times.begin(), times.end());
+    alone_times.push_back(std::move(times));
+  }
+  for (proto::ComputeEntry& e : ToComputeEntries(all)) *device->add_compute() = std::move(e);
+  c->compute_entries = device->compute_size();
+  const int64_t max_devices = o.contention_devices > 0 ? o.contention_devices : o.devices;
+  for (int64_t k = 2; k <= max_devices; ++k) {
+    KernelTimingOptions together = alone;
+    together.concurrent = static_cast<int>(k);
+    double alone_sum = 0, together_sum = 0;
+    for (size_t i = 0; i < o.kernel_probes.size(); ++i) {
+      OFL_ASSIGN_OR_RETURN(std::vector<KernelTime> times,
+                           TimeKernels(*o.kernel_probes[i], together));
+      const double ratio = SlowdownRatio(alone_times[i], times);
+      double a = 0;
+      for (const KernelTime& t : alone_times[i]) a += t.seconds;
+      alone_sum += a;
+      together_sum += a * ratio;
+    }
+    const double factor = alone_sum > 0 ? together_sum / alone_sum : 1.0;
+    OFL_RETURN_IF_ERROR(CheckPositive("contention factor", factor));
+    proto::Contention* entry = device->add_contention();
+    entry->set_devices(k);
+    entry->set_factor(factor);
+    c->contention.emplace_back(k, factor);
+  }
+  *d << "# compute: " << device->compute_size() << " entries from " << all.size()
+     << " op kernels of " << o.kernel_probes.size() << " probe graph(s), one device alone, "
+     << o.num_threads << " kernel thread(s), medians of " << o.reps
+     << " runs (runtime act records); no correction factor.\n";
+  for (const auto& [k, factor] : c->contention) {
+    *d << "# contention: " << k << " devices computing at once: x" << factor << "\n";
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
+  OFL_RETURN_IF_ERROR(CheckOptions(o));
   Calibration c;
   c.measured_at = UtcNow();
   c.memcpy_gbps = MeasureMemcpyGbps(o);
   OFL_ASSIGN_OR_RETURN(c.matmul_flops, MeasureMatmulFlops(o));
-  OFL_ASSIGN_OR_RETURN(AllReduceFigure tiny, MeasureAllReduce(o.devices, o.devices, o.reps));
-  OFL_ASSIGN_OR_RETURN(AllReduceFigure big,
-                       MeasureAllReduce(o.devices, o.allreduce_bytes / 4, o.reps));
+  OFL_ASSIGN_OR_RETURN(const CollectiveFit all_reduce,
+                       FitCollective(CollectiveKind::kAllReduce, o));
+  const CollectiveRun& tiny = all_reduce.tiny;
+  const CollectiveRun& big = all_reduce.big;
   const double steps = static_cast<double>(CollectiveSteps(CollectiveKind::kAllReduce, o.devices));
-  c.latency_seconds = tiny.seconds / steps;
+  c.latency_seconds = all_reduce.latency_s;
   c.allreduce_seconds = big.seconds;
   c.allreduce_bytes_sent = big.bytes_sent;
-  // What is left of the large all-reduce after its latency moves the bytes;
-  // when the latency eats it all (a tiny buffer), the whole time does.
-  double transfer = big.seconds - c.latency_seconds * steps;
-  if (transfer <= 0.1 * big.seconds) transfer = big.seconds;
-  c.bandwidth_bytes_per_s = big.bytes_sent / transfer;
+  c.bandwidth_bytes_per_s = all_reduce.bandwidth_bytes_per_s;
   c.memory_bytes = PhysicalMemoryBytes() / o.devices;
   OFL_RETURN_IF_ERROR(CheckPositive("memcpy GB/s", c.memcpy_gbps));
   OFL_RETURN_IF_ERROR(CheckPositive("matmul FLOP/s", c.matmul_flops));
@@ -194,6 +326,24 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
   p.mutable_device()->set_name("cpu_virtual_device");
   (*p.mutable_device()->mutable_flops())["float32"] = c.matmul_flops;
   p.mutable_device()->set_memory_bytes(c.memory_bytes);
+  std::ostringstream extra;
+  if (!o.collectives.empty()) {
+    // Measured elsewhere (across processes): they replace the in-process
+    // figures, and the all-reduce's become the level's.
+    for (const proto::CollectiveFigure& f : o.collectives) {
+      *level->add_collectives() = f;
+      if (f.kind() == "all_reduce") {
+        level->set_bandwidth_gbps(f.bandwidth_gbps());
+        level->set_latency_us(f.latency_us());
+      }
+    }
+    extra << "# collectives: " << o.collectives_source << "\n";
+  } else if (o.per_collective) {
+    OFL_RETURN_IF_ERROR(AddCollectiveFigures(o, level, &extra));
+  }
+  if (!o.kernel_probes.empty()) {
+    OFL_RETURN_IF_ERROR(AddKernelTable(o, p.mutable_device(), &c, &extra));
+  }
   OFL_ASSIGN_OR_RETURN(Cluster cluster, Cluster::FromProto(p));
   c.cluster = std::move(cluster);
 
@@ -206,12 +356,15 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
     << " bytes: " << c.memcpy_gbps << " GB/s (ceiling of any in-process transfer).\n"
     << "# flops float32: the registered matmul op, " << o.matmul_size << "^3, through a Session "
     << "with " << o.num_threads << " kernel thread(s): " << c.matmul_flops / 1e9 << " GFLOP/s.\n"
+    << (o.collectives.empty() ? "" : "# (in-process figures, kept as comments: the level uses "
+                                     "the collectives measured across processes, below)\n")
     << "# latency: InProcessCommunicator all-reduce of " << o.devices << " floats, "
     << tiny.seconds * 1e6 << " us over " << steps << " ring steps.\n"
     << "# bandwidth: all-reduce of " << o.allreduce_bytes << " bytes per device in "
     << big.seconds * 1e3 << " ms; the busiest rank sent " << big.bytes_sent
     << " bytes (the communicator's own count).\n"
-    << "# memory: physical memory / " << o.devices << " devices.\n";
+    << "# memory: physical memory / " << o.devices << " devices.\n"
+    << extra.str();
   c.description = d.str();
   return c;
 }

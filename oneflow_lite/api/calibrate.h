@@ -10,6 +10,14 @@
 //              one-element all-reduce, bandwidth per device from a large one
 //              (busiest rank's bytes, as the communicator counts them, over
 //              the time left after the latency).
+// With per_collective, all-reduce, reduce-scatter, all-gather and all-to-all
+// are each fitted the same way and written as the level's collective figures.
+// With kernel_probes, the ops of those graphs are timed on one device
+// alone through a Session (calibrate_kernels.h) into the device's compute
+// table, and again with 2..contention_devices devices computing at once
+// (each its own Session and thread) for the contention factors: the sum of
+// the kernels' medians at once over alone. Microbenchmarks only: nothing is
+// fitted to a strategy's step time, and no global correction factor is applied.
 // The Cluster has one level ("shared_memory", size = devices) and the
 // device's memory is the machine's physical memory / devices. The text form
 // opens with comments saying what was measured, how and when.
@@ -19,9 +27,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/op_graph.h"
 
 #include "oneflow_lite/core/status.h"
 #include "search/cluster.h"
+#include "search/collective_time.h"
 
 namespace ofl {
 
@@ -33,6 +46,16 @@ struct CalibrationOptions {
   int64_t allreduce_bytes = 16 << 20;    // float32 buffer per device
   int reps = 5;                          // timed runs per figure (median), after one warm-up
   std::string name = "local";            // the Cluster's name
+  bool per_collective = true;            // each collective's own latency and bandwidth
+  // Graphs whose ops' kernel times make the compute table (not owned; alive
+  // during Calibrate); none: the FLOP/s figure prices every op.
+  std::vector<const OpGraph*> kernel_probes;
+  int64_t contention_devices = 0;        // contention measured for 2..this (0: devices)
+  // Collective figures measured elsewhere (CalibrateProcessCollectives):
+  // they are the level's, the all-reduce's as its latency and bandwidth, in
+  // place of the in-process ones; `collectives_source` says how, in the text.
+  std::vector<proto::CollectiveFigure> collectives;
+  std::string collectives_source;
 };
 
 struct Calibration {
@@ -43,6 +66,8 @@ struct Calibration {
   double latency_seconds = 0;       // per ring step
   double bandwidth_bytes_per_s = 0;  // per device
   int64_t memory_bytes = 0;          // per device
+  int64_t compute_entries = 0;       // entries of the compute table
+  std::vector<std::pair<int64_t, double>> contention;  // devices at once -> factor
   std::string measured_at;           // UTC, ISO 8601
   std::string description;           // the comment block of the text form
   std::optional<Cluster> cluster;    // what Save() writes; set by Calibrate
@@ -51,6 +76,12 @@ struct Calibration {
   std::string ToText() const;
   Status Save(const std::string& path) const;
 };
+
+// Latency per ring step from a tiny run of `kind` on `group` ranks, and
+// bandwidth from a large one: the busiest rank's bytes over the time left
+// after the latency (the whole time when the latency takes 90 % of it).
+CollectiveFigure FitCollectiveFigure(CollectiveKind kind, int64_t group, double tiny_seconds,
+                                     double big_seconds, double big_bytes_sent);
 
 // Errors: options out of range (named, with the value); a collective that
 // fails; a measured figure that is not positive and finite.

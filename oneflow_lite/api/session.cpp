@@ -36,6 +36,7 @@ Maybe<std::unique_ptr<Session>> Session::Create(const OpGraph& graph,
   ro.transactional = options.transactional;
   ro.trace_path = options.trace_path;
   ro.plan_memory = options.plan_memory;
+  ro.record_acts = options.record_acts;
   OFL_ASSIGN_OR_RETURN(s->runtime_, Runtime::Create(s->plan_, std::move(ro)));
   for (const std::string& in : graph.input_names()) {
     OFL_ASSIGN_OR_RETURN(s->inputs_[in], graph.Desc(in));
@@ -89,6 +90,7 @@ Status Session::Run(const std::map<std::string, Tensor>& feeds,
   std::vector<TensorMap> per_iteration;
   if (!fed.empty()) per_iteration.push_back(std::move(fed));
   OFL_ASSIGN_OR_RETURN(RunResult r, runtime_->Run(1, per_iteration, made));
+  last_acts_ = std::move(r.acts);
   results->clear();
   std::set<std::string> taken;
   for (const std::string& f : fetches) {

@@ -50,6 +50,9 @@ struct SessionOptions {
   std::string trace_path;
   // Registers the dataflow orders share one arena (RuntimeOptions::plan_memory).
   bool plan_memory = true;
+  // Every Run keeps its acts (start and end of each task's act) for
+  // last_acts(), e.g. for kernel times (api/calibrate_kernels.h).
+  bool record_acts = false;
 };
 
 class Program {
@@ -85,6 +88,9 @@ class Session {
   const proto::Plan& plan() const { return plan_; }
   int kernel_threads() const { return runtime_->kernel_threads(0); }
   int64_t peak_bytes() const { return runtime_->peak_bytes()[0]; }
+  // The acts of the last Run when SessionOptions::record_acts (task ids
+  // index plan().tasks()); else empty.
+  const std::vector<ActRecord>& last_acts() const { return last_acts_; }
 
  private:
   Session() = default;
@@ -97,6 +103,7 @@ class Session {
   std::map<std::string, TensorDesc> variables_;  // persistent registers
   std::set<std::string> fetchable_;              // every other data register
   std::mutex run_mutex_;                         // held by Run: a second thread's Run fails
+  std::vector<ActRecord> last_acts_;
 };
 
 }  // namespace ofl

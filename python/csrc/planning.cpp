@@ -14,6 +14,7 @@
 
 #include "convert.h"
 #include "oneflow_lite/api/calibrate.h"
+#include "oneflow_lite/api/calibrate_processes.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/planning.h"
 #include "oneflow_lite/api/session.h"
@@ -246,6 +247,19 @@ void BindPlanning(py::module_& m) {
              }
              return out;
            })
+      .def(
+          "compute_seconds",
+          [](const Cluster& c, const std::string& op_type, const std::string& dtype,
+             double flops) {
+            return c.compute_table().Seconds(op_type, Unwrap(ParseDataType(dtype)), flops);
+          },
+          py::arg("op_type"), py::arg("dtype"), py::arg("flops"),
+          "the measured kernel seconds interpolated at `flops` (None: not in the table)")
+      .def("compute_table_op_types",
+           [](const Cluster& c) { return c.compute_table().OpTypes(); })
+      .def("contention", [](const Cluster& c, int64_t devices) {
+        return c.compute_table().Contention(devices);
+      }, py::arg("devices"))
       .def("save", [](const Cluster& c, const std::string& path) { ThrowIfError(c.Save(path)); })
       .def("__str__", &Cluster::ToText);
   m.def("load_cluster", [](const std::string& path) { return Unwrap(LoadCluster(path)); },
@@ -257,8 +271,30 @@ void BindPlanning(py::module_& m) {
   m.def(
       "calibrate",
       [](int64_t devices, int num_threads, int64_t memcpy_bytes, int64_t matmul_size,
-         int64_t allreduce_bytes, int reps, const std::string& name) {
+         int64_t allreduce_bytes, int reps, const std::string& name, bool per_collective,
+         const std::vector<const Program*>& kernel_probes, int64_t contention_devices,
+         const std::vector<std::map<std::string, py::object>>& collectives,
+         const std::string& collectives_source) {
         CalibrationOptions o;
+        for (const auto& figure : collectives) {
+          proto::CollectiveFigure f;
+          try {
+            f.set_kind(figure.at("kind").cast<std::string>());
+            f.set_bandwidth_gbps(figure.at("bandwidth_gbps").cast<double>());
+            f.set_latency_us(figure.at("latency_us").cast<double>());
+          } catch (const std::exception&) {
+            throw py::value_error(
+                "calibrate: each of collectives needs kind, bandwidth_gbps and latency_us");
+          }
+          o.collectives.push_back(std::move(f));
+        }
+        o.collectives_source = collectives_source;
+        o.per_collective = per_collective;
+        o.contention_devices = contention_devices;
+        for (const Program* probe : kernel_probes) {
+          if (probe == nullptr) throw py::value_error("calibrate: kernel_probes holds None");
+          o.kernel_probes.push_back(&probe->graph());
+        }
         o.devices = devices;
         o.num_threads = num_threads;
         o.memcpy_bytes = memcpy_bytes;
@@ -281,13 +317,44 @@ void BindPlanning(py::module_& m) {
         d["bandwidth_bytes_per_s"] = cal.bandwidth_bytes_per_s;
         d["memory_bytes"] = cal.memory_bytes;
         d["measured_at"] = cal.measured_at;
+        d["compute_entries"] = cal.compute_entries;
+        d["contention"] = cal.contention;
         d["text"] = cal.ToText();
         return py::make_tuple(*cal.cluster, d);
       },
       py::arg("devices") = 2, py::arg("num_threads") = 1, py::arg("memcpy_bytes") = 64 << 20,
       py::arg("matmul_size") = 512, py::arg("allreduce_bytes") = 16 << 20, py::arg("reps") = 5,
-      py::arg("name") = "local",
-      "Measures this machine; returns (Cluster, figures dict whose 'text' is the file form)");
+      py::arg("name") = "local", py::arg("per_collective") = true,
+      py::arg("kernel_probes") = std::vector<const Program*>{},
+      py::arg("contention_devices") = 0,
+      py::arg("collectives") = std::vector<std::map<std::string, py::object>>{},
+      py::arg("collectives_source") = "",
+      "Measures this machine; returns (Cluster, figures dict whose 'text' is the file form). "
+      "kernel_probes: Programs whose ops' kernel times (one device, then 2..contention_devices "
+      "at once) make the compute table and contention factors (api/calibrate.h)");
+
+  m.def(
+      "calibrate_process_collectives",
+      [](int64_t bytes, int reps) {
+        Maybe<std::vector<proto::CollectiveFigure>> figures =
+            std::vector<proto::CollectiveFigure>{};
+        {
+          py::gil_scoped_release release;
+          figures = CalibrateProcessCollectives(bytes, reps);
+        }
+        py::list out;
+        for (const proto::CollectiveFigure& f : Unwrap(std::move(figures))) {
+          py::dict d;
+          d["kind"] = f.kind();
+          d["bandwidth_gbps"] = f.bandwidth_gbps();
+          d["latency_us"] = f.latency_us();
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("bytes") = 16 << 20, py::arg("reps") = 5,
+      "Every process of a launched job calls it at once: each collective's latency and "
+      "bandwidth across the processes over Gloo (api/calibrate_processes.h)");
 
   py::class_<StrategyDiff>(m, "StrategyDiff")
       .def_property_readonly("delta_s", &StrategyDiff::delta)

@@ -1,14 +1,22 @@
 // Calibration smoke test with tiny sizes: the written file parses back with
 // Cluster::Load, its figures are the measured ones, positive and finite, and
-// bad options are errors that name the option.
+// bad options are errors that name the option; with kernel probes the
+// compute table covers every op with FLOPs at the probes' sizes and is
+// monotone, contention is measured, every collective gets its own figures;
+// and the pooling of nearby sizes and the contention ratio, by hand.
 #include "oneflow_lite/api/calibrate.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
+
+#include "oneflow_lite/api/calibrate_kernels.h"
+#include "oneflow_lite/api/session.h"
 
 namespace ofl {
 namespace {
@@ -54,6 +62,90 @@ TEST(Calibrate, WritesAClusterThatLoads) {
   EXPECT_NE(c.value().ToText().find(c.value().measured_at), std::string::npos);
 }
 
+// x [rows, 32] @ w [32, 16] -> relu -> mean, trained by SGD.
+Program ProbeProgram(int64_t rows) {
+  Program p;
+  CHECK(p.graph().AddInput("x", {Shape{rows, 32}, DataType::kFloat32}).ok());
+  CHECK(p.graph().AddVariable("w", Tensor::Full({32, 16}, DataType::kFloat32, 0.1), true).ok());
+  std::string y = p.graph().AddOp("matmul", {"x", "w"}, {}, "fc").value()[0];
+  y = p.graph().AddOp("relu", {y}, {}, "act").value()[0];
+  std::string loss = p.graph().AddOp("reduce_mean", {y}, {}, "mean").value()[0];
+  OptimizerConf sgd;
+  sgd.kind = "sgd";
+  CHECK(p.Minimize(loss, sgd).ok());
+  return p;
+}
+
+TEST(Calibrate, KernelTableAndContentionFromProbes) {
+  const Program small = ProbeProgram(8), large = ProbeProgram(64);
+  CalibrationOptions o = Tiny();
+  o.kernel_probes = {&small.graph(), &large.graph()};
+  o.contention_devices = 2;
+  auto c = Calibrate(o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const Cluster& cluster = *c.value().cluster;
+  const proto::DeviceSpec& device = cluster.proto().device();
+  ASSERT_EQ(c.value().compute_entries, device.compute_size());
+  // Every op with FLOPs, forward and backward, at both sizes: matmul's
+  // FLOPs 2 x 8 x 16 x 32 = 8192 and 65536.
+  const std::vector<std::string> types = cluster.compute_table().OpTypes();
+  for (const char* t : {"matmul", "relu"}) {
+    EXPECT_NE(std::find(types.begin(), types.end(), t), types.end()) << t;
+  }
+  std::map<std::string, std::vector<std::pair<double, double>>> curves;
+  for (const proto::ComputeEntry& e : device.compute()) {
+    EXPECT_TRUE(std::isfinite(e.seconds()) && e.seconds() > 0 && e.seconds() < 10) << e.op_type();
+    EXPECT_EQ(e.dtype(), "float32");
+    curves[e.op_type()].push_back({e.flops(), e.seconds()});
+  }
+  std::vector<double> matmul_flops;
+  for (const auto& [f, s] : curves["matmul"]) matmul_flops.push_back(f);
+  std::sort(matmul_flops.begin(), matmul_flops.end());
+  EXPECT_EQ(matmul_flops.front(), 8192);
+  EXPECT_EQ(matmul_flops.back(), 65536);
+  // Monotone-plausible: more FLOPs never take less time within an op type.
+  for (auto& [type, curve] : curves) {
+    std::sort(curve.begin(), curve.end());
+    for (size_t i = 1; i < curve.size(); ++i) EXPECT_GE(curve[i].second, curve[i - 1].second);
+  }
+  ASSERT_EQ(device.contention_size(), 1);
+  EXPECT_EQ(device.contention(0).devices(), 2);
+  EXPECT_TRUE(std::isfinite(device.contention(0).factor()) && device.contention(0).factor() > 0);
+  // Every in-process collective has its own figures on the level.
+  EXPECT_EQ(cluster.level(0).collectives.size(), 4u);
+  for (const auto& [kind, figure] : cluster.level(0).collectives) {
+    EXPECT_TRUE(figure.bandwidth_bytes_per_s > 0 && figure.latency_s > 0) << kind;
+  }
+  EXPECT_NE(c.value().ToText().find("no correction factor"), std::string::npos);
+  // The text form parses back with the same table.
+  auto parsed = Cluster::Parse(c.value().ToText(), "calibrated.pbtxt");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed.value().proto().device().compute_size(), device.compute_size());
+}
+
+TEST(Calibrate, ComputeEntriesPoolNearbySizesAndStayMonotone) {
+  // By hand: 100 and 105 FLOPs are one point (median 102.5 FLOPs, median
+  // 2.5 s); 1000 FLOPs at 1 s is slower-than-next noise: pooled with the
+  // point before (weights 2 and 1: (2.5 x 2 + 1) / 3 = 2 s); 1e4 at 5 s stays.
+  std::vector<KernelTime> times = {{"a", "gelu", DataType::kFloat32, 100, 2},
+                                   {"b", "gelu", DataType::kFloat32, 105, 3},
+                                   {"c", "gelu", DataType::kFloat32, 1000, 1},
+                                   {"d", "gelu", DataType::kFloat32, 10000, 5}};
+  std::vector<proto::ComputeEntry> entries = ToComputeEntries(times);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_DOUBLE_EQ(entries[0].flops(), 102.5);
+  EXPECT_DOUBLE_EQ(entries[0].seconds(), 2.0);
+  EXPECT_DOUBLE_EQ(entries[1].flops(), 1000);
+  EXPECT_DOUBLE_EQ(entries[1].seconds(), 2.0);
+  EXPECT_DOUBLE_EQ(entries[2].flops(), 10000);
+  EXPECT_DOUBLE_EQ(entries[2].seconds(), 5.0);
+  // Contention: the sums of the shared ops' times, at once over alone.
+  EXPECT_DOUBLE_EQ(SlowdownRatio({times[0], times[1]}, {{"a", "gelu", DataType::kFloat32, 100, 3},
+                                                        {"b", "gelu", DataType::kFloat32, 105, 7},
+                                                        {"z", "gelu", DataType::kFloat32, 1, 9}}),
+                   2.0);
+}
+
 TEST(Calibrate, BadOptionsNameTheOption) {
   CalibrationOptions o = Tiny();
   o.devices = 1;
@@ -65,6 +157,11 @@ TEST(Calibrate, BadOptionsNameTheOption) {
   c = Calibrate(o);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("reps=0"), std::string::npos);
+  o = Tiny();
+  o.contention_devices = 1;
+  c = Calibrate(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("contention_devices=1"), std::string::npos);
 }
 
 }  // namespace

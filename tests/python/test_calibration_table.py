@@ -1,0 +1,82 @@
+"""Calibration with kernel probes, through the Python API: the compute table
+covers the op types of GPT and VGG training (forward, backward, updates),
+is monotone in FLOPs, carries a contention factor, and plans price from it.
+Timing asserts are sanity only (positive, finite)."""
+import json
+
+import numpy as np
+import pytest
+
+from oneflow_lite import _C, calibrate_probes
+
+
+@pytest.fixture(scope="module")
+def calibrated():
+    probes = calibrate_probes.probes(scale=0.125, gpt_widths=(64, 128), vgg_widths=(4, 8))
+    return _C.calibrate(devices=2, matmul_size=16, allreduce_bytes=1 << 16,
+                        memcpy_bytes=1 << 16, reps=1, kernel_probes=probes,
+                        contention_devices=2)
+
+
+def test_the_table_covers_the_models_op_types(calibrated):
+    cluster, figures = calibrated
+    types = set(cluster.compute_table_op_types())
+    assert figures["compute_entries"] > 0
+    for op in ("matmul", "batch_matmul", "conv2d", "layer_norm", "softmax", "gelu", "relu",
+               "sparse_softmax_cross_entropy"):
+        assert op in types, (op, sorted(types))
+    assert any(t.endswith("_grad") for t in types), sorted(types)
+    assert any("adam" in t for t in types) and any("sgd" in t for t in types), sorted(types)
+
+
+def test_the_table_is_monotone_and_positive(calibrated):
+    cluster, _ = calibrated
+    flops = np.logspace(3, 10, 15)
+    for op in cluster.compute_table_op_types():
+        seconds = [cluster.compute_seconds(op, "float32", f) for f in flops]
+        assert all(np.isfinite(s) and s > 0 for s in seconds), (op, seconds)
+        assert all(b >= a for a, b in zip(seconds, seconds[1:])), (op, seconds)
+    assert cluster.compute_seconds("no_such_op", "float32", 1e6) is None
+
+
+def test_contention_and_collectives_are_measured(calibrated):
+    cluster, figures = calibrated
+    ((devices, factor),) = figures["contention"]
+    assert devices == 2 and np.isfinite(factor) and factor > 0
+    assert cluster.contention(2) == pytest.approx(factor, rel=1e-12)
+    assert cluster.contention(1) == 1.0
+    text = figures["text"]
+    for kind in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all"):
+        assert f"kind: \"{kind}\"" in text
+
+
+def test_plans_price_from_the_table(calibrated, tmp_path):
+    cluster, figures = calibrated
+    path = tmp_path / "local.pbtxt"
+    path.write_text(figures["text"])
+    program = calibrate_probes.gpt_probe(64, batch=2, seq_len=8)
+    planned = _C.plan(program, [2], str(path), "autoddl")
+    report = json.loads(planned.report_json())
+    assert report["compute_table"] is True
+    assert planned.predicted_step_s > 0
+    assert "measured kernel times" in planned.report()
+
+
+def test_collectives_across_two_processes():
+    from oneflow_lite.calibrate import process_collectives
+
+    figures = process_collectives(2, nbytes=1 << 14, reps=1, timeout_s=120)
+    assert sorted(f["kind"] for f in figures) == ["all_gather", "all_reduce", "all_to_all",
+                                                   "reduce_scatter"]
+    for f in figures:
+        assert np.isfinite(f["bandwidth_gbps"]) and f["bandwidth_gbps"] > 0
+        assert np.isfinite(f["latency_us"]) and f["latency_us"] > 0
+    cluster, result = _C.calibrate(devices=2, matmul_size=16, allreduce_bytes=1 << 16,
+                                   memcpy_bytes=1 << 16, reps=1, collectives=figures,
+                                   collectives_source="two processes")
+    (level,) = cluster.levels()
+    reduce = next(f for f in figures if f["kind"] == "all_reduce")
+    assert level["bandwidth_bytes_per_s"] == pytest.approx(reduce["bandwidth_gbps"] * 1e9)
+    assert "# collectives: two processes" in result["text"]
+    with pytest.raises(ValueError, match="processes=1"):
+        process_collectives(1)
