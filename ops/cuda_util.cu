@@ -7,6 +7,8 @@
 #include <mutex>
 #include <utility>
 
+#include "oneflow_lite/core/cuda/cuda_device_context.h"
+#include "oneflow_lite/core/cuda/stream_caches.h"
 #include "ops/cuda_device.cuh"
 #include "ops/cuda_util.h"
 
@@ -29,6 +31,34 @@ Handles& TheHandles() {
   static Handles* handles = new Handles;
   return *handles;
 }
+
+// A dying stream's cuDNN handles and cuBLASLt workspaces (its work finished);
+// how many there were.
+int64_t ReleaseStreamEntries(cudaStream_t stream) {
+  Handles& h = TheHandles();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  const size_t before = h.workspaces.size() + h.cudnn.size();
+  for (auto it = h.workspaces.begin(); it != h.workspaces.end();) {
+    if (it->first.second != stream) {
+      ++it;
+      continue;
+    }
+    (void)cudaFree(it->second);
+    it = h.workspaces.erase(it);
+  }
+  for (auto it = h.cudnn.begin(); it != h.cudnn.end();) {
+    if (it->first.second != stream) {
+      ++it;
+      continue;
+    }
+    (void)cudnnDestroy(it->second);
+    it = h.cudnn.erase(it);
+  }
+  return static_cast<int64_t>(before - h.workspaces.size() - h.cudnn.size());
+}
+
+[[maybe_unused]] const bool kStreamReleaseRegistered =
+    RegisterCudaStreamRelease(&ReleaseStreamEntries);
 
 template <typename W>
 __global__ void StridedCopyKernel(int64_t n, Dims extent, const W* src, Dims src_strides, W* dst,
@@ -58,8 +88,9 @@ unsigned BlocksFor(int64_t n) {
 }
 
 DeviceGuard::DeviceGuard(int device) {
+  const int ordinal = CudaOrdinalOf(Device{DeviceType::kCUDA, device});
   OFL_CUDA_CHECK(cudaGetDevice(&previous_));
-  if (previous_ != device) OFL_CUDA_CHECK(cudaSetDevice(device));
+  if (previous_ != ordinal) OFL_CUDA_CHECK(cudaSetDevice(ordinal));
 }
 
 DeviceGuard::~DeviceGuard() {

@@ -6,6 +6,7 @@
 #include "ops/kernel.h"
 #include "ops/op_registry.h"
 #include "runtime/actor_thread.h"
+#include "runtime/boxing.h"
 #include "runtime/device_support.h"
 #include "runtime/run_context.h"
 
@@ -257,7 +258,7 @@ class AccActor : public Actor {
 class BoxingActor : public Actor {
  public:
   BoxingActor(const proto::TaskProto& task, const RankEnv& env)
-      : Actor(task, TaskDisplayName(task)), boxing_(env.boxing) {}
+      : Actor(task, TaskDisplayName(task)), boxing_(env.boxing), device_(env.device) {}
   Status Prepare() override {
     if (boxing_ == nullptr || !*boxing_) {
       return Named(StatusCode::kInvalidArgument, "the runtime has no boxing function");
@@ -278,8 +279,7 @@ class BoxingActor : public Actor {
     Tensor* out = num_data_outputs() > 0 ? data_output(0) : nullptr;
     Status status;
     try {
-      status = thread()->device_stream()->device().is_host() ? (*boxing_)(task_, in, out)
-                                                              : StagedThroughHost(in, out);
+      status = (*boxing_)(task_, in, out, BoxingStream{device_, thread()->device_stream()});
     } catch (const std::exception& e) {
       status = Status(StatusCode::kInternal, StrCat("boxing step threw: ", e.what()));
     }
@@ -288,21 +288,8 @@ class BoxingActor : public Actor {
   }
 
  private:
-  // A device's boxing step, staged through host memory: the stream's work
-  // (the waits for the input) is finished, the step runs on host copies with
-  // the host communicators, and the output is copied back before the act
-  // ends. Device-native communicators (NCCL, device copies) would skip the
-  // staging; they need the BoxingFn to take the stream.
-  Status StagedThroughHost(const Tensor& in, Tensor* out) {
-    thread()->device_stream()->Synchronize();
-    const Tensor host_in = num_data_inputs() > 0 ? CloneToHost(in) : Tensor();
-    Tensor host_out = out != nullptr ? Tensor(out->shape(), out->dtype()) : Tensor();
-    OFL_RETURN_IF_ERROR((*boxing_)(task_, host_in, out != nullptr ? &host_out : nullptr));
-    if (out != nullptr) CopyBytesSync(out->device(), out->raw(), host_out.raw(), out->nbytes());
-    return Status::OK();
-  }
-
   const BoxingFn* boxing_;
+  DeviceContext* device_;
 };
 
 }  // namespace

@@ -16,12 +16,12 @@
 //             act only hands it to the readers of the next iteration.
 //   SINK      nothing of its own; a fetch clones its input.
 //   BOXING    calls the BoxingFn hook (runtime/boxing.h's RunBoxingStep
-//             fits behind it); acts in the thread's boxing turn. Its stream
-//             is its thread's; the hook runs on the calling thread. On a
-//             device (CUDA) the step is staged through host copies (the
-//             stream synchronised first): correct with the host
-//             communicators, not fast; device-native communicators need the
-//             hook to take the stream.
+//             fits behind it) with its rank's device context and its
+//             thread's stream; acts in the thread's boxing turn. The hook
+//             runs on the calling thread and works on the device's memory:
+//             on a device its work is enqueued on that stream (the act's
+//             writes are ordered for the readers by the stream, as a
+//             kernel's).
 //   ACC       gradient accumulation: acts every iteration (micro-batch) and
 //             sums its input into its output slot; its output register has
 //             period k, so the slot goes on once per k acts, holding the
@@ -45,12 +45,16 @@
 
 namespace ofl {
 
+// runtime/boxing.h: the rank's device context and the actor's stream.
+struct BoxingStream;
+
 // Runs one BOXING task on its rank: reads `input` (an empty tensor when the
-// task has no data input) and writes `*output` (null when it has none), as
-// runtime/boxing.h's RunBoxingStep does. Called from the task's actor
-// thread; calls of different ranks run at the same time. Errors fail the run.
-using BoxingFn =
-    std::function<Status(const proto::TaskProto& task, const Tensor& input, Tensor* output)>;
+// task has no data input) and writes `*output` (null when it has none), both
+// memory of the rank's device, ordered on `on.stream`, as runtime/boxing.h's
+// RunBoxingStep does. Called from the task's actor thread; calls of
+// different ranks run at the same time. Errors fail the run.
+using BoxingFn = std::function<Status(const proto::TaskProto& task, const Tensor& input,
+                                      Tensor* output, const BoxingStream& on)>;
 
 // What the actors of one rank share.
 struct RankEnv {

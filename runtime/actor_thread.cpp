@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include "oneflow_lite/core/caching_allocator.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 
 namespace ofl {
@@ -123,6 +124,10 @@ void ActorThread::Main() {
   // oneDNN runs on OpenMP, whose thread count is a per-thread setting.
   omp_set_num_threads(kernel_threads_);
   device_stream_->BindToThread();
+  // What this thread allocates (kernel and boxing scratch) belongs to its
+  // stream: a caching allocator reuses it at once on this stream, and on
+  // another only after events (core/caching_allocator.h).
+  CachingAllocator::StreamScope scope(device_stream_.get());
   for (;;) {
     RunContext* run;
     {

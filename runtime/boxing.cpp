@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <tuple>
 
+#include "oneflow_lite/core/caching_allocator.h"
 #include "oneflow_lite/core/slicing.h"
 #include "ops/array/strided_copy.h"
+#include "runtime/device_support.h"
 #include "runtime/plan_check.h"
 
 namespace ofl {
@@ -40,17 +43,11 @@ Shape WithExtent(Shape shape, int64_t axis, int64_t extent) {
   return shape;
 }
 
-// A contiguous copy of one box of `src`.
-Tensor Pack(const Tensor& src, const Offsets& start, const Shape& box) {
-  Tensor out(box, src.dtype());
-  CopyBox(src, start, &out, Zeros(box.ndim()), box);
-  return out;
-}
-
-// A view of `count` elements of a flat buffer, from element `begin`, as `shape`.
+// A view of `count` elements of a flat buffer, from element `begin`, as
+// `shape`.
 Tensor View(const Tensor& flat, int64_t begin, const Shape& shape) {
   char* base = static_cast<char*>(const_cast<void*>(flat.raw()));
-  return Tensor(shape, flat.dtype(), nullptr, base + begin * SizeOf(flat.dtype()));
+  return Tensor(shape, flat.dtype(), nullptr, base + begin * SizeOf(flat.dtype()), flat.device());
 }
 
 template <typename T>
@@ -58,7 +55,7 @@ void AddTyped(void* dst, const void* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) static_cast<T*>(dst)[i] += static_cast<const T*>(src)[i];
 }
 
-Status Accumulate(void* dst, const void* src, int64_t n, DataType dtype) {
+Status HostAccumulate(void* dst, const void* src, int64_t n, DataType dtype) {
   switch (dtype) {
     case DataType::kFloat32: AddTyped<float>(dst, src, n); break;
     case DataType::kFloat64: AddTyped<double>(dst, src, n); break;
@@ -69,6 +66,74 @@ Status Accumulate(void* dst, const void* src, int64_t n, DataType dtype) {
   return Status::OK();
 }
 
+// The byte work of one step on its rank's memory (runtime/boxing.h, Devices):
+// on the host at once on this thread, as plain memcpy/CopyBox/loops; on a
+// device enqueued on the step's stream, with scratch from the rank's
+// allocator under that stream (so its reuse is ordered by the stream).
+class StepMemory {
+ public:
+  explicit StepMemory(const BoxingStream& on)
+      : on_(on), device_(on.stream != nullptr && !on.stream->device().is_host()) {
+    if (device_) {
+      CHECK(on.device != nullptr) << "a boxing step on " << on.stream->device() << " needs its "
+                                  << "device context";
+      scope_.emplace(on.stream);
+    } else if (on.stream != nullptr && !on.stream->is_inline()) {
+      on.stream->Synchronize();  // a CPU worker stream: the waits for the input
+    }
+  }
+
+  Maybe<Tensor> Scratch(const Shape& shape, DataType dtype) const {
+    if (!device_) return Tensor(shape, dtype);
+    return on_.device->allocator()->NewTensor(shape, dtype);
+  }
+  void CopyBox(const Tensor& src, const Offsets& src_start, Tensor* dst, const Offsets& dst_start,
+               const Shape& box) const {
+    if (!device_) return ::ofl::CopyBox(src, src_start, dst, dst_start, box);
+    CopyBoxOn(on_.stream, src, src_start, dst, dst_start, box);
+  }
+  // A contiguous copy of one box of `src`.
+  Maybe<Tensor> Pack(const Tensor& src, const Offsets& start, const Shape& box) const {
+    OFL_ASSIGN_OR_RETURN(Tensor out, Scratch(box, src.dtype()));
+    CopyBox(src, start, &out, Zeros(box.ndim()), box);
+    return out;
+  }
+  void Copy(Tensor* dst, const Tensor& src) const {
+    if (!device_) return dst->CopyFrom(src);
+    CHECK(dst->shape() == src.shape() && dst->dtype() == src.dtype());
+    on_.device->Copy(on_.stream, dst->raw(), src.raw(), dst->nbytes());
+  }
+  void Zero(Tensor* t) const {
+    if (!device_) {
+      std::memset(t->raw(), 0, t->nbytes());
+    } else {
+      on_.device->Fill(on_.stream, t->raw(), 0, t->nbytes());
+    }
+  }
+  Status Add(void* dst, const void* src, int64_t n, DataType dtype) const {
+    if (!device_) return HostAccumulate(dst, src, n, dtype);
+    AccumulateOn(on_.stream, dst, src, n, dtype);
+    return Status::OK();
+  }
+  // Before a collective on the step's buffers: a device-native communicator
+  // enqueues it on the step's stream; a host-style one needs the stream's
+  // work on the buffers finished.
+  Communicator* Ready(Communicator* comm) const {
+    if (!device_) return comm;
+    if (comm->enqueues_on_stream()) {
+      comm->set_stream(on_.stream);
+    } else {
+      on_.stream->Synchronize();
+    }
+    return comm;
+  }
+
+ private:
+  const BoxingStream on_;
+  const bool device_;
+  std::optional<CachingAllocator::StreamScope> scope_;
+};
+
 std::string Tag(const Conf& conf) {
   return StrCat("boxing/", conf.group_id(), "/", Conf::Kind_Name(conf.kind()));
 }
@@ -77,41 +142,44 @@ std::string Tag(const Conf& conf) {
 // not the communicator's balanced parts of the flat buffer (uneven along d
 // with inner extent > 1), each rank pulls its part of every addend with an
 // all-to-all and sums them: the same bytes, T - |own part| per rank.
-Status RunReduceScatter(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm) {
+Status RunReduceScatter(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm,
+                        const StepMemory& mem) {
   const Shape& g = input.shape();
   const int64_t d = conf.split_axis(), p = comm->size(), me = comm->rank(), n = g.NumElements();
   if (n == 0) return Status::OK();
-  Tensor packed(Shape({n}), input.dtype());
+  OFL_ASSIGN_OR_RETURN(Tensor packed, mem.Scratch(Shape({n}), input.dtype()));
   std::vector<int64_t> counts(p);
   bool flat_parts = true;
   for (int64_t r = 0, offset = 0; r < p; ++r) {
     Range part = BalancedPart(g[d], p, r);
     Shape box = WithExtent(g, d, part.size);
     Tensor view = View(packed, offset, box);
-    CopyBox(input, AxisStart(g.ndim(), d, part.begin), &view, Zeros(g.ndim()), box);
+    mem.CopyBox(input, AxisStart(g.ndim(), d, part.begin), &view, Zeros(g.ndim()), box);
     counts[r] = box.NumElements();
     flat_parts = flat_parts && counts[r] == BalancedPart(n, p, r).size;
     offset += counts[r];
   }
   CHECK_EQ(counts[me], output->numel());
-  if (flat_parts)
-    return comm->ReduceScatter(packed.raw(), output->raw(), n, input.dtype(), Tag(conf));
+  if (flat_parts) {
+    return mem.Ready(comm)->ReduceScatter(packed.raw(), output->raw(), n, input.dtype(), Tag(conf));
+  }
   std::vector<int64_t> recv_counts(p, counts[me]);
-  Tensor pulled(Shape({p * counts[me]}), input.dtype());
-  OFL_RETURN_IF_ERROR(comm->AllToAll(packed.raw(), counts.data(), pulled.raw(), recv_counts.data(),
-                                     input.dtype(), Tag(conf)));
-  std::memset(output->raw(), 0, output->nbytes());
+  OFL_ASSIGN_OR_RETURN(Tensor pulled, mem.Scratch(Shape({p * counts[me]}), input.dtype()));
+  OFL_RETURN_IF_ERROR(mem.Ready(comm)->AllToAll(packed.raw(), counts.data(), pulled.raw(),
+                                                recv_counts.data(), input.dtype(), Tag(conf)));
+  mem.Zero(output);
   const int64_t es = SizeOf(input.dtype());
   for (int64_t q = 0; q < p; ++q) {
-    OFL_RETURN_IF_ERROR(Accumulate(output->raw(),
-                                   static_cast<char*>(pulled.raw()) + q * counts[me] * es,
-                                   counts[me], input.dtype()));
+    OFL_RETURN_IF_ERROR(mem.Add(output->raw(),
+                                static_cast<char*>(pulled.raw()) + q * counts[me] * es, counts[me],
+                                input.dtype()));
   }
   return Status::OK();
 }
 
 // S(d) -> B: gather every rank's part, then place each at its offset along d.
-Status RunAllGather(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm) {
+Status RunAllGather(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm,
+                    const StepMemory& mem) {
   const Shape& g = output->shape();
   const int64_t d = conf.split_axis(), p = comm->size(), n = g.NumElements();
   if (n == 0) return Status::OK();
@@ -121,47 +189,51 @@ Status RunAllGather(const Conf& conf, const Tensor& input, Tensor* output, Commu
   }
   CHECK_EQ(counts[comm->rank()], input.numel());
   if (g.Count(0, d) == 1) {  // the parts are already in place, one after another
-    return comm->AllGather(input.raw(), output->raw(), counts.data(), input.dtype(), Tag(conf));
+    return mem.Ready(comm)->AllGather(input.raw(), output->raw(), counts.data(), input.dtype(),
+                                      Tag(conf));
   }
-  Tensor gathered(Shape({n}), input.dtype());
-  OFL_RETURN_IF_ERROR(
-      comm->AllGather(input.raw(), gathered.raw(), counts.data(), input.dtype(), Tag(conf)));
+  OFL_ASSIGN_OR_RETURN(Tensor gathered, mem.Scratch(Shape({n}), input.dtype()));
+  OFL_RETURN_IF_ERROR(mem.Ready(comm)->AllGather(input.raw(), gathered.raw(), counts.data(),
+                                                 input.dtype(), Tag(conf)));
   for (int64_t r = 0, offset = 0; r < p; ++r) {
     Range part = BalancedPart(g[d], p, r);
     Shape box = WithExtent(g, d, part.size);
-    CopyBox(View(gathered, offset, box), Zeros(g.ndim()), output,
-            AxisStart(g.ndim(), d, part.begin), box);
+    mem.CopyBox(View(gathered, offset, box), Zeros(g.ndim()), output,
+                AxisStart(g.ndim(), d, part.begin), box);
     offset += counts[r];
   }
   return Status::OK();
 }
 
-// S(d) -> S(e): rank r gets, from every q, q's rows along d of r's part along e.
-Status RunAllToAll(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm) {
+// S(d) -> S(e): rank r gets, from every q, q's rows along d of r's part along
+// e.
+Status RunAllToAll(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm,
+                   const StepMemory& mem) {
   const int64_t d = conf.split_axis(), e = conf.to_split_axis(), p = comm->size();
   const Shape& in = input.shape();
   const Shape& out = output->shape();
   if (WithExtent(in, d, out[d]).NumElements() == 0) return Status::OK();  // the group's tensor
   const int64_t nd = in.ndim();
   std::vector<int64_t> send_counts(p), recv_counts(p);
-  Tensor send(Shape({input.numel()}), input.dtype()), recv(Shape({output->numel()}), input.dtype());
+  OFL_ASSIGN_OR_RETURN(Tensor send, mem.Scratch(Shape({input.numel()}), input.dtype()));
+  OFL_ASSIGN_OR_RETURN(Tensor recv, mem.Scratch(Shape({output->numel()}), input.dtype()));
   for (int64_t r = 0, offset = 0; r < p; ++r) {
     Range part = BalancedPart(in[e], p, r);
     Shape box = WithExtent(in, e, part.size);
     Tensor view = View(send, offset, box);
-    CopyBox(input, AxisStart(nd, e, part.begin), &view, Zeros(nd), box);
+    mem.CopyBox(input, AxisStart(nd, e, part.begin), &view, Zeros(nd), box);
     send_counts[r] = box.NumElements();
     offset += send_counts[r];
   }
   for (int64_t q = 0; q < p; ++q) {
     recv_counts[q] = WithExtent(out, d, BalancedPart(out[d], p, q).size).NumElements();
   }
-  OFL_RETURN_IF_ERROR(comm->AllToAll(send.raw(), send_counts.data(), recv.raw(), recv_counts.data(),
-                                     input.dtype(), Tag(conf)));
+  OFL_RETURN_IF_ERROR(mem.Ready(comm)->AllToAll(send.raw(), send_counts.data(), recv.raw(),
+                                                recv_counts.data(), input.dtype(), Tag(conf)));
   for (int64_t q = 0, offset = 0; q < p; ++q) {
     Range part = BalancedPart(out[d], p, q);
     Shape box = WithExtent(out, d, part.size);
-    CopyBox(View(recv, offset, box), Zeros(nd), output, AxisStart(nd, d, part.begin), box);
+    mem.CopyBox(View(recv, offset, box), Zeros(nd), output, AxisStart(nd, d, part.begin), box);
     offset += recv_counts[q];
   }
   return Status::OK();
@@ -172,7 +244,7 @@ Shape TransferShape(const proto::Transfer& t) { return Shape(FromRepeated(t.shap
 // The general step; see the header for why the (sender, receiver) order
 // cannot deadlock.
 Status RunSendRecv(const proto::TaskProto& task, const Tensor& input, Tensor* output,
-                   Communicator* comm) {
+                   Communicator* comm, const StepMemory& mem) {
   const Conf& conf = task.boxing_conf();
   const int64_t me = task.rank();
   const std::vector<int64_t> group(conf.group().begin(), conf.group().end());
@@ -187,7 +259,7 @@ Status RunSendRecv(const proto::TaskProto& task, const Tensor& input, Tensor* ou
   if (output != nullptr) {
     int64_t covered = 0;
     for (const auto& t : conf.recvs()) covered += TransferShape(t).NumElements();
-    if (covered < output->numel()) std::memset(output->raw(), 0, output->nbytes());
+    if (covered < output->numel()) mem.Zero(output);
   }
   // (sender, receiver, transfer, is_send), local copies first.
   std::vector<std::tuple<int64_t, int64_t, const proto::Transfer*, bool>> order;
@@ -195,7 +267,8 @@ Status RunSendRecv(const proto::TaskProto& task, const Tensor& input, Tensor* ou
     CHECK(output != nullptr) << "rank " << me << " receives without output";
     const Offsets offset = FromRepeated(t.offset());
     if (t.peer() == me) {
-      CopyBox(input, Minus(offset, in_offset), output, Minus(offset, out_offset), TransferShape(t));
+      mem.CopyBox(input, Minus(offset, in_offset), output, Minus(offset, out_offset),
+                  TransferShape(t));
     } else {
       order.emplace_back(t.peer(), me, &t, false);
     }
@@ -209,14 +282,14 @@ Status RunSendRecv(const proto::TaskProto& task, const Tensor& input, Tensor* ou
     const Offsets offset = FromRepeated(t->offset());
     const Shape box = TransferShape(*t);
     if (is_send) {
-      Tensor packed = Pack(input, Minus(offset, in_offset), box);
-      OFL_RETURN_IF_ERROR(
-          comm->Send(packed.raw(), packed.numel(), dtype, position(receiver), Tag(conf)));
+      OFL_ASSIGN_OR_RETURN(Tensor packed, mem.Pack(input, Minus(offset, in_offset), box));
+      OFL_RETURN_IF_ERROR(mem.Ready(comm)->Send(packed.raw(), packed.numel(), dtype,
+                                                position(receiver), Tag(conf)));
     } else {
-      Tensor received(box, dtype);
-      OFL_RETURN_IF_ERROR(
-          comm->Recv(received.raw(), received.numel(), dtype, position(sender), Tag(conf)));
-      CopyBox(received, Zeros(box.ndim()), output, Minus(offset, out_offset), box);
+      OFL_ASSIGN_OR_RETURN(Tensor received, mem.Scratch(box, dtype));
+      OFL_RETURN_IF_ERROR(mem.Ready(comm)->Recv(received.raw(), received.numel(), dtype,
+                                                position(sender), Tag(conf)));
+      mem.CopyBox(received, Zeros(box.ndim()), output, Minus(offset, out_offset), box);
     }
   }
   return Status::OK();
@@ -225,7 +298,7 @@ Status RunSendRecv(const proto::TaskProto& task, const Tensor& input, Tensor* ou
 }  // namespace
 
 Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* output,
-                     Communicator* comm) {
+                     Communicator* comm, const BoxingStream& on) {
   CHECK(task.kind() == proto::TaskProto::BOXING) << "task " << task.id() << " is not BOXING";
   const Conf& conf = task.boxing_conf();
   if (conf.group_id() >= 0) {
@@ -234,39 +307,50 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
     CHECK_EQ(conf.group(comm->rank()), task.rank())
         << "boxing task " << task.id() << " got another rank's communicator";
   }
-  if (conf.kind() == Conf::SEND_RECV) return RunSendRecv(task, input, output, comm);
+  const StepMemory mem(on);
+  if (conf.kind() == Conf::SEND_RECV) return RunSendRecv(task, input, output, comm, mem);
   CHECK(output != nullptr && input.defined()) << "boxing task " << task.id();
   CHECK(input.dtype() == output->dtype()) << "boxing task " << task.id();
   const Offsets in_offset = FromRepeated(conf.in_offset());
   const Offsets out_offset = FromRepeated(conf.out_offset());
   switch (conf.kind()) {
-    case Conf::IDENTITY: output->CopyFrom(input); return Status::OK();
+    case Conf::IDENTITY: mem.Copy(output, input); return Status::OK();
     case Conf::LOCAL_SLICE:  // keep this rank's part of the replica
-      CopyBox(input, Minus(out_offset, in_offset), output, Zeros(output->shape().ndim()),
-              output->shape());
+      mem.CopyBox(input, Minus(out_offset, in_offset), output, Zeros(output->shape().ndim()),
+                  output->shape());
       return Status::OK();
     case Conf::ZERO_FILL:  // the group's first rank keeps the value
       if (conf.group_size() > 0 && conf.group(0) == task.rank()) {
-        output->CopyFrom(input);
+        mem.Copy(output, input);
       } else {
-        std::memset(output->raw(), 0, output->nbytes());
+        mem.Zero(output);
       }
       return Status::OK();
     case Conf::SCATTER_LOCAL:  // this rank's part in place, zeros elsewhere
-      std::memset(output->raw(), 0, output->nbytes());
-      CopyBox(input, Zeros(input.shape().ndim()), output, Minus(in_offset, out_offset),
-              input.shape());
+      mem.Zero(output);
+      mem.CopyBox(input, Zeros(input.shape().ndim()), output, Minus(in_offset, out_offset),
+                  input.shape());
       return Status::OK();
     case Conf::ALL_REDUCE:
-      output->CopyFrom(input);
+      mem.Copy(output, input);
       if (output->numel() == 0) return Status::OK();
-      return comm->AllReduce(output->raw(), output->numel(), output->dtype(), Tag(conf));
-    case Conf::REDUCE_SCATTER: return RunReduceScatter(conf, input, output, comm);
-    case Conf::ALL_GATHER: return RunAllGather(conf, input, output, comm);
-    case Conf::ALL_TO_ALL: return RunAllToAll(conf, input, output, comm);
+      return mem.Ready(comm)->AllReduce(output->raw(), output->numel(), output->dtype(), Tag(conf));
+    case Conf::REDUCE_SCATTER: return RunReduceScatter(conf, input, output, comm, mem);
+    case Conf::ALL_GATHER: return RunAllGather(conf, input, output, comm, mem);
+    case Conf::ALL_TO_ALL: return RunAllToAll(conf, input, output, comm, mem);
     default: return Unimplemented("boxing task ", task.id(), ": unknown kind ", conf.kind());
   }
 }
+
+namespace {
+
+// The device a task runs on: its plan device, or cpu:<rank> when empty.
+Maybe<Device> TaskDevice(const proto::TaskProto& task) {
+  if (task.device().empty()) return Device{DeviceType::kCPU, static_cast<int>(task.rank())};
+  return Device::Parse(task.device());
+}
+
+}  // namespace
 
 Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& plan,
                                                           std::chrono::milliseconds timeout,
@@ -275,6 +359,9 @@ Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& pla
   groups->timeout_ = timeout;
   groups->world_ = world;
   auto local = [&](int64_t rank) { return ProcessOfRank(plan, rank) == world.process; };
+  // Each member's device (rank -> device), per group, for the in-process
+  // groups' memory.
+  std::map<int64_t, std::map<int64_t, Device>> local_devices;
   for (const proto::TaskProto& task : plan.tasks()) {
     if (task.kind() != proto::TaskProto::BOXING || task.boxing_conf().group_id() < 0) continue;
     const Conf& conf = task.boxing_conf();
@@ -282,45 +369,69 @@ Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& pla
     OFL_ENSURE(std::find(members.begin(), members.end(), task.rank()) != members.end(),
                "boxing task ", task.id(), ": rank ", task.rank(), " is not in its group ",
                conf.group_id());
+    OFL_ASSIGN_OR_RETURN(const Device device, TaskDevice(task));
     auto it = groups->groups_.find(conf.group_id());
-    if (it != groups->groups_.end()) {
-      OFL_ENSURE(it->second.members == members, "boxing task ", task.id(), ": group ",
-                 conf.group_id(), " has different members on different tasks");
-      if (it->second.group == nullptr && local(task.rank())) {  // spans processes
-        GlooKey key{members, task.rank(), task.stream()};
-        auto [at, added] = groups->gloo_of_.emplace(std::make_pair(conf.group_id(), task.rank()),
-                                                    key);
-        OFL_ENSURE(added || at->second == key, "boxing group ", conf.group_id(), ": rank ",
-                   task.rank(), " runs its tasks on streams ", std::get<2>(at->second), " and ",
-                   task.stream(), " (one communicator serves one thread)");
-        groups->gloo_[key] = nullptr;
-      }
-      continue;
+    if (it == groups->groups_.end()) {
+      const int64_t here = std::count_if(members.begin(), members.end(), local);
+      if (here == 0) continue;  // other processes' group
+      OFL_ENSURE(here == static_cast<int64_t>(members.size()) ||
+                     (world.world != nullptr && world.world->store() != nullptr),
+                 "boxing group ", conf.group_id(),
+                 " spans processes but this process has no world (store)");
+      it = groups->groups_.emplace(conf.group_id(), Group{members, device, nullptr}).first;
+      if (here == static_cast<int64_t>(members.size())) local_devices[conf.group_id()];
     }
-    const int64_t here = std::count_if(members.begin(), members.end(), local);
-    if (here == 0) continue;  // other processes' group
-    Group g{members, nullptr};
-    if (here == static_cast<int64_t>(members.size())) {
-      g.group = std::make_unique<InProcessGroup>(members.size(), timeout);
+    Group& g = it->second;
+    OFL_ENSURE(g.members == members, "boxing task ", task.id(), ": group ", conf.group_id(),
+               " has different members on different tasks");
+    OFL_ENSURE(g.device.type == device.type, "boxing task ", task.id(), ": group ", conf.group_id(),
+               " has ", g.device, " and ", device, " (a group's members are of one device type)");
+    if (!local(task.rank())) continue;
+    auto devices = local_devices.find(conf.group_id());
+    if (devices != local_devices.end()) {
+      devices->second[task.rank()] = device;
     } else {
-      OFL_ENSURE(world.world != nullptr && world.world->store() != nullptr, "boxing group ",
-                 conf.group_id(), " spans processes but this process has no world (store)");
-      if (local(task.rank())) {
-        GlooKey key{members, task.rank(), task.stream()};
-        groups->gloo_of_.emplace(std::make_pair(conf.group_id(), task.rank()), key);
-        groups->gloo_[key] = nullptr;
-      }
+      OFL_RETURN_IF_ERROR(groups->AddRemote(
+          conf.group_id(), RemoteKey{members, task.rank(), task.stream()}, device));
     }
-    groups->groups_.emplace(conf.group_id(), std::move(g));
   }
-  OFL_RETURN_IF_ERROR(groups->ConnectGloo());
+  for (auto& [id, devices] : local_devices) {
+    Group& g = groups->groups_.at(id);
+    InProcessMemory memory = HostMemory();
+    if (g.device.type != DeviceType::kCPU) {
+      std::vector<Device> all;
+      for (const auto& [rank, device] : devices) all.push_back(device);
+      Maybe<InProcessMemory> made = DeviceGroupMemory(all);
+      if (!made.ok()) {  // as Runtime::Create names it: "rank 0: cuda:0: no CUDA device"
+        return Status(made.status().code(),
+                      StrCat("rank ", devices.begin()->first, ": ", made.status().message()));
+      }
+      memory = std::move(made).value();
+    }
+    g.group = std::make_unique<InProcessGroup>(g.members.size(), timeout, std::move(memory));
+  }
+  OFL_RETURN_IF_ERROR(groups->ConnectRemote());
   return groups;
 }
 
 BoxingGroups::~BoxingGroups() = default;
 
-Status BoxingGroups::ConnectGloo() {
-  if (gloo_.empty()) return Status::OK();
+Status BoxingGroups::AddRemote(int64_t group_id, const RemoteKey& key, const Device& device) {
+  auto [at, added] = remote_of_.emplace(std::make_pair(group_id, std::get<1>(key)), key);
+  OFL_ENSURE(added || at->second == key, "boxing group ", group_id, ": rank ", std::get<1>(key),
+             " runs its tasks on streams ", std::get<2>(at->second), " and ", std::get<2>(key),
+             " (one communicator serves one thread)");
+  remote_[key].device = device;
+  return Status::OK();
+}
+
+int64_t BoxingGroups::CountRemote(DeviceType type) const {
+  return std::count_if(remote_.begin(), remote_.end(),
+                       [&](const auto& entry) { return entry.second.device.type == type; });
+}
+
+Status BoxingGroups::ConnectRemote() {
+  if (remote_.empty()) return Status::OK();
   GlooOptions options = world_.world->options().gloo;
   options.timeout = timeout_;
   const std::string attempt = StrCat(world_.name, "/a", attempt_++);
@@ -328,31 +439,40 @@ Status BoxingGroups::ConnectGloo() {
   // local members of one list connect at once (each waits for the others).
   // Keys sort by member list, then rank, then stream: the batch of one member
   // list holds every (local rank, stream); each stream connects its own mesh.
-  auto it = gloo_.begin();
-  while (it != gloo_.end()) {
+  auto it = remote_.begin();
+  while (it != remote_.end()) {
     const std::vector<int64_t>& members = std::get<0>(it->first);
     std::vector<decltype(it)> batch;
-    for (; it != gloo_.end() && std::get<0>(it->first) == members; ++it) batch.push_back(it);
-    std::vector<Maybe<std::unique_ptr<GlooCommunicator>>> made;
+    for (; it != remote_.end() && std::get<0>(it->first) == members; ++it) batch.push_back(it);
+    std::vector<Maybe<std::unique_ptr<Communicator>>> made;
     for (size_t i = 0; i < batch.size(); ++i) {
       made.emplace_back(Status(StatusCode::kInternal, "not connected"));
     }
     std::vector<std::thread> threads;
     for (size_t i = 0; i < batch.size(); ++i) {
       threads.emplace_back([&, i] {
+        const Device& device = batch[i]->second.device;
         std::string name = StrCat(attempt, "/s", std::get<2>(batch[i]->first), "/m");
         for (int64_t m : members) name += StrCat("_", m);
-        made[i] = GlooCommunicator::Create(world_.world->store(), name, members,
-                                           std::get<1>(batch[i]->first), options);
+        const int64_t rank = std::get<1>(batch[i]->first);
+        if (device.type == DeviceType::kCPU) {
+          Maybe<std::unique_ptr<GlooCommunicator>> gloo =
+              GlooCommunicator::Create(world_.world->store(), name, members, rank, options);
+          made[i] = gloo.ok() ? Maybe<std::unique_ptr<Communicator>>(std::move(gloo).value())
+                              : Maybe<std::unique_ptr<Communicator>>(gloo.status());
+        } else {
+          made[i] =
+              MakeDeviceCommunicator(world_.world->store(), name, members, rank, device, timeout_);
+        }
       });
     }
     for (auto& t : threads) t.join();
     for (size_t i = 0; i < batch.size(); ++i) {
       OFL_RETURN_IF_ERROR(made[i].status());
-      batch[i]->second = std::move(made[i]).value();
+      batch[i]->second.comm = std::move(made[i]).value();
     }
   }
-  gloo_aborted_ = false;
+  remote_aborted_ = false;
   return Status::OK();
 }
 
@@ -364,21 +484,21 @@ Communicator* BoxingGroups::For(int64_t group_id, int64_t global_rank) const {
   auto pos = std::find(members.begin(), members.end(), global_rank);
   CHECK(pos != members.end()) << "rank " << global_rank << " is not in boxing group " << group_id;
   if (it->second.group != nullptr) return it->second.group->Rank(pos - members.begin());
-  auto key = gloo_of_.find({group_id, global_rank});
-  CHECK(key != gloo_of_.end()) << "rank " << global_rank << " has no task in group " << group_id;
-  auto comm = gloo_.find(key->second);
-  CHECK(comm != gloo_.end() && comm->second != nullptr)
-      << "rank " << global_rank << " has no Gloo communicator for group " << group_id;
-  return comm->second.get();
+  auto key = remote_of_.find({group_id, global_rank});
+  CHECK(key != remote_of_.end()) << "rank " << global_rank << " has no task in group " << group_id;
+  auto comm = remote_.find(key->second);
+  CHECK(comm != remote_.end() && comm->second.comm != nullptr)
+      << "rank " << global_rank << " has no communicator for group " << group_id;
+  return comm->second.comm.get();
 }
 
 void BoxingGroups::AbortAll(const std::string& why) const {
   for (const auto& [id, g] : groups_) {
     if (g.group != nullptr) g.group->AbortAll(why);
   }
-  if (!gloo_.empty()) gloo_aborted_ = true;
-  for (const auto& [key, comm] : gloo_) {
-    if (comm != nullptr) comm->Abort(why);
+  if (!remote_.empty()) remote_aborted_ = true;
+  for (const auto& [key, remote] : remote_) {
+    if (remote.comm != nullptr) remote.comm->Abort(why);
   }
 }
 
@@ -386,24 +506,24 @@ Status BoxingGroups::ResetAll() {
   for (const auto& [id, g] : groups_) {
     if (g.group != nullptr) g.group->Reset();
   }
-  if (!gloo_aborted_) return Status::OK();
-  for (auto& [key, comm] : gloo_) {
-    if (comm == nullptr) continue;
-    gloo_bytes_before_[std::get<1>(key)] += comm->bytes_sent();
-    comm.reset();
+  if (!remote_aborted_) return Status::OK();
+  for (auto& [key, remote] : remote_) {
+    if (remote.comm == nullptr) continue;
+    remote_bytes_before_[std::get<1>(key)] += remote.comm->bytes_sent();
+    remote.comm.reset();
   }
-  return ConnectGloo();
+  return ConnectRemote();
 }
 
 std::map<int64_t, int64_t> BoxingGroups::BytesSentByRank() const {
-  std::map<int64_t, int64_t> bytes = gloo_bytes_before_;
+  std::map<int64_t, int64_t> bytes = remote_bytes_before_;
   for (const auto& [id, g] : groups_) {
     if (g.group == nullptr) continue;
     std::vector<int64_t> sent = g.group->BytesSent();
     for (size_t i = 0; i < sent.size(); ++i) bytes[g.members[i]] += sent[i];
   }
-  for (const auto& [key, comm] : gloo_) {
-    if (comm != nullptr) bytes[std::get<1>(key)] += comm->bytes_sent();
+  for (const auto& [key, remote] : remote_) {
+    if (remote.comm != nullptr) bytes[std::get<1>(key)] += remote.comm->bytes_sent();
   }
   return bytes;
 }

@@ -5,6 +5,8 @@
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
 #include "oneflow_lite/core/cuda/cuda_device_context.h"
+#include "ops/array/strided_copy.h"
+#include "ops/cuda_util.h"
 #include "runtime/cuda_memory.h"
 
 namespace ofl {
@@ -61,14 +63,8 @@ void Launch(void* dst, const void* init, const std::vector<const void*>& srcs, i
   } while (done < srcs.size());
 }
 
-}  // namespace
-
-void CudaAccumulate(int ordinal, void* dst, const void* init, const std::vector<const void*>& srcs,
-                    int64_t n, DataType dtype) {
-  if (n == 0) return;
-  CudaDeviceGuard guard(ordinal);
-  cudaStream_t stream;
-  OFL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+void LaunchAccumulate(void* dst, const void* init, const std::vector<const void*>& srcs, int64_t n,
+                      DataType dtype, cudaStream_t stream) {
   switch (dtype) {
     case DataType::kFloat32: Launch<float>(dst, init, srcs, n, stream); break;
     case DataType::kFloat64: Launch<double>(dst, init, srcs, n, stream); break;
@@ -77,6 +73,17 @@ void CudaAccumulate(int ordinal, void* dst, const void* init, const std::vector<
     case DataType::kBFloat16: Launch<__nv_bfloat16>(dst, init, srcs, n, stream); break;
     case DataType::kFloat16: Launch<__half>(dst, init, srcs, n, stream); break;
   }
+}
+
+}  // namespace
+
+void CudaAccumulate(int ordinal, void* dst, const void* init, const std::vector<const void*>& srcs,
+                    int64_t n, DataType dtype) {
+  if (n == 0) return;
+  CudaDeviceGuard guard(ordinal);
+  cudaStream_t stream;
+  OFL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  LaunchAccumulate(dst, init, srcs, n, dtype, stream);
   OFL_CUDA_CHECK(cudaStreamSynchronize(stream));
   OFL_CUDA_CHECK(cudaStreamDestroy(stream));
 }
@@ -98,6 +105,23 @@ InProcessMemory CudaMemory(int ordinal) {
     CudaAccumulate(ordinal, dst, init, srcs, n, dtype);
   };
   return memory;
+}
+
+void CudaAccumulateOn(Stream* stream, void* dst, const void* src, int64_t n, DataType dtype) {
+  if (n == 0) return;
+  CudaDeviceGuard guard(CudaOrdinalOf(stream->device()));
+  LaunchAccumulate(dst, nullptr, {src}, n, dtype, CudaStreamOf(stream));
+}
+
+void CudaCopyBox(Stream* stream, const Tensor& src, const std::vector<int64_t>& src_start,
+                 Tensor* dst, const std::vector<int64_t>& dst_start, const Shape& box) {
+  const BoxCopy b = LayoutBoxCopy(src, src_start, *dst, dst_start, box);
+  if (box.NumElements() == 0) return;
+  const int64_t es = SizeOf(src.dtype());
+  CudaDeviceGuard guard(CudaOrdinalOf(stream->device()));
+  cuda::StridedCopy(box.dims(), es, static_cast<const char*>(src.raw()) + b.src_offset * es,
+                    b.src_strides, static_cast<char*>(dst->raw()) + b.dst_offset * es,
+                    b.dst_strides, CudaStreamOf(stream));
 }
 
 }  // namespace ofl

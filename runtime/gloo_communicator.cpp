@@ -18,7 +18,6 @@ namespace ofl {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 const char* Byte(const void* p, int64_t elements, int64_t size) {
@@ -51,8 +50,7 @@ std::string AbortKey(const std::string& group) { return "ofl/gloo/" + group + "/
 // posted at once, then waited for in order until the call's deadline.
 class GlooCommunicator::Exchange {
  public:
-  Exchange(GlooCommunicator* comm, const std::string& what, uint64_t slot,
-           Clock::time_point deadline)
+  Exchange(GlooCommunicator* comm, const std::string& what, uint64_t slot, const Deadline& deadline)
       : comm_(comm), what_(what), slot_(slot), deadline_(deadline) {}
   ~Exchange() {
     std::lock_guard<std::mutex> lock(comm_->mu_);
@@ -71,17 +69,14 @@ class GlooCommunicator::Exchange {
     for (; waited_ < std::min(n, ops_.size()); ++waited_) {
       const Op& op = ops_[waited_];
       if (!post_error_.empty()) break;
-      const auto left =
-          std::max(milliseconds(1), std::chrono::ceil<milliseconds>(deadline_ - Clock::now()));
+      const milliseconds left = deadline_.left();
       bool done = false;
       try {
         done = op.send ? op.buffer->waitSend(nullptr, left) : op.buffer->waitRecv(nullptr, left);
       } catch (const std::exception& e) {
-        if (Clock::now() + milliseconds(5) >= deadline_) {  // Gloo's own timeout
-          return comm_->Fail(
-              what_,
-              StrCat("timed out after ", comm_->timeout_.count(), " ms waiting for rank ", op.peer),
-              true);
+        if (deadline_.within(milliseconds(5))) {  // Gloo's own timeout
+          return comm_->Fail(what_, StrCat(deadline_.TimedOut(), " waiting for rank ", op.peer),
+                             true);
         }
         return comm_->Fail(what_, comm_->Lost(op.peer, e.what()), false);
       }
@@ -127,7 +122,7 @@ class GlooCommunicator::Exchange {
   GlooCommunicator* comm_;
   const std::string what_;
   const uint64_t slot_;
-  const Clock::time_point deadline_;
+  const Deadline deadline_;
   std::vector<Op> ops_;
   size_t waited_ = 0;
   std::string post_error_;
@@ -292,7 +287,7 @@ Status GlooCommunicator::AllReduce(void* buffer, int64_t count, DataType dtype,
   const std::string what = StrCat("rank ", rank_, ": all_reduce '", tag, "'");
   OFL_RETURN_IF_ERROR(Begin(what, dtype));
   const int64_t es = SizeOf(dtype), p = size();
-  const auto deadline = Clock::now() + timeout_;
+  const Deadline deadline(timeout_);
   const std::string sig = StrCat("all_reduce/", tag, "/", DataTypeName(dtype), "/", count);
   const Range mine = BalancedPart(count, p, rank_);
   // Reduce-scatter in place into this rank's part; peers only read theirs.
@@ -320,7 +315,7 @@ Status GlooCommunicator::ReduceScatter(const void* input, void* output, int64_t 
   // output = this rank's own part + every peer's, as the in-process one.
   Status status = ReduceScatterPhase(
       what, CollectiveSlot(StrCat("reduce_scatter/", tag, "/", DataTypeName(dtype), "/", count)),
-      input, output, Byte(input, mine.begin, SizeOf(dtype)), count, dtype, Clock::now() + timeout_);
+      input, output, Byte(input, mine.begin, SizeOf(dtype)), count, dtype, Deadline(timeout_));
   End();
   return status;
 }
@@ -328,7 +323,7 @@ Status GlooCommunicator::ReduceScatter(const void* input, void* output, int64_t 
 Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t slot,
                                             const void* input, void* dst, const void* init,
                                             int64_t count, DataType dtype,
-                                            std::chrono::steady_clock::time_point deadline) {
+                                            const Deadline& deadline) {
   const int64_t es = SizeOf(dtype), p = size();
   const Range mine = BalancedPart(count, p, rank_);
   const int64_t chunk = std::max<int64_t>(1, kReduceChunkBytes / es);
@@ -377,7 +372,7 @@ Status GlooCommunicator::AllGather(const void* input, void* output, const int64_
   for (int64_t q = 0; q < p; ++q) sig += StrCat("/", counts[q]);
   Status status;
   {
-    Exchange ex(this, what, CollectiveSlot(sig), Clock::now() + timeout_);
+    Exchange ex(this, what, CollectiveSlot(sig), Deadline(timeout_));
     int64_t offset = 0;
     for (int64_t q = 0; q < p; ++q) {
       if (q == rank_) {
@@ -403,7 +398,7 @@ Status GlooCommunicator::AllToAll(const void* input, const int64_t* send_counts,
   Status status;
   {
     Exchange ex(this, what, CollectiveSlot(StrCat("all_to_all/", tag, "/", DataTypeName(dtype))),
-                Clock::now() + timeout_);
+                Deadline(timeout_));
     int64_t send_offset = 0, recv_offset = 0;
     for (int64_t q = 0; q < p; ++q) {
       if (q == rank_) {
@@ -432,7 +427,7 @@ Status GlooCommunicator::Broadcast(void* buffer, int64_t count, DataType dtype, 
     Exchange ex(
         this, what,
         CollectiveSlot(StrCat("broadcast/", tag, "/", DataTypeName(dtype), "/", count, "/", root)),
-        Clock::now() + timeout_);
+        Deadline(timeout_));
     const int64_t bytes = count * SizeOf(dtype);
     if (rank_ == root) {
       for (int64_t q = 0; q < size(); ++q) {
@@ -468,7 +463,7 @@ Status GlooCommunicator::PointToPoint(bool send, void* buffer, int64_t count, Da
   const int64_t bytes = count * SizeOf(dtype);
   Status status;
   {
-    Exchange ex(this, what, PointSlot(send, peer, tag, bytes), Clock::now() + timeout_);
+    Exchange ex(this, what, PointSlot(send, peer, tag, bytes), Deadline(timeout_));
     if (send) {
       ex.Send(buffer, bytes, peer);
     } else {

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "oneflow_lite/core/communicator.h"
+#include "runtime/deadline.h"
 #include "runtime/tcp_store.h"
 
 namespace gloo {
@@ -139,7 +140,7 @@ class GlooCommunicator : public Communicator {
   // this rank), chunk by chunk as the chunks arrive.
   Status ReduceScatterPhase(const std::string& what, uint64_t slot, const void* input, void* dst,
                             const void* init, int64_t count, DataType dtype,
-                            std::chrono::steady_clock::time_point deadline);
+                            const Deadline& deadline);
   uint64_t PointSlot(bool send, int64_t peer, const std::string& tag, int64_t bytes);
   // Send (send true) or Recv of `count` elements with `peer`.
   Status PointToPoint(bool send, void* buffer, int64_t count, DataType dtype, int64_t peer,

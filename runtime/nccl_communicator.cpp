@@ -5,17 +5,15 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
 #include "oneflow_lite/core/cuda/cuda_device_context.h"
 #include "oneflow_lite/core/slicing.h"
+#include "runtime/deadline.h"
 
 namespace ofl {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 bool Pending(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
 
@@ -46,14 +44,6 @@ bool NcclType(DataType dtype, ncclDataType_t* out) {
       return true;
   }
   return false;
-}
-
-void Pause(int64_t polls) {
-  if (polls < 1000) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
 }
 
 }  // namespace
@@ -109,18 +99,18 @@ Maybe<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
   config.blocking = 0;
   ncclResult_t r = ncclCommInitRankConfig(&impl->comm, static_cast<int>(size), id,
                                           static_cast<int>(rank), &config);
-  const auto deadline = Clock::now() + options.timeout;
-  for (int64_t polls = 0; r == ncclInProgress; ++polls) {
-    if (Clock::now() > deadline) {
-      (void)ncclCommAbort(impl->comm);
-      return Status(StatusCode::kTimeout,
-                    StrCat("nccl group '", group, "' rank ", rank,
-                           ": not every member joined within ", options.timeout.count(), " ms"));
-    }
-    Pause(polls);
+  const bool settled = PollUntil(Deadline(options.timeout), [&] {
+    if (r != ncclInProgress) return true;
     ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(impl->comm, &state) != ncclSuccess) break;
+    if (ncclCommGetAsyncError(impl->comm, &state) != ncclSuccess) return true;  // r: failed
     r = state;
+    return r != ncclInProgress;
+  });
+  if (!settled) {
+    (void)ncclCommAbort(impl->comm);
+    return Status(StatusCode::kTimeout,
+                  StrCat("nccl group '", group, "' rank ", rank,
+                         ": not every member joined within ", options.timeout.count(), " ms"));
   }
   if (r != ncclSuccess) {
     if (impl->comm != nullptr) (void)ncclCommAbort(impl->comm);
@@ -167,30 +157,33 @@ Status NcclCommunicator::Finish(const std::string& what, bool grouped) {
     const ncclResult_t r = ncclGroupEnd();
     if (!Pending(r)) return Fail(what, ncclGetErrorString(r));
   }
-  const auto deadline = Clock::now() + timeout_;
-  for (int64_t polls = 0;; ++polls) {
+  const Deadline deadline(timeout_);
+  Status result;
+  const bool ended = PollUntil(deadline, [&] {
     if (aborted_.load()) {
       std::lock_guard<std::mutex> lock(mu_);
-      return Fail(what, "aborted: " + why_);
+      result = Fail(what, "aborted: " + why_);
+      return true;
     }
     ncclResult_t state = ncclSuccess;
     const ncclResult_t r = ncclCommGetAsyncError(impl_->comm, &state);
-    if (r != ncclSuccess) return Fail(what, ncclGetErrorString(r));
+    if (r != ncclSuccess) {
+      result = Fail(what, ncclGetErrorString(r));
+      return true;
+    }
     if (state != ncclSuccess && state != ncclInProgress) {
-      return Fail(what, StrCat(ncclGetErrorString(state), " (a peer was lost or failed)"));
+      result = Fail(what, StrCat(ncclGetErrorString(state), " (a peer was lost or failed)"));
+      return true;
     }
-    if (state == ncclSuccess) {
-      const cudaError_t done = cudaStreamQuery(impl_->current);
-      if (done == cudaSuccess) return Status::OK();
-      if (done != cudaErrorNotReady) OFL_CUDA_CHECK(done);
-      (void)cudaGetLastError();
-    }
-    if (Clock::now() > deadline) {
-      Status s = Fail(what, StrCat("timed out after ", timeout_.count(), " ms"));
-      return Status(StatusCode::kTimeout, s.message());
-    }
-    Pause(polls);
-  }
+    if (state != ncclSuccess) return false;
+    const cudaError_t done = cudaStreamQuery(impl_->current);
+    if (done == cudaSuccess) return true;  // result: OK
+    if (done != cudaErrorNotReady) OFL_CUDA_CHECK(done);
+    (void)cudaGetLastError();
+    return false;
+  });
+  if (ended) return result;
+  return Status(StatusCode::kTimeout, Fail(what, deadline.TimedOut()).message());
 }
 
 void NcclCommunicator::Abort(const std::string& why) {

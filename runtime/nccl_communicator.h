@@ -46,8 +46,6 @@
 
 namespace ofl {
 
-class Stream;
-
 struct NcclOptions {
   std::chrono::milliseconds timeout{30000};  // creation, and each call
 };
@@ -68,7 +66,8 @@ class NcclCommunicator : public Communicator {
   int64_t bytes_sent() const override { return bytes_sent_.load(); }
   // Later calls are enqueued on `stream` (a CUDA stream of this device); null:
   // the communicator's own stream.
-  void set_stream(Stream* stream);
+  bool enqueues_on_stream() const override { return true; }
+  void set_stream(Stream* stream) override;
 
   Status AllReduce(void* buffer, int64_t count, DataType dtype, const std::string& tag) override;
   Status ReduceScatter(const void* input, void* output, int64_t count, DataType dtype,

@@ -22,9 +22,11 @@
 #      named by its path in the prefix, pybind11 from the interpreter's pip
 #      package (no extension when it has none, or no Python.h: the Python
 #      CUDA tests then count as failed);
-#   3. build only what the checks run (cuda_runtime_tests: the backend;
-#      cuda_tests: every op's CUDA kernel against its CPU twin; gpu_matmul;
-#      the extension) with OFL_JOBS (all cores);
+#   3. build only what the checks run (cuda_runtime_tests: the backend,
+#      the communicators and device-native boxing (every step kind on 2-4
+#      virtual CUDA devices against the CPU run, one-rank NCCL boxing);
+#      cuda_tests: every op's CUDA kernel against its CPU twin, the per-stream
+#      handle caches; gpu_matmul; the extension) with OFL_JOBS (all cores);
 #   4. run the CUDA tests with OFL_REQUIRE_CUDA=1 (a test that would skip
 #      with "no CUDA device" fails instead): cuda_runtime_tests, cuda_tests
 #      (OFL_GPU_OPS_FILTER, default all; none matching fails), pytest on

@@ -94,8 +94,10 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
     // process's run succeeded, else restores them (transactional steps).
     ro.commit = [self](const Status& local) { return self->Vote(local); };
   }
-  ro.boxing = [g](const proto::TaskProto& task, const Tensor& input, Tensor* output) {
-    return RunBoxingStep(task, input, output, g->For(task.boxing_conf().group_id(), task.rank()));
+  ro.boxing = [g](const proto::TaskProto& task, const Tensor& input, Tensor* output,
+                  const BoxingStream& on) {
+    return RunBoxingStep(task, input, output, g->For(task.boxing_conf().group_id(), task.rank()),
+                         on);
   };
   OFL_ASSIGN_OR_RETURN(s->runtime_, Runtime::Create(s->plan_, ro));
   for (const proto::TaskProto& t : s->plan_.tasks()) {

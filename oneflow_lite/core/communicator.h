@@ -2,10 +2,14 @@
 // (DESIGN.md sections 7 and 7b). Implementations: in-process shared memory
 // for virtual CPU devices of one process (runtime/inprocess_communicator.h),
 // Gloo over TCP for groups that span processes or hosts
-// (runtime/gloo_communicator.h); NCCL comes with the GPU issue, which adds a
-// device to every buffer and a stream each call may be enqueued on (CPU
-// communicators run their calls synchronously on the calling thread). Every rank of a group must call the
-// same collectives in the same order (fixed at compile time). A call blocks
+// (runtime/gloo_communicator.h); NCCL for CUDA groups across processes
+// (runtime/nccl_communicator.h). Buffers are memory of the rank's device.
+// Streams: host communicators (in-process, Gloo, and in-process groups over
+// device copies) run a call synchronously on the calling thread, so the
+// caller finishes the work its stream owes the buffers first; a device-native
+// one (NCCL: enqueues_on_stream()) enqueues its calls on the stream given by
+// set_stream, after the work already there. Every rank of a group must call
+// the same collectives in the same order (fixed at compile time). A call blocks
 // until its peers arrive or the timeout passes, then returns an error that
 // names the rank and the collective. One Communicator object serves one
 // rank and is used by one thread at a time.
@@ -16,6 +20,7 @@
 
 #include "oneflow_lite/core/data_type.h"
 #include "oneflow_lite/core/status.h"
+#include "oneflow_lite/core/stream.h"
 
 namespace ofl {
 
@@ -25,6 +30,15 @@ class Communicator {
 
   virtual int64_t rank() const = 0;  // position in the group, 0..size-1
   virtual int64_t size() const = 0;
+
+  // True when calls are enqueued on the set_stream stream (ordered after the
+  // work enqueued there before the call, and before the work enqueued after
+  // it; a call still returns with its output written). False: the call runs
+  // on the calling thread, whose stream must have finished the buffers'
+  // earlier work. Later calls use `stream` (of this rank's device; null: the
+  // communicator's own); host communicators ignore it.
+  virtual bool enqueues_on_stream() const { return false; }
+  virtual void set_stream(Stream* /*stream*/) {}
 
   // Sums `count` elements of every rank's `buffer` into every rank's `buffer`.
   virtual Status AllReduce(void* buffer, int64_t count, DataType dtype,

@@ -106,26 +106,31 @@ void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const
   ParallelFor(rows, copy_rows, std::max<int64_t>(1, kParallelGrain / inner));
 }
 
-void CopyBox(const Tensor& src, const std::vector<int64_t>& src_start, Tensor* dst,
-             const std::vector<int64_t>& dst_start, const Shape& box) {
-  CHECK(src.dtype() == dst->dtype()) << "CopyBox: dtypes differ";
+BoxCopy LayoutBoxCopy(const Tensor& src, const std::vector<int64_t>& src_start, const Tensor& dst,
+                      const std::vector<int64_t>& dst_start, const Shape& box) {
+  CHECK(src.dtype() == dst.dtype()) << "CopyBox: dtypes differ";
   const int64_t nd = box.ndim();
-  CHECK(src.shape().ndim() == nd && dst->shape().ndim() == nd &&
+  CHECK(src.shape().ndim() == nd && dst.shape().ndim() == nd &&
         static_cast<int64_t>(src_start.size()) == nd && static_cast<int64_t>(dst_start.size()) == nd)
       << "CopyBox: rank mismatch";
-  if (box.NumElements() == 0) return;
-  const std::vector<int64_t> src_strides = ContiguousStrides(src.shape());
-  const std::vector<int64_t> dst_strides = ContiguousStrides(dst->shape());
-  int64_t src_offset = 0, dst_offset = 0;
+  BoxCopy b{0, 0, ContiguousStrides(src.shape()), ContiguousStrides(dst.shape())};
+  if (box.NumElements() == 0) return b;
   for (int64_t a = 0; a < nd; ++a) {
     CHECK(src_start[a] >= 0 && src_start[a] + box[a] <= src.shape()[a]) << "CopyBox: source box";
-    CHECK(dst_start[a] >= 0 && dst_start[a] + box[a] <= dst->shape()[a]) << "CopyBox: target box";
-    src_offset += src_start[a] * src_strides[a];
-    dst_offset += dst_start[a] * dst_strides[a];
+    CHECK(dst_start[a] >= 0 && dst_start[a] + box[a] <= dst.shape()[a]) << "CopyBox: target box";
+    b.src_offset += src_start[a] * b.src_strides[a];
+    b.dst_offset += dst_start[a] * b.dst_strides[a];
   }
+  return b;
+}
+
+void CopyBox(const Tensor& src, const std::vector<int64_t>& src_start, Tensor* dst,
+             const std::vector<int64_t>& dst_start, const Shape& box) {
+  const BoxCopy b = LayoutBoxCopy(src, src_start, *dst, dst_start, box);
+  if (box.NumElements() == 0) return;
   const int64_t size = SizeOf(src.dtype());
-  StridedCopy(box.dims(), size, static_cast<const char*>(src.raw()) + src_offset * size,
-              src_strides, static_cast<char*>(dst->raw()) + dst_offset * size, dst_strides);
+  StridedCopy(box.dims(), size, static_cast<const char*>(src.raw()) + b.src_offset * size,
+              b.src_strides, static_cast<char*>(dst->raw()) + b.dst_offset * size, b.dst_strides);
 }
 
 }  // namespace ofl

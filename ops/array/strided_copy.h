@@ -21,6 +21,20 @@ void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const
                  const std::vector<int64_t>& src_strides, void* dst,
                  const std::vector<int64_t>& dst_strides);
 
+// The strided copy that moves the box of extent `box` from `src_start` in
+// `src` to `dst_start` in `dst` (same dtype, both contiguous row-major; a
+// non-empty box must lie inside both, CHECKed): where the box starts in each
+// buffer and their strides, in elements. CopyBox is StridedCopy over it; the
+// CUDA boxing path (runtime/cuda_memory.h) runs the same copy on a device.
+struct BoxCopy {
+  int64_t src_offset = 0;
+  int64_t dst_offset = 0;
+  std::vector<int64_t> src_strides;
+  std::vector<int64_t> dst_strides;
+};
+BoxCopy LayoutBoxCopy(const Tensor& src, const std::vector<int64_t>& src_start, const Tensor& dst,
+                      const std::vector<int64_t>& dst_start, const Shape& box);
+
 // Copies the box of extent `box` starting at `src_start` in `src` to
 // `dst_start` in `dst` (same dtype; both contiguous row-major). Boxing steps
 // and the slicing/assembly of logical tensors are each one call of it.

@@ -1,8 +1,10 @@
 // CudaDeviceGuard, CudaEvent and CudaDeviceStream (cuda_device_context.h).
 #include <utility>
+#include <vector>
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
 #include "oneflow_lite/core/cuda/cuda_device_context.h"
+#include "oneflow_lite/core/cuda/stream_caches.h"
 
 namespace ofl {
 
@@ -54,9 +56,30 @@ CudaDeviceStream::CudaDeviceStream(Device device, int ordinal)
   OFL_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+namespace {
+
+std::vector<CudaStreamReleaseFn>& StreamReleases() {
+  static auto* releases = new std::vector<CudaStreamReleaseFn>;  // lives for the process
+  return *releases;
+}
+
+}  // namespace
+
+bool RegisterCudaStreamRelease(CudaStreamReleaseFn release) {
+  StreamReleases().push_back(release);  // static initialisation: one thread
+  return true;
+}
+
+int64_t ReleaseCudaStreamCaches(cudaStream_t stream) {
+  int64_t released = 0;
+  for (CudaStreamReleaseFn release : StreamReleases()) released += release(stream);
+  return released;
+}
+
 CudaDeviceStream::~CudaDeviceStream() {
   CudaDeviceGuard guard(ordinal_);
   (void)cudaStreamSynchronize(stream_);
+  (void)ReleaseCudaStreamCaches(stream_);
   (void)cudaFree(device_error_);
   (void)cudaStreamDestroy(stream_);
 }

@@ -89,7 +89,9 @@ TEST(PipelineStagesTest, LoweringAccumulatesGradientsAndBoxesAcrossStages) {
       EXPECT_EQ(r.device(), "cpu:" + std::to_string(r.rank())) << r.name();
     }
     RuntimeOptions ro;
-    ro.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*) { return Status::OK(); };
+    ro.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*, const BoxingStream&) {
+    return Status::OK();
+  };
     auto rt = Runtime::Create(plan, ro);
     EXPECT_TRUE(rt.ok()) << "seed " << seed << ": " << rt.status().message();
   }
@@ -107,7 +109,9 @@ TEST(PipelineStagesTest, CudaStagesLowerToCudaDevicesTheRuntimeNames) {
   for (const auto& t : plan.tasks()) EXPECT_EQ(t.device(), "cuda:" + std::to_string(t.rank()));
   for (const auto& r : plan.registers()) EXPECT_EQ(r.device(), "cuda:" + std::to_string(r.rank()));
   RuntimeOptions ro;
-  ro.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*) { return Status::OK(); };
+  ro.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*, const BoxingStream&) {
+    return Status::OK();
+  };
   auto rt = Runtime::Create(plan, ro);
   // A CUDA build on a machine with a GPU runs the plan; otherwise the device
   // is refused by name: the build has no backend, or the machine no GPU.

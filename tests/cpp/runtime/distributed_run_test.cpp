@@ -85,8 +85,9 @@ std::vector<float> DistributedLosses(const OpGraph& g, const Strategy& s, int64_
   BoxingGroups& groups = *owned;
   RuntimeOptions options;
   options.timeout = milliseconds(20000);
-  options.boxing = [&](const proto::TaskProto& t, const Tensor& in, Tensor* out) {
-    return RunBoxingStep(t, in, out, groups.For(t.boxing_conf().group_id(), t.rank()));
+  options.boxing = [&](const proto::TaskProto& t, const Tensor& in, Tensor* out,
+                        const BoxingStream& on) {
+    return RunBoxingStep(t, in, out, groups.For(t.boxing_conf().group_id(), t.rank()), on);
   };
   auto rt = Runtime::Create(plan, options);
   EXPECT_TRUE(rt.ok()) << rt.status().message();

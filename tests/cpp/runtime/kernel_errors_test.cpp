@@ -61,7 +61,7 @@ TEST(KernelErrorsTest, RejectedValueOnOneRankStopsEveryRankAndTheNextRunWorks) {
   BoxingGroups& groups = *owned;
   RuntimeOptions options;
   options.timeout = milliseconds(20000);
-  options.boxing = [&](const TaskProto& t, const Tensor& in, Tensor* out) {
+  options.boxing = [&](const TaskProto& t, const Tensor& in, Tensor* out, const BoxingStream&) {
     return RunBoxingStep(t, in, out, groups.For(t.boxing_conf().group_id(), t.rank()));
   };
   options.on_failure = [&](const Status& error) { groups.AbortAll(error.message()); };

@@ -138,7 +138,9 @@ TEST(MicroBatchChecks, MixedBoxingPeriodsOnOneStreamAreRefused) {
   p.Task(proto::TaskProto::BOXING, 0, 1, "a", "", {}, {a});
   p.Task(proto::TaskProto::BOXING, 0, 1, "b", "", {}, {b})->set_period(2);
   RuntimeOptions options;
-  options.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*) { return Status::OK(); };
+  options.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*, const BoxingStream&) {
+    return Status::OK();
+  };
   auto rt = Runtime::Create(p.plan(), options);
   ASSERT_FALSE(rt.ok());
   EXPECT_NE(rt.status().message().find("give each period its own stream"), std::string::npos)

@@ -80,8 +80,8 @@ void RunPlan(ProcessWorld* world) {
   RuntimeOptions options;
   options.timeout = milliseconds(20000);
   options.process = world->process();
-  options.boxing = [g](const TaskProto& t, const Tensor& in, Tensor* out) {
-    return RunBoxingStep(t, in, out, g->For(t.boxing_conf().group_id(), t.rank()));
+  options.boxing = [g](const TaskProto& t, const Tensor& in, Tensor* out, const BoxingStream& on) {
+    return RunBoxingStep(t, in, out, g->For(t.boxing_conf().group_id(), t.rank()), on);
   };
   options.on_failure = [g](const Status& e) { g->AbortAll(e.message()); };
   auto rt = Runtime::Create(plan, options);

@@ -178,7 +178,8 @@ proto::Plan DataParallelPlan() {
 TEST(RuntimeTest, TwoRanksWithAllReduceBoxingHook) {
   InProcessGroup group(2, milliseconds(20000));
   RuntimeOptions options = TestOptions();
-  options.boxing = [&](const TaskProto& task, const Tensor& in, Tensor* out) -> Status {
+  options.boxing = [&](const TaskProto& task, const Tensor& in, Tensor* out,
+                        const BoxingStream&) -> Status {
     EXPECT_EQ(task.boxing_conf().kind(), proto::BoxingConf::ALL_REDUCE);
     out->CopyFrom(in);
     return group.Rank(task.rank())
