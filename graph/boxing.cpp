@@ -17,7 +17,7 @@ using Conf = proto::BoxingConf;
 using boxing_internal::AxisKind;
 using boxing_internal::AxisStepBytes;
 using boxing_internal::CheckBoxing;
-using boxing_internal::DirectCompetes;
+using boxing_internal::DirectCanWin;
 using boxing_internal::DirectWins;
 using boxing_internal::ReductionSteps;
 using boxing_internal::SendRecvByCells;
@@ -138,8 +138,9 @@ std::optional<std::vector<BoxingStep>> PlanSamePlacement(const TensorDesc& logic
                                                          const NdSbp& from, const NdSbp& to,
                                                          bool with_transfers) {
   auto steps = PlanAxisByAxis(logical, placement, from, to);
-  if (steps && DirectCompetes(from, to) &&
-      DirectWins(DirectBytes(logical, placement, from, to), MaxAndTotal(SumBytes(*steps)))) {
+  if (!steps) return steps;
+  const std::pair<int64_t, int64_t> axis = MaxAndTotal(SumBytes(*steps));
+  if (DirectCanWin(from, to, axis) && DirectWins(DirectBytes(logical, placement, from, to), axis)) {
     steps->clear();
     steps->push_back(SendRecvStep(logical, placement, from, placement, to, with_transfers));
   }

@@ -241,7 +241,7 @@ Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& fro
   if (same && from == to) return cost;
   std::pair<int64_t, int64_t> axis_bytes;
   if (same && AxisByAxis(logical, h, from, to, &cost, &axis_bytes)) {
-    if (boxing_internal::DirectCompetes(from, to)) {
+    if (boxing_internal::DirectCanWin(from, to, axis_bytes)) {
       BoxingStepCost direct = SendRecvCost(logical, from_placement, from, to_placement, to);
       if (boxing_internal::DirectWins({direct.max_bytes, direct.total_bytes}, axis_bytes)) {
         cost.steps = {std::move(direct)};

@@ -54,6 +54,13 @@ inline bool DirectWins(std::pair<int64_t, int64_t> direct, std::pair<int64_t, in
   return direct < axis;
 }
 
+// Whether the direct plan needs pricing against axis steps of these
+// (busiest, total) bytes: not when they move nothing (local slices), which
+// no plan beats; a shortcut that changes no choice.
+inline bool DirectCanWin(const NdSbp& from, const NdSbp& to, std::pair<int64_t, int64_t> axis) {
+  return axis.second > 0 && DirectCompetes(from, to);
+}
+
 // The axis steps (axis, new Sbp) that reduce, outer axis to inner, every P
 // axis of `from` whose target is not P (`target` null: every P axis).
 std::vector<std::pair<int64_t, Sbp>> ReductionSteps(const Shape& logical, const NdSbp& from,
