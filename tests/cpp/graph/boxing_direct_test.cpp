@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 #include <numeric>
 
 #include "graph/boxing.h"
@@ -130,9 +131,10 @@ void Check(const Shape& shape, const Shape& mesh, const NdSbp& from, const NdSbp
       }
       const int64_t bytes = OverlapElements(dst[r], src[s]) * size;
       if (bytes == 0 || std::count(holders.begin(), holders.end(), r) > 0) continue;
-      const int64_t best = *std::min_element(holders.begin(), holders.end(), [&](int64_t a, int64_t b) {
-        return std::make_pair(sent[a], a) < std::make_pair(sent[b], b);
-      });
+      const int64_t best =
+          *std::min_element(holders.begin(), holders.end(), [&](int64_t a, int64_t b) {
+            return std::make_pair(sent[a], a) < std::make_pair(sent[b], b);
+          });
       sent[best] += bytes;
     }
   }
