@@ -17,7 +17,11 @@ using Conf = proto::BoxingConf;
 using boxing_internal::AxisKind;
 using boxing_internal::AxisStepBytes;
 using boxing_internal::CheckBoxing;
+using boxing_internal::DirectCanWin;
+using boxing_internal::DirectWins;
 using boxing_internal::ReductionSteps;
+using boxing_internal::SendRecvByCells;
+using boxing_internal::SendRecvBytes;
 using boxing_internal::SendRecvStep;
 using boxing_internal::SliceShape;
 using boxing_internal::SoundOrders;
@@ -113,6 +117,36 @@ void ReducePartialAxes(const TensorDesc& logical, const Placement& placement, co
   }
 }
 
+// The direct plan's (busiest, total) bytes without its boxes: per cell
+// where that is exact, else by the walk over the receivers.
+std::pair<int64_t, int64_t> DirectBytes(const TensorDesc& logical, const Placement& placement,
+                                        const NdSbp& from, const NdSbp& to) {
+  if (auto by_cells = SendRecvByCells(logical, placement, from, placement, to)) return *by_cells;
+  int64_t max = 0, total = 0;
+  for (int64_t b : SendRecvBytes(logical, placement, from, placement, to, nullptr)) {
+    max = std::max(max, b);
+    total = SaturatingAdd(total, b);
+  }
+  return {max, total};
+}
+
+// Same placement, from != to: the cheapest sound axis-by-axis plan, or the
+// direct SEND_RECV when it competes and wins (boxing.h); none when no order
+// is sound.
+std::optional<std::vector<BoxingStep>> PlanSamePlacement(const TensorDesc& logical,
+                                                         const Placement& placement,
+                                                         const NdSbp& from, const NdSbp& to,
+                                                         bool with_transfers) {
+  auto steps = PlanAxisByAxis(logical, placement, from, to);
+  if (!steps) return steps;
+  const std::pair<int64_t, int64_t> axis = MaxAndTotal(SumBytes(*steps));
+  if (DirectCanWin(from, to, axis) && DirectWins(DirectBytes(logical, placement, from, to), axis)) {
+    steps->clear();
+    steps->push_back(SendRecvStep(logical, placement, from, placement, to, with_transfers));
+  }
+  return steps;
+}
+
 std::string BytesToString(const std::map<int64_t, int64_t>& bytes) {
   std::ostringstream out;
   out << "{";
@@ -179,7 +213,7 @@ Maybe<BoxingPlan> Plan(const TensorDesc& logical, const Placement& from_placemen
   plan.to = to;
   if (from_placement == to_placement) {
     if (from != to) {
-      auto axis_steps = PlanAxisByAxis(logical, from_placement, from, to);
+      auto axis_steps = PlanSamePlacement(logical, from_placement, from, to, with_transfers);
       if (axis_steps) {
         plan.steps = std::move(*axis_steps);
       } else {

@@ -16,6 +16,18 @@
 // (outer to inner), then one SEND_RECV in which every rank receives, for its
 // target slice, the overlap boxes from the ranks that hold them (itself if
 // it does, else the least-loaded holder so far, then the lowest rank).
+// Moving only what is missing: when neither layout has a P axis and two or
+// more axes change, collectives can move up to several times what the ranks
+// lack (on [3, 2], (B, S(0)) -> (S(0), B) all-gathers the whole tensor on
+// every rank, then slices). There the direct plan, that one SEND_RECV from
+// the source layout, in which every rank receives exactly the part of its
+// target slice it does not hold, competes with the axis-by-axis one, and
+// replaces it when its (busiest rank's, total) bytes sent are
+// lexicographically smaller; a tie keeps the collectives. The rule is in
+// bytes, not seconds, so that this planner, the cost model's pricing
+// (boxing_cost.h, which makes the same choice per class of ranks) and the
+// lowering, none of which needs a Cluster, pick the same plan, whatever the
+// dtype a model is costed in: the runtime executes the plan that was priced.
 // Different placements: reduce every source P axis on the source side, then
 // SEND_RECV. A P target axis that the source lacks (or any P target across
 // placements) is filled by the ranks at coordinate 0 of that axis; the

@@ -150,9 +150,10 @@ NdSbp RunPath(const TensorDesc& logical, const Shape& h, const NdSbp& from,
 }
 
 // PlanAxisByAxis per class: the same orders, compared by the same
-// (busiest, total) bytes; false when no order is sound.
+// (busiest, total) bytes, the chosen one's in `*best_cost`; false when no
+// order is sound.
 bool AxisByAxis(const TensorDesc& logical, const Shape& h, const NdSbp& from, const NdSbp& to,
-                BoxingCost* out) {
+                BoxingCost* out, std::pair<int64_t, int64_t>* best_cost) {
   const std::vector<std::vector<int64_t>> orders = boxing_internal::SoundOrders(from, to);
   if (orders.empty()) return false;
   std::vector<std::vector<std::pair<int64_t, Sbp>>> paths;
@@ -166,7 +167,6 @@ bool AxisByAxis(const TensorDesc& logical, const Shape& h, const NdSbp& from, co
   sbps.erase(std::unique(sbps.begin(), sbps.end()), sbps.end());
   const Classes classes = ClassesFor(logical.shape, h, sbps);
   std::vector<ClassStep> best;
-  std::pair<int64_t, int64_t> best_cost;
   for (const auto& path : paths) {
     std::vector<ClassStep> steps;
     NdSbp cur = from;
@@ -175,13 +175,35 @@ bool AxisByAxis(const TensorDesc& logical, const Shape& h, const NdSbp& from, co
       cur = steps.back().cost.to;
     }
     const auto cost = MaxAndTotal(steps, classes);
-    if (best.empty() || cost < best_cost) {
+    if (best.empty() || cost < *best_cost) {
       best = std::move(steps);
-      best_cost = cost;
+      *best_cost = cost;
     }
   }
   for (ClassStep& s : best) out->steps.push_back(std::move(s.cost));
   return true;
+}
+
+// The SEND_RECV step from (sp, source) to (tp, target): per cell where that
+// is exact, else by the walk over the receivers.
+BoxingStepCost SendRecvCost(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
+                            const Placement& tp, const NdSbp& target) {
+  BoxingStepCost step;
+  step.kind = proto::BoxingConf::SEND_RECV;
+  step.from = source;
+  step.to = target;
+  if (auto by_cells = boxing_internal::SendRecvByCells(logical, sp, source, tp, target)) {
+    step.max_bytes = by_cells->first;
+    step.total_bytes = by_cells->second;
+    return step;
+  }
+  // Ranks of neither placement send nothing: the vector's max and sum are the step's.
+  for (int64_t b :
+       boxing_internal::SendRecvBytes(logical, sp, source, tp, target, /*transfers=*/nullptr)) {
+    step.max_bytes = std::max(step.max_bytes, b);
+    step.total_bytes = SaturatingAdd(step.total_bytes, b);
+  }
+  return step;
 }
 
 BoxingStepCost StepCostOf(const BoxingStep& step) {
@@ -217,29 +239,21 @@ Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& fro
   const Shape& h = from_placement.hierarchy();
   const bool same = from_placement == to_placement;
   if (same && from == to) return cost;
-  if (same && AxisByAxis(logical, h, from, to, &cost)) return cost;
+  std::pair<int64_t, int64_t> axis_bytes;
+  if (same && AxisByAxis(logical, h, from, to, &cost, &axis_bytes)) {
+    if (boxing_internal::DirectCanWin(from, to, axis_bytes)) {
+      BoxingStepCost direct = SendRecvCost(logical, from_placement, from, to_placement, to);
+      if (boxing_internal::DirectWins({direct.max_bytes, direct.total_bytes}, axis_bytes)) {
+        cost.steps = {std::move(direct)};
+      }
+    }
+    return cost;
+  }
   const NdSbp cur = RunPath(logical, h, from,
                             boxing_internal::ReductionSteps(logical.shape, from, same ? &to : nullptr),
                             &cost);
   if (!same || cur != to) {
-    BoxingStepCost step;
-    step.kind = proto::BoxingConf::SEND_RECV;
-    step.from = cur;
-    step.to = to;
-    auto by_cells =
-        boxing_internal::SendRecvByCells(logical, from_placement, cur, to_placement, to);
-    if (by_cells) {
-      step.max_bytes = by_cells->first;
-      step.total_bytes = by_cells->second;
-    } else {
-      // Ranks of neither placement send nothing: the vector's max and sum are the step's.
-      for (int64_t b : boxing_internal::SendRecvBytes(logical, from_placement, cur, to_placement,
-                                                      to, /*transfers=*/nullptr)) {
-        step.max_bytes = std::max(step.max_bytes, b);
-        step.total_bytes = SaturatingAdd(step.total_bytes, b);
-      }
-    }
-    cost.steps.push_back(std::move(step));
+    cost.steps.push_back(SendRecvCost(logical, from_placement, cur, to_placement, to));
   }
   return cost;
 }

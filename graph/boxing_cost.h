@@ -8,7 +8,10 @@
 // classes are the products of runs, weighted by their sizes. On [128, 8] a
 // plan visits a handful of classes instead of 1,024 ranks. A SEND_RECV step
 // (its sender choice depends on the order of the receivers) is counted per
-// rank, as PlanBoxing does.
+// cell of the two grids where that is exact (boxing_cells.cpp), else per
+// rank, as PlanBoxing does. Where the direct SEND_RECV competes with the
+// axis steps (boxing.h: P-free layouts, two or more axes changed), both are
+// priced so and the same rule picks one.
 //
 // The numbers equal PlanBoxingBytes's exactly (same steps, same order
 // chosen, same busiest and total bytes; the test boxing_cost_test holds it

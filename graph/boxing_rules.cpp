@@ -387,6 +387,15 @@ std::vector<std::vector<int64_t>> SoundOrders(const NdSbp& from, const NdSbp& to
   return orders;
 }
 
+bool DirectCompetes(const NdSbp& from, const NdSbp& to) {
+  int64_t changed = 0;
+  for (int64_t a = 0; a < from.size(); ++a) {
+    if (from[a].is_partial_sum() || to[a].is_partial_sum()) return false;
+    changed += from[a] != to[a];
+  }
+  return changed >= 2;
+}
+
 std::vector<std::pair<int64_t, Sbp>> ReductionSteps(const Shape& logical, const NdSbp& from,
                                                     const NdSbp* target) {
   std::vector<std::pair<int64_t, Sbp>> steps;

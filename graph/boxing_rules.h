@@ -41,6 +41,26 @@ void SliceShape(const Shape& logical, const Shape& hierarchy, const NdSbp& nd_sb
 // step is sound, in std::next_permutation order from the sorted one.
 std::vector<std::vector<int64_t>> SoundOrders(const NdSbp& from, const NdSbp& to);
 
+// Whether the direct plan (one SEND_RECV in which every rank receives just
+// what its target slice lacks) competes with the axis-by-axis plan
+// (boxing.h): neither NdSbp has a P axis and at least two axes change. (A
+// single sound axis step between S/B layouts already moves only what is
+// missing.)
+bool DirectCompetes(const NdSbp& from, const NdSbp& to);
+
+// The direct plan replaces the axis-by-axis one when its (busiest rank,
+// total) bytes are lexicographically smaller; a tie keeps the collectives.
+inline bool DirectWins(std::pair<int64_t, int64_t> direct, std::pair<int64_t, int64_t> axis) {
+  return direct < axis;
+}
+
+// Whether the direct plan needs pricing against axis steps of these
+// (busiest, total) bytes: not when they move nothing (local slices), which
+// no plan beats; a shortcut that changes no choice.
+inline bool DirectCanWin(const NdSbp& from, const NdSbp& to, std::pair<int64_t, int64_t> axis) {
+  return axis.second > 0 && DirectCompetes(from, to);
+}
+
 // The axis steps (axis, new Sbp) that reduce, outer axis to inner, every P
 // axis of `from` whose target is not P (`target` null: every P axis).
 std::vector<std::pair<int64_t, Sbp>> ReductionSteps(const Shape& logical, const NdSbp& from,

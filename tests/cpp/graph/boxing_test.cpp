@@ -120,6 +120,74 @@ TEST(BoxingPlanTest, NestedSplitFallsBackToSendRecv) {
             (std::vector<Conf::Kind>{Conf::SEND_RECV}));
 }
 
+// Sum of the bytes each receiver gets from other ranks in a SEND_RECV step.
+Bytes Received(const BoxingStep& step) {
+  Bytes out;
+  for (const BoxTransfer& t : step.transfers) {
+    if (t.sender != t.receiver) out[t.receiver] += t.shape.NumElements() * 4;
+  }
+  return out;
+}
+
+TEST(BoxingPlanTest, SeveralAxesMoveOnlyWhatIsMissingTwoByThree) {
+  // 600 x 600 float32 (1,440,000 bytes) on [2, 3], (S(0), B) -> (S(1), S(0)).
+  // Rank r = 3 i + j holds rows [300 i, 300 i + 300), all columns; it needs
+  // rows [200 j, 200 j + 200) x columns [300 i, 300 i + 300) (240,000 bytes).
+  // Lacking, rows not held x 300 columns x 4 bytes:
+  //   r0 rows [0,200) all held: 0;       r1 [200,400) lacks [300,400): 120,000
+  //   r2 [400,600) lacks all: 240,000;   r3 [0,200) lacks all: 240,000
+  //   r4 [200,400) lacks [200,300): 120,000;  r5 [400,600) all held: 0
+  // Total 720,000 = 0.72 MB. The axis-by-axis plan (all-to-all on axis 0,
+  // 300 x 300 x 4 = 360,000 bytes from every rank, then a local slice)
+  // sends 2,160,000 (busiest 360,000).
+  const TensorDesc x{Shape({600, 600}), DataType::kFloat32};
+  const Placement p = Make({0, 1, 2, 3, 4, 5}, {2, 3});
+  BoxingPlan plan = PlanBoxing(x, p, Nd("(S(0), B)"), p, Nd("(S(1), S(0))"), "x").value();
+  ASSERT_EQ(Kinds(plan), (std::vector<Conf::Kind>{Conf::SEND_RECV})) << plan.ToString();
+  EXPECT_EQ(Received(plan.steps[0]), (Bytes{{1, 120000}, {2, 240000}, {3, 240000}, {4, 120000}}));
+  // Senders, receivers in rank order, each from the least-loaded holder
+  // (then the lowest rank): r1's rows [300,400) from {3,4,5} -> 3; r2's
+  // from {3 (120,000), 4, 5} -> 4; r3's rows [0,200) from {0,1,2} -> 0; r4's
+  // rows [200,300) from {0 (240,000), 1, 2} -> 1.
+  EXPECT_EQ(plan.bytes_sent,
+            (Bytes{{0, 240000}, {1, 120000}, {2, 0}, {3, 120000}, {4, 240000}, {5, 0}}));
+  EXPECT_EQ(plan.TotalBytesSent(), 720000);
+}
+
+TEST(BoxingPlanTest, SeveralAxesMoveOnlyWhatIsMissingThreeByTwo) {
+  // 600 x 600 float32 on [3, 2], (B, S(0)) -> (S(0), B). Rank r = 2 i + j
+  // holds rows [300 j, 300 j + 300) and needs rows [200 i, 200 i + 200), all
+  // 600 columns (2,400 bytes a row). Lacking:
+  //   r0 [0,200) held: 0;  r1 [0,200) none held: 480,000
+  //   r2 [200,400) lacks [300,400): 240,000;  r3 lacks [200,300): 240,000
+  //   r4 [400,600) none held: 480,000;  r5 held: 0
+  // Total 1,440,000 = 1.44 MB. The axis-by-axis plan (all-gather on axis 1:
+  // 300 rows = 720,000 bytes from every rank, then a local slice) sends
+  // 4,320,000 (busiest 720,000).
+  const TensorDesc x{Shape({600, 600}), DataType::kFloat32};
+  const Placement p = Make({0, 1, 2, 3, 4, 5}, {3, 2});
+  BoxingPlan plan = PlanBoxing(x, p, Nd("(B, S(0))"), p, Nd("(S(0), B)"), "x").value();
+  ASSERT_EQ(Kinds(plan), (std::vector<Conf::Kind>{Conf::SEND_RECV})) << plan.ToString();
+  EXPECT_EQ(Received(plan.steps[0]), (Bytes{{1, 480000}, {2, 240000}, {3, 240000}, {4, 480000}}));
+  // Holders of rows [0,300): 0, 2, 4; of [300,600): 1, 3, 5. r1 <- 0; r2's
+  // [300,400) <- 1; r3's [200,300) <- 2 (0 has sent 480,000); r4 <- 3.
+  EXPECT_EQ(plan.bytes_sent,
+            (Bytes{{0, 480000}, {1, 240000}, {2, 240000}, {3, 480000}, {4, 0}, {5, 0}}));
+  EXPECT_EQ(plan.TotalBytesSent(), 1440000);
+}
+
+TEST(BoxingPlanTest, CollectivesStayWhenTheyMoveNoMore) {
+  // (S(0), S(1)) -> (B, B) on [2, 2], 5 x 3. Blocks (rows 3 | 2, columns
+  // 2 | 1) of 24, 12, 16, 8 bytes. Axis 1 all-gathers 24 | 12 and 16 | 8,
+  // then axis 0 the row halves of 36 and 24 bytes: 60, 48, 40, 32, total
+  // 180 = what the ranks lack (each lacks the other three blocks). The
+  // direct plan moves the same 180 but rank 0, the one holder of its block,
+  // sends it to three ranks: 72 > 60, so the collectives stay.
+  BoxingPlan plan = Plan(Make({0, 1, 2, 3}, {2, 2}), "(S(0), S(1))", "(B, B)");
+  ASSERT_EQ(Kinds(plan), (std::vector<Conf::Kind>{Conf::ALL_GATHER, Conf::ALL_GATHER}));
+  EXPECT_EQ(plan.bytes_sent, (Bytes{{0, 60}, {1, 48}, {2, 40}, {3, 32}}));
+}
+
 TEST(BoxingPlanTest, FallbackReducesPartialAxesFirst) {
   // (P, S(0)) -> (S(0), S(0)): P -> S(0) on axis 0 is unsound under the
   // inner S(0), so axis 0 is reduce-scattered along the other tensor axis,
