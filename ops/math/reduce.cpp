@@ -49,10 +49,11 @@ Maybe<std::vector<TensorDesc>> InferReduce(const OpContext& ctx) {
 }
 
 // A split on a kept axis stays a split (of the output's matching axis). A
-// split on a reduced axis gives P for reduce_sum; reduce_mean's kernel
-// divides by its local count, so it gets no such signature. Both are linear.
-SbpFn ReduceSbp(bool is_sum) {
-  return [is_sum](const OpContext& ctx) {
+// split on a reduced axis gives P: reduce_mean's kernel divides by the
+// logical count (KernelContext::input_logical_shape), so the ranks' partial
+// means sum to the mean. Both are linear.
+SbpFn ReduceSbp() {
+  return [](const OpContext& ctx) {
     const Shape& x = ctx.input(0).shape;
     const std::vector<int64_t> axes = ReducedAxes(ctx).value();
     const bool keepdims = ctx.attrs.Get<bool>("keepdims");
@@ -63,7 +64,7 @@ SbpFn ReduceSbp(bool is_sum) {
       if (x[a] != 1) {
         if (!reduced) {
           sigs.push_back({{Sbp::Split(a)}, {Sbp::Split(out_axis)}});
-        } else if (is_sum) {
+        } else {
           sigs.push_back({{Sbp::Split(a)}, {Sbp::PartialSum()}});
         }
       }
@@ -112,7 +113,7 @@ OFL_REGISTER_OP("reduce_sum")
     .Attr("axes", std::vector<int64_t>{})
     .Attr("keepdims", AttrValue(false))
     .InferShape(InferReduce)
-    .Sbp(ReduceSbp(/*is_sum=*/true))
+    .Sbp(ReduceSbp())
     .Cost(ReduceCost(/*is_sum=*/true))
     .Grad(ReduceGrad(/*is_sum=*/true))
     .Doc("Sum of x over `axes` (empty: every axis), keeping them as size 1 if keepdims.");
@@ -123,7 +124,7 @@ OFL_REGISTER_OP("reduce_mean")
     .Attr("axes", std::vector<int64_t>{})
     .Attr("keepdims", AttrValue(false))
     .InferShape(InferReduce)
-    .Sbp(ReduceSbp(/*is_sum=*/false))
+    .Sbp(ReduceSbp())
     .Cost(ReduceCost(/*is_sum=*/false))
     .Grad(ReduceGrad(/*is_sum=*/false))
     .Doc("Mean of x over `axes` (empty: every axis), keeping them as size 1 if keepdims.");

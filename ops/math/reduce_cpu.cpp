@@ -1,7 +1,6 @@
 // CPU kernels of reduce_sum and reduce_mean (reduce.cpp): math::ReduceSumTo
 // of the plan in reduce_plan.h. reduce_mean divides by the count of its
-// local tensor, which is why reduce.cpp declares no split of a reduced axis
-// for it.
+// logical input, so a split of a reduced axis gives a partial sum (P).
 #include "ops/kernel.h"
 #include "ops/math/broadcast_loops.h"
 #include "ops/math/reduce_plan.h"

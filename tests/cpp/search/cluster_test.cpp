@@ -137,8 +137,8 @@ TEST(ClusterTest, MeshAxesMapOntoLevels) {
 // one (10 GB/s, 10 us per step); a group of p = 4 ranks; the busiest rank
 // sends 1 GB (1e9 bytes).
 TEST(CollectiveTimeTest, HandWorkedValuesForEveryKindOnTwoLevels) {
-  LinkLevel fast{"nvlink", 8, 100e9, 2e-6};
-  LinkLevel slow{"network", 0, 10e9, 10e-6};
+  LinkLevel fast{"nvlink", 8, 100e9, 2e-6, {}};
+  LinkLevel slow{"network", 0, 10e9, 10e-6, {}};
   double bytes = 1e9;
   // all-reduce: 2(p-1) = 6 steps.   fast: 6 * 2us + 1e9/1e11 = 12e-6 + 0.01
   EXPECT_DOUBLE_EQ(CollectiveSeconds(CollectiveKind::kAllReduce, bytes, 4, fast), 0.010012);
