@@ -24,7 +24,7 @@ and ``--randoms`` random valid
 strategies (every input and trainable variable pinned to a seeded random
 NdSbp, the rest deduced). Every strategy is planned once, in this process,
 on the calibrated Cluster of that device count
-(``bench/results/fidelity_cluster_N.pbtxt``; ``_C.calibrate`` microbenchmarks
+(``bench/results/fidelity_cluster_<kind><N>.pbtxt``; ``oneflow_lite.calibrate`` microbenchmarks
 only, with the main job's settings, never fitted to these runs); the
 processes run those very strategy dicts, so their plans are identical.
 
@@ -67,16 +67,20 @@ def log(message: str) -> None:
     print(f"fidelity: {message}", file=sys.stderr, flush=True)
 
 
-def calibrate(devices: int, path: str, reuse: bool):
-    """This machine's Cluster for `devices` devices (the main job's
-    calibration settings, graph_compile._calibrated); written to `path`."""
-    from oneflow_lite import _C
+def calibrate(devices: int, path: str, reuse: bool, processes: int = 0):
+    """This machine's Cluster for `devices` devices, with the main job's
+    "local_kernels" settings (graph_compile._calibrated): the kernel table of
+    every op type by size, contention, each collective's figures (over
+    `processes` processes with Gloo when >= 2, else in one process); written
+    to `path`. Microbenchmarks only: nothing here sees the strategies run."""
+    from oneflow_lite import _C, calibrate as full
 
     if reuse and os.path.exists(path):
         return _C.load_cluster(path), {"reused": path}
-    cluster, figures = _C.calibrate(devices=devices, num_threads=1, memcpy_bytes=16 << 20,
-                                    matmul_size=256, allreduce_bytes=4 << 20, reps=3,
-                                    name="local")
+    cluster, figures = full.calibrate(devices=max(2, devices), threads=1, kernels=True,
+                                      reps=3, name="local", processes=processes,
+                                      memcpy_bytes=16 << 20, matmul_size=256,
+                                      allreduce_bytes=4 << 20)
     with open(path, "w") as f:
         f.write(figures["text"])
     return _C.load_cluster(path), {k: v for k, v in figures.items() if k != "text"}
@@ -117,7 +121,7 @@ def run_mode(mode: str, args, clusters: dict) -> dict:
            "rows": [], "skipped": {}, "errors": {},
            "load_before": list(os.getloadavg())}
     for model in args.models:
-        res = fr.measure(model, hierarchy, clusters[devices], names, kind, args.rounds,
+        res = fr.measure(model, hierarchy, clusters[(kind, devices)], names, kind, args.rounds,
                          args.warmup, args.steps, threads, args.timeout_s, log)
         out["rows"] += res["rows"]
         out["skipped"].update({f"{model}/{k}": v for k, v in res["skipped"].items()})
@@ -167,11 +171,13 @@ def main() -> int:
         parser.error("need --rounds >= 1, --steps >= 1, --warmup >= 0, --randoms >= 0")
     started = time.time()
     clusters, calibration = {}, {}
-    for devices in sorted({int(np.prod(MODES[m][1])) for m in args.modes}):
-        path = os.path.join(args.cluster_dir, f"fidelity_cluster_{devices}.pbtxt")
-        log(f"calibrating {devices} devices -> {path}")
-        clusters[devices], calibration[str(devices)] = calibrate(devices, path,
-                                                                 args.reuse_cluster)
+    # one calibration per (kind, devices): processes measure their collectives
+    # over Gloo between that many processes, virtual devices in one process
+    for kind, devices in sorted({(MODES[m][0], int(np.prod(MODES[m][1]))) for m in args.modes}):
+        path = os.path.join(args.cluster_dir, f"fidelity_cluster_{kind}{devices}.pbtxt")
+        log(f"calibrating {devices} {kind} devices -> {path}")
+        clusters[(kind, devices)], calibration[f"{kind}{devices}"] = calibrate(
+            devices, path, args.reuse_cluster, processes=devices if kind == "procs" else 0)
     modes = {m: run_mode(m, args, clusters) for m in args.modes}
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from merge_results import cpu_model, git_commit  # noqa: E402

@@ -73,7 +73,7 @@ def main() -> int:
     parser.add_argument("--reuse-cluster", action="store_true")
     args = parser.parse_args()
     load_before = list(os.getloadavg())
-    cluster, calibration = fidelity.calibrate(2, args.cluster, args.reuse_cluster)
+    cluster, calibration = fidelity.calibrate(2, args.cluster, args.reuse_cluster, processes=2)
     rows = [one_model(m, cluster, args) for m in MODELS]
     measured = {
         "what": "scaled-down VGG and Transformer, 2 processes x 1 thread on this machine, "

@@ -16,4 +16,5 @@ cd "$OFL_ROOT"
 export PYTHONPATH="$OFL_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 exec "$OFL_PY" -m oneflow_lite.train --model gpt --nproc 2 --devices 2 --hierarchy 2 --threads 1 \
+  --cluster local_kernels \
   --searcher autoddl --steps 30 --compare expert --report out/train_report.json --plot out/train_report.png "$@"

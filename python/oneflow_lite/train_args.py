@@ -111,7 +111,8 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
                    help="autoddl, exact, a preset (data_parallel, megatron, 2d, zero, "
                         "vgg, or one of them + _sources) or manual")
     p.add_argument("--cluster", default=None,
-                   help="local, a preset or a Cluster file (default: local for runs, "
+                   help="local, local_kernels (with the kernel table), a preset or a Cluster "
+                        "file (default: local for runs, "
                         "h100_8gpu with --plan-only)")
     p.add_argument("--compare", choices=["none", "expert"], default="none",
                    help="expert: also run the expert preset ranked best")
@@ -224,10 +225,10 @@ def _fill_defaults(args: argparse.Namespace) -> None:
 
 
 def _cluster_error(cluster: str) -> Optional[str]:
-    if cluster == "local" or cluster in _C.cluster_presets():
+    if cluster in ("local", "local_kernels") or cluster in _C.cluster_presets():
         return None
     if not os.path.exists(cluster):
-        return (f"unknown --cluster '{cluster}': neither 'local', a preset "
+        return (f"unknown --cluster '{cluster}': neither 'local', 'local_kernels', a preset "
                 f"({', '.join(_C.cluster_presets())}), nor an existing file")
     try:
         _C.load_cluster(cluster)

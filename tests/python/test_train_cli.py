@@ -41,7 +41,7 @@ CASES = [
     (["--data", "out"], "--data out: not a regular file"),
     (["--data", "weights.bin", *TINY], "--data weights.bin: not UTF-8 text (byte 0x80 at "
                                        "offset 2)"),
-    (["--cluster", "nosuch"], "unknown --cluster 'nosuch': neither 'local', a preset"),
+    (["--cluster", "nosuch"], "unknown --cluster 'nosuch': neither 'local', 'local_kernels', a preset"),
     (["--cluster", "out"], "--cluster: cluster file out: is a directory"),
     (["--micro-batches", "3", "--batch", "8"], "--micro-batches 3 does not divide --batch 8"),
     (["--lr", "nan"], "argument --lr: 'nan' is not a number"),

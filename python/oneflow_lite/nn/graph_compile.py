@@ -25,6 +25,7 @@ from oneflow_lite import _C, _world
 
 LR_INPUT = "_lr"  # the fed learning rate of graph-mode optimizers
 _local_clusters: Dict[tuple, object] = {}
+LOCAL_CLUSTERS = ("local", "local_kernels")  # this machine, calibrated (resolve_cluster)
 
 
 def searcher_names() -> List[str]:
@@ -34,32 +35,47 @@ def searcher_names() -> List[str]:
 
 
 def resolve_cluster(spec, devices: int):
-    """A Cluster from a preset name, a file path, "local" or a Cluster."""
+    """A Cluster from a preset name, a file path, "local", "local_kernels" or
+    a Cluster. "local": this machine's quick calibration (memcpy, one matmul
+    FLOP/s, the in-process all-reduce); "local_kernels": the full one of
+    ``oneflow_lite.calibrate`` (every op type's kernel time by size, the
+    contention of devices running at once, each collective's figures: across
+    the world's processes when it has several), about a minute more."""
     if not isinstance(spec, str):
         return spec
-    if spec == "local":
-        key = (devices,)
+    if spec in LOCAL_CLUSTERS:
+        key = (devices, spec)
         if key not in _local_clusters:
-            _local_clusters[key] = _calibrated(devices)
+            _local_clusters[key] = _calibrated(devices, kernels=spec == "local_kernels")
         return _local_clusters[key]
     if spec in _C.cluster_presets():
         return _C.preset_cluster(spec)
     if os.path.exists(spec):
         return _C.load_cluster(spec)  # raises ValueError naming the file and the position
     raise ValueError(f"cluster '{spec}' is neither a preset ({', '.join(_C.cluster_presets())}), "
-                     f"'local', nor an existing file")
+                     f"'local', 'local_kernels', nor an existing file")
 
 
-def _calibrated(devices: int):
-    """This machine calibrated; with several processes, process 0 calibrates
-    and the others take its Cluster (every process must plan on the same
-    figures, or their plans differ)."""
+def _calibrated(devices: int, kernels: bool = False):
+    """This machine calibrated (``kernels``: with the kernel table, contention
+    and each collective across the world's processes); with several
+    processes, process 0 calibrates and the others take its Cluster (every
+    process must plan on the same figures, or their plans differ)."""
     world = _world.info()
     text = None
     if world["process"] == 0:
-        cluster, _figures = _C.calibrate(devices=max(2, devices), num_threads=1,
-                                         memcpy_bytes=16 << 20, matmul_size=256,
-                                         allreduce_bytes=4 << 20, reps=3, name="local")
+        if kernels:
+            from oneflow_lite import calibrate
+
+            processes = int(world["num_processes"]) if world["distributed"] else 0
+            cluster, _figures = calibrate.calibrate(
+                devices=max(2, devices), threads=1, kernels=True, reps=3, name="local",
+                processes=processes if processes >= 2 else 0, memcpy_bytes=16 << 20,
+                matmul_size=256, allreduce_bytes=4 << 20)
+        else:
+            cluster, _figures = _C.calibrate(devices=max(2, devices), num_threads=1,
+                                             memcpy_bytes=16 << 20, matmul_size=256,
+                                             allreduce_bytes=4 << 20, reps=3, name="local")
         if not world["distributed"]:
             return cluster
         with tempfile.TemporaryDirectory() as d:
