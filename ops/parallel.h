@@ -1,5 +1,6 @@
 // ParallelFor: runs fn(begin, end) over [0, n) in chunks on oneTBB's pool
-// when n is large enough to pay for it, inline otherwise. The pool's size is
+// when n is large enough to pay for it, inline otherwise (always inline
+// under ThreadSanitizer, which cannot see oneTBB join its workers). The pool's size is
 // bounded by whoever owns the process's threads (api/ sets a
 // tbb::global_control; the runtime gives each device a task_arena).
 #pragma once
