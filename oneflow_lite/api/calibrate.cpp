@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "oneflow_lite/api/calibrate_kernels.h"
+#include "oneflow_lite/api/calibrate_runs.h"
 #include "oneflow_lite/api/session.h"
 #include "runtime/inprocess_communicator.h"
 #include "search/collective_time.h"
@@ -22,12 +23,6 @@ namespace ofl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -91,29 +86,6 @@ struct CollectiveRun {
   double bytes_sent = 0;  // busiest rank, one collective
 };
 
-// One collective of `kind` on `devices` in-process ranks; `count` float32
-// elements is each rank's whole buffer (all-reduce's buffer, reduce-scatter's
-// input, all-gather's output, all-to-all's input and output).
-Status RunCollective(Communicator* comm, CollectiveKind kind, int64_t devices, int64_t count,
-                     std::vector<float>* in, std::vector<float>* out, const std::string& tag) {
-  const int64_t part = count / devices;
-  std::vector<int64_t> counts(devices, part);
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return comm->AllReduce(in->data(), count, DataType::kFloat32, tag);
-    case CollectiveKind::kReduceScatter:
-      return comm->ReduceScatter(in->data(), out->data(), devices * part, DataType::kFloat32, tag);
-    case CollectiveKind::kAllGather:
-      return comm->AllGather(in->data(), out->data(), counts.data(), DataType::kFloat32, tag);
-    case CollectiveKind::kAllToAll:
-      return comm->AllToAll(in->data(), counts.data(), out->data(), counts.data(),
-                            DataType::kFloat32, tag);
-    case CollectiveKind::kSendRecv:
-      break;
-  }
-  LOG(FATAL) << "calibrate: no in-process run for " << CollectiveKindName(kind);
-}
-
 Maybe<CollectiveRun> MeasureCollective(CollectiveKind kind, int64_t devices, int64_t count,
                                        int reps) {
   InProcessGroup group(devices, std::chrono::milliseconds(60000));
@@ -126,7 +98,7 @@ Maybe<CollectiveRun> MeasureCollective(CollectiveKind kind, int64_t devices, int
     if (rep == 0) before = group.BytesSent();
     const std::string tag = StrCat("calibrate_", CollectiveKindName(kind), "_", rep);
     const double s = TimeThreads(devices, [&](int64_t r) {
-      statuses[r] = RunCollective(group.Rank(r), kind, devices, count, &in[r], &out[r], tag);
+      statuses[r] = RunCollective(group.Rank(r), kind, count, &in[r], &out[r], tag);
     });
     for (const Status& st : statuses) OFL_RETURN_IF_ERROR(st);
     if (rep >= 0) seconds.push_back(s);

@@ -6,17 +6,11 @@
 #include <map>
 #include <thread>
 
+#include "oneflow_lite/api/calibrate_runs.h"
 #include "oneflow_lite/api/session.h"
 
 namespace ofl {
 namespace {
-
-double Median(std::vector<double> v) {
-  CHECK(!v.empty());
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
 
 std::map<std::string, Tensor> ConstantFeeds(const OpGraph& graph) {
   std::map<std::string, Tensor> feeds;

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "oneflow_lite/api/calibrate.h"
+#include "oneflow_lite/api/calibrate_runs.h"
 #include "runtime/gloo_communicator.h"
 #include "runtime/process_world.h"
 
@@ -12,33 +13,6 @@ namespace ofl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-Status RunOnce(Communicator* comm, CollectiveKind kind, int64_t count, std::vector<float>* in,
-               std::vector<float>* out, const std::string& tag) {
-  const int64_t p = comm->size();
-  const int64_t part = count / p;
-  std::vector<int64_t> counts(p, part);
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return comm->AllReduce(in->data(), count, DataType::kFloat32, tag);
-    case CollectiveKind::kReduceScatter:
-      return comm->ReduceScatter(in->data(), out->data(), p * part, DataType::kFloat32, tag);
-    case CollectiveKind::kAllGather:
-      return comm->AllGather(in->data(), out->data(), counts.data(), DataType::kFloat32, tag);
-    case CollectiveKind::kAllToAll:
-      return comm->AllToAll(in->data(), counts.data(), out->data(), counts.data(),
-                            DataType::kFloat32, tag);
-    case CollectiveKind::kSendRecv:
-      break;
-  }
-  LOG(FATAL) << "calibrate: no process run for " << CollectiveKindName(kind);
-}
 
 // Median seconds of `reps` calls after a warm-up, and the bytes this process sent per call.
 Maybe<std::pair<double, double>> TimeCalls(Communicator* comm, CollectiveKind kind,
@@ -50,7 +24,7 @@ Maybe<std::pair<double, double>> TimeCalls(Communicator* comm, CollectiveKind ki
     if (rep == 0) before = comm->bytes_sent();
     const std::string tag = StrCat("calibrate_", CollectiveKindName(kind), "_", count, "_", rep);
     const auto start = Clock::now();
-    OFL_RETURN_IF_ERROR(RunOnce(comm, kind, count, &in, &out, tag));
+    OFL_RETURN_IF_ERROR(RunCollective(comm, kind, count, &in, &out, tag));
     if (rep >= 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
   return std::make_pair(Median(seconds),
