@@ -32,34 +32,22 @@ GPT = dict(n_layer=4, n_embd=512, n_head=8, seq_len=128, vocab_size=4096)
 GPT_BATCH, HIERARCHY = 16, [2]
 VGG = dict(features=(32, "M", 64, "M", 128, "M"), image_size=32, fc=(256,), num_classes=10)
 VGG_BATCH = 32
-ADAMW = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
-
-
-def _with_loss(flow, model):
-    class WithLoss(flow.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, x, labels):
-            return flow.nn.functional.cross_entropy(self.model(x), labels)
-
-    return WithLoss()
 
 
 def programs() -> dict:
     """name -> training Program of the models the plans are made for."""
     import oneflow_lite as flow
+    from oneflow_lite.calibrate_probes import ADAMW, with_loss
 
     flow.manual_seed(0)
     spec = flow.nn.graph_trace.Spec([GPT_BATCH, GPT["seq_len"]], flow.int64)
-    gpt = flow.nn.graph_trace.trace(_with_loss(flow, flow.models.GPT(flow.models.GPTConfig(**GPT))),
+    gpt = flow.nn.graph_trace.trace(with_loss(flow, flow.models.GPT(flow.models.GPTConfig(**GPT))),
                                     spec, spec, input_names=["ids", "labels"])
     gpt.builder.minimize(gpt.output_names[0], "adamw", **ADAMW)
     flow.manual_seed(0)
     images = flow.nn.graph_trace.Spec([VGG_BATCH, 3, VGG["image_size"], VGG["image_size"]])
     labels = flow.nn.graph_trace.Spec([VGG_BATCH], flow.int64)
-    vgg = flow.nn.graph_trace.trace(_with_loss(flow, flow.models.VGG(flow.models.VGGConfig(**VGG))),
+    vgg = flow.nn.graph_trace.trace(with_loss(flow, flow.models.VGG(flow.models.VGGConfig(**VGG))),
                                     images, labels, input_names=["images", "labels"])
     vgg.builder.minimize(vgg.output_names[0], "sgd", lr=0.01)
     return {"gpt": gpt.program, "vgg": vgg.program}

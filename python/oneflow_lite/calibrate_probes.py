@@ -25,7 +25,9 @@ VGG_IMAGE, VGG_BATCH = 32, 16
 ADAMW = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
 
 
-def _with_loss(flow, model):
+def with_loss(flow, model):
+    """`model` with the cross-entropy of its output against fed labels (the probes'
+    and bench/calibration.py's training graphs)."""
     class WithLoss(flow.nn.Module):
         def __init__(self):
             super().__init__()
@@ -45,7 +47,7 @@ def gpt_probe(n_embd: int, batch: int, seq_len: int = GPT_SEQ, vocab: int = GPT_
     config = flow.models.GPTConfig(n_layer=1, n_embd=n_embd, n_head=max(1, n_embd // 64),
                                    seq_len=seq_len, vocab_size=vocab)
     spec = flow.nn.graph_trace.Spec([batch, seq_len], flow.int64)
-    traced = flow.nn.graph_trace.trace(_with_loss(flow, flow.models.GPT(config)), spec, spec,
+    traced = flow.nn.graph_trace.trace(with_loss(flow, flow.models.GPT(config)), spec, spec,
                                        input_names=["ids", "labels"])
     traced.builder.minimize(traced.output_names[0], "adamw", **ADAMW)
     return traced.program
@@ -60,7 +62,7 @@ def vgg_probe(width: int, batch: int, image: int = VGG_IMAGE):
                                    fc=(4 * width,), num_classes=10)
     images = flow.nn.graph_trace.Spec([batch, 3, image, image], flow.float32)
     labels = flow.nn.graph_trace.Spec([batch], flow.int64)
-    traced = flow.nn.graph_trace.trace(_with_loss(flow, flow.models.VGG(config)), images, labels,
+    traced = flow.nn.graph_trace.trace(with_loss(flow, flow.models.VGG(config)), images, labels,
                                        input_names=["images", "labels"])
     traced.builder.minimize(traced.output_names[0], "sgd", lr=0.01)
     return traced.program
