@@ -11,7 +11,7 @@
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
-ofl_setup
+OFL_TARGETS="${OFL_TARGETS-_C}" ofl_setup
 cd "$OFL_ROOT"
 export PYTHONPATH="$OFL_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1

@@ -19,9 +19,10 @@
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
-export OFL_WERROR="${OFL_WERROR:-ON}"
 ofl_setup
 cd "$OFL_ROOT"
+cuda_rc=0
+ofl_time build-cuda ofl_cuda_compile_check || cuda_rc=$?
 export PYTHONPATH="$OFL_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 
 lint_rc=0
@@ -49,8 +50,8 @@ pytest_rc=0
 fuzz_rc=0
 "$OFL_ROOT/scripts/fuzz.sh" all "${OFL_FUZZ_SECONDS:-30}" || fuzz_rc=$?
 
-if ((lint_rc != 0 || ctest_rc != 0 || san_rc != 0 || pytest_rc != 0 || fuzz_rc != 0)); then
-  echo "test.sh: FAILED (arrow lint exit $lint_rc, ctest exit $ctest_rc, sanitizers $san_rc," \
+if ((cuda_rc != 0 || lint_rc != 0 || ctest_rc != 0 || san_rc != 0 || pytest_rc != 0 || fuzz_rc != 0)); then
+  echo "test.sh: FAILED (CUDA compile $cuda_rc, arrow lint exit $lint_rc, ctest exit $ctest_rc, sanitizers $san_rc," \
     "pytest exit $pytest_rc, fuzz exit $fuzz_rc)" >&2
   exit 1
 fi

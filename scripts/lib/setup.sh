@@ -9,17 +9,26 @@
 #      installed; pip runs only when requirements.txt changed (a stamp with
 #      its sha256 lives inside .venv).
 #   3. CMake configured once into build/ (Release, Ninja, the venv's python
-#      and pybind11), then an incremental ninja build. ctest and pytest use
-#      that one build (the extension lands in python/oneflow_lite/).
+#      and pybind11, ccache when installed), then an incremental ninja build:
+#      run.sh builds only the Python extension the main job needs (OFL_TARGETS,
+#      default `_C`), test.sh everything; both with the same flags, so
+#      test.sh after run.sh reuses every object. ctest and pytest use that
+#      one build (the extension lands in python/oneflow_lite/).
+#   CUDA code is compiled into build/ only when a GPU is present (nvidia-smi
+#   lists one) or OFL_WITH_CUDA=ON asks for it; test.sh compiles it apart,
+#   in build-cuda/ (the CUDA libraries only), wherever a toolkit is found.
 # Every step prints its time on stderr. Knobs (environment):
 #   OFL_JOBS=2              ninja's -j (the dev machine has 2 cores)
 #   OFL_PYTHON=python3      the interpreter that creates the venv
 #   OFL_SKIP_APT=1          skip step 1 (no root and no sudo, or not Debian)
 #   OFL_CMAKE_ARGS="..."    extra arguments for the first configure only
-#   OFL_WERROR=ON|OFF       compiler warnings as errors (-DOFL_WERROR; CMake's
-#                           default is ON when CI is set); scripts/test.sh
-#                           sets ON. A build configured otherwise is
-#                           reconfigured (cheap), not rebuilt from scratch.
+#   OFL_WERROR=ON|OFF       compiler warnings as errors (-DOFL_WERROR); ON
+#                           by default in run.sh and test.sh alike, so their
+#                           objects are the same. A build configured
+#                           otherwise is reconfigured, and its objects rebuilt.
+#   OFL_WITH_CUDA=ON|OFF    compile the CUDA backend into build/ (default: ON
+#                           when nvidia-smi lists a GPU, else OFF).
+#   OFL_TARGETS="..."       the ninja targets ofl_setup builds (empty: all).
 # Paths: OFL_ROOT (the repository), OFL_VENV, OFL_BUILD_DIR, OFL_PY.
 
 OFL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -28,6 +37,11 @@ OFL_BUILD_DIR="${OFL_BUILD_DIR:-$OFL_ROOT/build}"
 OFL_PY="$OFL_VENV/bin/python"
 OFL_JOBS="${OFL_JOBS:-2}"
 OFL_REQUIREMENTS="$OFL_ROOT/requirements.txt"
+export OFL_WERROR="${OFL_WERROR:-ON}"
+# ccache: paths under the repository hash relative to it, so another clone or
+# worktree of the project reuses the same cache entries.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$OFL_ROOT")}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 
 # ENVIRONMENT.md's install line, plus python3 + python3-venv (Debian's
 # python3 has no ensurepip without it) and ca-certificates for pip's TLS;
@@ -36,7 +50,7 @@ OFL_REQUIREMENTS="$OFL_ROOT/requirements.txt"
 # clang-14 and libclang-rt-14-dev (libFuzzer) build the C++ fuzz targets
 # (scripts/fuzz.sh).
 OFL_APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libgoogle-glog-dev libtbb-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
   ocl-icd-opencl-dev libgloo-dev
@@ -113,13 +127,35 @@ ofl_werror_args() {
     echo "-DOFL_WERROR=$OFL_WERROR"
 }
 
+# ofl_launcher_args: ccache as CMake's compiler launcher when it is installed.
+ofl_launcher_args() {
+  command -v ccache >/dev/null || return 0
+  echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache" \
+    "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+}
+
+# ofl_want_cuda: ON when the CUDA backend belongs in build/ (asked for, or a
+# GPU is present), OFF otherwise.
+ofl_want_cuda() {
+  if [[ -n "${OFL_WITH_CUDA:-}" ]]; then
+    echo "$OFL_WITH_CUDA"
+  elif command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    echo ON
+  else
+    echo OFF
+  fi
+}
+
 ofl_ensure_configured() {
-  local cache="$OFL_BUILD_DIR/CMakeCache.txt" werror
+  local cache="$OFL_BUILD_DIR/CMakeCache.txt" werror cuda
   werror=$(ofl_werror_args "$OFL_BUILD_DIR")
+  cuda=$(ofl_want_cuda)
   if [[ -f "$OFL_BUILD_DIR/build.ninja" ]] &&
     grep -qxF -e "Python3_EXECUTABLE:UNINITIALIZED=$OFL_PY" \
       -e "Python3_EXECUTABLE:FILEPATH=$OFL_PY" "$cache" 2>/dev/null; then
-    [[ -z "$werror" ]] || cmake "$werror" "$OFL_BUILD_DIR" >&2
+    local change=($werror)
+    grep -qxF "OFL_WITH_CUDA:BOOL=$cuda" "$cache" || change+=("-DOFL_WITH_CUDA=$cuda")
+    ((${#change[@]} == 0)) || cmake "${change[@]}" "$OFL_BUILD_DIR" >&2
     return 0
   fi
   if [[ -f "$cache" ]] && ! grep -qxF "CMAKE_GENERATOR:INTERNAL=Ninja" "$cache"; then
@@ -131,11 +167,38 @@ ofl_ensure_configured() {
   # OFL_CMAKE_ARGS is split on spaces on purpose (several -D flags).
   # shellcheck disable=SC2086
   cmake -S "$OFL_ROOT" -B "$OFL_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DPython3_EXECUTABLE="$OFL_PY" -Dpybind11_DIR="$pybind11_dir" $werror ${OFL_CMAKE_ARGS:-} >&2
+    -DPython3_EXECUTABLE="$OFL_PY" -Dpybind11_DIR="$pybind11_dir" -DOFL_WITH_CUDA="$cuda" \
+    $(ofl_launcher_args) $werror ${OFL_CMAKE_ARGS:-} >&2
 }
 
 ofl_build() {
-  ninja -C "$OFL_BUILD_DIR" -j "$OFL_JOBS" >&2
+  # OFL_TARGETS is split on spaces on purpose (several targets).
+  # shellcheck disable=SC2086
+  ninja -C "$OFL_BUILD_DIR" -j "$OFL_JOBS" ${OFL_TARGETS:-} >&2
+}
+
+# ofl_cuda_compile_check: where a CUDA toolkit is found but build/ has no
+# CUDA (no GPU), compiles the CUDA libraries in build-cuda/ so that CUDA code
+# keeps compiling; nothing is run there. Prints why it skips otherwise.
+ofl_cuda_compile_check() {
+  local dir="$OFL_ROOT/build-cuda"
+  if grep -qxF "OFL_WITH_CUDA:BOOL=ON" "$OFL_BUILD_DIR/CMakeCache.txt" 2>/dev/null &&
+    grep -q "^CMAKE_CUDA_COMPILER:.*nvcc" "$OFL_BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+    ofl_log "cuda: compiled in $OFL_BUILD_DIR already"
+    return 0
+  fi
+  if ! command -v nvcc >/dev/null && [[ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]]; then
+    ofl_log "cuda: no toolkit (nvcc) found; CUDA compile check skipped"
+    return 0
+  fi
+  if [[ ! -f "$dir/build.ninja" ]]; then
+    local pybind11_dir
+    pybind11_dir=$("$OFL_PY" -m pybind11 --cmakedir) || return 1
+    cmake -S "$OFL_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOFL_WITH_CUDA=ON \
+      -DOFL_BUILD_TESTS=OFF -DOFL_BUILD_BENCH=OFF -DOFL_BUILD_PYTHON=OFF \
+      -DOFL_WERROR="$OFL_WERROR" $(ofl_launcher_args) >&2 || return 1
+  fi
+  ninja -C "$dir" -j "$OFL_JOBS" ofl_runtime >&2
 }
 
 # ofl_sanitizer_build KIND: configures build-KIND (KIND = thread or address)
