@@ -43,6 +43,8 @@ import os as _os
 # extension's import: libgomp reads it when it loads.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+__version__ = "0.1.0"  # pyproject.toml's version (a test keeps them equal)
+
 _ext_dir = _os.environ.get("OFL_EXTENSION_DIR")
 if _ext_dir:
     __path__.insert(0, _ext_dir)  # noqa: F821 (package __path__)
@@ -59,6 +61,8 @@ from oneflow_lite._creation import (arange, device, empty, from_numpy, full,  # 
                                     ones, ones_like, rand, randint, randn, tensor, zeros,
                                     zeros_like)
 from oneflow_lite._tensor import Tensor  # noqa: E402
+from oneflow_lite._toplevel import (allclose, eye, inference_mode, is_tensor,  # noqa: E402
+                                    linspace, matmul, randperm, set_grad_enabled, sum)
 from oneflow_lite.serialization import load, save  # noqa: E402
 from oneflow_lite import autograd, nn, optim  # noqa: E402
 from oneflow_lite import models  # noqa: E402
@@ -68,4 +72,5 @@ __all__ = ["_C", "Tensor", "tensor", "from_numpy", "zeros", "ones", "full", "emp
            "enable_grad", "is_grad_enabled", "device", "dtype", "float32", "float64", "int32",
            "int64", "bfloat16", "float16", "double", "long", "placement", "sbp", "save",
            "load", "nn", "optim", "models", "ops", "autograd", "set_detect_anomaly",
-           "is_anomaly_enabled"]
+           "is_anomaly_enabled", "sum", "matmul", "allclose", "is_tensor", "randperm", "eye",
+           "linspace", "set_grad_enabled", "inference_mode", "__version__"]

@@ -470,3 +470,10 @@ def _basic_index(index, shape) -> tuple:
             raise IndexError(f"unsupported index {i!r} on axis {axis} (ints, slices and ... "
                              f"only)")
     return start, stop, step, keep
+
+
+# ---- composed methods (squeeze, unsqueeze, expand, repeat, chunk, split, t, contiguous,
+# new_zeros/ones/full, add_, zero_, fill_, copy_): written in _tensor_methods, bound here.
+from oneflow_lite import _tensor_methods  # noqa: E402 (needs Tensor defined)
+
+_tensor_methods.install(Tensor)
