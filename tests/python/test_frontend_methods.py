@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import oneflow_lite as flow
+from fd_check import check_grads
 
 
 def _tile(x, reps):
@@ -65,23 +66,8 @@ def _input(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
-def _fd_check(fn, x, eps=1e-6):
-    """fn: Tensor -> Tensor. Checks the gradient of sum(fn(x) * w) with a
-    fixed random w against central differences."""
-    w = np.random.default_rng(7).standard_normal(np.shape(fn(flow.tensor(x)).numpy()))
-    loss = lambda a: float(np.sum(fn(flow.tensor(a)).numpy() * w))  # noqa: E731
-    t = flow.tensor(x, requires_grad=True)
-    (fn(t) * flow.tensor(w)).sum().backward()
-    want = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        old = x[i]
-        x[i] = old + eps
-        hi = loss(x)
-        x[i] = old - eps
-        lo = loss(x)
-        x[i] = old
-        want[i] = (hi - lo) / (2 * eps)
-    np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-6, atol=1e-8)
+def _fd_check(fn, x):
+    check_grads(fn, [x])
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])

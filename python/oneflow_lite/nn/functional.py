@@ -15,6 +15,8 @@ from typing import Optional, Sequence, Union
 from oneflow_lite import _dispatch
 from oneflow_lite._dispatch import apply, ops
 from oneflow_lite._tensor import Tensor
+from oneflow_lite.nn.functional_loss import (binary_cross_entropy_with_logits,  # noqa: F401
+                                             l1_loss, mse_loss, nll_loss, one_hot)
 
 IntPair = Union[int, Sequence[int]]
 

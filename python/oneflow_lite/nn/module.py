@@ -235,6 +235,32 @@ class Module:
                 t._value, t._device = _device.move_value(t._value, name), name
         return self
 
+    def to_global(self, placement, sbp) -> "Module":
+        """Makes every parameter and buffer global in place (the same
+        objects, so an optimizer made before keeps them): its value stays the
+        logical value, described as laid out by ``sbp`` (one flow.sbp or a
+        list per mesh axis) on ``placement``. Checks every tensor first
+        (its shape must fit the layout) and changes nothing on error.
+
+        Under nn.Graph this pins each parameter's layout: the planner keeps
+        it (a variable pinned "(S(0))" is sharded by rows, its optimizer
+        state with it) instead of choosing one. Eagerly, ops refuse global
+        tensors: call the module inside an nn.Graph."""
+        from oneflow_lite import _global
+
+        if not isinstance(placement, _global.placement):
+            raise TypeError(f"{type(self).__name__}.to_global: placement must be a "
+                            f"flow.placement, got {type(placement).__name__}")
+        nd = _global.as_nd_sbp(sbp)
+        tensors = list(self.named_parameters()) + list(self.named_buffers())
+        for name, t in tensors:
+            _global.check_fits(t.shape, placement, nd,
+                               f"{type(self).__name__}.to_global: '{name}' of shape "
+                               f"{list(t.shape)}")
+        for _, t in tensors:
+            t._placement, t._sbp = placement, nd
+        return self
+
     def cuda(self, device: Optional[int] = None) -> "Module":
         """``to("cuda")``, or ``to(f"cuda:{device}")``."""
         return self.to("cuda" if device is None else f"cuda:{int(device)}")

@@ -53,24 +53,42 @@ class Optimizer:
         self.param_groups: List[dict] = []
         self._names: Dict[int, str] = {}
         self.state: Dict[int, Dict[str, np.ndarray]] = {}
-        position = 0
         for group in groups:
-            entries = list(group["params"])
-            plist = []
-            for entry in entries:
-                name, p = entry if isinstance(entry, tuple) else (str(position), entry)
-                if not isinstance(p, Tensor) or not p.dtype.is_floating_point:
-                    raise TypeError(f"{type(self).__name__}: parameter '{name}' is not a "
-                                    f"floating flow.Tensor")
-                if id(p) in self._names:
-                    raise ValueError(f"{type(self).__name__}: parameter '{name}' appears twice")
-                self._names[id(p)] = name
-                plist.append(p)
-                position += 1
-            full = dict(self.defaults)
-            full.update({k: v for k, v in group.items() if k != "params"})
-            full["params"] = plist
-            self.param_groups.append(full)
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Adds a group ({"params": [...], hyper-parameters}; the ones left
+        out take the optimizer's defaults), as PyTorch: e.g. layers unfrozen
+        during fine-tuning. Parameters are named as in the constructor
+        (a (name, tensor) pair, else the next position); a parameter already
+        held raises, and nothing is added."""
+        if not isinstance(param_group, dict) or "params" not in param_group:
+            raise TypeError(f"{type(self).__name__}.add_param_group: expects a dict with "
+                            f"'params', got {type(param_group).__name__}")
+        entries = param_group["params"]
+        entries = [entries] if isinstance(entries, Tensor) else list(entries)
+        position = len(self._names)
+        named, seen = [], set()
+        for entry in entries:
+            name, p = entry if isinstance(entry, tuple) else (str(position), entry)
+            if not isinstance(p, Tensor) or not p.dtype.is_floating_point:
+                raise TypeError(f"{type(self).__name__}: parameter '{name}' is not a "
+                                f"floating flow.Tensor")
+            if id(p) in self._names or id(p) in seen:
+                raise ValueError(f"{type(self).__name__}: parameter '{name}' appears twice")
+            seen.add(id(p))
+            named.append((name, p))
+            position += 1
+        full = dict(self.defaults)
+        full.update({k: v for k, v in param_group.items() if k != "params"})
+        self._check_group(full)
+        for name, p in named:
+            self._names[id(p)] = name
+        full["params"] = [p for _, p in named]
+        self.param_groups.append(full)
+
+    def _check_group(self, group: dict) -> None:
+        """Raises on a group's bad hyper-parameter (subclasses add rules)."""
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for group in self.param_groups:
@@ -106,9 +124,10 @@ class Optimizer:
                         raise ValueError(f"{type(self).__name__}: grad of '{self._names[id(p)]}'"
                                          f" has shape {list(p.grad.shape)} != "
                                          f"{list(p.shape)}")
-                    self._update(p, self._state_of(p), attrs)
+                    self._update(p, self._state_of(p), attrs, group)
 
-    def _update(self, p: Tensor, state: Dict[str, np.ndarray], attrs: dict) -> None:
+    def _update(self, p: Tensor, state: Dict[str, np.ndarray], attrs: dict,
+                group: dict) -> None:
         raise NotImplementedError
 
     def _run(self, op_type: str, p: Tensor, state: Dict[str, np.ndarray], attrs: dict) -> None:
@@ -175,17 +194,44 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """PyTorch's SGD: g += wd * p; buf = momentum * buf + g; p -= lr * buf."""
+    """PyTorch's SGD: g += wd * p; buf = momentum * buf + g; p -= lr * buf;
+    with ``nesterov=True``, p -= lr * (g + momentum * buf).
+
+    Nesterov is composed from registered ops (add, scalar_mul; no kernel of
+    its own); eager only (nn.Graph's optimizer pass runs
+    plain momentum, so add_optimizer must refuse a nesterov group)."""
 
     _STATE = ("momentum",)
     _HYPER = {"lr": 0, "momentum": 0, "weight_decay": 0}
 
     def __init__(self, params, lr: float = 0.01, momentum: float = 0.0,
-                 weight_decay: float = 0.0) -> None:
-        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
+                 weight_decay: float = 0.0, nesterov: bool = False) -> None:
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
+                                  "nesterov": bool(nesterov)})
 
-    def _update(self, p, state, attrs) -> None:
-        self._run("sgd_update", p, state, attrs)
+    def _check_group(self, group: dict) -> None:
+        for key in ("lr", "momentum", "weight_decay"):
+            if group[key] < 0:
+                raise ValueError(f"SGD: {key}={group[key]} is negative")
+        if group.get("nesterov") and group["momentum"] <= 0:
+            raise ValueError(f"SGD: nesterov=True needs a positive momentum, got "
+                             f"{group['momentum']}")
+
+    def _update(self, p, state, attrs, group) -> None:
+        if group.get("nesterov"):
+            self._nesterov(p, state, attrs)
+        else:
+            self._run("sgd_update", p, state, attrs)
+
+    def _nesterov(self, p, state, attrs) -> None:
+        """g = grad + wd * p; buf = m * buf + g; p -= lr * (g + m * buf)."""
+        m, wd = attrs["momentum"], attrs["weight_decay"]
+        g = p.grad + p * wd if wd else p.grad
+        buf = Tensor._wrap(state["momentum"]) * m + g
+        p.copy_(p - (g + buf * m) * attrs["lr"])  # under no_grad: p's own buffer
+        holder = Tensor._wrap(state["momentum"])
+        holder.copy_(buf)
+        state["momentum"] = holder._value  # the same array on the host; a new device buffer
 
 
 class Adam(Optimizer):
@@ -200,7 +246,7 @@ class Adam(Optimizer):
         super().__init__(params, {"lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps,
                                   "weight_decay": weight_decay})
 
-    def _update(self, p, state, attrs) -> None:
+    def _update(self, p, state, attrs, group) -> None:
         self._run("adam_update", p, state, dict(attrs, decoupled_weight_decay=self._DECOUPLED))
 
 
