@@ -66,6 +66,7 @@ from oneflow_lite._toplevel import (allclose, eye, inference_mode, is_tensor,  #
 from oneflow_lite.serialization import load, save  # noqa: E402
 from oneflow_lite import autograd, nn, optim  # noqa: E402
 from oneflow_lite import models  # noqa: E402
+from oneflow_lite import utils  # noqa: E402
 
 __all__ = ["_C", "Tensor", "tensor", "from_numpy", "zeros", "ones", "full", "empty", "randn",
            "rand", "randint", "arange", "zeros_like", "ones_like", "manual_seed", "no_grad",
@@ -73,4 +74,4 @@ __all__ = ["_C", "Tensor", "tensor", "from_numpy", "zeros", "ones", "full", "emp
            "int64", "bfloat16", "float16", "double", "long", "placement", "sbp", "save",
            "load", "nn", "optim", "models", "ops", "autograd", "set_detect_anomaly",
            "is_anomaly_enabled", "sum", "matmul", "allclose", "is_tensor", "randperm", "eye",
-           "linspace", "set_grad_enabled", "inference_mode", "__version__"]
+           "linspace", "set_grad_enabled", "inference_mode", "__version__", "utils"]

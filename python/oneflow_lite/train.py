@@ -309,7 +309,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     if args.plan_only:
         report = plan_only(args, config)
     else:
-        data = [next(batches) for _ in range(args.steps)]
+        data = train_data.step_loader(batches, args.steps, args.batch)
         cluster = resolve_cluster(args.cluster, args.devices)
         runs = [train_run(args, config, data, args.searcher, args.searcher, cluster)]
         experts = []

@@ -8,13 +8,21 @@ learnable structure, so the loss clearly falls, and character-level text.
 - vgg: a fixed noisy image template per class (``template_batches``).
 
 Each returns an endless iterator of (data, labels) numpy batches drawn from
-the given Generator. Pure functions; the iterators are not thread-safe.
+the given Generator. ``step_loader`` turns the first ``steps`` of them into
+a ``flow.utils.data.DataLoader`` over their rows, which yields the same
+batches in the same order as flow tensors (the job's graph takes the
+logical batch: every process reads the same rows, so the loader's sampler
+is sequential; a DistributedSampler is for eager loops in which each
+process computes on its own rows). Pure functions; the iterators are not
+thread-safe.
 """
 from __future__ import annotations
 
 from typing import Iterator, List, Tuple
 
 import numpy as np
+
+from oneflow_lite.utils.data import DataLoader, TensorDataset
 
 Batch = Tuple[np.ndarray, np.ndarray]
 
@@ -87,3 +95,13 @@ def template_batches(channels: int, size: int, classes: int, batch: int,
         labels = rng.integers(0, classes, batch)
         noise = rng.standard_normal((batch, channels, size, size))
         yield (templates[labels] + noise).astype(np.float32), labels.astype(np.int64)
+
+
+def step_loader(batches: Iterator[Batch], steps: int, batch: int) -> DataLoader:
+    """The first ``steps`` batches of ``batches`` (each ``batch`` rows) as a
+    DataLoader over one TensorDataset of their rows: re-iterable, the same
+    batches in the same order."""
+    drawn = [next(batches) for _ in range(steps)]
+    data = np.concatenate([d for d, _ in drawn])
+    labels = np.concatenate([y for _, y in drawn])
+    return DataLoader(TensorDataset(data, labels), batch_size=batch)

@@ -266,3 +266,15 @@ def test_version_matches_pyproject():
     root = Path(__file__).resolve().parents[2]
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     assert flow.__version__ == project["version"]
+
+
+def test_every_composed_method_is_in_a_table_or_tested_in_place():
+    from oneflow_lite import _tensor_methods
+
+    row_ids = [r[0] for r in ROWS + SPLIT_ROWS]
+    in_place_tests = {"new_full", "new_zeros", "new_ones", "add_", "fill_", "zero_", "copy_"}
+    for fn in _tensor_methods.METHODS:
+        name = fn.__name__
+        assert name in in_place_tests or any(i == name or i.startswith(name + "_")
+                                             for i in row_ids), f"{name} has no row"
+        assert getattr(flow.Tensor, name) is fn
