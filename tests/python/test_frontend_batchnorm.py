@@ -122,3 +122,33 @@ def test_errors():
         nn.BatchNorm1d(3)(flow.zeros(1, 3))
     with pytest.raises(ValueError, match="BatchNorm1d: momentum=1.5 is outside"):
         nn.BatchNorm1d(3, momentum=1.5)
+
+
+class _Forward(flow.nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x):
+        return self.model(x)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_a_graph_gives_the_eager_output(training):
+    flow.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU())
+    model(flow.randn(4, 2, 5, 5))  # running statistics away from (0, 1)
+    model.train(training)
+    x = flow.randn(4, 2, 5, 5)
+    stats = model[1].running_mean.numpy().copy()
+    want = model(x).numpy()
+    np.testing.assert_allclose(_Forward(model)(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    if training:  # the graph normalised by the batch but left the running statistics alone
+        np.testing.assert_allclose(model[1].running_mean.numpy(),
+                                   stats * 0.9 + 0.1 * _batch_mean(model, x), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def _batch_mean(model, x):
+    with flow.no_grad():
+        return model[0](x).numpy().mean(axis=(0, 2, 3))

@@ -261,6 +261,13 @@ def test_set_grad_enabled_and_inference_mode():
 
     assert not infer(x).requires_grad and flow.is_grad_enabled()
 
+    @flow.set_grad_enabled(False)
+    def frozen(t):
+        return t * 2
+
+    assert flow.is_grad_enabled()  # as a decorator it changes the mode only inside
+    assert not frozen(x).requires_grad and flow.is_grad_enabled()
+
 
 def test_version_matches_pyproject():
     root = Path(__file__).resolve().parents[2]
