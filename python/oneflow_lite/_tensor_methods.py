@@ -16,7 +16,8 @@ In-place ops follow PyTorch's autograd rules:
 - when autograd must see them (grad mode on and the tensor, or ``add_``'s or
   ``copy_``'s source, requires grad) the tensor takes the result's value
   and tape node; its old array, which recorded ops may have saved, is left
-  untouched;
+  untouched; while nn.Graph traces, a graph tensor takes the result's graph
+  tensor (an eager parameter or buffer cannot: that raises);
 - otherwise the tensor's own buffer is written, so a ``detach()`` of it or
   its ``numpy()`` array sees the change (no version counter: an array
   saved by an earlier recorded op and then written in place gives that
@@ -205,8 +206,22 @@ def _check_leaf(self, what: str) -> None:
                            f"wrap it in flow.no_grad() to change its value")
 
 
-def _take(self, result) -> None:
-    """``self`` becomes ``result`` (value and tape node)."""
+def _lazy(t) -> bool:
+    """A graph tensor of the trace being built (nn.Graph's LazyTensor)."""
+    return hasattr(t, "graph_name")
+
+
+def _take(self, result, what: str) -> None:
+    """``self`` becomes ``result``: its value and tape node, or, tracing,
+    its graph tensor. An eager tensor (a parameter, a buffer) cannot take a
+    graph tensor: nn.Graph has no assignment op."""
+    if _lazy(self):
+        self.graph_name = result.graph_name
+        return
+    if result._value is None:
+        raise NotImplementedError(f"{what}: writing a graph value into an eager tensor (shape "
+                                  f"{list(self.shape)}, e.g. a parameter or buffer) inside "
+                                  f"nn.Graph is not supported; compute a new tensor instead")
     self._value = result._value
     self._node = result._node
     self.requires_grad = result.requires_grad
@@ -230,6 +245,12 @@ def _alias(self):
     out = Tensor._wrap(self._value, self._shape, self._dtype, self._device)
     out._node, out.requires_grad = self._node, self.requires_grad
     return out
+
+
+def _base(self):
+    """The input an in-place op computes from: ``self`` while tracing (a
+    graph tensor has no tape), else an alias."""
+    return self if _lazy(self) else _alias(self)
 
 
 def _check_broadcast(what: str, other, self) -> None:
@@ -260,13 +281,13 @@ def add_(self, other, alpha: Number = 1):
             raise TypeError(f"add_: other has dtype {other.dtype.name}, self "
                             f"{self.dtype.name}; cast one with .to(dtype)")
         _check_broadcast("add_: other", other, self)
-        result = _alias(self) + (other if alpha == 1 else other * alpha)
+        result = _base(self) + (other if alpha == 1 else other * alpha)
     else:
-        result = _alias(self) + float(other) * alpha
+        result = _base(self) + float(other) * alpha
         if result.dtype is not self.dtype:
             raise TypeError(f"add_: {other!r} * {alpha!r} on a {self.dtype.name} tensor")
-    if _records(self, other):
-        _take(self, result)
+    if _records(self, other) or result._value is None:
+        _take(self, result, "add_")
     else:
         _write(self, result._array())
     return self
@@ -277,11 +298,14 @@ def fill_(self, value: Number):
     _check_leaf(self, "fill_")
     if isinstance(value, np.ndarray) or hasattr(value, "item"):
         value = value.item()
+    if _lazy(self):
+        _take(self, _apply("zeros_like", [self]) + value, "fill_")
+        return self
     array = np.full(self.shape, value, dtypes.numpy_of(self.dtype))
     if self._node is not None:  # a non-leaf: the result no longer depends on the tape
         from oneflow_lite._tensor import Tensor
 
-        _take(self, Tensor._wrap(_device.like_value(array, self._value)))
+        _take(self, Tensor._wrap(_device.like_value(array, self._value)), "fill_")
     else:
         _write(self, array)
     return self
@@ -303,14 +327,14 @@ def copy_(self, src):
         raise TypeError(f"copy_: src must be a flow.Tensor or numpy array, got "
                         f"{type(src).__name__}")
     _check_broadcast("copy_: src", src, self)
-    if _records(src) and self.dtype.is_floating_point:
+    if (_records(src) and self.dtype.is_floating_point) or _lazy(self) or _lazy(src):
         if src.dtype is not self.dtype:
             src = _apply("cast", [src], {"dtype": self.dtype.name})
-        _take(self, src.expand(list(self.shape)) * 1)  # * 1: a fresh array, on the tape
+        _take(self, src.expand(list(self.shape)) * 1, "copy_")  # * 1: a fresh value
         return self
     array = np.broadcast_to(src._array(), self.shape).astype(dtypes.numpy_of(self.dtype))
     if self._node is not None:
-        _take(self, Tensor._wrap(_device.like_value(array, self._value)))
+        _take(self, Tensor._wrap(_device.like_value(array, self._value)), "copy_")
     else:
         _write(self, array)
     return self

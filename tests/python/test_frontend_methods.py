@@ -285,3 +285,38 @@ def test_every_composed_method_is_in_a_table_or_tested_in_place():
         assert name in in_place_tests or any(i == name or i.startswith(name + "_")
                                              for i in row_ids), f"{name} has no row"
         assert getattr(flow.Tensor, name) is fn
+
+
+# ---- under nn.Graph ---------------------------------------------------------------------
+class _Traced(flow.nn.Graph):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def build(self, x):
+        return self.fn(x)
+
+
+def _composed(x):
+    y = x * 2
+    y.add_(x.t().t(), alpha=0.5)  # 2.5 x
+    z = (x * 1).fill_(3.0)
+    w = (x * 1).copy_(x.sum(0, keepdim=True))
+    a, b = x.unsqueeze(0).expand(2, -1, -1).repeat(1, 1, 2).chunk(2, dim=-1)
+    return y + z + w + a.squeeze(0)[0] + b.split(1, dim=0)[1].squeeze()
+
+
+def test_composed_methods_and_in_place_ops_trace_into_a_graph():
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    want = 2.5 * x + 3.0 + x.sum(0, keepdims=True) + x + x
+    np.testing.assert_allclose(_composed(flow.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_Traced(_composed)(flow.tensor(x)).numpy(), want, rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_in_place_into_an_eager_tensor_inside_a_graph_raises():
+    const = flow.zeros(3, 4)
+    with pytest.raises(NotImplementedError, match="add_: writing a graph value into an eager "
+                                                  "tensor"):
+        _Traced(lambda x: const.add_(x))(flow.randn(3, 4))
+    assert not const.numpy().any()
