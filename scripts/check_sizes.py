@@ -129,7 +129,8 @@ def cxx_functions(text: str) -> Iterator[Tuple[str, int, int]]:
             elif re.search(r"\)[\w\s:&*<>,()\->]*$", head.strip() or "x") and not re.search(
                     r"=\s*$", head) and not _CONTROL_HEAD.search(head):
                 stack.append("function")
-                fn_start = code.count("\n", 0, head_start + len(head) - len(head.lstrip()))
+                lead = re.match(r"(\s|(public|private|protected)\s*:(?!:))*", head).end()
+                fn_start = code.count("\n", 0, head_start + lead)
                 fn_name = _function_name(head)
             else:
                 stack.append("block")
