@@ -319,3 +319,14 @@ def test_inputs_are_named_after_builds_arguments():
         graph(x.astype(np.float64), y)
     graph(x, y)
     assert graph.compiled.inputs == ["x", "y"]
+
+
+def test_a_module_changed_to_another_dtype_is_refused_by_its_graph():
+    model, opt, _ = setup()
+    graph = BackwardInBuild(model, opt)
+    x, y = data([4])[0]
+    graph(x, y)
+    model.double()
+    with pytest.raises(ValueError, match="the module's 'weight' is now float64 \\[3, 5\\], the "
+                                         "graph was compiled for float32 \\[3, 5\\]"):
+        graph(x, y)

@@ -171,10 +171,21 @@ class Holder:
                 continue
             if link.holder is not None:
                 link.holder.release()
-            self.compiled.set(n, np.asarray(_device.host_value(raw_value(self.tensors[n]))))
+            self._push(n)
             self.seen[n] = link.version
         if self.opt_link is not None:
             self._acquire_optimizer()
+
+    def _push(self, name: str) -> None:
+        """The module tensor's value into the session; the module must not
+        have changed its shape or dtype since the plan was compiled."""
+        value = np.asarray(_device.host_value(raw_value(self.tensors[name])))
+        shape, dtype = self.compiled.program.shape(name), self.compiled.program.dtype(name)
+        if list(value.shape) != list(shape) or value.dtype.name != dtype:
+            raise ValueError(f"nn.Graph: the module's '{name}' is now {value.dtype.name} "
+                             f"{list(value.shape)}, the graph was compiled for {dtype} "
+                             f"{list(shape)}; build a new Graph after changing the model")
+        self.compiled.set(name, value)
 
     def _acquire_optimizer(self) -> None:
         link = self.opt_link
