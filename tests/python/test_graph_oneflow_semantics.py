@@ -314,8 +314,8 @@ def test_inputs_are_named_after_builds_arguments():
     graph = BackwardInBuild(model, opt)
     with pytest.raises(TypeError, match="build takes 2 inputs \\(x, y\\), got 3"):
         graph(x, y, y)
-    with pytest.raises(Exception, match="hint: input 'x' is float64 while the parameters are "
-                                        "float32"):
+    with pytest.raises(ValueError, match="hint: input 'x' is float64 while the parameters are "
+                                         "float32; pass float32 arrays, e.g. x.astype"):
         graph(x.astype(np.float64), y)
     graph(x, y)
     assert graph.compiled.inputs == ["x", "y"]

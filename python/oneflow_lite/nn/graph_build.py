@@ -129,8 +129,8 @@ def _run_build(graph, lazy, names, arrays):
         if not doubles or not singles:
             raise
         raise type(e)(f"{e}\n(hint: input {', '.join(repr(n) for n in doubles)} is float64 "
-                      f"while the parameters are float32; pass np.float32 arrays, e.g. "
-                      f"x.astype(np.float32))") from e
+                      f"while the parameters are float32; pass float32 arrays, e.g. "
+                      f"{doubles[0]}.astype(np.float32))") from e
 
 
 def compile_plan(graph, args, arrays, names, sig: tuple) -> Plan:
