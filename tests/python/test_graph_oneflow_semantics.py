@@ -13,11 +13,14 @@ framework runs float32, compared with rtol 1e-5 and atol 1e-6.
 from __future__ import annotations
 
 import copy
+import json
+import os
 
 import numpy as np
 import pytest
 
 import oneflow_lite as flow
+from multiprocess import spawn
 from oneflow_lite import checkpoint
 
 nn = flow.nn
@@ -25,6 +28,7 @@ F = flow.nn.functional
 IN, OUT = 5, 3
 MESH = flow.placement("cpu", [[0, 1], [2, 3]])
 TOL = dict(rtol=1e-5, atol=1e-6)
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 # ---- the numpy oracle -----------------------------------------------------------------
@@ -330,3 +334,20 @@ def test_a_module_changed_to_another_dtype_is_refused_by_its_graph():
     with pytest.raises(ValueError, match="the module's 'weight' is now float64 \\[3, 5\\], the "
                                          "graph was compiled for float32 \\[3, 5\\]"):
         graph(x, y)
+
+
+def test_two_processes_read_what_their_graph_trained():
+    """A graph on a placement spanning two processes: every process reads
+    the trained values from its module (a collective read) and an eval graph
+    built after training sees them."""
+    r = spawn.run_world([os.path.join(HERE, "graph_share_worker.py")], 2, timeout=240)
+    assert not r.timed_out and r.codes == [0, 0], "\n".join(o[-3000:] for o in r.outputs)
+    _, _, oracle = setup()
+    want = [oracle.step(x, y) for x, y in data([8] * 3)]
+    probe = data([6], seed=7)[0][0]
+    for process, out in enumerate(r.outputs):
+        got = json.loads(out.strip().splitlines()[-1])
+        np.testing.assert_allclose(got["losses"], want, **TOL, err_msg=f"process {process}")
+        np.testing.assert_allclose(got["weight"], oracle.w, **TOL, err_msg=f"process {process}")
+        np.testing.assert_allclose(got["bias"], oracle.b, **TOL, err_msg=f"process {process}")
+        np.testing.assert_allclose(got["logits"], probe @ oracle.w.T + oracle.b, **TOL)
