@@ -351,3 +351,17 @@ def test_two_processes_read_what_their_graph_trained():
         np.testing.assert_allclose(got["weight"], oracle.w, **TOL, err_msg=f"process {process}")
         np.testing.assert_allclose(got["bias"], oracle.b, **TOL, err_msg=f"process {process}")
         np.testing.assert_allclose(got["logits"], probe @ oracle.w.T + oracle.b, **TOL)
+
+
+def test_the_least_recently_used_plan_goes_and_hands_its_values_back(monkeypatch, capsys):
+    monkeypatch.setattr(nn.graph, "MAX_PLANS", 2)
+    model, opt, oracle = setup()
+    graph = BackwardInBuild(model, opt)
+    for i, (x, y) in enumerate(data([8, 5, 3, 8, 3, 5])):  # every size but the 5th evicts one
+        np.testing.assert_allclose(float(graph(x, y)), oracle.step(x, y), **TOL,
+                                   err_msg=f"step {i} (batch {len(y)})")
+    assert len(graph._plans) == 2
+    notes = capsys.readouterr().err.splitlines()
+    assert len(notes) == 4 and all(n.endswith("; 2 plans kept") for n in notes), notes
+    np.testing.assert_allclose(model.weight.numpy(), oracle.w, **TOL)
+    np.testing.assert_allclose(opt.state_dict()["bias/momentum"].numpy(), oracle.bb, **TOL)

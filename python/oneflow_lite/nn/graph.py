@@ -186,7 +186,8 @@ class Graph(GraphState):
             if self._plan is not None:
                 print(f"nn.Graph {type(self).__name__}: compiling a plan for input "
                       f"{graph_build.describe_change(names, self._plan.signature, sig)}; "
-                      f"{len(self._plans) + 1} plans kept", file=sys.stderr, flush=True)
+                      f"{min(len(self._plans) + 1, MAX_PLANS)} plans kept", file=sys.stderr,
+                      flush=True)
             plan = graph_build.compile_plan(self, args, arrays, names, sig)
             if len(self._plans) >= MAX_PLANS:
                 _, evicted = self._plans.popitem(last=False)
