@@ -13,8 +13,10 @@ framework runs float32, compared with rtol 1e-5 and atol 1e-6.
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import os
+import weakref
 
 import numpy as np
 import pytest
@@ -357,10 +359,14 @@ def test_the_least_recently_used_plan_goes_and_hands_its_values_back(monkeypatch
     monkeypatch.setattr(nn.graph, "MAX_PLANS", 2)
     model, opt, oracle = setup()
     graph = BackwardInBuild(model, opt)
+    first = None
     for i, (x, y) in enumerate(data([8, 5, 3, 8, 3, 5])):  # every size but the 5th evicts one
         np.testing.assert_allclose(float(graph(x, y)), oracle.step(x, y), **TOL,
                                    err_msg=f"step {i} (batch {len(y)})")
+        first = first or weakref.ref(graph.compiled)
     assert len(graph._plans) == 2
+    gc.collect()
+    assert first() is None  # the evicted session is freed: nothing refers to it any more
     notes = capsys.readouterr().err.splitlines()
     assert len(notes) == 4 and all(n.endswith("; 2 plans kept") for n in notes), notes
     np.testing.assert_allclose(model.weight.numpy(), oracle.w, **TOL)
