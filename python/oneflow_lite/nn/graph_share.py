@@ -24,6 +24,10 @@ step after eager steps from the eager ones. So the costs are one copy of
 the state per hand-over between the eager module and a graph (or between
 two graphs on one module), none per step.
 
+Unlike OneFlow's shared memory, what an access handed out (``numpy()``,
+``detach()``, the tensors of ``state_dict()``) shows the values of that
+moment: later graph steps write the graph's copy, so take them again.
+
 With several processes a plan on a placement reads its variables with a
 collective (DistributedSession.get_variable): every process must then read
 the module (or call ``copy_to_modules``) at the same point, as with

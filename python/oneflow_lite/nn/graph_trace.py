@@ -13,7 +13,9 @@ given to ``add_module`` is named by its state_dict key
 current value; a meta tensor (no value) is declared by shape and dtype only
 (``Program.add_variable_desc``). A tensor that is global, or a LazyTensor
 passed through ``to_global``, records its NdSbp in ``pinned`` for the
-searcher. One tracer is active at a time; not thread-safe.
+searcher. ``loss.backward()`` on a LazyTensor records it as the loss
+(``Tracer.loss``) that nn.Graph's optimizer minimizes. One tracer is
+active at a time; not thread-safe.
 """
 from __future__ import annotations
 
