@@ -24,9 +24,10 @@ step after eager steps from the eager ones. So the costs are one copy of
 the state per hand-over between the eager module and a graph (or between
 two graphs on one module), none per step.
 
-Unlike OneFlow's shared memory, what an access handed out (``numpy()``,
-``detach()``, the tensors of ``state_dict()``) shows the values of that
-moment: later graph steps write the graph's copy, so take them again.
+Unlike OneFlow's shared memory, a view an access handed out (``numpy()``,
+``detach()``, the tensors of ``state_dict()``) does not follow later graph
+steps until the module tensor is accessed again (the host array is then
+updated in place): take such views again after graph steps.
 
 With several processes a plan on a placement reads its variables with a
 collective (DistributedSession.get_variable): every process must then read
