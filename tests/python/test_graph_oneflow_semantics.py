@@ -339,20 +339,27 @@ def test_a_module_changed_to_another_dtype_is_refused_by_its_graph():
 
 
 def test_two_processes_read_what_their_graph_trained():
-    """A graph on a placement spanning two processes: every process reads
-    the trained values from its module (a collective read) and an eval graph
-    built after training sees them."""
+    """A data-parallel graph on a placement spanning two processes: process
+    0 alone reads the trained values from its module (its own rank's copy,
+    no collective) between steps, then every process does, and an eval
+    graph built after training sees them."""
     r = spawn.run_world([os.path.join(HERE, "graph_share_worker.py")], 2, timeout=240)
     assert not r.timed_out and r.codes == [0, 0], "\n".join(o[-3000:] for o in r.outputs)
     _, _, oracle = setup()
-    want = [oracle.step(x, y) for x, y in data([8] * 3)]
+    batches = data([8] * 4)
+    want = [oracle.step(x, y) for x, y in batches[:3]]
+    after_three = oracle.w.copy()
+    want.append(oracle.step(*batches[3]))
     probe = data([6], seed=7)[0][0]
     for process, out in enumerate(r.outputs):
         got = json.loads(out.strip().splitlines()[-1])
+        if process == 0:
+            np.testing.assert_allclose(got["alone"], after_three, **TOL)
         np.testing.assert_allclose(got["losses"], want, **TOL, err_msg=f"process {process}")
         np.testing.assert_allclose(got["weight"], oracle.w, **TOL, err_msg=f"process {process}")
         np.testing.assert_allclose(got["bias"], oracle.b, **TOL, err_msg=f"process {process}")
         np.testing.assert_allclose(got["logits"], probe @ oracle.w.T + oracle.b, **TOL)
+        assert got["read_locally"] == ["bias", "bias/momentum", "weight", "weight/momentum"]
 
 
 def test_the_least_recently_used_plan_goes_and_hands_its_values_back(monkeypatch, capsys):

@@ -29,10 +29,12 @@ Unlike OneFlow's shared memory, a view an access handed out (``numpy()``,
 steps until the module tensor is accessed again (the host array is then
 updated in place): take such views again after graph steps.
 
-With several processes a plan on a placement reads its variables with a
-collective (DistributedSession.get_variable): every process must then read
-the module (or call ``copy_to_modules``) at the same point, as with
-OneFlow's global tensors. Meta tensors (no value) are not shared: their
+With several processes, a variable every process holds whole on a rank of
+its own (data parallelism's replicated parameters and their optimizer
+state) is read from there, so process 0 alone may read the module (log,
+save); any other is read with a collective (DistributedSession.
+get_variable): every process must then read the module (or call
+``copy_to_modules``) at the same point, as with OneFlow's global tensors. Meta tensors (no value) are not shared: their
 values live in the graph only. Not thread-safe (the frontend is not).
 """
 from __future__ import annotations
@@ -164,6 +166,7 @@ class Holder:
             (f"{n}/{part}", variables[n], part) for n in trained
             for part in (type(optimizer)._STATE if optimizer is not None else ())
             if f"{n}/{part}" in compiled.variables]
+        compiled.find_whole_copies(list(self.tensors) + [n for n, _, _ in self.opt_state])
         # The session starts from the module's values (the trace read them).
         self.seen = {n: link.version for n, link in self.links.items()}
         self.opt_seen: Optional[int] = None  # pushed at the first step
@@ -236,7 +239,7 @@ class Holder:
         for n, link in self.links.items():
             if link.holder is self:
                 link.holder = None  # first: _store must not come back here
-                _store(self.tensors[n], self.compiled.get(n))
+                _store(self.tensors[n], self.compiled.read(n))
 
     def release_optimizer(self) -> None:
         """Copies the optimizer state this plan holds into the optimizer."""
@@ -245,7 +248,7 @@ class Holder:
         self.opt_link.holder = None
         state = self.optimizer.__dict__["_state"]
         for name, p, part in self.opt_state:
-            array = self.compiled.get(name).astype(type(self.optimizer)._initial(part, p).dtype)
+            array = self.compiled.read(name).astype(type(self.optimizer)._initial(part, p).dtype)
             state.setdefault(id(p), {})[part] = _device.like_value(array, raw_value(p))
 
     def release_all(self) -> None:
