@@ -378,3 +378,16 @@ def test_the_least_recently_used_plan_goes_and_hands_its_values_back(monkeypatch
     assert len(notes) == 4 and all(n.endswith("; 2 plans kept") for n in notes), notes
     np.testing.assert_allclose(model.weight.numpy(), oracle.w, **TOL)
     np.testing.assert_allclose(opt.state_dict()["bias/momentum"].numpy(), oracle.bb, **TOL)
+
+
+def test_a_build_that_returns_nothing_trains_on_its_backward():
+    class ReturnsNothing(BackwardInBuild):
+        def build(self, x, y):
+            F.cross_entropy(self.model(x), y).backward()
+
+    model, opt, oracle = setup()
+    graph = ReturnsNothing(model, opt)
+    for x, y in data([8] * 2):
+        assert graph(x, y) is None
+        oracle.step(x, y)
+    np.testing.assert_allclose(model.weight.numpy(), oracle.w, **TOL)
