@@ -34,8 +34,9 @@ its own (data parallelism's replicated parameters and their optimizer
 state) is read from there, so process 0 alone may read the module (log,
 save); any other is read with a collective (DistributedSession.
 get_variable): every process must then read the module (or call
-``copy_to_modules``) at the same point, as with OneFlow's global tensors. Meta tensors (no value) are not shared: their
-values live in the graph only. Not thread-safe (the frontend is not).
+``copy_to_modules``) at the same point, as with OneFlow's global tensors.
+Meta tensors (no value) are not shared: their values live in the graph
+only (carried from plan to plan). Not thread-safe (the frontend is not).
 """
 from __future__ import annotations
 
