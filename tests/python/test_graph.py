@@ -165,7 +165,7 @@ def test_pinned_input_sbp_is_honoured_and_the_plan_is_shown(tmp_path):
     pin = [flow.sbp.broadcast, flow.sbp.split(0)]
     graph(flow.tensor(x).to_global(MESH, pin), flow.tensor(y))
     strategy = graph.compiled.session.strategy()
-    assert "input0: (B, S(0))" in strategy
+    assert "data: (B, S(0))" in strategy  # named after build()'s argument
     # a parameter made global before tracing keeps its layout too
     model = make_model("mlp")
     key, weight = [(k, p) for k, p in model.named_parameters() if k.endswith("weight")][-1]

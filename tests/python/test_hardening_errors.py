@@ -155,7 +155,7 @@ def test_a_pin_on_another_placement_names_both(pin):
     with pytest.raises(ValueError) as e:
         g(x)
     msg = str(e.value)
-    assert "'input0' is pinned (to_global) on " + repr(pin) in msg
+    assert "'x' is pinned (to_global) on " + repr(pin) in msg  # build()'s argument name
     assert "the graph is planned on " + repr(MESH) in msg
     one_device = Net()
     with pytest.raises(ValueError, match="the graph runs on one device"):

@@ -149,6 +149,7 @@ class Compiled:
     strategy: Optional[dict] = None      # what the DistributedSession was built with
     lr_input: Optional[str] = None       # fed every step when the graph trains
     steps: int = 0
+    whole_on: Dict[str, int] = field(default_factory=dict)  # variable -> a local rank holding it
     bytes_history: List[List[int]] = field(default_factory=list)
 
     @staticmethod
@@ -234,6 +235,34 @@ class Compiled:
     # ---- state --------------------------------------------------------------------
     def get(self, name: str) -> np.ndarray:
         return np.asarray(self.session.get_variable(name))
+
+    def find_whole_copies(self, names: Sequence[str]) -> None:
+        """Notes, for ``read``, the variables of which every process holds a
+        whole copy on a rank of its own (replicated: data parallelism's
+        parameters). Collective when the world has several processes (the
+        processes agree, so ``read`` is then collective for all or none)."""
+        world = _world.info()
+        if self.parallel is None or not world["distributed"]:
+            return
+        local, mine = set(self.session.local_ranks()), {}
+        for name in names:
+            layout = self.session.variable_layout(name)
+            whole = [int(r) for r, part in layout["slices"].items() if int(r) in local and
+                     not part["partial"] and list(part["shape"]) == list(layout["shape"])]
+            if whole:
+                mine[name] = whole[0]
+        everyone = _world.all_gather(sorted(mine))
+        agreed = set(mine).intersection(*map(set, everyone))
+        self.whole_on = {n: r for n, r in mine.items() if n in agreed}
+
+    def read(self, name: str) -> np.ndarray:
+        """The logical value of ``name``: from a rank of this process when
+        every process holds it whole (no collective, see
+        ``find_whole_copies``), else ``get`` (collective across processes)."""
+        rank = self.whole_on.get(name)
+        if rank is None:
+            return self.get(name)
+        return np.asarray(self.session.get_variable_slice(name, rank))
 
     def set(self, name: str, value: np.ndarray) -> None:
         self.session.set_variable(name, np.require(value, requirements="C"))  # 0-d stays 0-d

@@ -13,7 +13,9 @@ given to ``add_module`` is named by its state_dict key
 current value; a meta tensor (no value) is declared by shape and dtype only
 (``Program.add_variable_desc``). A tensor that is global, or a LazyTensor
 passed through ``to_global``, records its NdSbp in ``pinned`` for the
-searcher. One tracer is active at a time; not thread-safe.
+searcher. ``loss.backward()`` on a LazyTensor records it as the loss
+(``Tracer.loss``) that nn.Graph's optimizer minimizes. One tracer is
+active at a time; not thread-safe.
 """
 from __future__ import annotations
 
@@ -51,6 +53,12 @@ class LazyTensor(Tensor):
         return (f"LazyTensor(name='{self.graph_name}', shape={list(self.shape)}, "
                 f"dtype={self.dtype!r})")
 
+    def backward(self, gradient=None, retain_graph: bool = False) -> None:
+        """``loss.backward()`` inside ``nn.Graph.build``, as in OneFlow: this
+        tensor is the loss the graph's optimizer minimizes (the backward and
+        the update are appended when the graph compiles)."""
+        self.tracer.mark_loss(self, gradient)
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -80,6 +88,7 @@ class Tracer:
         # bfloat16 (see GraphConfig.mixed_precision); the ops so run are listed.
         self.autocast: Optional[str] = None
         self.autocast_ops: List[str] = []
+        self.loss: Optional[str] = None  # the tensor backward() was called on, if any
 
     @property
     def program(self):
@@ -133,6 +142,25 @@ class Tracer:
             self.pinned[name] = _global.sbp_text(t._sbp)
             self.pinned_placements[name] = t._placement
         return name
+
+    def mark_loss(self, t: LazyTensor, gradient=None) -> None:
+        """Records ``t.backward()``: ``t`` is the loss to minimize."""
+        if gradient is not None:
+            raise NotImplementedError(f"backward: gradient= on graph tensor '{t.graph_name}' "
+                                      f"(graph mode minimizes a scalar loss; call "
+                                      f"loss.backward() on a scalar)")
+        if t.numel() != 1:
+            raise RuntimeError(f"backward: graph tensor '{t.graph_name}' has shape "
+                               f"{tuple(t.shape)}; graph mode minimizes a scalar loss (reduce "
+                               f"it first, e.g. loss.mean())")
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(f"backward: graph tensor '{t.graph_name}' is {t.dtype.name}, "
+                               f"not a floating loss")
+        if self.loss is not None and self.loss != t.graph_name:
+            raise RuntimeError(f"backward: called on '{t.graph_name}' after '{self.loss}' in "
+                               f"the same build(); graph mode minimizes one loss (add them "
+                               f"up and call backward() once)")
+        self.loss = t.graph_name
 
     def pin(self, t: LazyTensor, placement, nd_sbp) -> LazyTensor:
         """Records the user's layout of a graph tensor (``x.to_global``)."""

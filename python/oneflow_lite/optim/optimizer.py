@@ -9,7 +9,9 @@ variables: "<param>/momentum" (SGD), "<param>/m", "<param>/v", "<param>/step"
 optimizer was given ``model.named_parameters()`` (else its position "0",
 "1", ...); so an optimizer state_dict maps 1:1 onto a graph checkpoint.
 Hyper-parameters live in ``param_groups`` (PyTorch's layout; schedulers set
-"lr"). Not thread-safe.
+"lr"). An nn.Graph that trains with an optimizer shares its state: reading
+``state`` after graph steps first fetches the graph's (nn/graph_share.py),
+so eager steps continue where the graph left off. Not thread-safe.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.param_groups: List[dict] = []
         self._names: Dict[int, str] = {}
-        self.state: Dict[int, Dict[str, np.ndarray]] = {}
+        self._state: Dict[int, Dict[str, np.ndarray]] = {}
         for group in groups:
             self.add_param_group(group)
 
@@ -89,6 +91,14 @@ class Optimizer:
 
     def _check_group(self, group: dict) -> None:
         """Raises on a group's bad hyper-parameter (subclasses add rules)."""
+
+    @property
+    def state(self) -> Dict[int, Dict[str, np.ndarray]]:
+        """id(param) -> {part: array}; the newest, also after graph steps."""
+        link = self.__dict__.get("_graph_link")
+        if link is not None:  # an nn.Graph shares this state (nn/graph_share.py)
+            link.touch()
+        return self._state
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for group in self.param_groups:
