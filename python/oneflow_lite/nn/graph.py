@@ -52,6 +52,7 @@ NaN or Inf with a RuntimeError naming it.
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from typing import Dict, Optional
@@ -83,6 +84,21 @@ class GraphConfig:
         self.detect_anomaly: Optional[bool] = None
         self.transactional = True  # see transactional_steps
         self.amp: Optional[str] = None  # see mixed_precision
+        self.trace_path: Optional[str] = None  # see chrome_trace
+
+    def chrome_trace(self, path: Optional[str]) -> None:
+        """Writes a Chrome trace (chrome://tracing or ui.perfetto.dev: one
+        event per task, per rank and thread) of each step to ``path``, which
+        the next step overwrites; in a job of several processes, process p
+        writes ``<path>.process<p>`` (its own ranks). None: off. Set it before
+        the first call.
+
+        >>> graph.config.chrome_trace("out/step.json")  # doctest: +SKIP
+        """
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"chrome_trace: expected a path or None, got "
+                            f"{type(path).__name__} {path!r}")
+        self.trace_path = None if path is None else os.fspath(path)
 
     def mixed_precision(self, mode: Optional[str] = "bf16") -> None:
         """``"bf16"``: matmul and batch_matmul take bfloat16 inputs (casts
@@ -272,7 +288,8 @@ class Graph:
                              hyper)
         self._compiled = Compiled.build(program, tracer._input_names, tracer._outputs,
                                         self.config.parallel, tracer.pinned, lr_input,
-                                        self.config.num_threads, self.config.transactional)
+                                        self.config.num_threads, self.config.transactional,
+                                        trace_path=self.config.trace_path)
         self._tracer = tracer
         if self._pending_state is not None:
             state, self._pending_state = self._pending_state, None
