@@ -135,6 +135,9 @@ def test_set_variables_win_and_apply_fills_only_missing():
     assert _env_world.apply(env) == "openmpi"
     assert env["MASTER_PORT"] == "1234" and env["RANK"] == "2"
     assert _env_world.apply({}) is None
+    off = dict(SLURM, OFL_LAUNCHER_ENV="0")  # e.g. a one-process script in an sbatch script
+    assert _env_world.apply(off) is None and "RANK" not in off
+    assert not World.from_env(off).is_distributed
 
 
 # --- our launcher, torchrun's spellings -------------------------------------------------

@@ -29,7 +29,8 @@ SLURM (``srun``; the variables each task gets):
     OFL_JOB_ID       slurm-<SLURM_JOB_ID>.<SLURM_STEP_ID>
 
 A script started in the batch script itself, not under ``srun``, may see
-the allocation's SLURM_NTASKS: start it with ``srun``.
+the allocation's SLURM_NTASKS: start it with ``srun``, or set
+``OFL_LAUNCHER_ENV=0`` (no translation at all: a process of its own).
 
 Open MPI (``mpirun``):
 
@@ -63,9 +64,12 @@ _MAX_HOSTS = 1 << 20  # a nodelist expanding to more is refused (a typo, not a c
 
 def detect(env: Mapping[str, str]) -> Optional[str]:
     """"standard" (RANK or WORLD_SIZE set: ours, torchrun, by hand),
-    "slurm", "openmpi", or None (a process of its own)."""
+    "slurm", "openmpi", or None (a process of its own; also whenever
+    OFL_LAUNCHER_ENV=0)."""
     if "RANK" in env or "WORLD_SIZE" in env:
         return "standard"
+    if env.get("OFL_LAUNCHER_ENV", "1").strip() == "0":
+        return None
     if "SLURM_PROCID" in env and ("SLURM_NTASKS" in env or "SLURM_NPROCS" in env
                                   or "SLURM_STEP_NUM_TASKS" in env):
         return "slurm"
