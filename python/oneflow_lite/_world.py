@@ -92,14 +92,16 @@ def _install_hook() -> None:
 
 def trace_path(path) -> str:
     """Where this process writes a Chrome trace asked for at ``path``:
-    ``path`` itself in a single process, ``<path>.process<p>`` in a launched
-    job (its own ranks' events); "" when ``path`` is None (no trace). Its
-    folder is created."""
+    ``path`` itself in a single process, ``.process<p>`` before its
+    extension in a launched job (its own ranks' events: t.json ->
+    t.process1.json); "" when ``path`` is None (no trace). Its folder is
+    created."""
     if not path:
         return ""
     path = os.fspath(path)
     if _distributed_env():
-        path = f"{path}.process{int(os.environ.get('RANK', '0') or '0')}"
+        stem, ext = os.path.splitext(path)
+        path = f"{stem}.process{int(os.environ.get('RANK', '0') or '0')}{ext}"
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     return path

@@ -158,7 +158,7 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
     p.add_argument("--trace", default=None, metavar="PATH",
                    help="write a Chrome trace of each strategy's last step, PATH with the "
                         "searcher's name before the extension (out/t.json: out/t.autoddl.json; "
-                        "several processes add .process<p>; default: none)")
+                        "several processes: out/t.autoddl.process<p>.json; default: none)")
     return p
 
 

@@ -259,3 +259,25 @@ def test_saves_reports_and_checkpoints_follow_the_umask(tmp_path, mask):
 def test_bench_readme_cites_no_path_of_this_machine():
     text = open(os.path.join(REPO, "bench", "README.md"), encoding="utf-8").read()
     assert not re.search(r"(?<![\w.~])/(work|home|root|Users)/", text)
+
+
+def test_trace_path_per_process(tmp_path, monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert _world.trace_path(None) == ""
+    assert _world.trace_path(str(tmp_path / "a" / "t.json")) == str(tmp_path / "a" / "t.json")
+    assert (tmp_path / "a").is_dir()  # its folder is made
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert _world.trace_path(str(tmp_path / "t.json")) == str(tmp_path / "t.process1.json")
+
+
+def test_trainer_writes_a_trace_per_strategy(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    done = subprocess.run([sys.executable, "-m", "oneflow_lite.train", "--model", "mlp",
+                           "--devices", "2", "--hierarchy", "2", "--steps", "2", "--cluster",
+                           "h100_8gpu", "--searcher", "data_parallel", "--trace",
+                           str(tmp_path / "out" / "t.json")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-3000:]
+    events = json.loads((tmp_path / "out" / "t.data_parallel.json").read_text())["traceEvents"]
+    assert any(e.get("name", "").startswith("boxing ") for e in events)

@@ -90,8 +90,8 @@ class GraphConfig:
         """Writes a Chrome trace (chrome://tracing or ui.perfetto.dev: one
         event per task, per rank and thread) of each step to ``path``, which
         the next step overwrites; in a job of several processes, process p
-        writes ``<path>.process<p>`` (its own ranks). None: off. Set it before
-        the first call.
+        writes its own ranks' to ``.process<p>`` before the extension
+        (t.json -> t.process1.json). None: off. Set it before the first call.
 
         >>> graph.config.chrome_trace("out/step.json")  # doctest: +SKIP
         """
