@@ -265,8 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address the processes' Gloo pairs listen on (default: $OFL_BIND_ADDR)")
     p.add_argument("--iface", default=None, metavar="NAME",
                    help="network interface the Gloo pairs listen on (default: $OFL_IFACE)")
-    p.add_argument("--devices-per-process", "--devices_per_process", type=int, default=1, metavar="K",
-                   help="devices each process drives")
+    p.add_argument("--devices-per-process", "--devices_per_process", type=int, default=1,
+                   metavar="K", help="devices each process drives")
     p.add_argument("--timeout-s", type=float, default=10.0, metavar="SECONDS",
                    help="after a failure, how long the others get to stop on their own")
     p.add_argument("--job-id", "--rdzv-id", "--rdzv_id", default=None, metavar="ID",
