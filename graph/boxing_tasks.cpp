@@ -78,6 +78,7 @@ std::vector<int64_t> EmitAxisStep(const BoxingStep& step, size_t step_index,
     SetLogicalPlace(logical.shape, after, builder->mutable_register(next[i]));
     proto::TaskProto* task =
         builder->AddTask(proto::TaskProto::BOXING, rank, kBoxingStream, {current[i]}, {next[i]});
+    task->mutable_op_conf()->set_name(name);  // errors and traces name the boxed tensor
     Conf* conf = task->mutable_boxing_conf();
     FillCommon(step, logical.shape, conf);
     std::vector<int64_t> member = coords;
@@ -133,6 +134,7 @@ std::vector<int64_t> EmitSendRecv(const BoxingStep& step, size_t step_index,
     }
     proto::TaskProto* task =
         builder->AddTask(proto::TaskProto::BOXING, rank, kBoxingStream, inputs, outputs);
+    task->mutable_op_conf()->set_name(name);
     Conf* conf = task->mutable_boxing_conf();
     FillCommon(step, logical.shape, conf);
     conf->set_group_id(group_id);

@@ -1,6 +1,8 @@
 #include "graph/strategy_report.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iomanip>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -196,21 +198,46 @@ double Optimality::Gap(double total_seconds) const {
   return std::max(0.0, total_seconds / bound_seconds - 1);
 }
 
+namespace {
+
+// A gap as a percentage in plain notation: "0 %", "0.0123 %", "6.3 %", "85 %".
+std::string PercentText(double gap) {
+  const double pct = 100 * gap;
+  std::ostringstream out;
+  if (pct == 0 || pct >= 10) {
+    out << std::fixed << std::setprecision(0) << pct;
+  } else {
+    out << std::setprecision(pct >= 1 ? 2 : 3) << pct;  // 3 significant digits at most
+  }
+  out << " %";
+  return out.str();
+}
+
+}  // namespace
+
 std::string Optimality::ToText(double total_seconds) const {
   std::ostringstream out;
-  std::ostringstream pct;
-  pct.precision(3);
-  pct << 100 * Gap(total_seconds) << " %";
+  const double gap = Gap(total_seconds);
   const std::string cap = cap_seconds > 0 ? "cap " + FormatSeconds(cap_seconds) : "no time cap";
   if (proved) {
-    out << "optimality: " << pct.str() << " above the proven optimum "
+    out << "optimality: " << PercentText(gap) << " above the proven optimum "
         << FormatSeconds(bound_seconds) << " (exact, " << bound << "; "
         << FormatSeconds(seconds) << ", " << cap << ")";
-  } else {
+  } else if (gap <= 1) {
     out << "optimality: not proved (exact: " << FormatSeconds(seconds) << ", " << cap
-        << "); at most " << pct.str() << " above the optimum: lower bound "
+        << "); at most " << PercentText(gap) << " above the optimum: lower bound "
         << FormatSeconds(bound_seconds) << " (" << bound << "), best plan found "
         << FormatSeconds(best_seconds);
+  } else {
+    // A bound below half the plan says little: state the ratio, not a
+    // percentage in the thousands.
+    std::ostringstream ratio;
+    ratio << std::setprecision(3) << total_seconds / bound_seconds;
+    out << "optimality: not proved (exact: " << FormatSeconds(seconds) << ", " << cap
+        << "); the plan costs " << (std::isfinite(gap) ? ratio.str() + "x" : "far more than")
+        << " the lower bound " << FormatSeconds(bound_seconds) << " (" << bound
+        << "), a bound too loose to tell its distance to the optimum; best plan found "
+        << FormatSeconds(best_seconds) << " (a longer optimality cap may prove more)";
   }
   return out.str();
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <queue>
 #include <tuple>
@@ -64,14 +65,17 @@ XFastFactor CopyXFast(const double* data, int64_t x_stride, const int64_t* scope
 // fastest), the best of unary[c] + the sum of the factors. Factors are first
 // copied x-fastest; those without the last scope variable are summed once
 // per assignment of the others.
-void MinOverFactors(const double* unary, int kx, const double* const* data, int nf,
+// Returns false when `stop` (if not null) said stop (asked every 2^16 table
+// entries); the table is then incomplete.
+bool MinOverFactors(const double* unary, int kx, const double* const* data, int nf,
                     const int64_t* x_stride, const int64_t* scope_stride, const int64_t* sizes,
-                    int m, double* table, int64_t total, uint16_t* argmin) {
+                    int m, double* table, int64_t total, uint16_t* argmin,
+                    const std::function<bool()>* stop) {
   if (m == 0) {
     int best = std::min_element(unary, unary + kx) - unary;
     table[0] = unary[best];
     argmin[0] = static_cast<uint16_t>(best);
-    return;
+    return true;
   }
   std::vector<XFastFactor> outer, inner;  // without and with the last scope variable
   for (int f = 0; f < nf; ++f) {
@@ -82,7 +86,12 @@ void MinOverFactors(const double* unary, int kx, const double* const* data, int 
   int64_t last = sizes[m - 1];
   std::vector<int64_t> index(m, 0);
   std::vector<double> partial(kx), sum(kx);
-  for (int64_t t0 = 0; t0 < total; t0 += last) {
+  constexpr int64_t kAskEvery = int64_t{1} << 16;
+  for (int64_t t0 = 0, asked = 0; t0 < total; t0 += last) {
+    if (stop != nullptr && t0 - asked >= kAskEvery) {
+      asked = t0;
+      if ((*stop)()) return false;
+    }
     partial.assign(unary, unary + kx);
     for (const XFastFactor& f : outer) {
       int64_t offset = 0;
@@ -123,6 +132,7 @@ void MinOverFactors(const double* unary, int kx, const double* const* data, int 
       index[j] = 0;
     }
   }
+  return true;
 }
 
 // The common case of chains and trees, one factor over (x, s): for every s
@@ -312,6 +322,16 @@ void EliminationPlan::Compile() {
 }
 
 std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective) const {
+  return SolveUntil(memory_weight, objective, nullptr);
+}
+
+std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective,
+                                        const std::function<bool()>& stop) const {
+  return SolveUntil(memory_weight, objective, stop ? &stop : nullptr);
+}
+
+std::vector<int> EliminationPlan::SolveUntil(double memory_weight, double* objective,
+                                             const std::function<bool()>* stop) const {
   const CostGraph& graph = *graph_;
   const int n = graph.num_nodes();
   std::vector<double> unary(unary_offset_[n]);
@@ -328,6 +348,7 @@ std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective)
   std::vector<const double*> data;
   double constant = 0;
   for (const Step& step : steps_) {
+    if (stop != nullptr && (*stop)()) return {};
     const int* inputs = inputs_.data() + step.input_at;
     data.clear();
     for (int f = 0; f < step.nf; ++f) {
@@ -347,9 +368,9 @@ std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective)
     uint16_t* arg = argmin.data() + step.argmin_offset;
     if (m == 1 && step.nf == 1) {
       MinOverOneFactor(ux, kx, data[0], x_stride[0], scope_stride[0], step.total, table, arg);
-    } else {
-      MinOverFactors(ux, kx, data.data(), step.nf, x_stride, scope_stride,
-                     sizes_.data() + step.scope_at, m, table, step.total, arg);
+    } else if (!MinOverFactors(ux, kx, data.data(), step.nf, x_stride, scope_stride,
+                               sizes_.data() + step.scope_at, m, table, step.total, arg, stop)) {
+      return {};
     }
     for (int f = 0; f < step.nf; ++f) {
       if (inputs[f] >= num_edge_factors) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "search/cost_graph.h"
@@ -37,6 +38,10 @@ class EliminationPlan {
   // used edges' transfer times; `objective` (if not null) gets that minimum.
   // Ties go to the lower candidate index.
   std::vector<int> Solve(double memory_weight, double* objective) const;
+  // The same, giving up once `stop` returns true (asked before each
+  // elimination and every 2^16 entries of a table): then an empty assignment.
+  std::vector<int> Solve(double memory_weight, double* objective,
+                         const std::function<bool()>& stop) const;
   // The compute plus the used edges' transfer of `choice` (no memory term):
   // the plan's objective at weight 0.
   double Cost(const std::vector<int>& choice) const;
@@ -59,6 +64,8 @@ class EliminationPlan {
   };
   // Lays out steps_ for order_ (the symbolic half of Solve()).
   void Compile();
+  std::vector<int> SolveUntil(double memory_weight, double* objective,
+                              const std::function<bool()>* stop) const;
 
   EliminationPlan() = default;
   const CostGraph* graph_ = nullptr;

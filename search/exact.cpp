@@ -265,9 +265,14 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
                 const std::function<bool()>& over_time) {
   const CostGraph& g = *best.graph;
   double limit = static_cast<double>(g.memory_limit());
+  bool stopped = false;
   auto solve = [&](double weight) {
     double objective = 0;
-    std::vector<int> x = plan.Solve(weight, &objective);
+    std::vector<int> x = plan.Solve(weight, &objective, over_time);
+    if (x.empty() && g.num_nodes() > 0) {  // out of time: no bound from this weight
+      stopped = true;
+      return false;
+    }
     const double lower = best.lower;
     best.Raise(objective - weight * limit, kLagrangianBound);
     if (best.lower > lower) best.weight = weight;
@@ -275,12 +280,12 @@ bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
     return g.MemoryBytes(x) <= g.memory_limit();
   };
   double high = DecisiveMemoryWeight(g), low = high * 0x1p-64;
-  CHECK(solve(high)) << "a least-memory assignment fits a feasible limit";
-  for (int i = 0; i < iterations && !best.Closed() && !over_time(); ++i) {
+  CHECK(solve(high) || stopped) << "a least-memory assignment fits a feasible limit";
+  for (int i = 0; i < iterations && !stopped && !best.Closed() && !over_time(); ++i) {
     double mid = std::sqrt(low * high);
     if (solve(mid)) {
       high = mid;
-    } else {
+    } else if (!stopped) {
       low = mid;
     }
   }
@@ -346,11 +351,18 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
   bool proved = false;
   Maybe<EliminationPlan> plan =
       EliminationPlan::Make(g, {}, options.max_table_entries, options.max_total_entries);
+  double objective = 0;
+  std::vector<int> x;
+  if (plan.ok()) x = plan.value().Solve(0, &objective, over_time);
+  if (plan.ok() && x.empty() && g.num_nodes() > 0) {  // the cap came first
+    result.largest_table = plan.value().largest_table();
+    result.width = plan.value().width();
+    plan = Unimplemented("elimination stopped at the time budget (", options.time_budget_seconds,
+                         " s) before it finished");
+  }
   if (plan.ok()) {
     result.largest_table = plan.value().largest_table();
     result.width = plan.value().width();
-    double objective = 0;
-    std::vector<int> x = plan.value().Solve(0, &objective);
     best.Raise(objective, "elimination without the memory limit");
     best.Offer(x);
     result.method = "elimination";

@@ -199,12 +199,31 @@ Status CheckOptions(const CalibrationOptions& o) {
   return Status::OK();
 }
 
+// Counts the measurements done and tells options.progress.
+class Progress {
+ public:
+  explicit Progress(const CalibrationOptions& o) : o_(o), total_(CalibrationSteps(o)) {}
+  void Done(const std::string& what) {
+    if (o_.progress) o_.progress(what, ++done_, total_);
+  }
+
+ private:
+  const CalibrationOptions& o_;
+  int done_ = 0;
+  int total_;
+};
+
+int64_t ContentionDevices(const CalibrationOptions& o) {
+  return o.contention_devices > 0 ? o.contention_devices : o.devices;
+}
+
 // The other collectives' own figures on the level (all-reduce's are the level's).
 Status AddCollectiveFigures(const CalibrationOptions& o, proto::LinkLevel* level,
-                            std::ostringstream* d) {
+                            std::ostringstream* d, Progress* progress) {
   for (CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
                               CollectiveKind::kAllGather, CollectiveKind::kAllToAll}) {
     OFL_ASSIGN_OR_RETURN(const CollectiveFit fit, FitCollective(kind, o));
+    progress->Done(StrCat(CollectiveKindName(kind), " on ", o.devices, " devices"));
     OFL_RETURN_IF_ERROR(CheckPositive("collective bandwidth", fit.bandwidth_bytes_per_s));
     proto::CollectiveFigure* f = level->add_collectives();
     f->set_kind(CollectiveKindName(kind));
@@ -220,7 +239,7 @@ Status AddCollectiveFigures(const CalibrationOptions& o, proto::LinkLevel* level
 // The compute table from the probes' kernel times (one device alone) and the
 // contention factors from the same probes on 2..n devices at once.
 Status AddKernelTable(const CalibrationOptions& o, proto::DeviceSpec* device, Calibration* c,
-                      std::ostringstream* d) {
+                      std::ostringstream* d, Progress* progress) {
   KernelTimingOptions alone;
   alone.num_threads = o.num_threads;
   alone.reps = o.reps;
@@ -228,12 +247,13 @@ Status AddKernelTable(const CalibrationOptions& o, proto::DeviceSpec* device, Ca
   std::vector<KernelTime> all;
   for (const OpGraph* probe : o.kernel_probes) {
     OFL_ASSIGN_OR_RETURN(std::vector<KernelTime> times, TimeKernels(*probe, alone));
+    progress->Done(StrCat("kernels of probe ", alone_times.size() + 1, " on one device"));
     all.insert(all.end(), times.begin(), times.end());
     alone_times.push_back(std::move(times));
   }
   for (proto::ComputeEntry& e : ToComputeEntries(all)) *device->add_compute() = std::move(e);
   c->compute_entries = device->compute_size();
-  const int64_t max_devices = o.contention_devices > 0 ? o.contention_devices : o.devices;
+  const int64_t max_devices = ContentionDevices(o);
   for (int64_t k = 2; k <= max_devices; ++k) {
     KernelTimingOptions together = alone;
     together.concurrent = static_cast<int>(k);
@@ -241,6 +261,7 @@ Status AddKernelTable(const CalibrationOptions& o, proto::DeviceSpec* device, Ca
     for (size_t i = 0; i < o.kernel_probes.size(); ++i) {
       OFL_ASSIGN_OR_RETURN(std::vector<KernelTime> times,
                            TimeKernels(*o.kernel_probes[i], together));
+      progress->Done(StrCat("kernels of probe ", i + 1, " on ", k, " devices at once"));
       const double ratio = SlowdownRatio(alone_times[i], times);
       double a = 0;
       for (const KernelTime& t : alone_times[i]) a += t.seconds;
@@ -266,14 +287,25 @@ Status AddKernelTable(const CalibrationOptions& o, proto::DeviceSpec* device, Ca
 
 }  // namespace
 
+int CalibrationSteps(const CalibrationOptions& o) {
+  const int64_t probes = static_cast<int64_t>(o.kernel_probes.size());
+  const int64_t collectives = o.collectives.empty() && o.per_collective ? 4 : 0;
+  return static_cast<int>(3 + collectives +
+                          probes * (1 + std::max<int64_t>(0, ContentionDevices(o) - 1)));
+}
+
 Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
   OFL_RETURN_IF_ERROR(CheckOptions(o));
+  Progress progress(o);
   Calibration c;
   c.measured_at = UtcNow();
   c.memcpy_gbps = MeasureMemcpyGbps(o);
+  progress.Done("memcpy");
   OFL_ASSIGN_OR_RETURN(c.matmul_flops, MeasureMatmulFlops(o));
+  progress.Done("matmul");
   OFL_ASSIGN_OR_RETURN(const CollectiveFit all_reduce,
                        FitCollective(CollectiveKind::kAllReduce, o));
+  progress.Done(StrCat("all-reduce on ", o.devices, " devices"));
   const CollectiveRun& tiny = all_reduce.tiny;
   const CollectiveRun& big = all_reduce.big;
   const double steps = static_cast<double>(CollectiveSteps(CollectiveKind::kAllReduce, o.devices));
@@ -311,10 +343,10 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
     }
     extra << "# collectives: " << o.collectives_source << "\n";
   } else if (o.per_collective) {
-    OFL_RETURN_IF_ERROR(AddCollectiveFigures(o, level, &extra));
+    OFL_RETURN_IF_ERROR(AddCollectiveFigures(o, level, &extra, &progress));
   }
   if (!o.kernel_probes.empty()) {
-    OFL_RETURN_IF_ERROR(AddKernelTable(o, p.mutable_device(), &c, &extra));
+    OFL_RETURN_IF_ERROR(AddKernelTable(o, p.mutable_device(), &c, &extra, &progress));
   }
   OFL_ASSIGN_OR_RETURN(Cluster cluster, Cluster::FromProto(p));
   c.cluster = std::move(cluster);

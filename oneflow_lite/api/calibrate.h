@@ -22,9 +22,11 @@
 // device's memory is the machine's physical memory / devices. The text form
 // opens with comments saying what was measured, how and when.
 // Calibrate() runs threads of its own and blocks; call it from one thread.
+// `progress`, when set, hears of each measurement as it ends.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -56,7 +58,14 @@ struct CalibrationOptions {
   // place of the in-process ones; `collectives_source` says how, in the text.
   std::vector<proto::CollectiveFigure> collectives;
   std::string collectives_source;
+  // Called from Calibrate's thread after each measurement with what was
+  // measured, how many are done and how many there are in all (a progress
+  // display); none: silent.
+  std::function<void(const std::string& what, int done, int total)> progress;
 };
+
+// The measurements Calibrate(options) makes, as its progress counts them.
+int CalibrationSteps(const CalibrationOptions& options);
 
 struct Calibration {
   double memcpy_gbps = 0;           // 1e9 bytes per second

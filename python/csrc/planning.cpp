@@ -274,8 +274,17 @@ void BindPlanning(py::module_& m) {
          int64_t allreduce_bytes, int reps, const std::string& name, bool per_collective,
          const std::vector<const Program*>& kernel_probes, int64_t contention_devices,
          const std::vector<std::map<std::string, py::object>>& collectives,
-         const std::string& collectives_source) {
+         const std::string& collectives_source, const py::object& progress) {
         CalibrationOptions o;
+        if (!progress.is_none()) {
+          o.progress = [progress](const std::string& what, int done, int total) {
+            py::gil_scoped_acquire gil;
+            try {
+              progress(what, done, total);
+            } catch (py::error_already_set&) {  // a display must not stop the measurement
+            }
+          };
+        }
         for (const auto& figure : collectives) {
           proto::CollectiveFigure f;
           try {
@@ -328,8 +337,9 @@ void BindPlanning(py::module_& m) {
       py::arg("kernel_probes") = std::vector<const Program*>{},
       py::arg("contention_devices") = 0,
       py::arg("collectives") = std::vector<std::map<std::string, py::object>>{},
-      py::arg("collectives_source") = "",
+      py::arg("collectives_source") = "", py::arg("progress") = py::none(),
       "Measures this machine; returns (Cluster, figures dict whose 'text' is the file form). "
+      "progress(what, done, total), when given, is called after each measurement. "
       "kernel_probes: Programs whose ops' kernel times (one device, then 2..contention_devices "
       "at once) make the compute table and contention factors (api/calibrate.h)");
 

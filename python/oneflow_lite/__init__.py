@@ -45,6 +45,13 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = "0.1.0"  # pyproject.toml's version (a test keeps them equal)
 
+# A process started by srun or mpirun gets our launcher's variables (RANK,
+# WORLD_SIZE, MASTER_ADDR, ...) translated from SLURM's or Open MPI's, before
+# anything (the C++ world included) reads them: distributed/_env_world.py.
+from oneflow_lite.distributed import _env_world  # noqa: E402
+
+_env_world.apply()
+
 _ext_dir = _os.environ.get("OFL_EXTENSION_DIR")
 if _ext_dir:
     __path__.insert(0, _ext_dir)  # noqa: F821 (package __path__)

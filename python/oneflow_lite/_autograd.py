@@ -170,14 +170,16 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
                            "that made it has requires_grad=True, or it was made under no_grad)")
     if grad is None:
         if tensor.numel() != 1:
-            raise RuntimeError(f"backward: grad can be implicit only for a scalar output, got "
-                               f"shape {tuple(tensor.shape)}; pass grad=")
+            raise RuntimeError(f"backward: the gradient can be implicit only for a scalar "
+                               f"output, got shape {tuple(tensor.shape)}; pass gradient= (a "
+                               f"tensor of that shape, e.g. t.backward(gradient=flow.ones_like("
+                               f"t))), or reduce it first (t.sum().backward())")
         seed = np.ones(tensor.shape, _numpy_dtype(tensor))
     else:
         seed = np.asarray(grad.numpy() if isinstance(grad, Tensor) else grad,
                           dtype=_numpy_dtype(tensor))
         if seed.shape != tuple(tensor.shape):
-            raise ValueError(f"backward: grad shape {seed.shape} != tensor shape "
+            raise ValueError(f"backward: gradient shape {seed.shape} != tensor shape "
                              f"{tuple(tensor.shape)}")
     seed = _device.like_value(seed, tensor._value)  # on the tensor's device
     if tensor._node is None:  # a leaf

@@ -55,8 +55,9 @@ import ctypes
 import os
 import re
 import shutil
-import tempfile
 from typing import Callable, Iterable, Optional
+
+from oneflow_lite import _umask
 
 MARKER = ".oneflow_lite-checkpoint"
 _MARKER_TEXT = b"oneflow_lite checkpoint: a later save may replace this directory\n"
@@ -162,7 +163,7 @@ def make_temp_dir(path: str) -> str:
     parent, base = os.path.split(path)
     os.makedirs(parent, exist_ok=True)
     remove_stale(path)
-    tmp = tempfile.mkdtemp(prefix=f"{base}.tmp-{os.getpid()}-", dir=parent)
+    tmp = _umask.mkdtemp(prefix=f"{base}.tmp-{os.getpid()}-", dir=parent)
     try:
         with open(os.path.join(tmp, MARKER), "wb") as f:
             f.write(_MARKER_TEXT)
@@ -256,7 +257,7 @@ def publish(tmp: str, path: str, replace: bool = False) -> None:
         old = tmp
     else:
         parent, base = os.path.split(path)
-        old = tempfile.mkdtemp(prefix=f"{base}.old-{os.getpid()}-", dir=parent)
+        old = _umask.mkdtemp(prefix=f"{base}.old-{os.getpid()}-", dir=parent)
         os.replace(path, old)  # onto our own empty folder
         os.replace(tmp, path)
     _fsync_dir(os.path.dirname(path))

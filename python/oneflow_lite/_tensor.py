@@ -343,6 +343,11 @@ class Tensor:
         return f"tensor({body}{''.join(', ' + e for e in extra)})"
 
     def __bool__(self) -> bool:
+        if self.numel() != 1:  # name the way out that exists in this version
+            how = ("t.any() or t.all()" if hasattr(Tensor, "any") and hasattr(Tensor, "all")
+                   else "t.numpy().any() or t.numpy().all()")
+            raise ValueError(f"bool(tensor): a tensor of shape {tuple(self.shape)} has no single "
+                             f"truth value; reduce it first with {how}")
         return bool(self._array())
 
     def __float__(self) -> float:

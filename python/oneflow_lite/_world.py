@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import sys
 from typing import Any, List
 
 from oneflow_lite import _C
@@ -38,6 +39,71 @@ def info() -> dict:
         _started = True
         atexit.register(_C.world_shutdown)  # process 0 hosts the store: it leaves last
     return d
+
+
+class WorldMismatch(ValueError):
+    """A placement that does not fit the launched world: the same mistake on
+    every process, so, uncaught, process 0 prints its one line and the
+    others nothing (no traceback anywhere)."""
+
+
+def check_placement(ranks) -> None:
+    """In a launched job (WORLD_SIZE > 1), raises WorldMismatch naming what
+    to pass when a placement's ranks go past the world's devices (processes
+    x OFL_DEVICES_PER_PROCESS); nothing otherwise (one process: the ranks are
+    virtual devices, as many as asked)."""
+    world = info()  # what the C++ world reads (it needs no GROUP_RANK)
+    if not world["distributed"] or not ranks:
+        return
+    nproc, per_process = world["num_processes"], world["devices_per_process"]
+    devices, need = nproc * per_process, max(ranks) + 1
+    if need <= devices:
+        return
+    procs = -(-need // per_process)
+    per = -(-need // nproc)
+    _install_hook()
+    raise WorldMismatch(
+        f"the placement uses rank {need - 1} but the job has {devices} device(s) "
+        f"({nproc} processes x {per_process} per process): launch "
+        f"{procs} processes (--nproc-per-node {procs}; the main job: --nproc {procs}) or give "
+        f"each process {per} devices (--devices-per-process {per})")
+
+
+_hooked = False
+
+
+def _install_hook() -> None:
+    global _hooked
+    if _hooked:
+        return
+    _hooked = True
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        if not isinstance(value, WorldMismatch):
+            return previous(kind, value, tb)
+        if os.environ.get("RANK", "0") == "0":
+            print(f"error: {value}", file=sys.stderr, flush=True)
+        return None
+
+    sys.excepthook = hook
+
+
+def trace_path(path) -> str:
+    """Where this process writes a Chrome trace asked for at ``path``:
+    ``path`` itself in a single process, ``.process<p>`` before its
+    extension in a launched job (its own ranks' events: t.json ->
+    t.process1.json); "" when ``path`` is None (no trace). Its folder is
+    created."""
+    if not path:
+        return ""
+    path = os.fspath(path)
+    if _distributed_env():
+        stem, ext = os.path.splitext(path)
+        path = f"{stem}.process{int(os.environ.get('RANK', '0') or '0')}{ext}"
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    return path
 
 
 def all_gather(obj: Any) -> List[Any]:

@@ -21,13 +21,14 @@ with ``_C.plan(..., cluster=path)``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-from oneflow_lite import _C
+from oneflow_lite import _C, _progress
 
 
 def process_collectives(processes: int, nbytes: int = 16 << 20, reps: int = 5,
@@ -60,7 +61,9 @@ def calibrate(devices: int = 2, threads: int = 1, kernels: bool = True,
     processes (Gloo on loopback) instead of in-process when ``processes`` >= 2.
 
     Returns ``(Cluster, figures)`` as ``_C.calibrate`` does; ``options`` go
-    to it unchanged (memcpy_bytes, matmul_size, allreduce_bytes, per_collective).
+    to it unchanged (memcpy_bytes, matmul_size, allreduce_bytes, per_collective,
+    progress). Without a ``progress`` callback of the caller's, each
+    measurement is reported on stderr with the time elapsed (``_progress``).
     """
     probes = []
     if kernels:
@@ -69,12 +72,23 @@ def calibrate(devices: int = 2, threads: int = 1, kernels: bool = True,
         probes = calibrate_probes.probes(scale=kernel_scale)
     if processes:
         nbytes = options.get("allreduce_bytes", 16 << 20)
-        options["collectives"] = process_collectives(processes, nbytes, reps)
+        with _progress.ticking("calibrate", f"collectives across {processes} processes (Gloo)")\
+                if _progress.enabled() else contextlib.nullcontext():
+            options["collectives"] = process_collectives(processes, nbytes, reps)
         options["collectives_source"] = (
             f"Gloo over TCP loopback between {processes} processes (one device each), "
             f"{nbytes} bytes per process, medians of {reps} runs")
-    return _C.calibrate(devices=devices, num_threads=threads, reps=reps, name=name,
-                        kernel_probes=probes, contention_devices=contention_devices, **options)
+    if "progress" not in options and _progress.enabled():
+        options["progress"] = steps = _progress.Steps("calibrate")
+    else:
+        steps = None
+    try:
+        return _C.calibrate(devices=devices, num_threads=threads, reps=reps, name=name,
+                            kernel_probes=probes, contention_devices=contention_devices,
+                            **options)
+    finally:
+        if steps is not None:
+            steps.close()
 
 
 def main(argv=None) -> int:

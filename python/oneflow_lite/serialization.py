@@ -9,14 +9,13 @@ logical; oneflow_lite.sharded_checkpoint, per rank). Stateless; thread-compatibl
 from __future__ import annotations
 
 import os
-import tempfile
 import zipfile
 from collections import OrderedDict
 from typing import Dict
 
 import numpy as np
 
-from oneflow_lite import _save_paths
+from oneflow_lite import _save_paths, _umask
 from oneflow_lite._tensor import Tensor
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -81,7 +80,7 @@ def save(state_dict: Dict, path) -> None:
     parent, base = os.path.split(path)
     if not os.path.isdir(parent):
         raise FileNotFoundError(f"flow.save: the directory of '{path}' does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f"{base}.tmp-{os.getpid()}-", dir=parent)
+    fd, tmp = _umask.mkstemp(prefix=f"{base}.tmp-{os.getpid()}-", dir=parent)
     try:
         with os.fdopen(fd, "wb") as f:
             with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as z:

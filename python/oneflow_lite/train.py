@@ -43,7 +43,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 import oneflow_lite as flow
-from oneflow_lite import _C, _world, train_args, train_data
+from oneflow_lite import _C, _progress, _world, train_args, train_data
 from oneflow_lite import train_report as rep
 from oneflow_lite.nn.graph_compile import resolve_cluster
 
@@ -77,7 +77,7 @@ def make_data(args, rng):
     if args.model == "gpt":
         if args.data is not None:
             batches, chars = train_data.text_batches(args.data, args.seq, args.batch, rng)
-            return batches, len(chars), [f"data: {args.data}, {len(chars)} characters"]
+            return batches, len(chars), [data_note(args.data, chars)]
         batches, entropy = train_data.markov_batches(args.vocab, args.seq, args.batch, rng)
         return batches, args.vocab, [f"data: synthetic bigram chain, V={args.vocab}, uniform "
                                      f"guess {np.log(args.vocab):.3f}, floor {entropy:.3f}"]
@@ -86,6 +86,13 @@ def make_data(args, rng):
     size = 2 ** max(args.layers, 4)
     return (train_data.template_batches(3, size, 10, args.batch, rng), 0,
             ["data: class templates + noise"])
+
+
+def data_note(path: str, chars) -> str:
+    """The --data line: the file's size and its vocabulary (one token per
+    distinct character), not to be mistaken for each other."""
+    return (f"data: {path} ({os.path.getsize(path)} bytes), vocabulary {len(chars)} "
+            f"(one token per distinct character)")
 
 
 def describe(args, config) -> str:
@@ -142,6 +149,9 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
     graph.config.auto_parallel(cluster=cluster, searcher=searcher, placement=placement,
                                micro_batches=args.micro_batches, num_threads=args.threads,
                                optimality_cap_s=args.optimality_cap or None)
+    if args.trace:
+        stem, ext = os.path.splitext(args.trace)
+        graph.config.chrome_trace(f"{stem}.{searcher}{ext}")
     items = args.batch * (args.seq if args.model == "gpt" else 1)
     unit = "tokens" if args.model == "gpt" else "samples"
     bar = rep.Progress(args.steps, label, unit)
@@ -247,7 +257,8 @@ def plan_only(args, config) -> dict:
     try:  # one cost model for the searcher and the presets (the model is most of the time)
         model = _C.build_cost_model(program, list(args.hierarchy), cluster,
                                     micro_batches=args.micro_batches)
-        planned = model.plan(args.searcher, optimality_cap_s=args.optimality_cap or None)
+        with _progress.optimality_check(args.searcher, args.optimality_cap):
+            planned = model.plan(args.searcher, optimality_cap_s=args.optimality_cap or None)
     except ValueError as e:  # a searcher that does not fit the model
         train_args.usage_error(f"planning --model {args.model} with --searcher {args.searcher}: "
                                f"{str(e).splitlines()[0]}")

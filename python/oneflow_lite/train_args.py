@@ -155,6 +155,10 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
                    help="write the JSON report here (default: none; its folder is created)")
     p.add_argument("--plot", default=None,
                    help="write the PNG plot here (default: none; its folder is created)")
+    p.add_argument("--trace", default=None, metavar="PATH",
+                   help="write a Chrome trace of each strategy's last step, PATH with the "
+                        "searcher's name before the extension (out/t.json: out/t.autoddl.json; "
+                        "several processes: out/t.autoddl.process<p>.json; default: none)")
     return p
 
 

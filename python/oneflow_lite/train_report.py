@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from typing import List, Optional, Sequence
 
 import numpy as np
+
+from oneflow_lite import _umask
 
 
 def human_bytes(n: Optional[float]) -> str:
@@ -92,7 +93,7 @@ def write_json(path: str, report: dict) -> None:
 
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=directory)
+    fd, tmp = _umask.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=directory)
     try:  # a fresh temporary name: never a file of the user's
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1, default=default)

@@ -7,7 +7,8 @@
 #      dpkg-query first; apt-get update + install only if one is missing.
 #   2. the project venv .venv (python3 -m venv) with requirements.txt
 #      installed; pip runs only when requirements.txt changed (a stamp with
-#      its sha256 lives inside .venv).
+#      its sha256 lives inside .venv); a .pth file there names python/, so
+#      `.venv/bin/python script.py` imports oneflow_lite (ofl_link_package).
 #   3. CMake configured once into build/ (Release, Ninja, the venv's python
 #      and pybind11, ccache when installed), then an incremental ninja build:
 #      run.sh builds only the Python extension the main job needs (OFL_TARGETS,
@@ -119,6 +120,20 @@ ofl_ensure_venv() {
   echo "$want" >"$stamp"
 }
 
+# ofl_link_package: a .pth file in the venv's site-packages naming python/,
+# so that `.venv/bin/python your_script.py` imports oneflow_lite from this
+# tree (the extension is built into python/oneflow_lite/), with no
+# PYTHONPATH. Only in the project's own venv ($OFL_ROOT/.venv), or with
+# OFL_LINK_VENV=1: a venv shared by several clones keeps the link it has.
+ofl_link_package() {
+  [[ "$OFL_VENV" == "$OFL_ROOT/.venv" || "${OFL_LINK_VENV:-0}" == 1 ]] || return 0
+  local site want="$OFL_ROOT/python"
+  site=$("$OFL_PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
+  [[ -f "$site/oneflow_lite.pth" && "$(<"$site/oneflow_lite.pth")" == "$want" ]] && return 0
+  ofl_log "venv: $site/oneflow_lite.pth -> $want"
+  echo "$want" >"$site/oneflow_lite.pth"
+}
+
 # ofl_werror_args DIR: -DOFL_WERROR=... when OFL_WERROR is set and DIR's
 # cache holds another value (or no cache yet); nothing otherwise.
 ofl_werror_args() {
@@ -221,6 +236,7 @@ ofl_setup() {
   local start=$EPOCHREALTIME
   ofl_time apt ofl_ensure_apt || return 1
   ofl_time venv ofl_ensure_venv || return 1
+  ofl_link_package || return 1
   ofl_time configure ofl_ensure_configured || return 1
   ofl_time build ofl_build || return 1
   ofl_log "$(printf '%-9s %6.2f s' total "$(ofl_sub "$EPOCHREALTIME" "$start")")"

@@ -30,6 +30,8 @@ import re
 import socket
 from typing import Mapping, Optional
 
+from oneflow_lite.distributed import _env_world
+
 __all__ = ["World", "free_port", "check_bind_addr", "check_iface", "check_job_id"]
 
 # The variables of a launched job. Either none of them is set (a single
@@ -65,11 +67,13 @@ class World:
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "World":
-        """Reads and checks the launcher's variables (default: os.environ).
-        None set: a single-process World. Otherwise every one of
-        JOB_VARIABLES must be set and consistent; a bad one raises ValueError
-        naming the variable and its value."""
+        """Reads and checks the launcher's variables (default: os.environ),
+        or SLURM's and Open MPI's translated (``_env_world``). None set: a
+        single-process World. Otherwise every one of JOB_VARIABLES must be
+        set and consistent; a bad one raises ValueError naming the variable
+        and its value."""
         env = os.environ if environ is None else environ
+        env = {**_env_world.standard_variables(env), **env}  # srun's, mpirun's: translated
         present = [name for name in JOB_VARIABLES if name in env]
         extras = _extras(env)
         if not present:

@@ -1,7 +1,9 @@
 """Starts the processes of one job on this machine:
 ``python -m oneflow_lite.distributed.launch --nproc-per-node N [--nnodes M
 --node-rank R --master-addr A --master-port P] script.py ARGS`` (or ``-m
-module ARGS``), as torchrun does.
+module ARGS``), as torchrun does; torchrun's spellings are accepted too
+(--nproc_per_node, --node_rank, --master_addr, --master_port,
+--rdzv-endpoint HOST:PORT, --rdzv-id, --rdzv-backend, --standalone).
 
 Each child runs ``python -u script.py ARGS`` with the launcher's environment
 plus RANK (node_rank * N + local rank), WORLD_SIZE (M * N), LOCAL_RANK,
@@ -241,25 +243,33 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, formatter_class=_HelpFormatter,
         description="Start the processes of one job on this machine (see the README,\n"
                     "'Running on several processes and machines').")
-    p.add_argument("--nproc-per-node", type=int, default=1, metavar="N",
+    p.add_argument("--nproc-per-node", "--nproc_per_node", type=int, default=1, metavar="N",
                    help="processes on this machine")
     p.add_argument("--nnodes", type=int, default=1, metavar="M", help="machines in the job")
-    p.add_argument("--node-rank", type=int, default=0, metavar="R",
+    p.add_argument("--node-rank", "--node_rank", type=int, default=0, metavar="R",
                    help="this machine's rank, 0..M-1")
-    p.add_argument("--master-addr", default="127.0.0.1", metavar="ADDR",
-                   help="address of node 0's store")
-    p.add_argument("--master-port", type=int, default=None, metavar="PORT",
+    p.add_argument("--master-addr", "--master_addr", default=None, metavar="ADDR",
+                   help="address of node 0's store (default 127.0.0.1)")
+    p.add_argument("--master-port", "--master_port", type=int, default=None, metavar="PORT",
                    help="port of node 0's store (default: a free port; required with --nnodes "
                         "> 1)")
+    p.add_argument("--rdzv-endpoint", "--rdzv_endpoint", default=None, metavar="HOST[:PORT]",
+                   help="torchrun's spelling of --master-addr and --master-port (port 29400 "
+                        "when omitted, as torchrun's)")
+    p.add_argument("--rdzv-backend", "--rdzv_backend", default="static",
+                   choices=("static", "c10d"), help="accepted for torchrun's command lines; "
+                   "either way node 0 hosts the store at the endpoint")
+    p.add_argument("--standalone", action="store_true",
+                   help="torchrun's: one node, a free port (the default here)")
     p.add_argument("--bind-addr", default=None, metavar="ADDR",
                    help="address the processes' Gloo pairs listen on (default: $OFL_BIND_ADDR)")
     p.add_argument("--iface", default=None, metavar="NAME",
                    help="network interface the Gloo pairs listen on (default: $OFL_IFACE)")
-    p.add_argument("--devices-per-process", type=int, default=1, metavar="K",
-                   help="devices each process drives")
+    p.add_argument("--devices-per-process", "--devices_per_process", type=int, default=1,
+                   metavar="K", help="devices each process drives")
     p.add_argument("--timeout-s", type=float, default=10.0, metavar="SECONDS",
                    help="after a failure, how long the others get to stop on their own")
-    p.add_argument("--job-id", default=None, metavar="ID",
+    p.add_argument("--job-id", "--rdzv-id", "--rdzv_id", default=None, metavar="ID",
                    help="store-key prefix (default: random; with --nnodes > 1 derived from "
                         "master address and port)")
     p.add_argument("--log-dir", default=None, metavar="DIR",
@@ -280,6 +290,7 @@ def parse_args(argv: Optional[Sequence[str]] = None):
     args = p.parse_args(argv)
     if args.bind_addr is None and args.iface is None:  # an option overrides both variables
         _from_env(p, args)
+    _endpoint(p, args)
     if not args.module and not os.path.isfile(args.target):
         p.error(f"{args.target}: no such file (a module needs -m)")
     options = LaunchOptions(
@@ -292,6 +303,25 @@ def parse_args(argv: Optional[Sequence[str]] = None):
         return args, options.resolved()
     except ValueError as e:
         p.error(str(e))
+
+
+def _endpoint(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--rdzv-endpoint HOST[:PORT] into --master-addr and --master-port
+    (torchrun's spelling); --standalone: one node."""
+    if args.standalone and args.nnodes != 1:
+        p.error(f"--standalone and --nnodes {args.nnodes}: standalone is one node")
+    if args.rdzv_endpoint is not None:
+        if args.master_addr is not None or args.master_port is not None:
+            p.error(f"--rdzv-endpoint {args.rdzv_endpoint} and --master-addr/--master-port: "
+                    "name the store once")
+        host, sep, port = args.rdzv_endpoint.rpartition(":")
+        if not sep or "]" in port or (host.count(":") and not host.startswith("[")):
+            host, port = args.rdzv_endpoint, "29400"  # no port (or a bare IPv6 address)
+        if not port.isdigit():
+            p.error(f"--rdzv-endpoint {args.rdzv_endpoint}: the port '{port}' is not a number")
+        args.master_addr, args.master_port = host.strip("[]"), int(port)
+    if args.master_addr is None:
+        args.master_addr = "127.0.0.1"
 
 
 def _from_env(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:

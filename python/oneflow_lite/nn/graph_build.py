@@ -156,7 +156,8 @@ def compile_plan(graph, args, arrays, names, sig: tuple) -> Plan:
         program.minimize(loss, OPTIMIZER_KINDS[type(optimizer).__name__], hyper)
     config = graph.config
     compiled = Compiled.build(program, tracer._input_names, tracer._outputs, config.parallel,
-                              tracer.pinned, lr_input, config.num_threads, config.transactional)
+                              tracer.pinned, lr_input, config.num_threads, config.transactional,
+                              trace_path=config.trace_path)
     holder = Holder(compiled, tracer.variables,
                     tracer.trainable if optimizer is not None else [], optimizer)
     shared = set(holder.tensors) | {name for name, _, _ in holder.opt_state}

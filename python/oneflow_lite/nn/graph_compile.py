@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from oneflow_lite import _C, _world
+from oneflow_lite import _C, _progress, _world
 
 LR_INPUT = "_lr"  # the fed learning rate of graph-mode optimizers
 _local_clusters: Dict[tuple, object] = {}
@@ -75,7 +75,8 @@ def _calibrated(devices: int, kernels: bool = False):
         else:
             cluster, _figures = _C.calibrate(devices=max(2, devices), num_threads=1,
                                              memcpy_bytes=16 << 20, matmul_size=256,
-                                             allreduce_bytes=4 << 20, reps=3, name="local")
+                                             allreduce_bytes=4 << 20, reps=3, name="local",
+                                             progress=_progress.progress_or_none("calibrate"))
         if not world["distributed"]:
             return cluster
         with tempfile.TemporaryDirectory() as d:
@@ -129,10 +130,11 @@ class ParallelConfig:
 def plan(program, config: ParallelConfig, pinned: Dict[str, str]):
     """Plans ``program`` under ``config``: a ``_C.PlannedStrategy``."""
     cluster = resolve_cluster(config.cluster, config.devices)
-    return _C.plan(program, list(config.hierarchy), cluster, config.searcher,
-                   pinned=dict(pinned), micro_batches=int(config.micro_batches),
-                   memory_limit=config.memory_limit, ranks=list(config.ranks),
-                   optimality_cap_s=config.optimality_cap_s)
+    with _progress.optimality_check(config.searcher, config.optimality_cap_s):
+        return _C.plan(program, list(config.hierarchy), cluster, config.searcher,
+                       pinned=dict(pinned), micro_batches=int(config.micro_batches),
+                       memory_limit=config.memory_limit, ranks=list(config.ranks),
+                       optimality_cap_s=config.optimality_cap_s)
 
 
 @dataclass
@@ -156,12 +158,15 @@ class Compiled:
     def build(program, inputs: Sequence[str], outputs: Sequence[str],
               parallel: Optional[ParallelConfig], pinned: Dict[str, str],
               lr_input: Optional[str], num_threads: int = 0,
-              transactional: bool = True) -> "Compiled":
+              transactional: bool = True, trace_path: Optional[str] = None) -> "Compiled":
         variables = list(program.variables())
+        trace = _world.trace_path(trace_path)
         if parallel is None:
-            session = _C.Session(program, num_threads, transactional=transactional)
+            session = _C.Session(program, num_threads, transactional=transactional,
+                                 trace_path=trace)
             return Compiled(program, session, list(inputs), list(outputs), variables,
                             lr_input=lr_input)
+        _world.check_placement(parallel.ranks)  # before planning: one line, what to pass
         planned = None
         if parallel.strategy_path is not None:
             strategy = _C.load_strategy(parallel.strategy_path)
@@ -172,7 +177,7 @@ class Compiled:
             program, list(parallel.ranks), list(parallel.hierarchy), strategy, list(outputs),
             num_threads=parallel.num_threads, timeout_ms=parallel.timeout_ms,
             micro_batches=int(parallel.micro_batches), transactional=parallel.transactional,
-            device_type=parallel.device_type)
+            device_type=parallel.device_type, trace_path=trace)
         return Compiled(program, session, list(inputs), list(outputs), variables, parallel,
                         planned, strategy, lr_input)
 

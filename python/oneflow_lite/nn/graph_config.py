@@ -5,6 +5,7 @@ Not thread-safe.
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from oneflow_lite import _global
@@ -24,6 +25,21 @@ class GraphConfig:
         self.detect_anomaly: Optional[bool] = None
         self.transactional = True  # see transactional_steps
         self.amp: Optional[str] = None  # see mixed_precision
+        self.trace_path: Optional[str] = None  # see chrome_trace
+
+    def chrome_trace(self, path: Optional[str]) -> None:
+        """Writes a Chrome trace (chrome://tracing or ui.perfetto.dev: one
+        event per task, per rank and thread) of each step to ``path``, which
+        the next step overwrites; in a job of several processes, process p
+        writes its own ranks' to ``.process<p>`` before the extension
+        (t.json -> t.process1.json). None: off. Set it before the first call.
+
+        >>> graph.config.chrome_trace("out/step.json")  # doctest: +SKIP
+        """
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"chrome_trace: expected a path or None, got "
+                            f"{type(path).__name__} {path!r}")
+        self.trace_path = None if path is None else os.fspath(path)
 
     def mixed_precision(self, mode: Optional[str] = "bf16") -> None:
         """``"bf16"``: matmul and batch_matmul take bfloat16 inputs (casts
