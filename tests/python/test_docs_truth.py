@@ -1,0 +1,196 @@
+"""The documents name what the code has: the README glossary's terms and the
+names header openings cite exist in the code (comments stripped), every file
+path a README cites exists, header openings are short, DESIGN.md sections
+cited exist, and no code comment cites an issue number. Runs on the tracked
+files (git ls-files); needs no build."""
+import os
+import re
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DESIGN = ROOT.parent / "shared" / "DESIGN.md"
+
+# Names documents cite on purpose that are not ours: other projects' types,
+# papers' terms. Keep it short; a name of ours that is gone is a defect.
+EXTERNAL = {
+    "PyTorch", "OneFlow", "AutoDDL", "ZeRO", "TSan", "TCPStore",  # projects, tools
+    "MapFieldBase",            # protobuf's (cmake/tsan_protobuf_abi.h)
+    "AllreduceRing",           # Gloo's ring all-reduce
+    "VocabParallelEmbedding",  # Megatron-LM's
+}
+# Headers whose opening comment is still longer than 10 lines. May only
+# shrink: the test fails for a header listed here that has become short.
+LONG_OPENINGS = set()
+
+CODE_SUFFIXES = (".h", ".cuh", ".cpp", ".cu", ".proto", ".py", ".sh", ".cmake", ".txt", ".toml")
+CXX_SUFFIXES = (".h", ".cuh", ".cpp", ".cu", ".proto")
+# A code name: CamelCase (two humps, or an acronym then a hump), Foo::Bar,
+# snake_case() called, or anything backticked.
+NAME = re.compile(r"(?<![\w./-])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-z][A-Za-z0-9]*"
+                  r"|[A-Za-z_]\w*::[A-Za-z_~][\w:]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?=\(\))"
+                  r"|`[^`\s]+`)")
+PATH = re.compile(r"(?<![\w/.<>*-])((?:[\w.-]+/)+[\w.-]+\."
+                  r"(?:h|cuh|cpp|cu|py|proto|md|sh|cmake|txt|json|png|pbtxt|bin|toml))(?![\w/])")
+ISSUE = re.compile(r"\b(?:issues?|deliverables?) #?\d+\b|(?<![\w&])#\d+\b", re.I)
+
+
+def _git(*args):
+    return subprocess.check_output(["git", *args], cwd=ROOT, text=True)
+
+
+@lru_cache(maxsize=None)
+def tracked():
+    return tuple(p for p in _git("ls-files").split("\n") if p and (ROOT / p).is_file())
+
+
+def _read(path):
+    return (ROOT / path).read_text(errors="replace")
+
+
+def _code_files():
+    return [p for p in tracked() if p.endswith(CODE_SUFFIXES) or p.startswith(".ci/")]
+
+
+def _strip_comments(path, text):
+    if path.endswith(CXX_SUFFIXES):
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        return re.sub(r"(?m)//.*$", "", text)
+    if path.endswith(".py"):
+        text = re.sub(r'"""[\s\S]*?"""', "", text)
+    return re.sub(r"(?m)(?:^|\s)#.*$", "", text)
+
+
+@lru_cache(maxsize=None)
+def code_words():
+    """Every identifier the code (comments stripped) spells, and their parts."""
+    words = set()
+    for path in _code_files():
+        words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", _strip_comments(path, _read(path))))
+    return frozenset(words)
+
+
+@lru_cache(maxsize=None)
+def code_word_parts():
+    parts = {w.lower() for w in code_words()}
+    for word in code_words():
+        for piece in word.split("_"):
+            parts.update(p.lower() for p in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", piece))
+    return frozenset(parts)
+
+
+def _exists(name):
+    name = name.strip("`").split("(")[0].rstrip(".,;:")
+    if name in EXTERNAL or not re.match(r"^[A-Za-z_][\w:~]*$", name):
+        return True  # not a code name (a formula, a flag, a value)
+    last = [p for p in name.split("::") if p][-1].lstrip("~")
+    words = code_words()
+    return last in words or (last.endswith("s") and last[:-1] in words)
+
+
+def header_opening(path):
+    """The first comment block of a header (after #pragma once), as lines."""
+    lines = _read(path).split("\n")
+    i = 0
+    while i < len(lines) and (not lines[i].strip() or lines[i].startswith("#pragma")):
+        i += 1
+    block = []
+    while i < len(lines) and lines[i].lstrip().startswith("//"):
+        block.append(lines[i].lstrip()[2:])
+        i += 1
+    return block
+
+
+def _headers():
+    return [p for p in tracked() if p.endswith((".h", ".cuh"))]
+
+
+def _path_exists(path, base):
+    if any(mark in path for mark in ("<", "*", "NNNN")) or path.startswith(("dir/", "build")):
+        return True  # a pattern or a generated file
+    files = tracked()
+    candidates = {path, os.path.normpath(os.path.join(base, path)), "oneflow_lite/" + path}
+    if any(c in files or (ROOT / c).is_dir() for c in candidates):
+        return True
+    under = base + "/" if base else ""
+    return any(f.startswith(under) and f.endswith("/" + path) for f in files)
+
+
+def _readmes():
+    return [p for p in tracked() if p.endswith("README.md")]
+
+
+def glossary():
+    text = _read("README.md")
+    match = re.search(r"^## Glossary\n(.*?)(?=^## )", text, re.S | re.M)
+    assert match, "README.md has no ## Glossary section"
+    return match.group(1)
+
+
+def test_glossary_terms_exist_in_code():
+    missing = []
+    for term, alias in re.findall(r"\*\*([^*]+)\*\*(?: \(([^),\s]+)[),])?", glossary()):
+        for word in [term] + ([alias] if alias else []):
+            if word.lower() not in code_word_parts() and word not in EXTERNAL:
+                missing.append(word)
+    for name in NAME.findall(glossary()):
+        if not _exists(name):
+            missing.append(name)
+    assert not missing, f"README glossary names what the code does not have: {missing}"
+
+
+def test_header_openings_cite_existing_names_and_paths():
+    wrong = []
+    for header in _headers():
+        text = " ".join(header_opening(header))
+        wrong += [f"{header}: {n}" for n in NAME.findall(text) if not _exists(n)]
+        wrong += [f"{header}: {p}" for p in PATH.findall(text) if not _path_exists(p, "")]
+    assert not wrong, "header openings cite names or files the tree lacks:\n" + "\n".join(wrong)
+
+
+def test_readme_paths_exist():
+    wrong = []
+    for readme in _readmes():
+        base = os.path.dirname(readme)
+        wrong += [f"{readme}: {p}" for p in sorted(set(PATH.findall(_read(readme))))
+                  if not _path_exists(p, base)]
+    assert not wrong, "READMEs cite files that do not exist:\n" + "\n".join(wrong)
+
+
+def test_header_openings_are_short():
+    sizes = {h: len(header_opening(h)) for h in _headers()}
+    long = sorted(h for h, n in sizes.items() if n > 10 and h not in LONG_OPENINGS)
+    stale = sorted(h for h in LONG_OPENINGS if sizes.get(h, 0) <= 10)
+    bare = sorted(h for h, n in sizes.items() if n < 1)
+    assert not long, f"header openings over 10 lines: {[(h, sizes[h]) for h in long]}"
+    assert not stale, f"short now, drop from LONG_OPENINGS: {stale}"
+    assert not bare, f"headers without an opening comment: {bare}"
+
+
+def test_no_code_comment_cites_an_issue():
+    hits = []
+    for path in _code_files():
+        text = _read(path)
+        comments = text if path.endswith((".py", ".sh")) else "\n".join(
+            re.findall(r"//.*$|/\*[\s\S]*?\*/", text, re.M))
+        if path.endswith(".sh") or path.endswith(".py"):
+            comments = re.sub(r"#include|#!.*", "", comments)
+        for m in ISSUE.finditer(comments):
+            if m.group(0).startswith("#") and not path.endswith(CXX_SUFFIXES):
+                continue  # a Python/shell comment sign before a number
+            hits.append(f"{path}: {m.group(0)}")
+    assert not hits, "code cites issue numbers (keep the substance, drop the number):\n" + \
+        "\n".join(hits)
+
+
+@pytest.mark.skipif(not DESIGN.exists(), reason="DESIGN.md is kept beside the repository")
+def test_design_sections_cited_exist():
+    sections = set(re.findall(r"(?m)^## (\w+)\.", DESIGN.read_text()))
+    cited = set()
+    for path in tracked():
+        if path.endswith(CODE_SUFFIXES + (".md",)):
+            cited.update(re.findall(r"DESIGN(?:\.md)?,? section (\w+)", _read(path)))
+    assert cited <= sections, f"DESIGN.md has no section {sorted(cited - sections)}"
