@@ -21,6 +21,9 @@ EXTERNAL = {
     "MapFieldBase",            # protobuf's (cmake/tsan_protobuf_abi.h)
     "AllreduceRing",           # Gloo's ring all-reduce
     "VocabParallelEmbedding",  # Megatron-LM's
+    "aten",                    # PyTorch's op namespace (profiles)
+    "SyntaxError",             # Python's
+    "ASan", "AddressSanitizer", "CMake", "PyPI",
 }
 # Headers whose opening comment is still longer than 10 lines. May only
 # shrink: the test fails for a header listed here that has become short.
@@ -84,7 +87,8 @@ def code_word_parts():
 
 def _exists(name):
     name = name.strip("`").split("(")[0].rstrip(".,;:")
-    if name in EXTERNAL or not re.match(r"^[A-Za-z_][\w:~]*$", name):
+    if name in EXTERNAL or name.split("::")[0] in EXTERNAL or \
+            not re.match(r"^[A-Za-z_][\w:~]*$", name):
         return True  # not a code name (a formula, a flag, a value)
     last = [p for p in name.split("::") if p][-1].lstrip("~")
     words = code_words()
@@ -158,6 +162,17 @@ def test_readme_paths_exist():
         wrong += [f"{readme}: {p}" for p in sorted(set(PATH.findall(_read(readme))))
                   if not _path_exists(p, base)]
     assert not wrong, "READMEs cite files that do not exist:\n" + "\n".join(wrong)
+
+
+def test_readme_type_and_function_names_exist():
+    """CamelCase and Foo::Bar names anywhere in a README's prose."""
+    wrong = []
+    for readme in _readmes():
+        prose = re.sub(r"```[\s\S]*?```", "", _read(readme))
+        names = {n.strip("`") for n in NAME.findall(prose)}
+        wrong += [f"{readme}: {n}" for n in sorted(names)
+                  if re.search(r"[a-z]", n) and re.search(r"[A-Z]|::", n) and not _exists(n)]
+    assert not wrong, "READMEs name types or functions the code lacks:\n" + "\n".join(wrong)
 
 
 def test_header_openings_are_short():
