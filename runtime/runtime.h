@@ -92,7 +92,8 @@ struct RuntimeOptions {
   // Runs BOXING tasks; required when the plan has any.
   BoxingFn boxing;
   // Makes the DeviceContext of each local rank's device (the Plan's); empty:
-  // CreateDeviceContext (CPU only in this build). A backend compiled outside
+  // MakeDeviceContext (runtime/device_support.h: CPU, and CUDA where the
+  // CUDA backend is compiled). A backend compiled outside
   // runtime/ plugs in here, as do tests that watch the streams and events.
   std::function<Maybe<std::unique_ptr<DeviceContext>>(const Device&)> make_device;
   // Called once when a run fails, on the thread that failed it, with the
