@@ -1,5 +1,5 @@
 // Strategy report: what a chosen strategy costs, op by op and edge by edge
-// (DESIGN.md section 6, issue 4 deliverable 4). From a CostModel (the cost
+// (DESIGN.md section 6). From a CostModel (the cost
 // graph and its map back to ops, sources and NdSbps) and a Solution (one
 // candidate per cost node, search/cost_graph.h):
 //  - per cost node (op, source, or variable with its folded update): the
