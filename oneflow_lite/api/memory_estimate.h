@@ -1,5 +1,5 @@
-// Predicted peak memory per rank of a DistributedSession (issue 12,
-// deliverable 4: a memory model with liveness). The model mirrors what runs:
+// Predicted peak memory per rank of a DistributedSession (a memory model
+// with liveness). The model mirrors what runs:
 // it lowers the strategy into the very Plan DistributedSession::Create would
 // run (graph/distributed_lowering.h, with the session's num_slots,
 // micro-batches and gradient buckets) and asks the runtime what Build
