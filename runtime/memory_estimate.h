@@ -17,7 +17,7 @@
 // staging and fetched clones are plain host tensors (not counted by
 // peak_bytes()). Since the runtime allocates nothing per step, a rank's
 // peak_bytes() after any number of runs equals total() here; the tests in
-// tests/cpp/runtime/memory_estimate_test.cpp hold the two against each other.
+// tests/cpp/api/memory_estimate_test.cpp hold the two against each other.
 // Pure function of the plan; thread-safe.
 #pragma once
 

@@ -1,5 +1,5 @@
 // CostGraph: the abstract graph the searchers optimise (DESIGN.md section 6;
-// OneFlow's auto_parallel/sbp_graph.h is the model). It knows no op: a node
+// OneFlow's auto-parallel SBP graph is the model). It knows no op: a node
 // has K candidates (for graph/, an op's signatures), each with a compute time
 // and a per-device memory size; a directed edge (u, v) has a K_u x K_v matrix
 // of transfer times (row: u's candidate, column: v's). Matrices are
