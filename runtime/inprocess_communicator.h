@@ -1,17 +1,11 @@
 // In-process communicator: collectives among N virtual CPU devices of one
-// process over shared memory (DESIGN.md section 7), the embedded default.
-// An InProcessGroup is shared by its N ranks; each rank's thread calls the
-// collectives through its own Communicator from Group::Rank(r). Algorithms
-// are direct (not via rank 0): reduce-scatter by summing each rank's own
-// part from every peer, all-gather by each rank copying the others' parts;
-// an all-reduce is one then the other. Ranks meet at barriers with a
-// timeout; a timeout or a mismatch aborts the whole group, and every rank
-// returns an error that names its rank, the collective and the tag.
-// Memory: the ranks' buffers are host memory by default (memcpy and
-// runtime/reduce_sum.h); a group made with another InProcessMemory moves and
-// sums device memory instead (runtime/cuda_memory.h: N virtual CUDA devices
-// on one GPU, device copies and a reduction kernel). Either way a call's
-// copies and sums are complete when it returns.
+// process over shared memory (DESIGN.md section 7), the embedded default. An
+// InProcessGroup is shared by its N ranks; each rank's thread calls the
+// collectives through its own Communicator from Group::Rank(r). Algorithms are
+// direct (not via rank 0): reduce-scatter by summing each rank's own part from
+// every peer, all-gather by each rank copying the others' parts; an all-reduce
+// is one then the other.
+//
 // The group object is thread-safe; each Communicator serves one thread.
 #pragma once
 
@@ -27,6 +21,14 @@
 #include <vector>
 
 #include "oneflow_lite/core/communicator.h"
+
+// Ranks meet at barriers with a timeout; a timeout or a mismatch aborts the
+// whole group, and every rank returns an error that names its rank, the
+// collective and the tag. Memory: the ranks' buffers are host memory by default
+// (memcpy and runtime/reduce_sum.h); a group made with another InProcessMemory
+// moves and sums device memory instead (runtime/cuda_memory.h: N virtual CUDA
+// devices on one GPU, device copies and a reduction kernel). Either way a
+// call's copies and sums are complete when it returns.
 
 namespace ofl {
 
