@@ -5,19 +5,21 @@
 // actor thread of the rank. A CUDA context will own a caching allocator and
 // create cudaStream_t / cudaEvent_t wrappers behind the same calls.
 //
-// CpuDeviceContext: a CpuAllocator, and CpuInlineStreams (the runtime's:
-// kernels run on the actor thread) or, with worker_streams, CpuWorkerStreams
-// (tests of the stream and event logic); CpuEvents either way.
-//
-// Ownership: the context owns its allocator (shared with the buffers it
-// handed out); streams and events belong to their caller and must not
-// outlive the context. Thread safety: every method from any thread.
+// Thread safety: every method from any thread.
 #pragma once
 
 #include <memory>
 
 #include "oneflow_lite/core/allocator.h"
 #include "oneflow_lite/core/stream.h"
+
+// CpuDeviceContext: a CpuAllocator, and CpuInlineStreams (the runtime's:
+// kernels run on the actor thread) or, with worker_streams, CpuWorkerStreams
+// (tests of the stream and event logic); CpuEvents either way.
+//
+// Ownership: the context owns its allocator (shared with the buffers it handed
+// out); streams and events belong to their caller and must not outlive the
+// context.
 
 namespace ofl {
 
