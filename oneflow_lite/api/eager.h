@@ -2,6 +2,21 @@
 // kernel directly (no graph, no Plan, no runtime), and its input gradients
 // by the op's registered backward rule (graph/autodiff.h AppendBackward).
 //
+// Thread-safe: the cache is locked for each lookup and insert; kernels run
+// outside the lock, each call on its own tensors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "oneflow_lite/core/attr.h"
+#include "oneflow_lite/core/status.h"
+#include "oneflow_lite/core/tensor.h"
+
 // Everything but the kernel call depends only on the op type, the
 // attributes and the inputs' shapes and dtypes: attribute validation and
 // defaults, shape and dtype inference, the allocation check, the kernel
@@ -26,20 +41,6 @@
 //
 // Ownership: the executor owns its cache, at most `capacity` keys per kind
 // (forward, backward); inserting into a full one empties it first.
-// Thread-safe: the cache is locked for each lookup and insert; kernels run
-// outside the lock, each call on its own tensors.
-#pragma once
-
-#include <cstdint>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <vector>
-
-#include "oneflow_lite/core/attr.h"
-#include "oneflow_lite/core/status.h"
-#include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
 
