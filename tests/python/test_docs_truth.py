@@ -207,5 +207,7 @@ def test_design_sections_cited_exist():
     cited = set()
     for path in tracked():
         if path.endswith(CODE_SUFFIXES + (".md",)):
-            cited.update(re.findall(r"DESIGN(?:\.md)?,? section (\w+)", _read(path)))
+            for group in re.findall(r"DESIGN(?:\.md)?,? (?:sections? )?(\d\w*(?:(?:, | and )\d\w*)*)",
+                                    _read(path)):
+                cited.update(re.split(r", | and ", group))
     assert cited <= sections, f"DESIGN.md has no section {sorted(cited - sections)}"
