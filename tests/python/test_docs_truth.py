@@ -172,6 +172,12 @@ def test_readme_type_and_function_names_exist():
         names = {n.strip("`") for n in NAME.findall(prose)}
         wrong += [f"{readme}: {n}" for n in sorted(names)
                   if re.search(r"[a-z]", n) and re.search(r"[A-Z]|::", n) and not _exists(n)]
+    for readme in _readmes():  # and in its C++ and Python examples
+        for body in re.findall(r"```(?:cpp|python)\n([\s\S]*?)```", _read(readme)):
+            names = set(re.findall(r"\b[A-Za-z_]\w*(?:::\w+)*", body))
+            names = {n for n in names if re.search(r"[a-z]", n) and re.search(r"[A-Z]", n)}
+            names |= set(re.findall(r"\.([a-z_][a-z0-9_]+)\(", body))
+            wrong += [f"{readme} (example): {n}" for n in sorted(names) if not _exists(n)]
     assert not wrong, "READMEs name types or functions the code lacks:\n" + "\n".join(wrong)
 
 
