@@ -2,6 +2,9 @@
 // place (transactional steps, RuntimeOptions::transactional). Mechanism: an
 // undo copy.
 //
+// Ownership: StepUndo holds pointers to the Runtime's registers (which outlive
+// it) and owns its buffers.
+//
 // Thread safety: Save and Restore from the Runtime's caller thread while no
 // actor runs.
 #pragma once
@@ -34,9 +37,6 @@
 // register per variable wired through the plan and a swap of every reader's
 // pointer. The undo copy touches no kernel, actor or plan, costs the same
 // bytes, and one memcpy of the state per Run (measured in runtime/README.md).
-//
-// Ownership: StepUndo holds pointers to the Runtime's registers (which outlive
-// it) and owns its buffers.
 
 namespace ofl {
 
