@@ -1,5 +1,6 @@
-// In-process communicator: collectives among N virtual CPU devices of one
-// process over shared memory (DESIGN.md section 7), the embedded default. An
+// In-process communicator: collectives among N virtual devices of one
+// process (DESIGN.md section 7), the embedded default: over shared host
+// memory, or device copies for virtual devices on one GPU. An
 // InProcessGroup is shared by its N ranks; each rank's thread calls the
 // collectives through its own Communicator from Group::Rank(r). Algorithms are
 // direct (not via rank 0): reduce-scatter by summing each rank's own part from
