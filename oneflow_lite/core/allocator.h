@@ -1,8 +1,8 @@
 // Allocator: the memory of one device. It hands out aligned buffers and keeps
 // the bytes live now and their peak, the per-device figures of the memory
 // report (DESIGN.md 7b: every allocator reports per-device peak bytes). A
-// backend implements AllocateRaw and FreeRaw (the CPU's is aligned_alloc; a
-// CUDA caching allocator or a per-step arena would sit behind the same two
+// backend implements AllocateRaw and FreeRaw (the CPU's is aligned_alloc;
+// the CUDA caching allocator, caching_allocator.h, sits behind the same two
 // calls); the accounting and the shared buffers are here, the same for every
 // backend.
 //

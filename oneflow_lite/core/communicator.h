@@ -1,6 +1,6 @@
 // Communicator: the collectives one rank of a group takes part in (DESIGN.md
-// sections 7 and 7b). Implementations: in-process shared memory for virtual CPU
-// devices of one process (runtime/inprocess_communicator.h), Gloo over TCP for
+// sections 7 and 7b). Implementations: in-process groups of one process's
+// virtual devices (runtime/inprocess_communicator.h), Gloo over TCP for
 // groups that span processes or hosts (runtime/gloo_communicator.h); NCCL for
 // CUDA groups across processes (runtime/nccl_communicator.h). Buffers are
 // memory of the rank's device. Streams: host communicators (in-process, Gloo,
