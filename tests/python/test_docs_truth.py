@@ -82,6 +82,19 @@ def code_word_parts():
     return frozenset(parts)
 
 
+@lru_cache(maxsize=None)
+def type_names():
+    """Names the code declares as types (or binds for Python): the only
+    names a document may put in the plural ("NdSbps")."""
+    names = set()
+    for path in _code_files():
+        text = _strip_comments(path, _read(path))
+        names.update(re.findall(r"\b(?:class|struct|enum class|enum|using|message)\s+([A-Z]\w*)",
+                                text))
+        names.update(re.findall(r'py::class_<[^>]*>\(\w+, "([A-Z]\w*)"', text))
+    return frozenset(names)
+
+
 def _exists(name):
     name = name.strip("`").split("(")[0].rstrip(".,;:")
     if name in EXTERNAL or name.split("::")[0] in EXTERNAL or \
@@ -89,7 +102,11 @@ def _exists(name):
         return True  # not a code name (a formula, a flag, a value)
     last = [p for p in name.split("::") if p][-1].lstrip("~")
     words = code_words()
-    return last in words or (last.endswith("s") and last[:-1] in words)
+    if last in words:
+        return True
+    singular = last[:-1] if last.endswith("s") else None
+    return singular is not None and (singular in type_names() or
+                                     (singular.isupper() and singular in words))
 
 
 def header_opening(path):
