@@ -161,8 +161,9 @@ def test_glossary_terms_exist_in_code():
 
 
 def test_header_openings_cite_existing_names_and_paths():
+    """Headers' openings, and the opening comments of .cpp and .cu files."""
     wrong = []
-    for header in _headers():
+    for header in _headers() + [p for p in tracked() if p.endswith((".cpp", ".cu"))]:
         text = " ".join(header_opening(header))
         wrong += [f"{header}: {n}" for n in NAME.findall(text) if not _exists(n)]
         wrong += [f"{header}: {p}" for p in PATH.findall(text) if not _path_exists(p, "")]
