@@ -203,6 +203,12 @@ def test_readme_type_and_function_names_exist():
         names = {n.strip("`") for n in NAME.findall(prose)}
         wrong += [f"{readme}: {n}" for n in sorted(names)
                   if re.search(r"[a-z]", n) and re.search(r"[A-Z]|::", n) and not _exists(n)]
+    for readme in _readmes():  # backticked snake_case names: a function, option or file stem
+        prose = re.sub(r"```[\s\S]*?```", "", _read(readme))
+        for name in sorted(set(re.findall(r"`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`", prose))):
+            stem = any(re.search(rf"(^|/){name}(\.\w+)*$", f) for f in tracked())
+            if not stem and not _exists(name):
+                wrong.append(f"{readme}: {name}")
     for readme in _readmes():  # and in its C++ and Python examples
         for body in re.findall(r"```(?:cpp|python)\n([\s\S]*?)```", _read(readme)):
             names = set(re.findall(r"\b[A-Za-z_]\w*(?:::\w+)*", body))
