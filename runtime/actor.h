@@ -4,9 +4,6 @@
 // tells each consumer "ready" and each producer "free". There is no central
 // scheduler: an actor's state changes only when its owning ActorThread hands
 // it a message, so all of its state belongs to that one thread.
-//
-// The register handshake (OneFlow's, `ActUntilFail`), for a register R with
-// two slots written by P and read by C1 and C2:
 #pragma once
 
 #include <cstdint>
@@ -19,6 +16,9 @@
 #include "oneflow_lite/core/stream.h"
 #include "oneflow_lite/core/tensor.h"
 
+// The register handshake (OneFlow's, `ActUntilFail`), for a register R with
+// two slots written by P and read by C1 and C2:
+//
 //     P (producer, owns R's slots)     C1 (consumer)            C2 (consumer)
 //     | free: {0,1}                    |                        |
 //     |-- act, writes slot 0           |                        |

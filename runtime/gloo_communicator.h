@@ -3,6 +3,7 @@
 // 7 and 7b), behind the same Communicator interface as the in-process one.
 //
 // Threads: one thread at a time calls the collectives (as the interface says);
+// Abort, rank, size and bytes_sent may be called from any thread.
 #pragma once
 
 #include <atomic>
@@ -55,10 +56,10 @@
 // After a failure or Abort every call fails at once; build a new
 // communicator (a new group name) to go on.
 //
-// Abort, rank, size and bytes_sent may be called from any thread. Gloo runs one
-// event-loop thread per communicator. Creating one sets SIGPIPE to ignored if
-// it was at its default (a write to a dead peer must be an error, not the death
-// of the process). The store must outlive the communicator.
+// Gloo runs one event-loop thread per communicator. Creating one sets SIGPIPE
+// to ignored if it was at its default (a write to a dead peer must be an
+// error, not the death of the process). The store must outlive the
+// communicator.
 
 namespace gloo {
 class Context;

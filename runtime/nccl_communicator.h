@@ -2,7 +2,8 @@
 // one GPU each (DESIGN.md 7b), behind the Communicator interface; built only
 // with CUDA (OFL_HAVE_CUDA). Buffers are device memory of this rank's GPU.
 //
-// Thread safety: one thread calls the collectives;
+// Thread safety: one thread calls the collectives; Abort, rank, size and
+// bytes_sent from any thread.
 #pragma once
 
 #include <atomic>
@@ -42,8 +43,7 @@
 // Failure: a call past options.timeout, an NCCL asynchronous error (a lost
 // peer) or Abort(why) (any thread) ends in ncclCommAbort: the blocked call
 // returns an error naming this rank, the collective, its tag and the reason;
-// every later call fails at once. Abort, rank, size and bytes_sent from any
-// thread. The store is used only by Create.
+// every later call fails at once. The store is used only by Create.
 
 namespace ofl {
 
