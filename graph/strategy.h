@@ -5,7 +5,7 @@
 // stages: AssignStages puts contiguous runs of the forward on disjoint
 // placements; lowering boxes the edges between them). A Strategy is set by
 // hand, deduced from the tensors a user pinned, drawn at random (property
-// tests) or produced by a searcher;
+// tests) or produced by a searcher.
 //
 // Value type; not synchronised.
 #pragma once

@@ -6,7 +6,8 @@
 // cudaMalloc/cudaFree and cudaEvent_t, and CI tests the logic on the CPU
 // with worker streams and CPU events (tests/cpp/core/caching_allocator_test).
 //
-// Thread safety: every method from any thread (one mutex);
+// Thread safety: every method from any thread (one mutex); StreamScope is
+// per thread.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +38,8 @@
 // report's figures; reserved_bytes() is what the backend holds (in use, cached
 // or pending). When the backend refuses, the cache is emptied (pending buffers
 // waited for) and the request tried once more; then Allocate returns null and
-// AllocateShared's error names the device and the bytes. StreamScope is per
-// thread. The destructor waits for pending events and frees everything.
+// AllocateShared's error names the device and the bytes. The destructor
+// waits for pending events and frees everything.
 
 namespace ofl {
 
