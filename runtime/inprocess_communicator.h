@@ -76,8 +76,8 @@ class InProcessGroup {
     int64_t root = 0;
   };
 
-  // Waits until every rank reached barrier number `phase` of the current
-  // collective, or the timeout; `what` names the caller's collective.
+  // Waits until every rank reached this barrier (the group counts them by
+  // generation), or the timeout; `what` names the caller's collective.
   Status Barrier(int64_t rank, const std::string& what);
   Status Abort(int64_t rank, const std::string& what, const std::string& why);
   void AddBytes(int64_t sender, int64_t bytes) { bytes_sent_[sender] += bytes; }
