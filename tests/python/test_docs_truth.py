@@ -180,6 +180,9 @@ def test_header_openings_cite_existing_names_and_paths():
         text = " ".join(header_opening(header))
         wrong += [f"{header}: {n}" for n in NAME.findall(text) if not _exists(n)]
         wrong += [f"{header}: {p}" for p in PATH.findall(text) if not _path_exists(p, "")]
+    for path in [p for p in tracked() if p.endswith(CXX_SUFFIXES)]:  # `name` in any comment
+        comments = "\n".join(re.findall(r"//.*$", _read(path), re.M))
+        wrong += [f"{path}: {n}" for n in re.findall(r"`[^`\s]+`", comments) if not _exists(n)]
     for module in [p for p in tracked() if p.endswith(".py")]:  # names only: paths are outputs
         text = _module_docstring(module).replace("``", "`")
         wrong += [f"{module}: {n}" for n in NAME.findall(text) if not _exists(n)]
