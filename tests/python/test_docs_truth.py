@@ -174,7 +174,9 @@ def test_glossary_terms_exist_in_code():
 
 
 def test_header_openings_cite_existing_names_and_paths():
-    """Headers' openings, and the opening comments of .cpp and .cu files."""
+    """Header openings and the opening comments of .cpp and .cu files (code
+    names and paths), backticked names in any C++ comment, and the code names
+    of Python module docstrings."""
     wrong = []
     for header in _headers() + [p for p in tracked() if p.endswith((".cpp", ".cu"))]:
         text = " ".join(header_opening(header))
