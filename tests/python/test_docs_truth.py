@@ -43,6 +43,10 @@ def _git(*args):
     return subprocess.check_output(["git", *args], cwd=ROOT, text=True)
 
 
+if not (ROOT / ".git").exists():
+    pytest.skip("needs a git checkout (the tracked files)", allow_module_level=True)
+
+
 @lru_cache(maxsize=None)
 def tracked():
     return tuple(p for p in _git("ls-files").split("\n") if p and (ROOT / p).is_file())
