@@ -1,5 +1,9 @@
 // Expert presets: the hand-written layouts AutoDDL is measured against
-// (DESIGN.md section 6), in two families.
+// (DESIGN.md section 6), in two families: rule-based presets fix every
+// source's and op's layout by the expert's rule, nothing chosen by cost;
+// source presets ("_sources") fix only the sources and let the cost model
+// choose the ops. The rules are below. Errors say why a preset does not
+// apply (callers skip it). Pure functions.
 #pragma once
 
 #include <functional>
