@@ -228,13 +228,13 @@ def test_readme_type_and_function_names_exist():
 
 
 def test_header_openings_are_short():
-    """At most 10 lines: what it is, who owns what, thread safety; details go
+    """3 to 10 lines: what it is, who owns what, thread safety; details go
     beside the code they describe."""
     sizes = {h: len(header_opening(h)) for h in _headers()}
     long = sorted((h, n) for h, n in sizes.items() if n > 10)
-    bare = sorted(h for h, n in sizes.items() if n < 1)
+    bare = sorted((h, n) for h, n in sizes.items() if n < 3)
     assert not long, f"header openings over 10 lines: {long}"
-    assert not bare, f"headers without an opening comment: {bare}"
+    assert not bare, f"header openings under 3 lines: {bare}"
 
 
 def test_no_code_comment_cites_an_issue():
