@@ -10,7 +10,7 @@ prices each plan under the other calibration's cluster (``PlannedStrategy.
 diff``: the plan mapped onto the other's cost model). Per model:
 ``regret_a`` = cost under A of B's plan / cost under A of A's plan - 1 (and
 ``regret_b`` the other way round): how much worse one calibration finds the
-other's choice; the goal (issue 12) is at most 2 %. Also the two
+other's choice; the goal is at most 2 %. Also the two
 calibrations' prices of one plan (``cluster_disagreement``), the number of
 split ops of each plan (ops with an S on some input or output), and the
 machine's load average before and after. With ``--baseline`` the same is

@@ -38,7 +38,7 @@ the full model), ``proxy_step_s`` (the searchers' additive total),
 ``peak_bytes`` (measured, per rank), ``predicted_bytes`` beside
 ``measured_bytes`` (per rank, one step). Bytes must be equal on every rank:
 if not, the bench says so on stderr and exits 3. ``spearman`` per setting
-(over both models) and per model, by hand. Goals (issue 12): spearman >= 0.9;
+(over both models) and per model, by hand. Goals: spearman >= 0.9;
 every ratio in [0.75, 1.33]; memory within 10 %; autoddl measured <= 1.03 x
 the best preset measured (per model).
 

@@ -59,7 +59,7 @@ def load_part(path: str, rc: int, name: str, errors: dict) -> dict:
     return part
 
 
-# Issue 13's goals: (figure, limit, "le" = at most / "ge" = at least).
+# The ops bench's goals: (figure, limit, "le" = at most / "ge" = at least).
 GOALS = {"graph_over_torch": (1.0, "le"), "eager_over_torch": (1.2, "le"),
          "step_flop_fraction": (0.6, "ge"), "peak_memory_over_torch": (1.0, "le")}
 

@@ -7,7 +7,7 @@ Three sides, each in a fresh process per round, run as its users run it:
 - ``ours_eager``: module forward, ``loss.backward()``, ``opt.step()``
   (gpt_worker.py eager);
 - ``torch_eager``: PyTorch eager on CPU (torch_gpt.py) under ``--torch-python``,
-  in an environment without any of our settings (``torch_env``),
+  in an environment without any of our settings (``clean_env``),
   ``torch.set_num_threads(--threads)``.
 ``--rounds`` rounds, the sides' order rotated each round (interleaved, so
 that a load change on the shared machine hits all sides); each run does

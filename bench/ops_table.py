@@ -1,5 +1,5 @@
 """Prints the README's tables of bench/results/ops.json (markdown): the GPT
-step against PyTorch with issue 13's goals, and the top op types of both
+step against PyTorch with the bench's goals, and the top op types of both
 one-step profiles. ``.venv/bin/python bench/ops_table.py [--readme
 README.md] [ops.json]``: with --readme the tables replace what stands
 between README.md's ``<!-- ops tables begin -->`` and ``<!-- ops tables

@@ -49,7 +49,7 @@
 #         bf16 matmul through the runtime vs cuBLASLt called directly) +
 #         bench/gpu_gpt.py (a GPT-2-small bf16-autocast step, ours vs PyTorch,
 #         with OFL_GPU_PYTHON, default python3) -> bench/results/gpu.json.
-#         Goals (issue 14): GPT step >= 1.2x PyTorch, both matmuls >= 0.95x.
+#         Goals: GPT step >= 1.2x PyTorch, both matmuls >= 0.95x.
 #   multiprocess  bench/multiprocess_allreduce.cpp (64 MiB all-reduce across 2 and 4
 #         processes: ours vs a plain-socket ring, one TCP stream and Gloo's rings) +
 #         bench/multiprocess_dp.py (GPT data parallel on 2 processes over 1), merged by

@@ -1,6 +1,14 @@
 // Plain-socket peers of bench/multiprocess_allreduce.cpp: what TCP loopback
 // itself can do, with no framework in the way.
 //
+// Not thread-safe: one thread per process uses its Ring.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "runtime/tcp_store.h"
+
 // - A ring of P processes over TCP: each process listens, publishes its port
 //   in the TcpStore, connects to its right neighbour (rank + 1) and accepts
 //   its left one (rank - 1). Sends go right, receives come from the left,
@@ -15,15 +23,8 @@
 // - Loopback: one stream, rank 0 -> rank 1 on the ring's 0 -> 1 connection,
 //   then one byte back (so rank 0's clock covers the delivery).
 //
-// Every failure (timeout, closed peer, socket error) ends the process with
-// exit status 2 and a message (a benchmark, not a library). Not
-// thread-safe: one thread per process uses its Ring.
-#pragma once
-
-#include <cstddef>
-#include <vector>
-
-#include "runtime/tcp_store.h"
+// Every failure (timeout, closed peer, socket error) ends the process with exit
+// status 2 and a message (a benchmark, not a library).
 
 namespace ofl::bench {
 

@@ -3,7 +3,7 @@ process per call, as a PyTorch user runs it.
 
 Run by ops_gpt.py with the peer's own interpreter (bench/run.sh makes
 ``.venv-torch``) in an environment that carries none of oneflow_lite's
-settings (ops_gpt.torch_env: no OMP_WAIT_POLICY, no thread-count variables,
+settings (ops_gpt.clean_env: no OMP_WAIT_POLICY, no thread-count variables,
 no PYTHONPATH); it imports numpy, torch and bench/gpt_setup.py only, never
 oneflow_lite. ``torch.set_num_threads(--threads)``.
 

@@ -6,14 +6,8 @@
 // "data_parallel_sources", "megatron_sources", "2d_sources", "vgg_sources"
 // (sources by the rule, the ops' signatures then chosen cost-optimally), and
 // "manual" (options.manual as given, or deduced from the pinned NdSbps).
-// Pinned NdSbps are honoured by every searcher: a pinned source (or op
-// output) keeps only the candidates that produce it. "autoddl" also starts
-// from the best applicable expert preset's choice, so it is never worse than
-// its own starts nor than that preset (of either family), and from each "replicate one mesh
-// axis" optimum. "exact" starts from "autoddl"'s answer when elimination does
-// not prove its own, so it is never worse than autoddl. Pipeline stages and micro-batch
-// counts are inputs (options.stages, options.cost.micro_batches); nothing
-// here searches them. Stateless functions; thread-safe on const inputs.
+//
+// Stateless functions; thread-safe on const inputs.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +21,15 @@
 #include "graph/strategy_report.h"
 #include "search/autoddl.h"
 #include "search/exact.h"
+
+// Pinned NdSbps are honoured by every searcher: a pinned source (or op output)
+// keeps only the candidates that produce it. "autoddl" also starts from the
+// best applicable expert preset's choice, so it is never worse than its own
+// starts nor than that preset (of either family), and from each "replicate one
+// mesh axis" optimum. "exact" starts from "autoddl"'s answer when elimination
+// does not prove its own, so it is never worse than autoddl. Pipeline stages
+// and micro-batch counts are inputs (options.stages,
+// options.cost.micro_batches); nothing here searches them.
 
 namespace ofl {
 

@@ -4,6 +4,18 @@
 // runtime (runtime/boxing.h) executes the steps and its communicator counts
 // the same bytes on its own.
 //
+// Pure functions over value types; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/placement.h"
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/sbp.h"
+#include "ops/op_registry.h"
+
 // Same placement: one step per changed hierarchy axis, using the 1-D table
 // (P->B all-reduce, P->S reduce-scatter, S->B all-gather, S->S all-to-all,
 // B->S local slice, B->P zero fill, S->P local scatter) on the groups of that
@@ -32,18 +44,6 @@
 // SEND_RECV. A P target axis that the source lacks (or any P target across
 // placements) is filled by the ranks at coordinate 0 of that axis; the
 // other ranks hold zeros.
-//
-// Pure functions over value types; thread-safe.
-#pragma once
-
-#include <map>
-#include <string>
-#include <vector>
-
-#include "oneflow_lite/core/placement.h"
-#include "oneflow_lite/core/proto/plan.pb.h"
-#include "oneflow_lite/core/sbp.h"
-#include "ops/op_registry.h"
 
 namespace ofl {
 

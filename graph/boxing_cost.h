@@ -1,21 +1,11 @@
 // What the cost model charges for a boxing: the steps PlanBoxing
-// (graph/boxing.h) would take, each with the bytes of its busiest rank and
-// of all ranks together, without visiting every rank. Axis steps are counted
-// on one representative rank per class: on each hierarchy axis, the
-// coordinates fall into runs within which every slice size and every
-// all-reduce part the plan can meet is the same (balanced splits give the
-// first `n % p` parts one more element), so a run's ranks send alike; the
-// classes are the products of runs, weighted by their sizes. On [128, 8] a
-// plan visits a handful of classes instead of 1,024 ranks. A SEND_RECV step
-// (its sender choice depends on the order of the receivers) is counted per
-// cell of the two grids where that is exact (boxing_cells.cpp), else per
-// rank, as PlanBoxing does. Where the direct SEND_RECV competes with the
-// axis steps (boxing.h: P-free layouts, two or more axes changed), both are
-// priced so and the same rule picks one.
-//
-// The numbers equal PlanBoxingBytes's exactly (same steps, same order
-// chosen, same busiest and total bytes; the test boxing_cost_test holds it
-// on random cases against CostOf(PlanBoxingBytes(...))).
+// (graph/boxing.h) would take, each with the bytes of its busiest rank and of
+// all ranks together, without visiting every rank. Axis steps are counted on
+// one representative rank per class: on each hierarchy axis, the coordinates
+// fall into runs within which every slice size and every all-reduce part the
+// plan can meet is the same (balanced splits give the first `n % p` parts one
+// more element), so a run's ranks send alike; the classes are the products of
+// runs, weighted by their sizes.
 //
 // Pure functions over value types; thread-safe.
 #pragma once
@@ -25,6 +15,17 @@
 #include <vector>
 
 #include "graph/boxing.h"
+
+// On [128, 8] a plan visits a handful of classes instead of 1,024 ranks. A
+// SEND_RECV step (its sender choice depends on the order of the receivers) is
+// counted per cell of the two grids where that is exact (boxing_cells.cpp),
+// else per rank, as PlanBoxing does. Where the direct SEND_RECV competes with
+// the axis steps (boxing.h: P-free layouts, two or more axes changed), both are
+// priced so and the same rule picks one.
+//
+// The numbers equal PlanBoxingBytes's exactly (same steps, same order
+// chosen, same busiest and total bytes; the test boxing_cost_test holds it
+// on random cases against CostOf(PlanBoxingBytes(...))).
 
 namespace ofl {
 

@@ -1,7 +1,24 @@
 // Cost model: builds search/'s abstract CostGraph from an OpGraph, the
 // placements of a Strategy and a Cluster (DESIGN.md sections 5, 6), and keeps
-// the map back from cost nodes and candidates to ops, sources and SBP.
-//
+// the map back from cost nodes and candidates to ops, sources and SBP. A
+// CostModel is an immutable value once built; const methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "graph/boxing.h"
+#include "graph/op_graph.h"
+#include "graph/strategy.h"
+#include "search/cluster.h"
+#include "search/cost_graph.h"
+
 // Nodes, in graph order: every fed input, every variable not written in
 // place as optimizer state, then every op except optimizer updates. A
 // trainable variable written in place by an update op is ONE node with the
@@ -82,22 +99,6 @@
 // one EdgeMatrix per distinct (desc, placements, candidate NdSbp lists,
 // multiplier), so identical layers share one matrix and still choose apart.
 // A CostModel is an immutable value once built; const methods are thread-safe.
-#pragma once
-
-#include <cstdint>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <tuple>
-#include <vector>
-
-#include "graph/boxing.h"
-#include "graph/op_graph.h"
-#include "graph/strategy.h"
-#include "search/cluster.h"
-#include "search/cost_graph.h"
 
 namespace ofl {
 

@@ -1,11 +1,18 @@
 // The full step-time model of one chosen plan: gradient collectives fused
 // into real buckets in order of readiness and overlapped with the rest of
-// backward (issue 12, deliverable 2). The searchers optimise the additive
+// backward. The searchers optimise the additive
 // proxy of cost_model.h; reports and the fidelity bench price the chosen
-// plan with this.
-//
-// Rules (seconds, one step; `node_s` and `edge_s` are the CostGraph's
-// chosen entries):
+// plan with this. Pure functions of a built CostModel; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/cost_model.h"
+
+// Rules (seconds, one step; node_s and edge_s are the chosen entries,
+// Solution::node_seconds and Solution::edge_seconds):
 //  - A gradient edge is an edge from a backward op into a folded update.
 //    Every other edge and every node counts as in the CostGraph (serial).
 //  - Backward timeline of the last micro-batch (the one after which
@@ -33,13 +40,6 @@
 //  - total = compute (every node) + transfer (every non-gradient edge) +
 //    exposed.
 // Pure functions of a built CostModel; thread-safe.
-#pragma once
-
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "graph/cost_model.h"
 
 namespace ofl {
 

@@ -1,14 +1,22 @@
 // Distributed lowering: an OpGraph and a Strategy become the Plan the actor
 // runtime executes on every rank of the strategy's placement (DESIGN.md
-// sections 1, 5, 7). Per rank: a SOURCE task per fed input and a VARIABLE
-// task per variable holding its slice, a COMPUTE task per op on stream 0 with
+// sections 1, 5, 7). Per rank: a SOURCE task per fed input and a VARIABLE task
+// per variable holding its slice, a COMPUTE task per op on stream 0 with
 // physical shapes from slicing, BOXING tasks (graph/boxing_tasks.h, stream 1)
 // wherever a consumer needs another NdSbp than its producer made (one boxing
 // per (tensor, target NdSbp), shared by its consumers), SINK tasks for the
-// fetched tensors, and ctrl edges that make every in-place update act after
-// all other readers of the variable it writes. Every register of a logical
-// tensor records its logical shape, offset and NdSbp, so the caller can
-// slice feeds and variables and assemble fetches.
+// fetched tensors, and ctrl edges that make every in-place update act after all
+// other readers of the variable it writes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/strategy.h"
+#include "oneflow_lite/core/proto/plan.pb.h"
+
+// Every register of a logical tensor records its logical shape, offset and
+// NdSbp, so the caller can slice feeds and variables and assemble fetches.
 //
 // Pipeline stages: each op is lowered on its own placement (Strategy); an
 // edge between placements is boxed across them (SEND_RECV steps) into
@@ -24,13 +32,6 @@
 // update after its k-th micro-batch of the step. Gradient buckets
 // (options.gradient_bucket_bytes, gradient_buckets.h): data-parallel
 // gradients' all-reduces fused, one per bucket. Pure function.
-#pragma once
-
-#include <string>
-#include <vector>
-
-#include "graph/strategy.h"
-#include "oneflow_lite/core/proto/plan.pb.h"
 
 namespace ofl {
 

@@ -1,6 +1,18 @@
 // Expert presets: the hand-written layouts AutoDDL is measured against
-// (DESIGN.md section 6), in two families.
-//
+// (DESIGN.md section 6), in two families: rule-based presets fix every
+// source's and op's layout by the expert's rule, nothing chosen by cost;
+// source presets ("_sources") fix only the sources and let the cost model
+// choose the ops. The rules are below. Errors say why a preset does not
+// apply (callers skip it). Pure functions.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/auto_parallel.h"
+
 // Rule-based presets (ExpertPresetNames: "data_parallel", "megatron", "2d",
 // "zero", "vgg") are the layouts practitioners write: every source's NdSbp
 // by the expert rule (below), then every op's signature fixed by rule, in
@@ -62,14 +74,6 @@
 // weights) and let the cost model choose every op (auto_parallel.h runs
 // autoddl on the cost graph restricted to them).
 // Errors say why a preset does not apply (callers skip it). Pure functions.
-#pragma once
-
-#include <functional>
-#include <map>
-#include <string>
-#include <vector>
-
-#include "graph/auto_parallel.h"
 
 namespace ofl {
 

@@ -1,14 +1,12 @@
 // Strategy: the layout chosen for a logical graph (DESIGN.md sections 3, 6).
-// For every op its N-D SBP signature, and so an NdSbp on every tensor it
-// reads and writes; for every fed input and variable its own NdSbp. Every
-// op and source has a placement: the strategy's, unless set otherwise
-// (pipeline stages: AssignStages puts contiguous runs of the forward on
-// disjoint placements; lowering boxes the edges between them).
-// A Strategy is set by hand, deduced from the tensors a user pinned, drawn
-// at random (property tests) or produced by a searcher; Validate() is the
-// one gate all of them pass. Rules beyond each op's own signatures:
-// a variable written in place (optimizer update) has the NdSbp and the
-// placement of its update op, and the update's state variables follow it.
+// For every op its N-D SBP signature, and so an NdSbp on every tensor it reads
+// and writes; for every fed input and variable its own NdSbp. Every op and
+// source has a placement: the strategy's, unless set otherwise (pipeline
+// stages: AssignStages puts contiguous runs of the forward on disjoint
+// placements; lowering boxes the edges between them). A Strategy is set by
+// hand, deduced from the tensors a user pinned, drawn at random (property
+// tests) or produced by a searcher.
+//
 // Value type; not synchronised.
 #pragma once
 
@@ -20,6 +18,10 @@
 #include "oneflow_lite/core/placement.h"
 #include "oneflow_lite/core/slicing.h"
 #include "ops/nd_sbp.h"
+
+// Validate() is the one gate all of them pass. Rules beyond each op's own
+// signatures: a variable written in place (optimizer update) has the NdSbp and
+// the placement of its update op, and the update's state variables follow it.
 
 namespace ofl {
 

@@ -1,6 +1,6 @@
 // Strategy diff: two choices on ONE cost model (the same graph, placements
-// and cluster) compared node by node and edge by edge (issue 4 deliverable
-// 4). A node changed when its candidate differs: the signature before and
+// and cluster) compared node by node and edge by edge. A node changed when
+// its candidate differs: the signature before and
 // after, and what its own compute and memory gain or lose. An edge changed
 // when its charged seconds differ (one of its ends changed): its NdSbps and
 // seconds before and after. The deltas add up exactly:

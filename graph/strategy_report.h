@@ -1,5 +1,22 @@
 // Strategy report: what a chosen strategy costs, op by op and edge by edge
-// (DESIGN.md section 6, issue 4 deliverable 4). From a CostModel (the cost
+// (DESIGN.md section 6), from a CostModel and a Solution: each node's
+// signature, compute, communication and memory, each boxing edge's steps and
+// bytes, the predicted step time, each matmul's bytes beside the SPAA 2022
+// lower bound, and (when measured) the distance to the proven optimum. Text
+// and JSON. Value types; building one reads the model and the graph only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/cost_model.h"
+#include "graph/op_graph.h"
+#include "search/cost_graph.h"
+
+// Strategy report: what a chosen strategy costs, op by op and edge by edge
+// (DESIGN.md section 6). From a CostModel (the cost
 // graph and its map back to ops, sources and NdSbps) and a Solution (one
 // candidate per cost node, search/cost_graph.h):
 //  - per cost node (op, source, or variable with its folded update): the
@@ -21,16 +38,6 @@
 //    (named) when exact found no proof within its stated time cap.
 // Text (an aligned table, costliest first; `full` lists every row) and
 // JSON. Value types; building one reads the model and the graph only.
-#pragma once
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "graph/cost_model.h"
-#include "graph/op_graph.h"
-#include "search/cost_graph.h"
 
 namespace ofl {
 

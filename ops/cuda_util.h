@@ -4,11 +4,7 @@
 // cached per device and stream, and the by-bytes strided copy and fill that
 // the array ops are made of.
 //
-// Handles: one cuBLASLt handle per device (cuBLASLt handles may be shared by
-// threads); one cuDNN handle and one cuBLASLt workspace per (device, stream),
-// since a stream is driven by one thread at a time (core/stream.h). They are
-// created on first use and live for the process. All functions here are
-// thread-safe. Included only by CUDA sources (OFL_HAVE_CUDA builds).
+// All functions here are thread-safe.
 #pragma once
 
 #include <cublasLt.h>
@@ -65,6 +61,12 @@
         ::ofl::ThrowNoKernelFor("float32/float64/bfloat16", dtype); \
     }                                                               \
   } while (0)
+
+// Handles: one cuBLASLt handle per device (cuBLASLt handles may be shared by
+// threads); one cuDNN handle and one cuBLASLt workspace per (device, stream),
+// since a stream is driven by one thread at a time (core/stream.h). They are
+// created on first use and live for the process. Included only by CUDA sources
+// (OFL_HAVE_CUDA builds).
 
 namespace ofl::cuda {
 

@@ -2,16 +2,12 @@
 // tensors, never SBP or placement. Outputs arrive allocated with the inferred
 // shape; mutable inputs (optimizer state) are written in place. Shapes and
 // dtypes were validated when the op was added, so a kernel CHECKs them only.
-// Values are the user's: a kernel that rejects one (an id outside [0, V))
-// calls KernelContext::Fail and returns; every caller runs kernels through
+// Values are the user's: a kernel that rejects one (an id outside [0, V)) calls
+// KernelContext::Fail and returns; every caller runs kernels through
 // CallKernel, which turns that (and an exception) into a Status. Kernels
-// register during static initialisation; the registry is read-only
-// afterwards. A kernel may be called from several threads at once on
-// different tensors (each call has its own KernelContext). Kernels are
-// registered per (op, device type); KernelContext says which device the
-// tensors are on and the stream the kernel's work goes to: a CPU kernel
-// runs on its calling thread (the stream is then inline or null), a CUDA
-// kernel launches onto the stream.
+// register during static initialisation; the registry is read-only afterwards.
+// A kernel may be called from several threads at once on different tensors
+// (each call has its own KernelContext).
 #pragma once
 
 #include <functional>
@@ -24,6 +20,11 @@
 #include "oneflow_lite/core/status.h"
 #include "oneflow_lite/core/stream.h"
 #include "oneflow_lite/core/tensor.h"
+
+// Kernels are registered per (op, device type); KernelContext says which device
+// the tensors are on and the stream the kernel's work goes to: a CPU kernel
+// runs on its calling thread (the stream is then inline or null), a CUDA kernel
+// launches onto the stream.
 
 namespace ofl {
 

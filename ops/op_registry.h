@@ -5,10 +5,9 @@
 // initialisation (OFL_REGISTER_OP); afterwards the registry is read-only and
 // safe to read from any thread. ops/ is linked whole so none are dropped.
 //
-//   OFL_REGISTER_OP("matmul")
-//       .Input("a").Input("b").Output("out")
-//       .Attr("transpose_a", false).Attr("transpose_b", false)
-//       .InferShape(InferMatmul).Sbp(MatmulSbp).Grad(MatmulGrad).Cost(MatmulCost);
+//   OFL_REGISTER_OP("add_n")  // ops/array/fill.cpp
+//       .InputList("inputs").Output("out")
+//       .InferShape(InferAddN).Sbp(AddNSbp()).Cost(AddNCost).Grad(AddNGrad);
 #pragma once
 
 #include <functional>

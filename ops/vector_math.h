@@ -4,17 +4,18 @@
 // build found libmvec and the CPU has AVX-512F; the scalar libm loop
 // otherwise. The choice is made once per process.
 //
-// Determinism: every element goes through the same code whatever range it
-// is handed in (a partial vector at the end of a range runs masked, not
-// through the scalar loop), so a result does not depend on how ParallelFor
-// split the array: bitwise the same run after run on one machine. The
-// vector functions differ from libm's scalar ones by at most a few ulp
-// (libmvec's documented bound is 4 ulp), well inside the op table's float32
-// tolerance; a machine without AVX-512 takes the scalar path.
 // Pure functions over caller-owned arrays; thread-safe.
 #pragma once
 
 #include <cstdint>
+
+// Determinism: every element goes through the same code whatever range it is
+// handed in (a partial vector at the end of a range runs masked, not through
+// the scalar loop), so a result does not depend on how ParallelFor split the
+// array: bitwise the same run after run on one machine. The vector functions
+// differ from libm's scalar ones by at most a few ulp (libmvec's documented
+// bound is 4 ulp), well inside the op table's float32 tolerance; a machine
+// without AVX-512 takes the scalar path.
 
 namespace ofl::vec {
 

@@ -4,7 +4,18 @@
 // tells each consumer "ready" and each producer "free". There is no central
 // scheduler: an actor's state changes only when its owning ActorThread hands
 // it a message, so all of its state belongs to that one thread.
-//
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/status.h"
+#include "oneflow_lite/core/stream.h"
+#include "oneflow_lite/core/tensor.h"
+
 // The register handshake (OneFlow's, `ActUntilFail`), for a register R with
 // two slots written by P and read by C1 and C2:
 //
@@ -54,17 +65,6 @@
 // taken beyond the event's own, no allocation); on a device stream they
 // order the queued kernels without blocking the actor thread. Registers
 // within one stream need none: the stream's order is the act order.
-#pragma once
-
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "oneflow_lite/core/proto/plan.pb.h"
-#include "oneflow_lite/core/status.h"
-#include "oneflow_lite/core/stream.h"
-#include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
 
@@ -128,8 +128,8 @@ class Actor {
   void ClearFetches() { fetches_.clear(); }
   void set_thread(ActorThread* thread) { thread_ = thread; }
   // After every actor is connected and has its thread: the events of the
-  // registers this actor hands to or takes from another stream (see the top
-  // of this file), made by the rank's device.
+  // registers this actor hands to or takes from another stream (see the
+  // notes before the namespace), made by the rank's device.
   void CreateEvents(DeviceContext* device);
   // Checks arity and looks up what the kind needs (kernels, hooks).
   virtual Status Prepare() { return Status::OK(); }
@@ -236,7 +236,7 @@ class Actor {
   int64_t acts_ = 0;
   int64_t outputs_busy_ = 0;  // slots handed to consumers, not yet all freed
   // The events of registers between this actor's stream and another's (see
-  // the top of this file), per slot; kept apart so that the hot structs stay
+  // the notes before the namespace), per slot; kept apart so that the hot structs stay
   // as small as they were. Null: every register stays on this stream.
   struct StreamEvents {
     // Per input: recorded after the reads of a slot, before Free; empty

@@ -1,3 +1,21 @@
+// The six kinds of actor, one per TaskProto kind (COMPUTE, SOURCE, VARIABLE,
+// SINK, BOXING, ACC), the BoxingFn hook BOXING calls, and the factory the
+// Runtime builds them with (what each act does is below). Actors are created
+// and wired by one thread; each acts on its own thread.
+#pragma once
+
+#include <tbb/task_arena.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/device_context.h"
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "runtime/actor.h"
+#include "runtime/kernel_slots.h"
+
 // The six kinds of actor, one per TaskProto kind, and the factory the
 // Runtime builds them with. What each act does:
 //   COMPUTE   runs the op's kernel for its rank's device type
@@ -29,19 +47,6 @@
 // A task's period (TaskProto.period) makes it act once per that many
 // iterations; COMPUTE kernels get the iteration of the first of them.
 // Actors are created and wired by one thread; each acts on its own thread.
-#pragma once
-
-#include <tbb/task_arena.h>
-
-#include <functional>
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "oneflow_lite/core/device_context.h"
-#include "oneflow_lite/core/proto/plan.pb.h"
-#include "runtime/actor.h"
-#include "runtime/kernel_slots.h"
 
 namespace ofl {
 

@@ -6,18 +6,6 @@
 // run's timeout (then it fails the run with an error naming the rank, the
 // task, the op and the register it waited for).
 //
-// Kernel threads: each rank's kernels run in that rank's oneTBB task_arena
-// (runtime.h documents the share); this thread also sets OpenMP's thread
-// count (oneDNN's pool, a per-thread setting) to the rank's share.
-//
-// Device stream: each thread owns one Stream of its rank's device
-// (oneflow_lite/core/stream.h), the stream its actors' work goes to: a CPU
-// inline stream, since CPU kernels run on this thread.
-//
-// BOXING actors of one thread act in plan order, cyclically (b0, b1, ..., b0
-// of the next iteration, ...), so the collectives of every rank's stream are
-// called in the one order fixed at compile time (DESIGN.md section 7).
-//
 // Thread safety: Post() and Wake() from any thread; BeginRun() from the
 // caller while the thread sleeps; everything else on the thread itself.
 #pragma once
@@ -35,6 +23,18 @@
 #include "oneflow_lite/core/stream.h"
 #include "runtime/actor.h"
 #include "runtime/run_context.h"
+
+// Kernel threads: each rank's kernels run in that rank's oneTBB task_arena
+// (runtime.h documents the share); this thread also sets OpenMP's thread
+// count (oneDNN's pool, a per-thread setting) to the rank's share.
+//
+// Device stream: each thread owns one Stream of its rank's device
+// (oneflow_lite/core/stream.h), the stream its actors' work goes to: a CPU
+// inline stream, since CPU kernels run on this thread.
+//
+// BOXING actors of one thread act in plan order, cyclically (b0, b1, ..., b0
+// of the next iteration, ...), so the collectives of every rank's stream are
+// called in the one order fixed at compile time (DESIGN.md section 7).
 
 namespace ofl {
 

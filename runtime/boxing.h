@@ -5,12 +5,29 @@
 // Tensor when the rank only receives) and writes `*output` (its slice after;
 // null when the rank only sends). Collectives pack the parts along the split
 // tensor axis into contiguous buffers and unpack them after (CopyBox of
-// ops/array/strided_copy.h), so any axis works. SEND_RECV cannot deadlock on
-// the synchronous in-process Send: every rank does its sends and receives in
-// increasing (sender, receiver) order of global ranks (receives from lower
-// ranks, then its sends by receiver, then receives from higher ranks), so
-// the smallest pending pair always has both of its ranks waiting on it.
-// Local copies need no communicator.
+// ops/array/strided_copy.h), so any axis works.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "oneflow_lite/core/communicator.h"
+#include "oneflow_lite/core/device_context.h"
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/tensor.h"
+#include "runtime/gloo_communicator.h"
+#include "runtime/inprocess_communicator.h"
+#include "runtime/process_world.h"
+
+// SEND_RECV cannot deadlock on the synchronous in-process Send: every rank does
+// its sends and receives in increasing (sender, receiver) order of global ranks
+// (receives from lower ranks, then its sends by receiver, then receives from
+// higher ranks), so the smallest pending pair always has both of its ranks
+// waiting on it. Local copies need no communicator.
 //
 // Devices: a step works on the memory of its rank's device, ordered on the
 // boxing actor's stream (BoxingStream). On the host the packing, zero fill
@@ -37,22 +54,6 @@
 // built before the rank threads start; afterwards For() and BytesSentByRank()
 // may be called from any thread, and each returned Communicator serves one
 // thread.
-#pragma once
-
-#include <atomic>
-#include <chrono>
-#include <map>
-#include <memory>
-#include <tuple>
-#include <vector>
-
-#include "oneflow_lite/core/communicator.h"
-#include "oneflow_lite/core/device_context.h"
-#include "oneflow_lite/core/proto/plan.pb.h"
-#include "oneflow_lite/core/tensor.h"
-#include "runtime/gloo_communicator.h"
-#include "runtime/inprocess_communicator.h"
-#include "runtime/process_world.h"
 
 namespace ofl {
 

@@ -2,6 +2,23 @@
 // in different processes or hosts, over Gloo's TCP pairs (DESIGN.md sections
 // 7 and 7b), behind the same Communicator interface as the in-process one.
 //
+// Threads: one thread at a time calls the collectives (as the interface says);
+// Abort, rank, size and bytes_sent may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oneflow_lite/core/communicator.h"
+#include "runtime/deadline.h"
+#include "runtime/tcp_store.h"
+
 // Rendezvous: every member process calls Create with the same group name and
 // member list; the group's keys live under "ofl/gloo/<group>/" of a TcpStore
 // (runtime/tcp_store.h), through gloo::rendezvous::PrefixStore. A group is a
@@ -39,26 +56,10 @@
 // After a failure or Abort every call fails at once; build a new
 // communicator (a new group name) to go on.
 //
-// Threads: one thread at a time calls the collectives (as the interface
-// says); Abort, rank, size and bytes_sent may be called from any thread.
-// Gloo runs one event-loop thread per communicator. Creating one sets
-// SIGPIPE to ignored if it was at its default (a write to a dead peer must
-// be an error, not the death of the process). The store must outlive the
+// Gloo runs one event-loop thread per communicator. Creating one sets SIGPIPE
+// to ignored if it was at its default (a write to a dead peer must be an
+// error, not the death of the process). The store must outlive the
 // communicator.
-#pragma once
-
-#include <atomic>
-#include <chrono>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include "oneflow_lite/core/communicator.h"
-#include "runtime/deadline.h"
-#include "runtime/tcp_store.h"
 
 namespace gloo {
 class Context;

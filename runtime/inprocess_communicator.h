@@ -1,17 +1,12 @@
-// In-process communicator: collectives among N virtual CPU devices of one
-// process over shared memory (DESIGN.md section 7), the embedded default.
-// An InProcessGroup is shared by its N ranks; each rank's thread calls the
-// collectives through its own Communicator from Group::Rank(r). Algorithms
-// are direct (not via rank 0): reduce-scatter by summing each rank's own
-// part from every peer, all-gather by each rank copying the others' parts;
-// an all-reduce is one then the other. Ranks meet at barriers with a
-// timeout; a timeout or a mismatch aborts the whole group, and every rank
-// returns an error that names its rank, the collective and the tag.
-// Memory: the ranks' buffers are host memory by default (memcpy and
-// runtime/reduce_sum.h); a group made with another InProcessMemory moves and
-// sums device memory instead (runtime/cuda_memory.h: N virtual CUDA devices
-// on one GPU, device copies and a reduction kernel). Either way a call's
-// copies and sums are complete when it returns.
+// In-process communicator: collectives among N virtual devices of one
+// process (DESIGN.md section 7), the embedded default: over shared host
+// memory, or device copies for virtual devices on one GPU. An
+// InProcessGroup is shared by its N ranks; each rank's thread calls the
+// collectives through its own Communicator from Group::Rank(r). Algorithms are
+// direct (not via rank 0): reduce-scatter by summing each rank's own part from
+// every peer, all-gather by each rank copying the others' parts; an all-reduce
+// is one then the other.
+//
 // The group object is thread-safe; each Communicator serves one thread.
 #pragma once
 
@@ -27,6 +22,14 @@
 #include <vector>
 
 #include "oneflow_lite/core/communicator.h"
+
+// Ranks meet at barriers with a timeout; a timeout or a mismatch aborts the
+// whole group, and every rank returns an error that names its rank, the
+// collective and the tag. Memory: the ranks' buffers are host memory by default
+// (memcpy and runtime/reduce_sum.h); a group made with another InProcessMemory
+// moves and sums device memory instead (runtime/cuda_memory.h: N virtual CUDA
+// devices on one GPU, device copies and a reduction kernel). Either way a
+// call's copies and sums are complete when it returns.
 
 namespace ofl {
 
@@ -73,8 +76,8 @@ class InProcessGroup {
     int64_t root = 0;
   };
 
-  // Waits until every rank reached barrier number `phase` of the current
-  // collective, or the timeout; `what` names the caller's collective.
+  // Waits until every rank reached this barrier (the group counts them by
+  // generation), or the timeout; `what` names the caller's collective.
   Status Barrier(int64_t rank, const std::string& what);
   Status Abort(int64_t rank, const std::string& what, const std::string& why);
   void AddBytes(int64_t sender, int64_t bytes) { bytes_sent_[sender] += bytes; }

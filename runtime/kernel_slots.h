@@ -6,13 +6,14 @@
 // and only then (kernels never wait for another rank, so holding one cannot
 // deadlock; BOXING acts, which do wait for peers, take none).
 //
-// A thread that finds no free slot sleeps on a condition variable (no
-// spinning) until a kernel ends. Thread-safe; the Runtime owns it and it
-// outlives every actor thread.
+// Thread-safe; the Runtime owns it and it outlives every actor thread.
 #pragma once
 
 #include <condition_variable>
 #include <mutex>
+
+// A thread that finds no free slot sleeps on a condition variable (no spinning)
+// until a kernel ends.
 
 namespace ofl {
 

@@ -1,4 +1,18 @@
 // Memory estimate of a Plan: per rank, the bytes Runtime::Create would have
+// its rank's Allocator hand out (the planned arena, the registers kept apart,
+// the undo copy), worked out from the plan alone, without allocating. It is
+// the runtime's own account of what it allocates, so it lives here; equal to
+// peak_bytes() after any number of runs. Pure function of the plan;
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/status.h"
+
+// Memory estimate of a Plan: per rank, the bytes Runtime::Create would have
 // its rank's Allocator hand out, worked out from the plan alone, without
 // allocating or starting anything. This is the runtime's own account of what
 // it allocates, so it belongs here (graph/ may not call memory_plan.h; api/
@@ -17,15 +31,8 @@
 // staging and fetched clones are plain host tensors (not counted by
 // peak_bytes()). Since the runtime allocates nothing per step, a rank's
 // peak_bytes() after any number of runs equals total() here; the tests in
-// tests/cpp/runtime/memory_estimate_test.cpp hold the two against each other.
+// tests/cpp/api/memory_estimate_test.cpp hold the two against each other.
 // Pure function of the plan; thread-safe.
-#pragma once
-
-#include <cstdint>
-#include <vector>
-
-#include "oneflow_lite/core/proto/plan.pb.h"
-#include "oneflow_lite/core/status.h"
 
 namespace ofl {
 

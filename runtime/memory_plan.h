@@ -4,6 +4,14 @@
 // each planned register's slot a view into it; every other register keeps a
 // buffer of its own. Nothing is allocated per step either way.
 //
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+
 // Soundness rule. Actors run in no fixed order: an act may start as soon as
 // its inputs are ready and its outputs free, also in the next iteration
 // while the last one is still running. So two registers A and B share bytes
@@ -37,15 +45,9 @@
 //
 // Placement: registers by decreasing size (ties by id), each at the lowest
 // 64-byte aligned offset that overlaps no placed register it may not share
-// with. When the arena would not be smaller than the planned registers'
-// own buffers (nothing shares, and the alignment only adds bytes), the plan
-// is empty. Pure functions; thread-safe.
-#pragma once
-
-#include <cstdint>
-#include <vector>
-
-#include "oneflow_lite/core/proto/plan.pb.h"
+// with. When the arena would not be smaller than the planned registers' own
+// buffers (nothing shares, and the alignment only adds bytes), the plan is
+// empty.
 
 namespace ofl {
 

@@ -2,6 +2,21 @@
 // one GPU each (DESIGN.md 7b), behind the Communicator interface; built only
 // with CUDA (OFL_HAVE_CUDA). Buffers are device memory of this rank's GPU.
 //
+// Thread safety: one thread calls the collectives; Abort, rank, size and
+// bytes_sent from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/communicator.h"
+#include "oneflow_lite/core/device.h"
+#include "runtime/tcp_store.h"
+
 // Rendezvous: every member process calls Create with the same group name and
 // member list; group rank 0 makes the ncclUniqueId and sets it under
 // "ofl/nccl/<group>/id" in the TcpStore (runtime/tcp_store.h), the others
@@ -28,21 +43,7 @@
 // Failure: a call past options.timeout, an NCCL asynchronous error (a lost
 // peer) or Abort(why) (any thread) ends in ncclCommAbort: the blocked call
 // returns an error naming this rank, the collective, its tag and the reason;
-// every later call fails at once. Thread safety: one thread calls the
-// collectives; Abort, rank, size and bytes_sent from any thread. The store
-// is used only by Create.
-#pragma once
-
-#include <atomic>
-#include <chrono>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
-
-#include "oneflow_lite/core/communicator.h"
-#include "oneflow_lite/core/device.h"
-#include "runtime/tcp_store.h"
+// every later call fails at once. The store is used only by Create.
 
 namespace ofl {
 

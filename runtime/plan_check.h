@@ -1,13 +1,11 @@
 // Checks of a Plan before the Runtime builds actors for it: ids, ranks and
-// slots (CheckPlanShape), and that every in-place update is ordered against
-// the other readers of the register it writes (CheckInPlaceOrder). The
-// lowering is meant to add those ctrl edges; without one the actors would
-// let a reader see a half-updated variable, so the plan is refused instead.
-// CheckActRatios holds the periods of micro-batching together; CheckDevices
-// the devices of tasks and registers. CheckPlan
-// runs all of them in the order Runtime::Create does, so a loaded or received
-// Plan can be refused before any actor or buffer exists (fuzz/fuzz_plan.cpp
-// drives it with arbitrary plans).
+// slots (CheckPlanShape), and that every in-place update is ordered against the
+// other readers of the register it writes (CheckInPlaceOrder). The lowering is
+// meant to add those ctrl edges; without one the actors would let a reader see
+// a half-updated variable, so the plan is refused instead. CheckActRatios holds
+// the periods of micro-batching together; CheckDevices the devices of tasks and
+// registers.
+//
 // Pure functions of the plan; thread-safe.
 #pragma once
 
@@ -17,6 +15,10 @@
 #include "oneflow_lite/core/device.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/status.h"
+
+// CheckPlan runs all of them in the order Runtime::Create does, so a loaded or
+// received Plan can be refused before any actor or buffer exists
+// (fuzz/fuzz_plan.cpp drives it with arbitrary plans).
 
 namespace ofl {
 

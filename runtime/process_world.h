@@ -3,6 +3,21 @@
 // (hosted by process 0), the job's key prefix, where Gloo pairs listen, and
 // how the processes learn that one of them died.
 //
+// Thread safety: every method may be called from any thread (the store
+// clients serialise their requests; the monitor has a connection of its own).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/status.h"
+#include "runtime/gloo_communicator.h"
+#include "runtime/tcp_store.h"
+
 // The launcher (python -m oneflow_lite.distributed.launch) sets RANK (this
 // process), WORLD_SIZE (processes), MASTER_ADDR, MASTER_PORT, OFL_JOB_ID
 // (unique per launch: several jobs on one machine never share keys),
@@ -21,21 +36,6 @@
 // Small collectives through the store (AllGather, Barrier) serve what is not
 // tensor traffic: plan hashes, step votes, fetched values, variables read
 // back. Each call names a key that must be new (callers number them).
-//
-// Thread safety: every method may be called from any thread (the store
-// clients serialise their requests; the monitor has a connection of its own).
-#pragma once
-
-#include <chrono>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
-
-#include "oneflow_lite/core/status.h"
-#include "runtime/gloo_communicator.h"
-#include "runtime/tcp_store.h"
 
 namespace ofl {
 

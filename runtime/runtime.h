@@ -5,6 +5,23 @@
 // central scheduler and returns when every actor acted N times and every
 // slot came back (end-of-stream draining), or on the first error.
 //
+// Thread safety: one call at a time (Run, SetVariable, GetVariable); the
+// Runtime's own threads are internal.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/device_context.h"
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/tensor.h"
+#include "runtime/actor_kinds.h"
+#include "runtime/run_context.h"
+
 //   RuntimeOptions options;
 //   options.timeout = std::chrono::seconds(5);
 //   auto rt = Runtime::Create(plan, options).value();
@@ -48,23 +65,6 @@
 // values before this run)". The outcome is options.commit(local) when set
 // (across processes: the outcome every process agrees on), else the local
 // one. runtime/step_undo.h has the mechanism and why it is an undo copy.
-//
-// Thread safety: one call at a time (Run, SetVariable, GetVariable); the
-// Runtime's own threads are internal.
-#pragma once
-
-#include <chrono>
-#include <functional>
-#include <map>
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "oneflow_lite/core/device_context.h"
-#include "oneflow_lite/core/proto/plan.pb.h"
-#include "oneflow_lite/core/tensor.h"
-#include "runtime/actor_kinds.h"
-#include "runtime/run_context.h"
 
 namespace ofl {
 
@@ -92,7 +92,8 @@ struct RuntimeOptions {
   // Runs BOXING tasks; required when the plan has any.
   BoxingFn boxing;
   // Makes the DeviceContext of each local rank's device (the Plan's); empty:
-  // CreateDeviceContext (CPU only in this build). A backend compiled outside
+  // MakeDeviceContext (runtime/device_support.h: CPU, and CUDA where the
+  // CUDA backend is compiled). A backend compiled outside
   // runtime/ plugs in here, as do tests that watch the streams and events.
   std::function<Maybe<std::unique_ptr<DeviceContext>>(const Device&)> make_device;
   // Called once when a run fails, on the thread that failed it, with the
@@ -100,7 +101,7 @@ struct RuntimeOptions {
   // collective return now rather than at the collective's timeout.
   std::function<void(const Status&)> on_failure;
   // Keep an undo copy of the updated variables and restore it when a run
-  // fails (see the top of this file). Off: no undo bytes, and a failed run
+  // fails (see the notes before the namespace). Off: no undo bytes, and a failed run
   // may leave some variables updated; its error then ends with "(state may
   // be partially updated: transactional steps are off)".
   bool transactional = true;
@@ -145,7 +146,7 @@ class Runtime {
 
   // Runs `num_iterations` iterations (iteration() advances by that many when
   // the run succeeds; a failed run restores the variables and leaves
-  // iteration() as it was when transactional, see the top of this file;
+  // iteration() as it was when transactional, see the notes before the namespace;
   // otherwise iteration() advances and variables may hold a partial
   // update). `feeds`:
   // one map per iteration, or one map reused for every iteration (or none

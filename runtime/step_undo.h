@@ -1,26 +1,12 @@
-// StepUndo: makes Runtime::Run all-or-nothing for the state a step updates
-// in place (transactional steps, RuntimeOptions::transactional). Mechanism:
-// an undo copy. At Build, one buffer per *updated* persistent register (a
-// variable that some COMPUTE task writes in place: an OpDef mutable input,
-// e.g. sgd_update's param and momentum_buffer, adam_update's param, m, v and
-// step) is allocated by the register's rank's Allocator, so the rank's
-// peak bytes count it (bytes(rank) = the sum of those registers' bytes, the
-// same as the state itself; read-only variables get none). Save() copies the
-// registers into the buffers before the actors start; when the run's agreed
-// outcome is an error, Restore() copies them back after every actor thread
-// has stopped. Copies are chunked memcpy in one oneTBB arena (the run's
-// kernel threads are idle then).
+// StepUndo: makes Runtime::Run all-or-nothing for the state a step updates in
+// place (transactional steps, RuntimeOptions::transactional). Mechanism: an
+// undo copy.
 //
-// Why an undo copy rather than shadow buffers swapped at a commit point:
-// update kernels write their mutable inputs in place and actors hand the
-// same slot to the next step's readers; shadowing would need a second
-// register per variable wired through the plan and a swap of every reader's
-// pointer. The undo copy touches no kernel, actor or plan, costs the same
-// bytes, and one memcpy of the state per Run (measured in runtime/README.md).
+// Ownership: StepUndo holds pointers to the Runtime's registers (which outlive
+// it) and owns its buffers.
 //
-// Ownership: StepUndo holds pointers to the Runtime's registers (which
-// outlive it) and owns its buffers. Thread safety: Save and Restore from the
-// Runtime's caller thread while no actor runs.
+// Thread safety: Save and Restore from the Runtime's caller thread while no
+// actor runs.
 #pragma once
 
 #include <tbb/task_arena.h>
@@ -34,6 +20,23 @@
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/status.h"
 #include "runtime/actor.h"
+
+// At Build, one buffer per *updated* persistent register (a variable that some
+// COMPUTE task writes in place: an OpDef mutable input, e.g. sgd_update's param
+// and momentum_buffer, adam_update's param, m, v and step) is allocated by the
+// register's rank's Allocator, so the rank's peak bytes count it (bytes(rank) =
+// the sum of those registers' bytes, the same as the state itself; read-only
+// variables get none). Save() copies the registers into the buffers before the
+// actors start; when the run's agreed outcome is an error, Restore() copies
+// them back after every actor thread has stopped. Copies are chunked memcpy in
+// one oneTBB arena (the run's kernel threads are idle then).
+//
+// Why an undo copy rather than shadow buffers swapped at a commit point:
+// update kernels write their mutable inputs in place and actors hand the
+// same slot to the next step's readers; shadowing would need a second
+// register per variable wired through the plan and a swap of every reader's
+// pointer. The undo copy touches no kernel, actor or plan, costs the same
+// bytes, and one memcpy of the state per Run (measured in runtime/README.md).
 
 namespace ofl {
 

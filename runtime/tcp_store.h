@@ -5,19 +5,8 @@
 // Gloo's connectFullMesh (and PrefixStore) can use it. Debian's libgloo has
 // no TCP store of its own.
 //
-// Operations: set, get (waits until the key exists or the timeout passes),
-// wait for several keys, check (no wait), an atomic add on a decimal
-// counter (barriers), and a watch on the client's own connection (a key the
-// server sets when the client dies: how the other processes learn of it). Values are bytes. Plain POSIX sockets; every connect,
-// read, write and wait is bounded by a timeout, and every error names the
-// store's address and the key. Sizes are bounded (keys 4 KiB, values 256 MiB).
-//
-// Ownership and threads: the server owns its listening socket and one thread
-// per connected client (plus the accepting thread); its destructor stops and
-// joins them all. A TcpStore client owns one connection; its methods are
-// thread-safe (one request at a time on the connection, under a mutex).
-// The gloo::rendezvous::Store overrides throw gloo::IoException (as Gloo
-// expects); the Status methods never throw.
+// A TcpStore client owns one connection; its methods are thread-safe (one
+// request at a time on the connection, under a mutex).
 #pragma once
 
 #include <gloo/rendezvous/store.h>
@@ -33,6 +22,19 @@
 #include <vector>
 
 #include "oneflow_lite/core/status.h"
+
+// Operations: set, get (waits until the key exists or the timeout passes),
+// wait for several keys, check (no wait), an atomic add on a decimal
+// counter (barriers), and a watch on the client's own connection (a key the
+// server sets when the client dies: how the other processes learn of it).
+// Values are bytes. Plain POSIX sockets; every connect, read, write and
+// wait is bounded by a timeout, and every error names the
+// store's address and the key. Sizes are bounded (keys 4 KiB, values 256 MiB).
+//
+// Ownership and threads: the server owns its listening socket and one thread
+// per connected client (plus the accepting thread); its destructor stops and
+// joins them all. The gloo::rendezvous::Store overrides throw gloo::IoException
+// (as Gloo expects); the Status methods never throw.
 
 namespace ofl {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh: the one command that proves the CUDA backend on a GPU
-# machine (issue 14): brings the build's libraries, configures with CUDA,
+# machine: brings the build's libraries, configures with CUDA,
 # builds with every core, runs the CUDA tests (fails when any of them skips
 # with "no CUDA device"), runs `bench/run.sh gpu` and prints a summary.
 # Budget: under 5 minutes on one H200 with 16 cores.

@@ -1,4 +1,21 @@
 // AutoDDL search: coordinate descent over a CostGraph (DESIGN.md section 6;
+// arXiv 2301.06813) from several deterministic feasible starts, with exact
+// moves on trees, pairs, mesh axes and small neighbourhoods; every move
+// strictly lowers the total, so the result is never worse than its start.
+// The best result over the starts wins. The moves and starts are below.
+// Stateless functions; a const CostGraph may be searched from many threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "search/axis_descent.h"
+#include "search/ball_descent.h"
+#include "search/cost_graph.h"
+
+// AutoDDL search: coordinate descent over a CostGraph (DESIGN.md section 6;
 // arXiv 2301.06813). From each of several deterministic feasible starts,
 // visit the nodes in index order (graph/ adds them in topological order);
 // give each the candidate that minimises its own compute plus its incident
@@ -35,16 +52,6 @@
 //     it wins only where the coordinate descent from the others falls short.
 // Dominated candidates (dominance.h) are pruned first unless switched off.
 // Stateless functions; a const CostGraph may be searched from many threads.
-#pragma once
-
-#include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include "search/axis_descent.h"
-#include "search/ball_descent.h"
-#include "search/cost_graph.h"
 
 namespace ofl {
 

@@ -1,20 +1,9 @@
-// Axis descent: moves along one mesh axis at a time, over the whole graph.
-// The caller (graph/) labels every candidate of every node with its layout
-// on each hierarchy axis (AxisLabels: an id per axis, equal ids = the same
-// layout on that axis). An axis move on axis a re-chooses, for every node
-// at once, the layout on axis a with the layouts on the other axes fixed:
-// each node keeps the candidates whose labels on every other axis equal its
-// current choice's, and that restricted graph (a few candidates per node:
-// on GPT [16, 8], 36 -> about 6) is solved exactly by variable elimination,
-// under a binding memory limit by the Lagrangian search (LagrangianSolve).
-// This is the move a whole-model switch needs, e.g. every attention op
-// replicating the outer axis at once (redundant compute instead of
-// inter-node traffic): single nodes, pairs, tree blocks and balls each see
-// only a piece of it, and every piece alone costs more. A move is taken only
-// when it strictly lowers the total (relative 1e-12) and keeps the limit; a
-// restricted graph whose elimination passes the table cap is skipped.
-// Internal to search/ (autoddl.cpp). Refers to its graph (which must outlive
-// it); not synchronised.
+// Axis descent: moves along one mesh axis at a time, over the whole graph. The
+// caller (graph/) labels every candidate of every node with its layout on each
+// hierarchy axis (AxisLabels: an id per axis, equal ids = the same layout on
+// that axis).
+//
+// Refers to its graph (which must outlive it); not synchronised.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +12,19 @@
 #include <vector>
 
 #include "search/cost_graph.h"
+
+// An axis move on axis a re-chooses, for every node at once, the layout on axis
+// a with the layouts on the other axes fixed: each node keeps the candidates
+// whose labels on every other axis equal its current choice's, and that
+// restricted graph (a few candidates per node: on GPT [16, 8], 36 -> about 6)
+// is solved exactly by variable elimination, under a binding memory limit by
+// the Lagrangian search (LagrangianSolve). This is the move a whole-model
+// switch needs, e.g. every attention op replicating the outer axis at once
+// (redundant compute instead of inter-node traffic): single nodes, pairs, tree
+// blocks and balls each see only a piece of it, and every piece alone costs
+// more. A move is taken only when it strictly lowers the total (relative 1e-12)
+// and keeps the limit; a restricted graph whose elimination passes the table
+// cap is skipped. Internal to search/ (autoddl.cpp).
 
 namespace ofl {
 

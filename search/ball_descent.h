@@ -1,18 +1,13 @@
 // Ball descent: coordinate descent whose coordinates are small connected
 // neighbourhoods. For each node in index order, its ball (the nodes found
-// breadth-first from it, at most `max_nodes` of them within `radius` edges)
-// is re-chosen exactly, with every other node fixed, by variable
-// elimination over the induced subgraph (the fixed nodes' edges become
-// per-candidate costs); a ball whose elimination would need more than
-// `max_entries` table entries is halved until it fits. The work is capped
-// (BallOptions::budget), so large graphs get only as many balls as it pays.
-// A ball moves only when that strictly lowers the total (relative 1e-12) and keeps the memory
-// limit (a binding limit is handled by a Lagrangian weight, as autoddl's
-// spanning-tree start). This is the "re-choose a region exactly when its
-// table is small" move: a handful of neighbours that must switch together,
-// cycles included, which neither single nodes, tree blocks nor pairs reach.
-// Internal to search/ (autoddl.cpp). Refers to its graph (which must outlive
-// it); not synchronised.
+// breadth-first from it, at most `max_nodes` of them within `radius` edges) is
+// re-chosen exactly, with every other node fixed, by variable elimination over
+// the induced subgraph (the fixed nodes' edges become per-candidate costs); a
+// ball whose elimination would need more than `max_entries` table entries is
+// halved until it fits. The work is capped (BallOptions::budget), so large
+// graphs get only as many balls as it pays.
+//
+// Refers to its graph (which must outlive it); not synchronised.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +15,13 @@
 #include <vector>
 
 #include "search/cost_graph.h"
+
+// A ball moves only when that strictly lowers the total (relative 1e-12) and
+// keeps the memory limit (a binding limit is handled by a Lagrangian weight, as
+// autoddl's spanning-tree start). This is the "re-choose a region exactly when
+// its table is small" move: a handful of neighbours that must switch together,
+// cycles included, which neither single nodes, tree blocks nor pairs reach.
+// Internal to search/ (autoddl.cpp).
 
 namespace ofl {
 

@@ -1,17 +1,12 @@
 // Cluster: the machine a plan is costed for (DESIGN.md sections 5, 6): a
-// hierarchy of link levels, innermost first (devices per group, bandwidth
-// per device, latency per collective step), and one device kind (FLOP/s per
-// dtype, memory). Its file form is the proto::Cluster text format; presets
-// are committed as search/clusters/<name>.pbtxt and compiled into the
-// library, so Preset() needs no path. A mesh such as [128, 8] (outer axis
-// first, as Placement writes it) runs each axis on the innermost level whose
-// groups hold all of that axis's ranks (AxisLevels).
-// A calibrated cluster (api/calibrate.h) may add per-collective latency and
-// bandwidth on a level, a table of measured kernel times and contention
-// factors (compute_table()); the presets have none, and without them every
-// price is the FLOP/s and level figures'.
-// Units inside: bytes, seconds, FLOP/s. A Cluster is an immutable value once
-// built (every constructor checks it); thread-safe to share.
+// hierarchy of link levels, innermost first (devices per group, bandwidth per
+// device, latency per collective step), and one device kind (FLOP/s per dtype,
+// memory). Its file form is the proto::Cluster text format; presets are
+// committed as search/clusters/<name>.pbtxt and compiled into the library, so
+// Preset() needs no path.
+//
+// A Cluster is an immutable value once built (every constructor checks it);
+// thread-safe to share.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +18,14 @@
 #include "oneflow_lite/core/proto/cluster.pb.h"
 #include "oneflow_lite/core/status.h"
 #include "search/compute_table.h"
+
+// A mesh such as [128, 8] (outer axis first, as Placement writes it) runs each
+// axis on the innermost level whose groups hold all of that axis's ranks
+// (AxisLevels). A calibrated cluster (api/calibrate.h) may add per-collective
+// latency and bandwidth on a level, a table of measured kernel times and
+// contention factors (compute_table()); the presets have none, and without them
+// every price is the FLOP/s and level figures'. Units inside: bytes, seconds,
+// FLOP/s.
 
 namespace ofl {
 

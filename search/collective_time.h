@@ -1,4 +1,15 @@
 // Collective time: the seconds one collective takes on one link level
+// (DESIGN.md section 5), seconds = latency * steps + bytes / bandwidth, or a
+// level's calibrated figures for the kind. The one formula of the project:
+// graph/ computes the bytes the busiest rank sends and asks this for the
+// seconds. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "search/cluster.h"
+
+// Collective time: the seconds one collective takes on one link level
 // (DESIGN.md section 5). The one formula of the project: graph/ computes the
 // bytes the busiest rank sends (its boxing planner) and asks this for the
 // seconds; nothing else writes its own formula.
@@ -9,11 +20,6 @@
 // CollectiveFigure) uses those instead of its latency and bandwidth.
 // Zero bytes, or a collective on one rank, cost nothing. Pure functions;
 // thread-safe.
-#pragma once
-
-#include <cstdint>
-
-#include "search/cluster.h"
 
 namespace ofl {
 

@@ -1,5 +1,23 @@
 // ComputeTable: a Cluster's measured kernel times (cluster.proto
 // ComputeEntry, Contention), read as curves of seconds against FLOPs per
+// (op type, dtype), and the slow-down of devices that share cores. No op
+// knowledge: op types are plain keys. An immutable value once built;
+// thread-safe to share.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oneflow_lite/core/data_type.h"
+#include "oneflow_lite/core/proto/cluster.pb.h"
+#include "oneflow_lite/core/status.h"
+
+// ComputeTable: a Cluster's measured kernel times (cluster.proto
+// ComputeEntry, Contention), read as curves of seconds against FLOPs per
 // (op type, dtype), and the slow-down of devices that share cores.
 //   Seconds(op, dtype, f): 0 for f <= 0; with one measured point (f0, t0),
 //   t0 x f / f0 (that point's FLOP rate); with several, sorted by FLOPs,
@@ -13,18 +31,6 @@
 //   measured count m, factor(m) x k / m (the cores are shared k ways).
 // An immutable value once built; thread-safe to share. No op knowledge: op
 // types are plain keys (search/ knows no op).
-#pragma once
-
-#include <cstdint>
-#include <map>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include "oneflow_lite/core/data_type.h"
-#include "oneflow_lite/core/proto/cluster.pb.h"
-#include "oneflow_lite/core/status.h"
 
 namespace ofl {
 

@@ -1,18 +1,13 @@
 // CostGraph: the abstract graph the searchers optimise (DESIGN.md section 6;
-// OneFlow's auto_parallel/sbp_graph.h is the model). It knows no op: a node
-// has K candidates (for graph/, an op's signatures), each with a compute time
-// and a per-device memory size; a directed edge (u, v) has a K_u x K_v matrix
-// of transfer times (row: u's candidate, column: v's). Matrices are
-// immutable and shared by pointer, so identical layers reuse one matrix while
-// each node keeps its own choice. A memory limit per device bounds the sum of
-// the chosen candidates' memory.
-// Cost model: a plain sum, total = sum of chosen compute times + sum of the
-// chosen transfer times; no overlap of compute and communication is modelled.
-// A Solution is one candidate per node with that total broken down by node
-// and by edge. Errors: bad input (no candidates, a matrix of the wrong size,
-// negative or non-finite costs) is a Status naming the node or edge.
-// Value types; not synchronised. Const methods are safe to call from many
-// threads at once.
+// OneFlow's auto-parallel SBP graph is the model). It knows no op: a node has K
+// candidates (for graph/, an op's signatures), each with a compute time and a
+// per-device memory size; a directed edge (u, v) has a K_u x K_v matrix of
+// transfer times (row: u's candidate, column: v's). Matrices are immutable and
+// shared by pointer, so identical layers reuse one matrix while each node keeps
+// its own choice. A memory limit per device bounds the sum of the chosen
+// candidates' memory.
+//
+// Value types; not synchronised.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +17,13 @@
 #include <vector>
 
 #include "oneflow_lite/core/status.h"
+
+// Cost model: a plain sum, total = sum of chosen compute times + sum of the
+// chosen transfer times; no overlap of compute and communication is modelled. A
+// Solution is one candidate per node with that total broken down by node and by
+// edge. Errors: bad input (no candidates, a matrix of the wrong size, negative
+// or non-finite costs) is a Status naming the node or edge. Const methods are
+// safe to call from many threads at once.
 
 namespace ofl {
 

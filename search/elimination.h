@@ -1,16 +1,11 @@
-// Elimination: min-sum variable elimination over a CostGraph, the exact core
-// of search/ (used by exact.h, and by autoddl.h on a spanning forest). Nodes
-// are eliminated one at a time in a greedy order (the node whose neighbours'
-// table, the product of their candidate counts, is smallest); eliminating x
-// builds a table over its neighbours holding the best cost of x for each of
-// their assignments, plus the argmin for the way back. Chains and trees
-// never need a table over more than one node; a ladder needs two. The plan
-// refuses graphs whose tables would pass a size cap. Make() also lays out
-// the symbolic part of every elimination (scopes, strides, which factors
-// meet), which does not depend on the memory weight, so that Solve() only
-// does the arithmetic, in a few allocations (the autoddl starts and exact's
-// Lagrangian bisection call it many times per plan). A plan points at its
-// graph, which must outlive it. Solve() is const and reentrant.
+// Elimination: min-sum variable elimination over a CostGraph, the exact core of
+// search/ (used by exact.h, and by autoddl.h on a spanning forest). Nodes are
+// eliminated one at a time in a greedy order (the node whose neighbours' table,
+// the product of their candidate counts, is smallest); eliminating x builds a
+// table over its neighbours holding the best cost of x for each of their
+// assignments, plus the argmin for the way back. Chains and trees never need a
+// table over more than one node; a ladder needs two. The plan refuses graphs
+// whose tables would pass a size cap.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +13,12 @@
 #include <vector>
 
 #include "search/cost_graph.h"
+
+// Make() also lays out the symbolic part of every elimination (scopes, strides,
+// which factors meet), which does not depend on the memory weight, so that
+// Solve() only does the arithmetic, in a few allocations (the autoddl starts
+// and exact's Lagrangian bisection call it many times per plan). A plan points
+// at its graph, which must outlive it. Solve() is const and reentrant.
 
 namespace ofl {
 

@@ -1,3 +1,19 @@
+// Exact search: the proven optimum of a CostGraph where the graph allows it,
+// by pruning, variable elimination, a Lagrangian bisection on memory and a
+// branch and bound (the steps are below). The answer says whether it is
+// proved (to a relative 1e-9) and gives the best lower bound known; an
+// unproved answer is never worse than the caller's start. Stateless; a const
+// CostGraph may be searched from many threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "search/autoddl.h"
+#include "search/cost_graph.h"
+
 // Exact search: the proven optimum of a CostGraph where the graph allows it.
 //   1. Prune dominated candidates (dominance.h; no optimum is lost).
 //   2. Variable elimination (elimination.h) in a greedy min-table order:
@@ -20,15 +36,6 @@
 // The answer says whether it is proved (to a relative 1e-9) and gives the
 // best lower bound known. Stateless; a const CostGraph may be searched from
 // many threads.
-#pragma once
-
-#include <cstdint>
-#include <functional>
-#include <string>
-#include <vector>
-
-#include "search/autoddl.h"
-#include "search/cost_graph.h"
 
 namespace ofl {
 

@@ -1,22 +1,25 @@
-// Tree-block descent: coordinate descent whose coordinates are whole trees.
-// The nodes are split into blocks that each induce a forest (greedily, in
-// index order, and again in descending order: a node joins the first block
-// where it closes no cycle; passes alternate the two splits). A pass visits
-// the blocks in order and re-chooses each one exactly, by
-// dynamic programming over its trees, with every other node fixed (their
-// edges into the block become per-candidate costs). A block moves only when
-// that strictly lowers the total and keeps the memory limit. A single node
-// is the smallest such tree, so this reaches where the single-node sweeps of
-// autoddl.h stop and goes further: a chain re-chosen as one block escapes
-// the local optima a one-node move cannot. Internal to search/ (autoddl.cpp).
-// A TreeDescent refers to its graph (which must outlive it) and keeps what
-// each block last saw; not synchronised.
+// Tree-block descent: coordinate descent whose coordinates are whole trees. The
+// nodes are split into blocks that each induce a forest (greedily, in index
+// order, and again in descending order: a node joins the first block where it
+// closes no cycle; passes alternate the two splits). A pass visits the blocks
+// in order and re-chooses each one exactly, by dynamic programming over its
+// trees, with every other node fixed (their edges into the block become
+// per-candidate costs).
+//
+// A TreeDescent refers to its graph (which must outlive it) and keeps what each
+// block last saw; not synchronised.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "search/cost_graph.h"
+
+// A block moves only when that strictly lowers the total and keeps the memory
+// limit. A single node is the smallest such tree, so this reaches where the
+// single-node sweeps of autoddl.h stop and goes further: a chain re-chosen as
+// one block escapes the local optima a one-node move cannot. Internal to
+// search/ (autoddl.cpp).
 
 namespace ofl {
 

@@ -1,3 +1,24 @@
+// Calibration: measures this machine and writes the Cluster it is costed as
+// (DESIGN.md section 6): memcpy, matmul and collective figures (latency and
+// bandwidth), optionally each kernel's time and the contention of devices
+// computing at once, each from the real code path. Microbenchmarks only:
+// nothing is fitted to a strategy's step time.
+// Calibrate() runs threads of its own and blocks; call it from one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/op_graph.h"
+
+#include "oneflow_lite/core/status.h"
+#include "search/cluster.h"
+#include "search/collective_time.h"
+
 // Calibration: measures this machine and writes the Cluster it is costed
 // as (DESIGN.md section 6). Three figures, each from the real code path:
 //   memcpy   - `num_threads` threads copying one buffer into another (GB/s),
@@ -23,20 +44,6 @@
 // opens with comments saying what was measured, how and when.
 // Calibrate() runs threads of its own and blocks; call it from one thread.
 // `progress`, when set, hears of each measurement as it ends.
-#pragma once
-
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include "graph/op_graph.h"
-
-#include "oneflow_lite/core/status.h"
-#include "search/cluster.h"
-#include "search/collective_time.h"
 
 namespace ofl {
 

@@ -1,16 +1,12 @@
 // Kernel-time calibration: how long each op's kernel takes on one device of
-// this machine, measured on real graphs through a Session (the runtime's
-// own act records: the start and end of each compute task), and how much
-// slower they run when several devices compute at once on the shared cores.
-// Feeds are constants (floating inputs 0.5, integer inputs 0: valid ids and
-// labels); variables take their initial values. Every op with FLOPs
-// (OpDef cost) > 0 gives one time per run; TimeKernels returns each op's
-// median over `reps` runs after one warm-up. ToComputeEntries turns the
-// times into the Cluster's compute table (cluster.proto ComputeEntry):
-// per (op type, dtype), the times at FLOPs within 10 % of each other are
-// one point (median FLOPs, median seconds), and the points are made
-// non-decreasing in seconds (pool adjacent violators: a kernel never gets
-// faster for more work; what breaks that is noise).
+// this machine, measured on real graphs through a Session (the runtime's own
+// act records: the start and end of each compute task), and how much slower
+// they run when several devices compute at once on the shared cores. Feeds are
+// constants (floating inputs 0.5, integer inputs 0: valid ids and labels);
+// variables take their initial values. Every op with FLOPs (OpDef cost) > 0
+// gives one time per run; TimeKernels returns each op's median over `reps` runs
+// after one warm-up.
+//
 // TimeKernels runs threads of its own and blocks; call it from one thread.
 #pragma once
 
@@ -20,6 +16,12 @@
 #include "graph/op_graph.h"
 #include "oneflow_lite/core/proto/cluster.pb.h"
 #include "oneflow_lite/core/status.h"
+
+// ToComputeEntries turns the times into the Cluster's compute table
+// (cluster.proto ComputeEntry): per (op type, dtype), the times at FLOPs within
+// 10 % of each other are one point (median FLOPs, median seconds), and the
+// points are made non-decreasing in seconds (pool adjacent violators: a kernel
+// never gets faster for more work; what breaks that is noise).
 
 namespace ofl {
 

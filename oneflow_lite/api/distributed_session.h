@@ -1,35 +1,13 @@
-// DistributedSession: a logical graph compiled for a placement under a
-// Strategy and run by the actor runtime on every rank (virtual CPU devices
-// of this process, in-process communicators). The caller speaks in logical
-// tensors: feeds and variables are sliced per rank by their NdSbp, fetches
-// and variables are assembled back (S parts placed, P addends summed, B
-// taken once). It also reports what the run really did: bytes each rank's
-// communicators sent, and each rank's peak register bytes.
-// Pipelines: the Strategy may put ops on several placements (stages);
-// micro_batches = k > 1 runs k micro-batches per optimizer step with the
-// gradients accumulated (their mean) before the update: the graph is built
-// for one micro-batch, RunSteps takes the k micro-batches' feeds of a step
-// and returns each micro-batch's fetches. Dropout and other random ops draw
-// per micro-batch (the kernel's iteration is the micro-batch counter).
-// A run that fails on one rank (a kernel rejecting a value) stops every
-// rank: the communicators are aborted, and reset before the next run, and
-// (transactional, the default) every variable is as before the run. One
-// call at a time (a RunStep while another is in progress fails with an
+// DistributedSession: a logical graph compiled for a placement under a Strategy
+// and run by the actor runtime on every rank (virtual devices of this process,
+// CPU or CUDA, and of other processes: options.world). The caller speaks in logical tensors:
+// feeds and variables are sliced per rank by their NdSbp, fetches and variables
+// are assembled back (S parts placed, P addends summed, B taken once). It also
+// reports what the run really did: bytes each rank's communicators sent, and
+// each rank's peak register bytes.
+//
+// One call at a time (a RunStep while another is in progress fails with an
 // error); the runtime's threads are internal.
-// Several processes (options.world): every process creates the same session
-// (same graph, strategy, fetches and options, in the same order as its other
-// sessions); Create compares the plans' hashes and fails on every process
-// naming the first task that differs. Each process builds and runs only its
-// own ranks; feeds are the logical values (every process feeds the same
-// global batch; each slices its ranks' parts); fetches and GetVariable come
-// back whole on every process (the parts travel through the world's store),
-// so Run, RunStep and GetVariable are collective: every process calls them
-// alike. A step commits only when every process succeeded (a vote through
-// the store after the run); a lost process or a failure anywhere fails the
-// step on every process, naming it.
-// Sharded checkpoints use the per-rank view: LocalRanks, VariableLayoutOf
-// (every rank's slice of a variable, whichever process holds it) and
-// Get/SetVariableSlice (one local rank's slice, no gathering).
 #pragma once
 
 #include <chrono>
@@ -45,6 +23,29 @@
 #include "oneflow_lite/core/slicing.h"
 #include "runtime/boxing.h"
 #include "runtime/runtime.h"
+
+// Pipelines: the Strategy may put ops on several placements (stages);
+// micro_batches = k > 1 runs k micro-batches per optimizer step with the
+// gradients accumulated (their mean) before the update: the graph is built for
+// one micro-batch, RunStep takes the k micro-batches' feeds of a step and
+// returns each micro-batch's fetches. Dropout and other random ops draw per
+// micro-batch (the kernel's iteration is the micro-batch counter). A run that
+// fails on one rank (a kernel rejecting a value) stops every rank: the
+// communicators are aborted, and reset before the next run, and (transactional,
+// the default) every variable is as before the run. Several processes
+// (options.world): every process creates the same session (same graph,
+// strategy, fetches and options, in the same order as its other sessions);
+// Create compares the plans' hashes and fails on every process naming the first
+// task that differs. Each process builds and runs only its own ranks; feeds are
+// the logical values (every process feeds the same global batch; each slices
+// its ranks' parts); fetches and GetVariable come back whole on every process
+// (the parts travel through the world's store), so Run, RunStep and GetVariable
+// are collective: every process calls them alike. A step commits only when
+// every process succeeded (a vote through the store after the run); a lost
+// process or a failure anywhere fails the step on every process, naming it.
+// Sharded checkpoints use the per-rank view: LocalRanks, VariableLayoutOf
+// (every rank's slice of a variable, whichever process holds it) and
+// Get/SetVariableSlice (one local rank's slice, no gathering).
 
 namespace ofl {
 

@@ -1,7 +1,26 @@
-// Eager execution: one registered op run on whole CPU tensors by calling its
+// Eager execution: one registered op run on whole tensors of one device (the
+// host, or a device through api/eager_devices.h) by calling its
 // kernel directly (no graph, no Plan, no runtime), and its input gradients
 // by the op's registered backward rule (graph/autodiff.h AppendBackward).
 //
+// Ownership: the executor owns its cache, at most `capacity` keys per kind
+// (forward, backward); inserting into a full one empties it first.
+//
+// Thread-safe: the cache is locked for each lookup and insert; kernels run
+// outside the lock, each call on its own tensors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "oneflow_lite/core/attr.h"
+#include "oneflow_lite/core/status.h"
+#include "oneflow_lite/core/tensor.h"
+
 // Everything but the kernel call depends only on the op type, the
 // attributes and the inputs' shapes and dtypes: attribute validation and
 // defaults, shape and dtype inference, the allocation check, the kernel
@@ -23,23 +42,6 @@
 // them where they are). Outputs are fresh
 // tensors. The backward runs only the ops its gradients need (the forward op
 // only when a backward op reads its outputs and the caller did not pass them).
-//
-// Ownership: the executor owns its cache, at most `capacity` keys per kind
-// (forward, backward); inserting into a full one empties it first.
-// Thread-safe: the cache is locked for each lookup and insert; kernels run
-// outside the lock, each call on its own tensors.
-#pragma once
-
-#include <cstdint>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <vector>
-
-#include "oneflow_lite/core/attr.h"
-#include "oneflow_lite/core/status.h"
-#include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
 

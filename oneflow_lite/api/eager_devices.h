@@ -5,16 +5,8 @@
 // naming the device: "cuda:0: no CUDA device"). Also the one-device checks
 // of an eager call and the copies between the host and a device.
 //
-// An eager call on a device is synchronous: the kernel is enqueued on the
-// device's stream, then the stream is finished (FinishStream), which waits
-// and returns the first device-side user error of the call (an id out of
-// range), so a failed call reads as on the CPU and never leaves a sticky
-// fault. Host tensors (every cpu:N) never come here: they run on the
-// calling thread as before.
-//
-// Ownership: EagerDevices owns its lanes; a Lane lives as long as the
-// EagerDevices. Thread safety: Get from any thread; a Lane's `mu` orders
-// the calls on its stream (its device-side error record is one per stream).
+// Thread safety: Get from any thread; a Lane's `mu` orders the calls on its
+// stream (its device-side error record is one per stream).
 #pragma once
 
 #include <functional>
@@ -27,6 +19,16 @@
 #include "oneflow_lite/core/device_context.h"
 #include "oneflow_lite/core/status.h"
 #include "oneflow_lite/core/tensor.h"
+
+// An eager call on a device is synchronous: the kernel is enqueued on the
+// device's stream, then the stream is finished (FinishStream), which waits
+// and returns the first device-side user error of the call (an id out of
+// range), so a failed call reads as on the CPU and never leaves a sticky
+// fault. Host tensors (every cpu:N) never come here: they run on the
+// calling thread as before.
+//
+// Ownership: EagerDevices owns its lanes; a Lane lives as long as the
+// EagerDevices.
 
 namespace ofl {
 

@@ -1,29 +1,6 @@
-// Predicted peak memory per rank of a DistributedSession (issue 12,
-// deliverable 4: a memory model with liveness). The model mirrors what runs:
-// it lowers the strategy into the very Plan DistributedSession::Create would
-// run (graph/distributed_lowering.h, with the session's num_slots,
-// micro-batches and gradient buckets) and asks the runtime what Build
-// allocates for it (runtime/memory_estimate.h): the arena memory_plan.h
-// gives the registers the dataflow orders (activations kept for backward
-// until their last reader, temporaries freed at last use, one-slot boxing
-// and bucket registers), plus every buffer it keeps apart (variables:
-// parameters and optimizer state; multi-slot registers; boxing outputs;
-// gradient buckets' reduced buffers; sources), plus the transactional step's
-// undo copy of every variable an update writes in place. It lives in api/
-// because it needs both graph/ (lowering) and runtime/ (memory planning),
-// and DESIGN.md section 2 lets only api/ use both.
+// Predicted peak memory per rank of a DistributedSession (a memory model with
+// liveness).
 //
-// What it predicts is the session's per-rank allocator accounting,
-// DistributedSession::PeakBytes() (core/allocator.h: bytes as requested,
-// counted from allocation to free), not the process's RSS: kernel scratch,
-// communicator staging and the Python side are not in it, and not here.
-//
-// The searchers' memory (CostOptions' additive per-node proxy, the
-// constraint they search under, Solution::memory_bytes) is a different,
-// cheaper figure and is left unchanged by this model, so search results do
-// not move; this one is for reports and the fidelity bench. It costs one
-// lowering and one memory plan per rank: fine for the meshes a session runs,
-// not something to call inside a search.
 // Pure functions over value types; thread-safe on const inputs.
 #pragma once
 
@@ -35,6 +12,31 @@
 #include "graph/strategy.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/session.h"
+
+// The model mirrors what runs: it lowers the strategy into the very Plan
+// DistributedSession::Create would run (graph/distributed_lowering.h, with the
+// session's num_slots, micro-batches and gradient buckets) and asks the runtime
+// what Build allocates for it (runtime/memory_estimate.h): the arena
+// memory_plan.h gives the registers the dataflow orders (activations kept for
+// backward until their last reader, temporaries freed at last use, one-slot
+// boxing and bucket registers), plus every buffer it keeps apart (variables:
+// parameters and optimizer state; multi-slot registers; boxing outputs;
+// gradient buckets' reduced buffers; sources), plus the transactional step's
+// undo copy of every variable an update writes in place. It lives in api/
+// because it needs both graph/ (lowering) and runtime/ (memory planning), and
+// DESIGN.md section 2 lets only api/ use both.
+//
+// What it predicts is the session's per-rank allocator accounting,
+// DistributedSession::PeakBytes() (core/allocator.h: bytes as requested,
+// counted from allocation to free), not the process's RSS: kernel scratch,
+// communicator staging and the Python side are not in it, and not here.
+//
+// The searchers' memory (CostOptions' additive per-node proxy, the constraint
+// they search under, Solution::memory_bytes) is a different, cheaper figure and
+// is left unchanged by this model, so search results do not move; this one is
+// for reports and the fidelity bench. It costs one lowering and one memory plan
+// per rank: fine for the meshes a session runs, not something to call inside a
+// search.
 
 namespace ofl {
 

@@ -1,13 +1,11 @@
-// Planning facade for the Python binding (DESIGN.md section 2: python ->
-// api): plans a strategy with graph/'s PlanStrategy, and adds what a user
-// reads off a planned strategy: its report (graph/strategy_report.h), the
-// bytes each rank is predicted to send (the boxing planner's per-rank
-// counts over every edge that boxes, x the edge's multiplier), a diff
-// against another strategy for the same graph, and the Strategy as the
-// "manual" form DistributedSession accepts (sources and signatures as text).
-// It is the binding's one door to planning: requests arrive as plain values
-// (PlanRequest), are checked here, and clusters are found by name here, so
-// python/ calls no function of graph/ or search/ (scripts/check_arrows.py).
+// Planning facade for the Python binding (DESIGN.md section 2: python -> api):
+// plans a strategy with graph/'s PlanStrategy, and adds what a user reads off a
+// planned strategy: its report (graph/strategy_report.h), the bytes each rank
+// is predicted to send (the boxing planner's per-rank counts over every edge
+// that boxes, x the edge's multiplier), a diff against another strategy for the
+// same graph, and the Strategy as the "manual" form DistributedSession accepts
+// (sources and signatures as text).
+//
 // Pure functions over value types; thread-safe on const inputs.
 #pragma once
 
@@ -24,6 +22,10 @@
 #include "graph/strategy_diff.h"
 #include "graph/strategy_report.h"
 #include "oneflow_lite/api/memory_estimate.h"
+
+// It is the binding's one door to planning: requests arrive as plain values
+// (PlanRequest), are checked here, and clusters are found by name here, so
+// python/ calls no function of graph/ or search/ (scripts/check_arrows.py).
 
 namespace ofl {
 

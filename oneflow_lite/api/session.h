@@ -1,21 +1,11 @@
-// Session: the C++ facade (DESIGN.md section 2). A Program collects a
-// logical graph (inputs, variables, ops), appends backward and optimizer
-// when asked, and compiles into a Session that runs it on one device: the
-// graph is lowered to a one-rank Plan (graph/lowering.h) and run by the
-// actor runtime (runtime/runtime.h), the same executor a DistributedSession
-// uses for several ranks; one Run is one iteration. api/ is the only layer
-// that sees both graph/ and runtime/.
-// Errors name the op and the tensor: a rejected feed or variable as
-// "run: input 'x' expects shape ...", a kernel's as the runtime reports it,
-// "rank 0: task 12 (embedding 'wte'): ...". What a failed Run leaves in the
-// variables is the runtime's rule (runtime/runtime.h Run).
-// Threads: the runtime's one actor thread per stream runs the kernels in a
-// oneTBB arena of SessionOptions::num_threads (runtime/runtime.h, one rank
-// gets them all), and the Session bounds every kernel thread pool of the
-// process (oneTBB, OpenBLAS, oneDNN's OpenMP) to that many while it lives
-// (ops/parallel.h KernelThreads). A Program and a Session are used by one
-// thread at a time (a Run while another thread's Run is in progress fails
-// with an error, it never races).
+// Session: the C++ facade (DESIGN.md section 2). A Program collects a logical
+// graph (inputs, variables, ops), appends backward and optimizer when asked,
+// and compiles into a Session that runs it on one device: the graph is lowered
+// to a one-rank Plan (graph/lowering.h) and run by the actor runtime
+// (runtime/runtime.h), the same executor a DistributedSession uses for several
+// ranks; one Run is one iteration. api/ is the only layer that sees both graph/
+// and runtime/. A Program and a Session are used by one thread at a time (a
+// Run while another thread's Run is in progress fails with an error).
 #pragma once
 
 #include <chrono>
@@ -31,6 +21,17 @@
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "ops/parallel.h"
 #include "runtime/runtime.h"
+
+// Threads: the runtime's one actor thread per stream runs the kernels in a
+// oneTBB arena of SessionOptions::num_threads (runtime/runtime.h, one rank gets
+// them all), and the Session bounds every kernel thread pool of the process
+// (oneTBB, OpenBLAS, oneDNN's OpenMP) to that many while it lives
+// (ops/parallel.h KernelThreads).
+//
+// Errors name the op and the tensor: a rejected feed or variable as "run:
+// input 'x' expects shape ...", a kernel's as the runtime reports it, "rank 0:
+// task 12 (embedding 'wte'): ...". What a failed Run leaves in the variables
+// is the runtime's rule (runtime/runtime.h Run).
 
 namespace ofl {
 

@@ -1,16 +1,13 @@
-// Allocator: the memory of one device. It hands out aligned buffers and
-// keeps the bytes live now and their peak, the per-device figures of the
-// memory report (DESIGN.md 7b: every allocator reports per-device peak
-// bytes). A backend implements AllocateRaw and FreeRaw (the CPU's is
-// aligned_alloc; a CUDA caching allocator or a per-step arena would sit
-// behind the same two calls); the accounting and the shared buffers are
-// here, the same for every backend. Bytes are counted as requested (not
-// rounded up to the alignment), from the allocation to its free.
+// Allocator: the memory of one device. It hands out aligned buffers and keeps
+// the bytes live now and their peak, the per-device figures of the memory
+// report (DESIGN.md 7b: every allocator reports per-device peak bytes). A
+// backend implements AllocateRaw and FreeRaw (the CPU's is aligned_alloc;
+// the CUDA caching allocator, caching_allocator.h, sits behind the same two
+// calls); the accounting and the shared buffers are here, the same for every
+// backend.
 //
-// Ownership: an Allocator is held by a std::shared_ptr (Create functions
-// return one); every shared buffer it hands out keeps it alive, so a Tensor
-// may outlive the handle it came from. Thread safety: every method may be
-// called from any thread; the counters are atomic.
+// Thread safety: every method may be called from any thread; the counters are
+// atomic.
 #pragma once
 
 #include <atomic>
@@ -20,6 +17,13 @@
 
 #include "oneflow_lite/core/device.h"
 #include "oneflow_lite/core/tensor.h"
+
+// Bytes are counted as requested (not rounded up to the alignment), from the
+// allocation to its free.
+//
+// Ownership: an Allocator is held by a std::shared_ptr (Create functions return
+// one); every shared buffer it hands out keeps it alive, so a Tensor may
+// outlive the handle it came from.
 
 namespace ofl {
 

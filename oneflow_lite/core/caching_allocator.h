@@ -6,27 +6,8 @@
 // cudaMalloc/cudaFree and cudaEvent_t, and CI tests the logic on the CPU
 // with worker streams and CPU events (tests/cpp/core/caching_allocator_test).
 //
-// Bins: a request is rounded up to its bin (BinBytes: multiples of 512 bytes
-// below 1 MiB, then four bins per power of two, so at most 25 % is wasted);
-// a freed buffer is reused only for a request of the same bin.
-// Streams: every buffer belongs to the stream that was current on the
-// allocating thread (StreamScope; none outside any scope). A freed buffer is
-// reused at once by allocations under the same stream: that stream's later
-// work runs after the earlier user's work. A buffer that other streams used
-// too must be named with RecordStream(pointer, stream): when it is freed, an
-// event is recorded on each such stream, and the buffer becomes reusable only
-// when every one of those events is reached (polled at the next Allocate).
-// Buffers allocated outside any StreamScope must be freed only after the
-// host synchronised their users (the runtime's registers are freed after its
-// streams stopped).
-// Accounting: live and peak bytes (the base class: bytes as requested) are
-// the memory report's figures; reserved_bytes() is what the backend holds
-// (in use, cached or pending). When the backend refuses, the cache is
-// emptied (pending buffers waited for) and the request tried once more;
-// then Allocate returns null and AllocateShared's error names the device and
-// the bytes.
 // Thread safety: every method from any thread (one mutex); StreamScope is
-// per thread. The destructor waits for pending events and frees everything.
+// per thread.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +21,25 @@
 
 #include "oneflow_lite/core/allocator.h"
 #include "oneflow_lite/core/stream.h"
+
+// Bins: a request is rounded up to its bin (BinBytes: multiples of 512 bytes
+// below 1 MiB, then four bins per power of two, so at most 25 % is wasted); a
+// freed buffer is reused only for a request of the same bin. Streams: every
+// buffer belongs to the stream that was current on the allocating thread
+// (StreamScope; none outside any scope). A freed buffer is reused at once by
+// allocations under the same stream: that stream's later work runs after the
+// earlier user's work. A buffer that other streams used too must be named with
+// RecordStream(pointer, stream): when it is freed, an event is recorded on each
+// such stream, and the buffer becomes reusable only when every one of those
+// events is reached (polled at the next Allocate). Buffers allocated outside
+// any StreamScope must be freed only after the host synchronised their users
+// (the runtime's registers are freed after its streams stopped). Accounting:
+// live and peak bytes (the base class: bytes as requested) are the memory
+// report's figures; reserved_bytes() is what the backend holds (in use, cached
+// or pending). When the backend refuses, the cache is emptied (pending buffers
+// waited for) and the request tried once more; then Allocate returns null and
+// AllocateShared's error names the device and the bytes. The destructor
+// waits for pending events and frees everything.
 
 namespace ofl {
 

@@ -1,18 +1,13 @@
-// Communicator: the collectives one rank of a group takes part in
-// (DESIGN.md sections 7 and 7b). Implementations: in-process shared memory
-// for virtual CPU devices of one process (runtime/inprocess_communicator.h),
-// Gloo over TCP for groups that span processes or hosts
-// (runtime/gloo_communicator.h); NCCL for CUDA groups across processes
-// (runtime/nccl_communicator.h). Buffers are memory of the rank's device.
-// Streams: host communicators (in-process, Gloo, and in-process groups over
-// device copies) run a call synchronously on the calling thread, so the
-// caller finishes the work its stream owes the buffers first; a device-native
-// one (NCCL: enqueues_on_stream()) enqueues its calls on the stream given by
-// set_stream, after the work already there. Every rank of a group must call
-// the same collectives in the same order (fixed at compile time). A call blocks
-// until its peers arrive or the timeout passes, then returns an error that
-// names the rank and the collective. One Communicator object serves one
-// rank and is used by one thread at a time.
+// Communicator: the collectives one rank of a group takes part in (DESIGN.md
+// sections 7 and 7b). Implementations: in-process groups of one process's
+// virtual devices (runtime/inprocess_communicator.h), Gloo over TCP for
+// groups that span processes or hosts (runtime/gloo_communicator.h); NCCL for
+// CUDA groups across processes (runtime/nccl_communicator.h). Buffers are
+// memory of the rank's device. Streams: host communicators (in-process, Gloo,
+// and in-process groups over device copies) run a call synchronously on the
+// calling thread, so the caller finishes the work its stream owes the buffers
+// first; a device-native one (NCCL: enqueues_on_stream()) enqueues its calls on
+// the stream given by set_stream, after the work already there.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +16,11 @@
 #include "oneflow_lite/core/data_type.h"
 #include "oneflow_lite/core/status.h"
 #include "oneflow_lite/core/stream.h"
+
+// Every rank of a group must call the same collectives in the same order (fixed
+// at compile time). A call blocks until its peers arrive or the timeout passes,
+// then returns an error that names the rank and the collective. One
+// Communicator object serves one rank and is used by one thread at a time.
 
 namespace ofl {
 

@@ -6,15 +6,8 @@
 // allocated or queued), and Wait blocks the calling thread until the point
 // is reached (the work after it runs on that thread).
 //
-// CpuWorkerStream owns one thread that runs its work in enqueue order: a CPU
-// stand-in for an asynchronous device stream, so that CI tests the seam's
-// ordering logic (Record, Wait, Query, Synchronize) without a GPU. Wait
-// enqueues a step that blocks the worker until the event's point.
-//
-// CpuEvent keeps its recorded point as shared state (a flag set by the
-// recording stream), so a Wait holds on to the point it saw even when the
-// event is recorded again. Thread safety as stream.h says; the destructor of
-// a CpuWorkerStream runs the work already enqueued, then joins its thread.
+// Thread safety as stream.h says; the destructor of a CpuWorkerStream runs the
+// work already enqueued, then joins its thread.
 #pragma once
 
 #include <condition_variable>
@@ -24,6 +17,15 @@
 #include <thread>
 
 #include "oneflow_lite/core/stream.h"
+
+// CpuWorkerStream owns one thread that runs its work in enqueue order: a CPU
+// stand-in for an asynchronous device stream, so that CI tests the seam's
+// ordering logic (Record, Wait, Query, Synchronize) without a GPU. Wait
+// enqueues a step that blocks the worker until the event's point.
+//
+// CpuEvent keeps its recorded point as shared state (a flag set by the
+// recording stream), so a Wait holds on to the point it saw even when the event
+// is recorded again.
 
 namespace ofl {
 

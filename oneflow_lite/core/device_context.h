@@ -1,23 +1,26 @@
 // DeviceContext: what acts for one device in a process: its Allocator (the
 // device's memory and its live/peak bytes) and the factory of its Streams
 // and Events (oneflow_lite/core/stream.h). The Runtime makes one per local
-// rank from the Plan's devices (CreateDeviceContext) and one stream per
-// actor thread of the rank. A CUDA context will own a caching allocator and
-// create cudaStream_t / cudaEvent_t wrappers behind the same calls.
+// rank from the Plan's devices (runtime/device_support.h MakeDeviceContext)
+// and one stream per actor thread of the rank. The CUDA context
+// (oneflow_lite/core/cuda/cuda_device_context.h) owns a caching allocator and
+// wraps cudaStream_t / cudaEvent_t behind the same calls.
 //
-// CpuDeviceContext: a CpuAllocator, and CpuInlineStreams (the runtime's:
-// kernels run on the actor thread) or, with worker_streams, CpuWorkerStreams
-// (tests of the stream and event logic); CpuEvents either way.
-//
-// Ownership: the context owns its allocator (shared with the buffers it
-// handed out); streams and events belong to their caller and must not
-// outlive the context. Thread safety: every method from any thread.
+// Thread safety: every method from any thread.
 #pragma once
 
 #include <memory>
 
 #include "oneflow_lite/core/allocator.h"
 #include "oneflow_lite/core/stream.h"
+
+// CpuDeviceContext: a CpuAllocator, and CpuInlineStreams (the runtime's:
+// kernels run on the actor thread) or, with worker_streams, CpuWorkerStreams
+// (tests of the stream and event logic); CpuEvents either way.
+//
+// Ownership: the context owns its allocator (shared with the buffers it handed
+// out); streams and events belong to their caller and must not outlive the
+// context.
 
 namespace ofl {
 
@@ -50,8 +53,9 @@ class CpuDeviceContext final : public DeviceContext {
   std::shared_ptr<CpuAllocator> allocator_;
 };
 
-// The context of `device` in this build: CPU devices; any other type is an
-// error naming the device ("cuda:0: this build has no CUDA backend").
+// core's own contexts: CPU devices; any other type is an error naming the
+// device ("cuda:0: this build has no cuda backend"). CUDA contexts come from
+// oneflow_lite/core/cuda; runtime/device_support.h chooses between the two.
 Maybe<std::unique_ptr<DeviceContext>> CreateDeviceContext(const Device& device);
 
 }  // namespace ofl

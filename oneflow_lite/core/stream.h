@@ -1,5 +1,17 @@
 // Stream and Event: ordered work on one device, and the points that order
 // two streams (DESIGN.md 7b), with CUDA's semantics so that a CUDA stream
+// wraps a cudaStream_t and an Event a cudaEvent_t. Created by a
+// DeviceContext (device_context.h). Thread safety: Enqueue, Wait and
+// Synchronize of one stream from one thread at a time; Record, Query and
+// Synchronize of an event from any thread.
+#pragma once
+
+#include <functional>
+
+#include "oneflow_lite/core/device.h"
+
+// Stream and Event: ordered work on one device, and the points that order
+// two streams (DESIGN.md 7b), with CUDA's semantics so that a CUDA stream
 // wraps a cudaStream_t and an Event a cudaEvent_t:
 //   - work enqueued on one stream runs in the order it was enqueued;
 //   - event->Record(a) marks the point after everything enqueued on stream
@@ -22,11 +34,6 @@
 // are only combined within one device type. Thread safety: Enqueue, Wait
 // and Synchronize of one stream from one thread at a time; Record, Query and
 // Synchronize of an event from any thread.
-#pragma once
-
-#include <functional>
-
-#include "oneflow_lite/core/device.h"
 
 namespace ofl {
 

@@ -1,4 +1,4 @@
-"""One plan across processes (issue 9): the same model and strategy on
+"""One plan across processes: the same model and strategy on
 several processes (Gloo between them, in-process collectives inside each)
 gives bitwise the losses and parameters of the same ranks as virtual devices
 of one process (the oracle, itself checked against one device and numpy in

@@ -1,6 +1,6 @@
 """bench/ops_gpt.py runs the PyTorch peer as its users run it: the
 environment it hands the peer's process carries none of oneflow_lite's
-settings (issue 13: OMP_WAIT_POLICY=PASSIVE leaked into it and slowed it),
+settings (OMP_WAIT_POLICY=PASSIVE once leaked into it and slowed it),
 while our sides get the package and their thread bounds. No torch."""
 from __future__ import annotations
 

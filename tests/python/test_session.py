@@ -1,5 +1,5 @@
 """``_C.Session``: a single-device graph run as a one-rank plan on the actor
-runtime (issue 9: one execution path for graphs).
+runtime (one execution path for graphs).
 
 A training step of a small MLP fetches what callers fetch (an input, an
 intermediate value, the loss, a gradient, and variables, which come back as

@@ -7,8 +7,6 @@
 // user can cause (out of memory, an id out of range in a kernel) are reported
 // as a Status by the code that can see them, never through these macros.
 //
-// CudaDeviceCount() is 0 when there is no driver or no device (never an
-// error), so a test or a caller can skip with "no CUDA device".
 // Thread safety: everything here may be called from any thread.
 #pragma once
 
@@ -21,6 +19,9 @@
     CHECK_EQ(ofl_cuda_status_, cudaSuccess)                                         \
         << #expr << ": " << cudaGetErrorString(ofl_cuda_status_);                   \
   } while (0)
+
+// CudaDeviceCount() is 0 when there is no driver or no device (never an error),
+// so a test or a caller can skip with "no CUDA device".
 
 namespace ofl {
 

@@ -4,17 +4,7 @@
 // core/caching_allocator.h over cudaMalloc/cudaFree) and CudaDeviceContext,
 // made by CreateCudaDeviceContext for "cuda:N".
 //
-// Devices: "cuda:N" runs on physical GPU N % CudaDeviceCount(), so N virtual
-// devices share one GPU in one process (the in-process CUDA communicator's
-// tests) and one process per GPU sees its rank's GPU when every host has the
-// same count. Every call that creates or uses a CUDA object first makes its
-// GPU current on the calling thread (CudaDeviceGuard restores the previous).
-// Streams are non-blocking (they never wait for the legacy default stream).
-//
-// Ownership: a context owns its allocator (shared with the buffers it handed
-// out); streams and events belong to their caller and must not outlive the
-// context. A stream's destructor synchronises it. Thread safety as in
-// stream.h and allocator.h.
+// Thread safety as in stream.h and allocator.h.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,6 +16,17 @@
 #include "oneflow_lite/core/caching_allocator.h"
 #include "oneflow_lite/core/cuda/cuda_stream.h"
 #include "oneflow_lite/core/device_context.h"
+
+// Devices: "cuda:N" runs on physical GPU N % CudaDeviceCount(), so N virtual
+// devices share one GPU in one process (the in-process CUDA communicator's
+// tests) and one process per GPU sees its rank's GPU when every host has the
+// same count. Every call that creates or uses a CUDA object first makes its
+// GPU current on the calling thread (CudaDeviceGuard restores the previous).
+// Streams are non-blocking (they never wait for the legacy default stream).
+//
+// Ownership: a context owns its allocator (shared with the buffers it handed
+// out); streams and events belong to their caller and must not outlive the
+// context. A stream's destructor synchronises it.
 
 namespace ofl {
 

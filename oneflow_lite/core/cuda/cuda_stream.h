@@ -6,18 +6,8 @@
 // streams with events. The implementation (streams, events, the caching
 // allocator, the CUDA DeviceContext) lives beside this header.
 //
-// Device-side user errors (an id out of range in a kernel) never fault the
-// device: the kernel stores the first bad element in the stream's
-// CudaDeviceError record (device memory) under the id NoteDeviceCheck gave
-// its launch, and the owner of the stream (the runtime, at the end of a step;
-// eager, after the call) calls TakeDeviceError, which raises the same clear
-// error the CPU kernel gives. Launches on one stream are ordered, so one
-// launch owns the record at a time: a kernel writes only when `launch` is -1
-// or its own id, keeps the smallest flat index (atomicMin), and a second tiny
-// kernel on the same stream copies that element's value into `value` while
-// the tensor is alive.
-// Thread safety: handle() from any thread; the other calls from the thread
-// that owns the stream; work on one stream is ordered by CUDA.
+// Thread safety: handle() from any thread; the other calls from the thread that
+// owns the stream; work on one stream is ordered by CUDA.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -29,6 +19,17 @@
 
 #include "oneflow_lite/core/status.h"
 #include "oneflow_lite/core/stream.h"
+
+// Device-side user errors (an id out of range in a kernel) never fault the
+// device: the kernel stores the first bad element in the stream's
+// CudaDeviceError record (device memory) under the id NoteDeviceCheck gave its
+// launch, and the owner of the stream (the runtime, at the end of a step;
+// eager, after the call) calls TakeDeviceError, which raises the same clear
+// error the CPU kernel gives. Launches on one stream are ordered, so one launch
+// owns the record at a time: a kernel writes only when `launch` is -1 or its
+// own id, keeps the smallest flat index (atomicMin), and a second tiny kernel
+// on the same stream copies that element's value into `value` while the tensor
+// is alive.
 
 namespace ofl {
 

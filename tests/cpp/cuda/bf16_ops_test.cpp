@@ -3,9 +3,9 @@
 // float32 kernel on the same values (inputs rounded to bfloat16 first).
 // Each result is float32 math rounded once (or, for add_n, once per 16
 // inputs) to bfloat16, within 2^-8 relative: rtol 1e-2, atol 1e-5. Dropout's
-// kept/dropped pattern must be the CPU's exactly. The ops' inference takes
-// float32/float64 only until mixed precision (issue 14 deliverable 3) opens
-// bfloat16; these calls infer in float32 and hand the CUDA kernel bfloat16.
+// kept/dropped pattern must be the CPU's exactly. Only matmul, batch_matmul
+// and cast infer bfloat16 (mixed precision keeps the other ops in float32); these calls
+// infer in float32 and hand the CUDA kernel bfloat16.
 #include "tests/cpp/cuda/cuda_op_check.h"
 
 namespace ofl::cuda_test {

@@ -3,8 +3,8 @@
 // float32, and products of two are exact in float32). A float32 output then
 // differs only by summation order (rtol 1e-5, atol 1e-5); a bfloat16 output
 // also by its rounding, at most 2^-8 relative (rtol 1e-2, atol 1e-3).
-// The ops' inference takes float32/float64 only (bfloat16 is deliverable 3's
-// mixed precision), so these calls build their KernelContext directly.
+// These calls build their KernelContext directly, to check the kernel
+// alone (matmul's inference is tests/python/test_mixed_precision.py's).
 #include "tests/cpp/cuda/cuda_op_check.h"
 
 namespace ofl::cuda_test {

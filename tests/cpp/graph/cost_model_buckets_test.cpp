@@ -1,8 +1,8 @@
 // Gradient buckets and input arrival in the cost model (cost_model.h's proxy,
 // cost_model_buckets.h's full model; the buckets are the runtime's,
 // gradient_buckets.h), worked out by hand on the two-level
-// test cluster (fast: groups of 4, 100 GB/s, 1 us per step), and issue 12's
-// acceptance case: a GPT block on 16 nodes of 8 devices whose inter-node
+// test cluster (fast: groups of 4, 100 GB/s, 1 us per step), and the
+// nodes-of-eight case: a GPT block on 16 nodes of 8 devices whose inter-node
 // links have a tenth of the intra-node bandwidth splits no weight across
 // nodes, its per-rank inter-node bytes checked against hand-worked figures.
 #include "graph/cost_model_buckets.h"

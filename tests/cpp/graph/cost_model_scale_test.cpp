@@ -2,7 +2,7 @@
 // of distinct matrices and boxing plans does not grow with depth; the
 // DISABLED_ test prints the build and search seconds of the 96-layer GPT
 // (hidden 4096) on h100_8gpu meshes for graph/README.md
-// (--gtest_also_run_disabled_tests --gtest_filter='CostModelScale*').
+// (--gtest_also_run_disabled_tests --gtest_filter='CostModelScaleTest.*').
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Issue 12's acceptance case: on a mesh of 16 nodes of 8 devices whose
+// The nodes-of-eight case: on a mesh of 16 nodes of 8 devices whose
 // inter-node links have a tenth of the intra-node bandwidth, the planner's
 // plan for a GPT block (hidden 2048 and 4096) splits no weight across nodes
 // (memory does not force it: 80 GiB per device), moves no activation across

@@ -1,13 +1,12 @@
 // One boxing conversion run on actors, for the tests of boxing on streams
 // (tests/cpp/runtime/boxing_streams_test.cpp on CPU worker streams,
 // tests/cpp/cuda_runtime/cuda_boxing_test.cpp on virtual CUDA devices): a
-// SOURCE "x" per rank of the source placement (its slice), the BOXING tasks
-// of graph/boxing.h's plan (graph/boxing_tasks.h), a SINK "y" per rank of the
+// SOURCE "x" per rank of the source placement (its slice), the BOXING tasks of
+// graph/boxing.h's plan (graph/boxing_tasks.h), a SINK "y" per rank of the
 // target placement, every rank on a device of `type`. The feeds are small
 // integers (every dtype sums them exactly): element e of the logical tensor,
-// plus the rank's P coordinates, so that B replicas agree and P addends
-// differ. Runs go through runtime/boxing.h's BoxingGroups and RunBoxingStep
-// behind the runtime's boxing hook, as api/DistributedSession does.
+// plus the rank's P coordinates, so that B replicas agree and P addends differ.
+//
 // Test-only; not synchronised.
 #pragma once
 
@@ -24,6 +23,9 @@
 #include "oneflow_lite/core/slicing.h"
 #include "runtime/boxing.h"
 #include "runtime/runtime.h"
+
+// Runs go through runtime/boxing.h's BoxingGroups and RunBoxingStep behind the
+// runtime's boxing hook, as api/DistributedSession does.
 
 namespace ofl {
 

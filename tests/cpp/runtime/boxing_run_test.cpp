@@ -319,7 +319,7 @@ TEST_P(BoxingRunSixTest, EveryPairOnSixRanks) {
 INSTANTIATE_TEST_SUITE_P(Sources, BoxingRunSixTest,
                          ::testing::Combine(::testing::Range(0, 2), ::testing::Range(0, 16)));
 
-// The two conversions of issue 12 that moved up to 4x what the ranks lack,
+// The two conversions that once moved up to 4x what the ranks lack,
 // 600 x 600 float32: values as everywhere here, and each rank's bytes as
 // the communicators count them, worked out by hand (graph/boxing_test.cpp
 // has the arithmetic: each rank sends what the least-loaded holder of a box

@@ -1,6 +1,6 @@
-// MiniJson: a strict, small JSON parser for the trace test (RFC 8259 values:
-// objects, arrays, strings with escapes, numbers, true, false, null; no
-// trailing commas or garbage). Test-only: protobuf's Struct parser is not
+// mini_json::Parser: a strict, small JSON parser for the trace test (RFC
+// 8259 values: objects, arrays, strings with escapes, numbers, true, false,
+// null; no trailing commas or garbage). Test-only: protobuf's Struct parser is not
 // usable in the ThreadSanitizer build (its map, built by the uninstrumented
 // library, is read by instrumented inline code). Value type; not synchronised.
 #pragma once

@@ -1,5 +1,6 @@
 // PlanMaker: builds small Plans by hand for the runtime tests (registers and
-// tasks with dense ids), plus tensor helpers. Test-only; not synchronised.
+// tasks with dense ids, as the runtime expects of a Plan), plus tensor
+// helpers. Test-only; not synchronised.
 #pragma once
 
 #include <gtest/gtest.h>
