@@ -104,9 +104,14 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
     if (t.kind() != proto::TaskProto::SOURCE && t.kind() != proto::TaskProto::VARIABLE) continue;
     s->source_registers_[t.op_conf().name()].push_back(&s->plan_.registers(t.outputs(0)));
   }
+  std::vector<std::pair<std::string, Tensor>> initial;
   for (const std::string& v : graph.variable_names()) {
     OFL_ASSIGN_OR_RETURN(Tensor init, graph.InitialValue(v));
     OFL_RETURN_IF_ERROR(s->SetVariable(v, init));
+    initial.emplace_back(v, init);
+  }
+  if (world != nullptr && world->distributed()) {
+    OFL_RETURN_IF_ERROR(CheckSameValues(world, s->name_ + "/initial", initial));
   }
   return s;
 }

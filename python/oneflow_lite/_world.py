@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
-from typing import Any, List
+from typing import Any, List, Optional
 
 from oneflow_lite import _C
 
@@ -57,6 +57,21 @@ def barrier() -> None:
     all_gather(None)
 
 
+def publish(name: str, value: str) -> None:
+    """Sets the job's key ``name`` (once; not a collective: a lost peer does
+    not stop it). Nothing in a process started alone."""
+    if info()["distributed"]:
+        _C.world_publish(name, value.encode())
+
+
+def await_published(name: str) -> Optional[str]:
+    """The value of ``name`` once ``publish`` set it (bounded by the world's
+    timeout: RuntimeError), or None when the store no longer answers: its
+    host, process 0, is gone."""
+    got = _C.world_await(name)
+    return None if got is None else got.decode()
+
+
 class World:
     """The world object sharded checkpoints take: process index, count, and
     the store collectives above."""
@@ -77,3 +92,9 @@ class World:
 
     def all_gather_obj(self, obj: Any) -> List[Any]:
         return all_gather(obj)
+
+    def publish_str(self, name: str, value: str) -> None:
+        publish(name, value)
+
+    def await_str(self, name: str) -> Optional[str]:
+        return await_published(name)

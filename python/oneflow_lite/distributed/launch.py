@@ -13,8 +13,11 @@ OFL_IFACE (where its Gloo pairs listen). ``World.from_env`` reads them.
 
 The launcher forwards SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 to every
 live child. The first child to exit non-zero or by a signal is the job's
-failure: the others get --timeout-s to stop on their own (the runtime stops
-them once it notices the lost rank), then SIGTERM, then SIGKILL 3 s later.
+failure: the launcher records it in the job's store (a process waiting for
+it fails at once, naming it, even if it died before joining), the others get
+--timeout-s to stop on their own (the runtime stops them once it notices the
+lost rank), then SIGTERM, then SIGKILL 3 s later. Each child gets SIGKILL
+from the kernel if the launcher itself dies (PR_SET_PDEATHSIG).
 The launcher then prints one line naming the failed rank and exits 1; after
 SIGINT, SIGTERM or SIGHUP it stops the children the same way and exits
 128 + the signal's number; when every child succeeds, 0. Usage errors exit 2
@@ -40,6 +43,7 @@ import threading
 from typing import Dict, List, Optional, Sequence
 
 from oneflow_lite.distributed import check_bind_addr, check_iface, check_job_id, free_port
+from oneflow_lite.distributed._elastic import report_loss
 from oneflow_lite.distributed._supervisor import Supervisor, describe
 from oneflow_lite.train_args import _HelpFormatter
 
@@ -166,6 +170,8 @@ def launch(command: Sequence[str], options: LaunchOptions) -> LaunchResult:
     try:
         supervisor.start(should_stop=lambda: bool(received))
         first = supervisor.wait(should_stop=lambda: bool(received))
+        if first is not None:  # the others hear of it now, even if it never joined
+            report_loss(options, first)
         others = [c for c in supervisor.children if c is not first and c.alive]
         supervisor.stop(options.timeout_s, options.kill_after_s)
         return _result(supervisor, first, others, received[:1], received[1:], options)
