@@ -3,7 +3,8 @@ MASTER_PORT, a peer that never joins (alone and under the launcher), a save
 whose last process dies after its shard was gathered, processes that start
 from different weights, a launcher killed by SIGKILL, and a master that
 cannot be reached. Each ends in a clear error or a correct result, fast,
-with nothing left running.
+with nothing left running. A process that stops answering (SIGSTOP) is
+named within 5 s by the store's heartbeat.
 
 Every process a test starts is ended by its own pid (multiprocess/spawn.py
 or ``_end``); every wait is bounded.
@@ -247,3 +248,44 @@ def test_an_unreachable_master_gets_an_honest_message(addr, words):
     assert code == 1, out
     assert f"cannot connect to {addr}:{port} within 2000 ms" in out, out
     assert words in out and "in progress" not in out, out
+
+
+def test_a_stopped_process_is_named_within_5_s_and_nothing_is_left_running(tmp_path):
+    """SIGSTOP of process 1 mid-training: the others fail within 5 s naming
+    it (the store's heartbeat; default timeout), the launcher ends the
+    stopped one, and no process of the job is left."""
+    env = dict(os.environ, OFL_TEST_THREADS="1", PYTHONPATH=os.pathsep.join(
+        [os.path.join(spawn.REPO, "python"), os.path.join(spawn.REPO, "tests", "python")]))
+    env.pop("OFL_HEARTBEAT_TIMEOUT_S", None)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "oneflow_lite.distributed.launch", "--nproc-per-node", "3",
+         "--timeout-s", "2", "-m", "multiprocess.worker", "hang", str(tmp_path)],
+        env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    pids = {}
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(pids) < 3 and launcher.poll() is None:
+            for p in range(3):
+                f = tmp_path / f"running.{p}"
+                if f.exists() and f.read_text():
+                    pids[p] = int(f.read_text())
+            time.sleep(0.05)
+        assert len(pids) == 3, "the job did not start training"
+        stopped_at = time.time()
+        os.kill(pids[1], signal.SIGSTOP)
+        code, out = _finish(launcher, 60)
+        alive = [p for p in pids.values() if _running(p)]
+    finally:
+        for p in pids.values():
+            if _running(p):
+                os.kill(p, signal.SIGKILL)
+        _end([launcher])
+    assert code == 1, out
+    for p in (0, 2):
+        z = np.load(str(tmp_path / f"hang.p{p}.npz"))
+        error, seconds = str(z["error"]), float(z["failed_at"]) - stopped_at
+        assert "lost process 1 (rank 1): no heartbeat for 4000 ms" in error, error
+        assert seconds < 5.0, f"process {p} named it after {seconds:.2f} s"
+    assert alive == [], f"still running: {alive}"
+    assert "ranks 1 with SIGKILL" in out, out

@@ -10,6 +10,7 @@
     python -m multiprocess.worker ckpt_load OUT DIR TAG DEVICES HIERARCHY SEED
     python -m multiprocess.worker seeds OUT              # process 1 starts from other weights
     python -m multiprocess.worker save_end OUT DIR       # process 2 dies at the end of a save
+    python -m multiprocess.worker hang OUT               # trains until a peer stops answering
 
 Each process trains as told and writes what it saw to OUT/<tag>.p<process>.npz
 (losses, parameters after training, errors as text), so the test compares
@@ -161,6 +162,19 @@ def main(argv) -> int:
             save(out, "seeds", [], {}, error=str(e))
             return 1
         save(out, "seeds", [], {}, error="")
+        return 0
+    elif mode == "hang":  # trains until stopped; says when it started and when it failed
+        s, g, params, data = run_model("gpt", "3", 3, [3], threads, steps=1)
+        x, y = data[0]
+        for step in range(5000):
+            try:
+                s.run({g.data: x, g.labels: y}, [g.loss])
+            except Exception as e:  # noqa: BLE001 - the error is what the test reads
+                save(out, "hang", [], {}, error=str(e), failed_at=time.time())
+                return 1
+            if step == 2:
+                with open(os.path.join(out, f"running.{PROCESS}"), "w") as f:
+                    f.write(str(os.getpid()))
         return 0
     elif mode == "save_end":  # the last process dies right after the save's gather
         return save_end_mode(out, argv[2], threads)
