@@ -238,20 +238,21 @@ void BindDistributed(py::module_& m) {
       "this process's world from the launcher's environment (made on the first call)");
   m.def(
       "world_all_gather",
-      [](const py::bytes& data) {
+      [](const py::bytes& data, const std::string& owner) {
         const std::string mine = data;
         std::vector<std::vector<char>> all;
         {
           py::gil_scoped_release release;
           auto w = Unwrap(WorldFromEnvironment());
-          all = Unwrap(w->AllGather(w->NextScope("py"), std::vector<char>(mine.begin(), mine.end())));
+          all = Unwrap(w->AllGather(w->NextScope(owner), std::vector<char>(mine.begin(), mine.end())));
         }
         py::list out;
         for (const auto& v : all) out.append(py::bytes(v.data(), v.size()));
         return out;
       },
-      py::arg("data"),
-      "every process's bytes, by process index (collective: every process calls it alike)");
+      py::arg("data"), py::arg("owner") = "py",
+      "every process's bytes, by process index (collective: every process calls it alike, in "
+      "the same order per owner; owners are numbered apart, so two threads may use two)");
   m.def(
       "world_publish",
       [](const std::string& name, const py::bytes& data) {

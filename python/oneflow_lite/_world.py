@@ -40,21 +40,22 @@ def info() -> dict:
     return d
 
 
-def all_gather(obj: Any) -> List[Any]:
-    """Every process's ``obj``, by process index."""
+def all_gather(obj: Any, owner: str = "py") -> List[Any]:
+    """Every process's ``obj``, by process index. Calls of one ``owner`` are
+    numbered together: another thread uses another owner."""
     if not info()["distributed"]:
         return [obj]
-    parts = _C.world_all_gather(pickle.dumps(obj))
+    parts = _C.world_all_gather(pickle.dumps(obj), owner)
     return [pickle.loads(p) for p in parts]
 
 
-def broadcast(obj: Any) -> Any:
+def broadcast(obj: Any, owner: str = "py") -> Any:
     """Process 0's ``obj`` on every process."""
-    return all_gather(obj if info()["process"] == 0 else None)[0]
+    return all_gather(obj if info()["process"] == 0 else None, owner)[0]
 
 
-def barrier() -> None:
-    all_gather(None)
+def barrier(owner: str = "py") -> None:
+    all_gather(None, owner)
 
 
 def publish(name: str, value: str) -> None:
@@ -74,7 +75,11 @@ def await_published(name: str) -> Optional[str]:
 
 class World:
     """The world object sharded checkpoints take: process index, count, and
-    the store collectives above."""
+    the store collectives above, numbered under ``owner`` (a thread of its
+    own, e.g. a background checkpoint writer, takes an owner of its own)."""
+
+    def __init__(self, owner: str = "py"):
+        self.owner = owner
 
     @property
     def process(self) -> int:
@@ -85,13 +90,13 @@ class World:
         return info()["num_processes"]
 
     def barrier(self, name: str = "") -> None:  # noqa: ARG002 - names are for readers
-        barrier()
+        barrier(self.owner)
 
     def broadcast_str(self, value: str) -> str:
-        return broadcast(value)
+        return broadcast(value, self.owner)
 
     def all_gather_obj(self, obj: Any) -> List[Any]:
-        return all_gather(obj)
+        return all_gather(obj, self.owner)
 
     def publish_str(self, name: str, value: str) -> None:
         publish(name, value)

@@ -1,13 +1,19 @@
 """What the launcher does about a lost child beyond stopping the others:
 tell the job's store (``report_loss``), so that a process waiting for it
 (one that never joined, or a collective) fails now, naming it, rather than
-at its own timeout or under the launcher's SIGTERM.
+at its own timeout or under the launcher's SIGTERM; and, with
+--max-restarts, start the job again on the processes left
+(``launch_with_restarts``). The job itself resumes from its last complete
+checkpoint and plans for the new world (oneflow_lite.train_elastic).
 
 Bounded: one connection attempt of at most ``REPORT_TIMEOUT_S``; a store
-that is gone (its host, process 0, was the one lost) is not an error.
-Thread-safe (no state).
+that is gone (its host, process 0, was the one lost) is not an error; at
+most max_restarts restarts. Thread-safe (no state).
 """
 from __future__ import annotations
+
+import dataclasses
+import sys
 
 from oneflow_lite.distributed._supervisor import Child, describe
 
@@ -33,3 +39,28 @@ def report_loss(options, child: Child) -> bool:
         return True
     except (RuntimeError, ValueError):
         return False
+
+
+def launch_with_restarts(command, options, launch_once):
+    """Runs ``launch_once(command, options)`` and, while it fails (a child
+    lost, not a signal to the launcher) and ``options.max_restarts`` allows,
+    starts the job again on the processes left: one fewer than before (the
+    first one that failed is the one lost), under a new job id (its own store
+    keys), with OFL_RESTART_COUNT telling the job it restarts. Prints one
+    line per restart naming the lost rank. Returns the last LaunchResult."""
+    current, restarts = options, 0
+    while True:
+        result = launch_once(command, current)
+        if (result.exit_code == 0 or result.received_signal is not None
+                or result.failed_rank is None or restarts >= options.max_restarts):
+            return result
+        left = current.nproc_per_node - 1
+        if left < 1:
+            return result
+        restarts += 1
+        print(f"{result.message}\nlaunch: lost rank {result.failed_rank}; restart {restarts} of "
+              f"{options.max_restarts} on the {left} processes left (was "
+              f"{current.nproc_per_node})", file=sys.stderr, flush=True)
+        current = dataclasses.replace(current, nproc_per_node=left,
+                                      job_id=f"{options.job_id}-r{restarts}",
+                                      restart_count=restarts)
