@@ -112,3 +112,40 @@ def test_a_job_that_loses_a_process_restarts_on_three_and_matches_a_fresh_run(tm
     assert fresh_run["strategy"] == elastic["strategy"]  # the same plan: bitwise
     assert np.array_equal(elastic["losses"], fresh_run["losses"]), (elastic["losses"],
                                                                     fresh_run["losses"])
+
+
+RESTARTING = """
+import os, sys
+out, count = sys.argv[1], os.environ.get("OFL_RESTART_COUNT")
+open(os.path.join(out, "start%s_rank%s" % (count, os.environ["RANK"])), "w").write(
+    os.environ["WORLD_SIZE"] + " " + os.environ["OFL_JOB_ID"])
+if count == "0" and os.environ["RANK"] == "1":
+    sys.exit(3)
+"""
+
+
+def test_the_launcher_restarts_on_the_processes_left_under_a_new_job_id(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(RESTARTING)
+    p = subprocess.run([sys.executable, "-m", "oneflow_lite.distributed.launch",
+                        "--nproc-per-node", "3", "--max-restarts", "2", "--timeout-s", "5",
+                        str(script), str(tmp_path)], env=_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "launch: rank 1 (pid" in p.stderr and "exited with code 3" in p.stderr, p.stderr
+    assert "launch: lost rank 1; restart 1 of 2 on the 2 processes left (was 3)" in p.stderr
+    first = {(tmp_path / f"start0_rank{r}").read_text() for r in range(3)}
+    second = {(tmp_path / f"start1_rank{r}").read_text() for r in range(2)}
+    assert len(first) == 1 and len(second) == 1 and not (tmp_path / "start1_rank2").exists()
+    (size0, job0), (size1, job1) = first.pop().split(), second.pop().split()
+    assert (size0, size1) == ("3", "2") and job1 == job0 + "-r1"
+    assert not (tmp_path / "start2_rank0").exists()  # one restart was enough
+
+
+def test_restarts_are_for_one_node():
+    p = subprocess.run([sys.executable, "-m", "oneflow_lite.distributed.launch", "--nnodes", "2",
+                        "--master-port", "29999", "--max-restarts", "1", "-m", "json.tool"],
+                       env=_env(), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "--max-restarts 1 with --nnodes 2: elastic restarts are for a job on one node" in \
+        p.stderr.strip().splitlines()[-1], p.stderr
