@@ -327,13 +327,43 @@ Maybe<std::vector<std::vector<char>>> ProcessWorld::AllGather(const std::string&
   OFL_RETURN_IF_ERROR(store_->Set(Key(StrCat(name, "/", options_.process)), mine));
   std::vector<std::string> keys;
   for (int64_t p = 0; p < options_.num_processes; ++p) keys.push_back(Key(StrCat(name, "/", p)));
-  OFL_RETURN_IF_ERROR(WaitOrFail(keys, scope, "all-gather '" + name + "'"));
+  Status waited = WaitOrFail(keys, scope, "all-gather '" + name + "'");
+  if (waited.code() == StatusCode::kTimeout) {  // name who is late: hung, or elsewhere
+    std::vector<std::string> late;
+    for (int64_t p = 0; p < options_.num_processes; ++p) {
+      auto here = store_->Check({keys[p]});
+      if (here.ok() && !here.value()) late.push_back(std::to_string(p));
+    }
+    return Status(StatusCode::kTimeout,
+                  StrCat("process ", options_.process, ": all-gather '", name,
+                         "': process(es) ", late.empty() ? "?" : JoinText(late, ", "),
+                         " did not arrive within ", options_.timeout.count(),
+                         " ms (hung, or busy elsewhere)"));
+  }
+  OFL_RETURN_IF_ERROR(waited);
   std::vector<std::vector<char>> out;
   for (const std::string& key : keys) {
     OFL_ASSIGN_OR_RETURN(std::vector<char> v, store_->Get(key, options_.timeout));
     out.push_back(std::move(v));
   }
   return out;
+}
+
+std::string ProcessWorld::Late(const std::string& name, milliseconds wait) {
+  if (store_ == nullptr) return "";
+  const auto deadline = Clock::now() + wait;
+  std::vector<std::string> late;
+  do {
+    late.clear();
+    for (int64_t p = 0; p < options_.num_processes; ++p) {
+      auto here = store_->Check({Key(StrCat(name, "/", p))});
+      if (!here.ok()) return "";  // the store is gone: CheckFailure says so
+      if (!here.value()) late.push_back(std::to_string(p));
+    }
+    if (late.empty()) return "";
+    std::this_thread::sleep_for(milliseconds(50));
+  } while (Clock::now() < deadline);
+  return JoinText(late, ", ");
 }
 
 Status ProcessWorld::Barrier(const std::string& name, const std::string& scope) {

@@ -110,6 +110,9 @@ class ProcessWorld {
                                                   const std::vector<char>& mine,
                                                   const std::string& scope = "");
   Status Barrier(const std::string& name, const std::string& scope = "");
+  // The processes (e.g. "1, 3") that have not set their key of AllGather
+  // `name` within `wait` ("" once all have, or when the store is gone).
+  std::string Late(const std::string& name, std::chrono::milliseconds wait);
 
   // Publishes this process's failure of `scope` (e.g. one session's step:
   // the next step starts clean); the first published one stays.

@@ -250,6 +250,53 @@ def test_an_unreachable_master_gets_an_honest_message(addr, words):
     assert words in out and "in progress" not in out, out
 
 
+def _hang_job(tmp_path, **extra):
+    env = dict(os.environ, OFL_TEST_THREADS="1", PYTHONPATH=os.pathsep.join(
+        [os.path.join(spawn.REPO, "python"), os.path.join(spawn.REPO, "tests", "python")]))
+    env.pop("OFL_HEARTBEAT_TIMEOUT_S", None)
+    env.update({k: str(v) for k, v in extra.items()})
+    return subprocess.Popen(
+        [sys.executable, "-m", "oneflow_lite.distributed.launch", "--nproc-per-node", "3",
+         "--timeout-s", "2", "-m", "multiprocess.worker", "hang", str(tmp_path)],
+        env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True)
+
+
+def _stop_process_1(tmp_path, launcher):
+    """SIGSTOP to process 1 once all train; (its time, exit code, output,
+    pids still running)."""
+    pids = {}
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(pids) < 3 and launcher.poll() is None:
+            for p in range(3):
+                f = tmp_path / f"running.{p}"
+                if f.exists() and f.read_text():
+                    pids[p] = int(f.read_text())
+            time.sleep(0.05)
+        assert len(pids) == 3, "the job did not start training"
+        stopped_at = time.time()
+        os.kill(pids[1], signal.SIGSTOP)
+        code, out = _finish(launcher, 90)
+        alive = [p for p in pids.values() if _running(p)]
+    finally:
+        for p in pids.values():
+            if _running(p):
+                os.kill(p, signal.SIGKILL)
+        _end([launcher])
+    return stopped_at, code, out, alive
+
+
+def test_without_heartbeats_a_hung_peer_is_named_at_the_step_timeout(tmp_path):
+    launcher = _hang_job(tmp_path, OFL_HEARTBEAT_TIMEOUT_S=0, OFL_WORLD_TIMEOUT_S=3,
+                         OFL_TEST_STEP_TIMEOUT_MS=3000)
+    _, code, out, alive = _stop_process_1(tmp_path, launcher)
+    assert code == 1 and alive == [], out
+    for p in (0, 2):
+        error = str(np.load(str(tmp_path / f"hang.p{p}.npz"))["error"])
+        assert "process(es) 1 did not vote within 5000 ms (hung or stopped?)" in error, error
+
+
 def test_a_stopped_process_is_named_within_5_s_and_nothing_is_left_running(tmp_path):
     """SIGSTOP of process 1 mid-training: the others fail within 5 s naming
     it (the store's heartbeat; default timeout), the launcher ends the

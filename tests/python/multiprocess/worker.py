@@ -74,7 +74,8 @@ def model_case(name: str):
     return {"model": kind, "config": cfg, "batch": batch, "micro_batches": 1, "data_seed": 7}
 
 
-def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, steps: int = 3):
+def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, steps: int = 3,
+              timeout_ms: int = 30000):
     case = model_case(name)
     data = td.batches(case)[:steps]
     g, params = td.build(td.make_model(case), case["batch"])
@@ -82,7 +83,7 @@ def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, s
         strategy = _C.plan(g.program, list(hierarchy), "v100_8gpu", "autoddl").strategy
     else:
         strategy = {"kind": "random", "seed": int(searcher), "stages": 1}
-    s = session(g, devices, hierarchy, strategy, 1, threads)
+    s = session(g, devices, hierarchy, strategy, 1, threads, timeout_ms=timeout_ms)
     return s, g, params, data
 
 
@@ -164,7 +165,8 @@ def main(argv) -> int:
         save(out, "seeds", [], {}, error="")
         return 0
     elif mode == "hang":  # trains until stopped; says when it started and when it failed
-        s, g, params, data = run_model("gpt", "3", 3, [3], threads, steps=1)
+        s, g, params, data = run_model("gpt", "3", 3, [3], threads, steps=1, timeout_ms=int(
+            os.environ.get("OFL_TEST_STEP_TIMEOUT_MS", "30000")))
         x, y = data[0]
         for step in range(5000):
             try:
