@@ -22,6 +22,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from multiprocess import spawn
 
@@ -124,21 +125,26 @@ if count == "0" and os.environ["RANK"] == "1":
 """
 
 
-def test_the_launcher_restarts_on_the_processes_left_under_a_new_job_id(tmp_path):
+@pytest.mark.parametrize("same", [False, True], ids=["on_those_left", "same_size"])
+def test_the_launcher_restarts_the_job_under_a_new_job_id(tmp_path, same):
     script = tmp_path / "job.py"
     script.write_text(RESTARTING)
     p = subprocess.run([sys.executable, "-m", "oneflow_lite.distributed.launch",
                         "--nproc-per-node", "3", "--max-restarts", "2", "--timeout-s", "5",
+                        *(["--restart-same-size"] if same else []),
                         str(script), str(tmp_path)], env=_env(), capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "launch: rank 1 (pid" in p.stderr and "exited with code 3" in p.stderr, p.stderr
-    assert "launch: lost rank 1; restart 1 of 2 on the 2 processes left (was 3)" in p.stderr
+    where = "on 3 processes again" if same else "on the 2 processes left (was 3)"
+    assert f"launch: lost rank 1; restart 1 of 2 {where}" in p.stderr, p.stderr
+    size = 3 if same else 2
     first = {(tmp_path / f"start0_rank{r}").read_text() for r in range(3)}
-    second = {(tmp_path / f"start1_rank{r}").read_text() for r in range(2)}
-    assert len(first) == 1 and len(second) == 1 and not (tmp_path / "start1_rank2").exists()
+    second = {(tmp_path / f"start1_rank{r}").read_text() for r in range(size)}
+    assert len(first) == 1 and len(second) == 1
+    assert (tmp_path / "start1_rank2").exists() == same
     (size0, job0), (size1, job1) = first.pop().split(), second.pop().split()
-    assert (size0, size1) == ("3", "2") and job1 == job0 + "-r1"
+    assert (size0, size1) == ("3", str(size)) and job1 == job0 + "-r1"
     assert not (tmp_path / "start2_rank0").exists()  # one restart was enough
 
 

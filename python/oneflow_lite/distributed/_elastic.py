@@ -46,21 +46,24 @@ def launch_with_restarts(command, options, launch_once):
     lost, not a signal to the launcher) and ``options.max_restarts`` allows,
     starts the job again on the processes left: one fewer than before (the
     first one that failed is the one lost), under a new job id (its own store
-    keys), with OFL_RESTART_COUNT telling the job it restarts. Prints one
-    line per restart naming the lost rank. Returns the last LaunchResult."""
+    keys), with OFL_RESTART_COUNT telling the job it restarts; with
+    ``options.restart_same_size`` on as many processes as before (the lost
+    one could be started again here). Prints one line per restart naming
+    the lost rank. Returns the last LaunchResult."""
     current, restarts = options, 0
     while True:
         result = launch_once(command, current)
         if (result.exit_code == 0 or result.received_signal is not None
                 or result.failed_rank is None or restarts >= options.max_restarts):
             return result
-        left = current.nproc_per_node - 1
+        left = current.nproc_per_node - (0 if options.restart_same_size else 1)
         if left < 1:
             return result
         restarts += 1
+        where = (f"on {left} processes again" if options.restart_same_size else
+                 f"on the {left} processes left (was {current.nproc_per_node})")
         print(f"{result.message}\nlaunch: lost rank {result.failed_rank}; restart {restarts} of "
-              f"{options.max_restarts} on the {left} processes left (was "
-              f"{current.nproc_per_node})", file=sys.stderr, flush=True)
+              f"{options.max_restarts} {where}", file=sys.stderr, flush=True)
         current = dataclasses.replace(current, nproc_per_node=left,
                                       job_id=f"{options.job_id}-r{restarts}",
                                       restart_count=restarts)

@@ -77,6 +77,7 @@ class LaunchOptions:
     env: Optional[Dict[str, str]] = None
     kill_after_s: float = 3.0
     max_restarts: int = 0  # elastic restarts on the processes left (_elastic.py)
+    restart_same_size: bool = False  # restart on as many processes as before
     checkpoint_dir: Optional[str] = None  # for the job: OFL_CHECKPOINT_DIR
     checkpoint_every: int = 0  # for the job: OFL_CHECKPOINT_EVERY (steps)
     restart_count: int = 0  # this start's number (OFL_RESTART_COUNT), set by a restart
@@ -299,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-restarts", type=int, default=0, metavar="N",
                    help="after a lost process, start the job again on the processes left, up "
                         "to N times (the job resumes from its last checkpoint)")
+    p.add_argument("--restart-same-size", action="store_true",
+                   help="restart on as many processes as before (the lost one can be started "
+                        "again here) rather than on those left")
     p.add_argument("--checkpoint-dir", default=None, metavar="DIR",
                    help="tells the job where to keep its checkpoints ($OFL_CHECKPOINT_DIR)")
     p.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
@@ -325,6 +329,7 @@ def parse_args(argv: Optional[Sequence[str]] = None):
         iface=args.iface, devices_per_process=args.devices_per_process,
         timeout_s=args.timeout_s, job_id=args.job_id, log_dir=args.log_dir,
         tee_prefix=args.tee_prefix, max_restarts=args.max_restarts,
+        restart_same_size=args.restart_same_size,
         checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
     try:
         return args, options.resolved()
