@@ -386,3 +386,9 @@ if __name__ == "__main__":
         main()
     except ValueError as error:  # bad sizes or settings: one line and status 2, as argparse
         train_args.usage_error(str(error).splitlines()[0])
+    except RuntimeError as error:  # a lost peer: this process stops cleanly, in one line
+        if "lost process" not in str(error) and "lost rank" not in str(error):
+            raise
+        print(f"process {os.environ.get('RANK', '0')} stops: {str(error).splitlines()[0]}",
+              file=sys.stderr, flush=True)
+        sys.exit(1)
