@@ -80,12 +80,8 @@ def test_a_second_job_on_the_same_port_fails_fast_and_the_first_runs_on(tmp_path
     first = [_start(HOLD, _env(r, 2, port), go) for r in range(2)]
     second = []
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not all(
-                os.path.exists(str(tmp_path / "never")) or p.poll() is not None for p in first):
-            line = first[0].stdout.readline()
-            if "joined" in line:
-                break
+        # (readline is bounded: the process prints or exits within its 60 s world timeout)
+        assert "joined" in first[0].stdout.readline()
         start = time.monotonic()
         second = [_start(HOLD, _env(r, 2, port), go) for r in range(2)]
         results = [_finish(p, 30) for p in second]
