@@ -434,7 +434,8 @@ Status BoxingGroups::ConnectRemote() {
   if (remote_.empty()) return Status::OK();
   GlooOptions options = world_.world->options().gloo;
   options.timeout = timeout_;
-  const std::string attempt = StrCat(world_.name, "/a", attempt_++);
+  // Under the job's key prefix: two jobs sharing a store never meet in Gloo.
+  const std::string attempt = world_.world->Key(StrCat(world_.name, "/a", attempt_++));
   // Member lists in sorted order (the map's), on every process alike; the
   // local members of one list connect at once (each waits for the others).
   // Keys sort by member list, then rank, then stream: the batch of one member

@@ -24,28 +24,29 @@ using std::chrono::milliseconds;
 // Request: op(1) arg(8) nkeys(4) [klen(4) key]* vlen(8) value.
 // Reply: code(1) vlen(8) value.
 enum Op : uint8_t { kSet = 1, kGet = 2, kWait = 3, kCheck = 4, kAdd = 5, kWatch = 6, kLeave = 7,
-                   kSetIfAbsent = 8, kDeletePrefix = 9 };
+                   kSetIfAbsent = 8, kDeletePrefix = 9, kBeat = 10 };
 enum Code : uint8_t { kOkReply = 0, kTimeoutReply = 1, kBadReply = 2 };
 constexpr uint32_t kMaxKeyBytes = 4096;
 constexpr uint32_t kMaxKeys = 4096;
 constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
 constexpr milliseconds kSlice(100);        // how often blocked server threads look up
-constexpr milliseconds kReplySlack(5000);  // server wait + this = client's deadline
 constexpr int64_t kMaxServerWaitMs = 24 * 3600 * 1000;
 
 std::string Errno() { return std::strerror(errno); }
 
 // Waits until fd is readable (events POLLIN) or writable; false on timeout
-// or when *stop turns true.
+// or when *stop turns true. Past the deadline it still looks once without
+// waiting, so that a thread resumed late (its process was stopped) sees
+// what arrived meanwhile rather than a timeout.
 bool PollUntil(int fd, short events, Clock::time_point deadline, const std::atomic<bool>* stop) {
   for (;;) {
     if (stop != nullptr && stop->load()) return false;
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
     pollfd p{fd, events, 0};
-    int rv = ::poll(&p, 1, static_cast<int>(std::min(left, kSlice).count()));
+    int rv = ::poll(&p, 1, static_cast<int>(std::clamp(left, milliseconds(0), kSlice).count()));
     if (rv > 0) return true;
     if (rv < 0 && errno != EINTR) return true;  // let the read/write report it
+    if (left.count() <= 0) return false;
   }
 }
 
@@ -87,6 +88,23 @@ void Put(std::vector<char>* out, T v) {
   out->insert(out->end(), p, p + sizeof(T));
 }
 
+// Why a connect failed, in words a user can act on.
+std::string ConnectError(int err) {
+  switch (err) {
+    case ECONNREFUSED:
+      return "connection refused: nothing listens on that port (has process 0 started, and do "
+             "MASTER_ADDR and MASTER_PORT name its host and port?)";
+    case ETIMEDOUT:
+      return "no answer from that address (it may be unreachable from here, or a firewall drops "
+             "the connection): check MASTER_ADDR";
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+      return StrCat("no route to that address (", std::strerror(err), "): check MASTER_ADDR");
+    default:
+      return std::strerror(err);
+  }
+}
+
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 Maybe<addrinfo*> Resolve(const std::string& host, int port, bool passive) {
@@ -111,11 +129,16 @@ struct Req {
   std::vector<char> value;
 };
 
-std::string ReadRequest(int fd, Req* req, const std::atomic<bool>* stop) {
-  const auto never = Clock::now() + std::chrono::hours(24 * 365);
+constexpr char kNoRequest[] = "timed out reading";  // ReadAll's timeout
+
+// Reads one request whose first byte must arrive before `first_byte`.
+std::string ReadRequest(int fd, Req* req, const std::atomic<bool>* stop,
+                        Clock::time_point first_byte) {
   char head[13];
-  std::string err = ReadAll(fd, head, sizeof(head), never, stop);
+  std::string err = ReadAll(fd, head, 1, first_byte, stop);
   if (!err.empty()) return err;
+  const auto never = Clock::now() + std::chrono::hours(24 * 365);
+  if (!(err = ReadAll(fd, head + 1, sizeof(head) - 1, never, stop)).empty()) return err;
   uint32_t nkeys = 0;
   std::memcpy(&req->op, head, 1);
   std::memcpy(&req->arg, head + 1, 8);
@@ -226,18 +249,30 @@ void TcpStoreServer::AcceptLoop() {
 
 void TcpStoreServer::Serve(int fd) {
   // kWatch: the key to set (unless set already) when this client's connection
-  // closes without a kLeave first: the client's process died.
+  // closes without a kLeave first (the client's process died), or, with a
+  // heartbeat, when no request comes for that long (it is stopped or hung).
   std::string watch_key;
-  std::vector<char> watch_value;
-  auto on_exit = [&] {
+  std::vector<char> watch_value, stall_value;
+  milliseconds heartbeat(0);
+  auto publish = [&](const std::vector<char>& value) {
     std::lock_guard<std::mutex> lock(mu_);
     if (watch_key.empty() || stop_ || data_.count(watch_key) > 0) return;
-    data_[watch_key] = watch_value;
+    data_[watch_key] = value;
     changed_.notify_all();
   };
+  auto on_exit = [&] { publish(watch_value); };
+  const auto never = std::chrono::hours(24 * 365);
   for (;;) {
     Req req;
-    if (!ReadRequest(fd, &req, &stop_).empty()) return on_exit();  // the client left (or we stop)
+    const bool beats = !watch_key.empty() && heartbeat.count() > 0;
+    const std::string err =
+        ReadRequest(fd, &req, &stop_, Clock::now() + (beats ? milliseconds(heartbeat) : never));
+    if (beats && err == kNoRequest) {  // silent past its heartbeat: reported once
+      publish(stall_value);
+      heartbeat = milliseconds(0);
+      continue;
+    }
+    if (!err.empty()) return on_exit();  // the client left (or we stop)
     uint8_t code = kOkReply;
     std::vector<char> value;
     {
@@ -319,13 +354,19 @@ void TcpStoreServer::Serve(int fd) {
           }
           break;
         }
-        case kWatch:
+        case kWatch: {  // value: the death message, '\0', the stall message
           if (req.keys.size() != 1) {
             code = kBadReply;
             break;
           }
           watch_key = req.keys[0];
-          watch_value = std::move(req.value);
+          auto nul = std::find(req.value.begin(), req.value.end(), '\0');
+          watch_value.assign(req.value.begin(), nul);
+          stall_value.assign(nul == req.value.end() ? nul : nul + 1, req.value.end());
+          heartbeat = milliseconds(std::clamp<int64_t>(req.arg, 0, kMaxServerWaitMs));
+          break;
+        }
+        case kBeat:
           break;
         case kLeave:
           watch_key.clear();
@@ -363,12 +404,15 @@ Maybe<std::unique_ptr<TcpStore>> TcpStore::Connect(const std::string& host, int 
           ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
       if (fd < 0) continue;
       int rv = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
-      if (rv != 0 && errno == EINPROGRESS && PollUntil(fd, POLLOUT, deadline, nullptr)) {
-        int err = 0;
-        socklen_t len = sizeof(err);
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        rv = err == 0 ? 0 : -1;
-        errno = err;
+      int err = rv == 0 ? 0 : errno;
+      if (rv != 0 && err == EINPROGRESS) {
+        if (PollUntil(fd, POLLOUT, deadline, nullptr)) {
+          socklen_t len = sizeof(err);
+          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          rv = err == 0 ? 0 : -1;
+        } else {
+          err = ETIMEDOUT;  // no answer at all: not "in progress"
+        }
       }
       if (rv == 0) {
         ::freeaddrinfo(res);
@@ -376,7 +420,7 @@ Maybe<std::unique_ptr<TcpStore>> TcpStore::Connect(const std::string& host, int 
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         return std::unique_ptr<TcpStore>(new TcpStore(host, port, fd, timeout));
       }
-      last_error = Errno();
+      last_error = ConnectError(err);
       ::close(fd);
     }
     ::freeaddrinfo(res);
@@ -387,6 +431,11 @@ Maybe<std::unique_ptr<TcpStore>> TcpStore::Connect(const std::string& host, int 
 
 TcpStore::TcpStore(std::string host, int port, int fd, milliseconds timeout)
     : host_(std::move(host)), port_(port), timeout_(timeout), fd_(fd) {}
+
+void TcpStore::set_reply_slack(milliseconds slack) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reply_slack_ = slack;
+}
 
 TcpStore::~TcpStore() { ::close(fd_); }
 
@@ -414,7 +463,7 @@ Maybe<TcpStore::Reply> TcpStore::Request(uint8_t op, const std::vector<std::stri
   req.insert(req.end(), value.begin(), value.end());
 
   std::lock_guard<std::mutex> lock(mu_);
-  const auto deadline = Clock::now() + wait + kReplySlack;
+  const auto deadline = Clock::now() + wait + reply_slack_;
   std::string err = WriteAll(fd_, req.data(), req.size(), deadline);
   if (!err.empty()) return fail(err);
   char head[9];
@@ -500,9 +549,19 @@ Status TcpStore::DeletePrefix(const std::string& prefix) {
   return Status::OK();
 }
 
-Status TcpStore::WatchConnection(const std::string& key, const std::string& value) {
-  OFL_ASSIGN_OR_RETURN(Reply r, Request(kWatch, {key}, std::vector<char>(value.begin(), value.end()),
-                                        0, milliseconds(0), "watch '" + key + "'"));
+Status TcpStore::WatchConnection(const std::string& key, const std::string& value,
+                                 milliseconds heartbeat, const std::string& stalled) {
+  std::vector<char> both(value.begin(), value.end());
+  both.push_back('\0');
+  both.insert(both.end(), stalled.begin(), stalled.end());
+  OFL_ASSIGN_OR_RETURN(Reply r, Request(kWatch, {key}, both, heartbeat.count(), milliseconds(0),
+                                        "watch '" + key + "'"));
+  (void)r;
+  return Status::OK();
+}
+
+Status TcpStore::Beat() {
+  OFL_ASSIGN_OR_RETURN(Reply r, Request(kBeat, {"-"}, {}, 0, milliseconds(0), "heartbeat"));
   (void)r;
   return Status::OK();
 }

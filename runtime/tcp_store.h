@@ -26,8 +26,9 @@
 // Operations: set, get (waits until the key exists or the timeout passes),
 // wait for several keys, check (no wait), an atomic add on a decimal
 // counter (barriers), and a watch on the client's own connection (a key the
-// server sets when the client dies: how the other processes learn of it).
-// Values are bytes. Plain POSIX sockets; every connect, read, write and
+// server sets when the client dies, or, with a heartbeat, when the client
+// sends nothing for that long: how the other processes learn of a dead or a
+// stopped one). Values are bytes. Plain POSIX sockets; every connect, read, write and
 // wait is bounded by a timeout, and every error names the
 // store's address and the key. Sizes are bounded (keys 4 KiB, values 256 MiB).
 //
@@ -98,8 +99,17 @@ class TcpStore : public gloo::rendezvous::Store {
   // Liveness: when this client's connection closes before Leave() (its
   // process died: the kernel closes the socket even on kill -9), the server
   // sets `key` to `value` unless the key exists already (the first loss wins).
-  Status WatchConnection(const std::string& key, const std::string& value);
+  // With a positive `heartbeat`, the server also sets `key` to `stalled` when
+  // no request (Beat() or any other) arrives on this connection for that
+  // long (the process is stopped or hung); it says so once.
+  Status WatchConnection(const std::string& key, const std::string& value,
+                         std::chrono::milliseconds heartbeat = std::chrono::milliseconds(0),
+                         const std::string& stalled = "");
+  Status Beat();   // a request that does nothing but keep a heartbeat watch quiet
   Status Leave();  // a clean goodbye: the watch is dropped
+  // How long a reply may take beyond the server's own wait before the
+  // request fails (default 5 s): a store that answers no faster is gone.
+  void set_reply_slack(std::chrono::milliseconds slack);
 
   // gloo::rendezvous::Store (throws gloo::IoException with the message).
   void set(const std::string& key, const std::vector<char>& data) override;
@@ -125,8 +135,9 @@ class TcpStore : public gloo::rendezvous::Store {
   const std::string host_;
   const int port_;
   const std::chrono::milliseconds timeout_;
-  std::mutex mu_;  // one request at a time on fd_
+  std::mutex mu_;  // one request at a time on fd_; guards reply_slack_
   int fd_;
+  std::chrono::milliseconds reply_slack_{5000};
 };
 
 }  // namespace ofl

@@ -104,9 +104,14 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
     if (t.kind() != proto::TaskProto::SOURCE && t.kind() != proto::TaskProto::VARIABLE) continue;
     s->source_registers_[t.op_conf().name()].push_back(&s->plan_.registers(t.outputs(0)));
   }
+  std::vector<std::pair<std::string, Tensor>> initial;
   for (const std::string& v : graph.variable_names()) {
     OFL_ASSIGN_OR_RETURN(Tensor init, graph.InitialValue(v));
     OFL_RETURN_IF_ERROR(s->SetVariable(v, init));
+    initial.emplace_back(v, init);
+  }
+  if (world != nullptr && world->distributed()) {
+    OFL_RETURN_IF_ERROR(CheckSameValues(world, s->name_ + "/initial", initial));
   }
   return s;
 }
@@ -312,6 +317,15 @@ Status DistributedSession::Vote(const Status& local) {
       local.ok() ? "" : StrCat("process ", world_->process(), ": ", local.message());
   auto votes = world_->AllGather(scope_ + "/vote", std::vector<char>(outcome.begin(), outcome.end()),
                                  scope_);
+  if (!local.ok() && local.code() == StatusCode::kTimeout && !votes.ok()) {
+    // A step that timed out here, perhaps because a peer hangs: the others
+    // vote soon after (their steps time out too); name those that do not.
+    const std::string late = world_->Late(scope_ + "/vote", std::chrono::milliseconds(5000));
+    if (!late.empty()) {
+      return Status(local.code(), StrCat(local.message(), "; process(es) ", late,
+                                         " did not vote within 5000 ms (hung or stopped?)"));
+    }
+  }
   if (!local.ok()) return local;
   if (!votes.ok()) return votes.status();
   for (const auto& v : votes.value()) {

@@ -162,4 +162,29 @@ Status CheckSamePlan(ProcessWorld* world, const std::string& name, const proto::
   return Status::OK();
 }
 
+Status CheckSameValues(ProcessWorld* world, const std::string& name,
+                       const std::vector<std::pair<std::string, Tensor>>& values) {
+  if (world == nullptr || !world->distributed()) return Status::OK();
+  std::vector<uint64_t> mine;
+  for (const auto& [variable, t] : values) {
+    const char* p = static_cast<const char*>(t.raw());
+    mine.push_back(Fnv(std::string(p, p + t.nbytes())));
+  }
+  std::vector<char> bytes(mine.size() * 8);
+  std::memcpy(bytes.data(), mine.data(), bytes.size());
+  OFL_ASSIGN_OR_RETURN(auto all, world->AllGather(name, bytes));
+  const std::vector<uint64_t> first = Unpack64(all[0]);
+  for (size_t p = 1; p < all.size(); ++p) {
+    const std::vector<uint64_t> other = Unpack64(all[p]);
+    for (size_t i = 0; i < values.size() && i < other.size() && i < first.size(); ++i) {
+      if (other[i] == first[i]) continue;
+      return InvalidArgument("initial values differ: process ", p, "'s variable '",
+                             values[i].first, "' is not process 0's (every process must build "
+                             "the same initial weights: the same seed and initialisers, or load "
+                             "the same checkpoint)");
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace ofl

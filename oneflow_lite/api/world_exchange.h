@@ -34,4 +34,12 @@ std::vector<uint64_t> PlanHashes(const proto::Plan& plan);
 // 17 (matmul 'fc1' on rank 2) ..."). `name` must be new.
 Status CheckSamePlan(ProcessWorld* world, const std::string& name, const proto::Plan& plan);
 
+// Every process compares a hash of each variable's initial value with
+// process 0's (a checksum, not a broadcast: processes that build different
+// weights, e.g. from another seed, are a bug to report, and hashing costs no
+// traffic); a mismatch is the same error on every process, naming the first
+// variable and process that differ. `name` must be new.
+Status CheckSameValues(ProcessWorld* world, const std::string& name,
+                       const std::vector<std::pair<std::string, Tensor>>& values);
+
 }  // namespace ofl

@@ -89,7 +89,8 @@ def check(path: str, index: dict) -> dict:
     c.need(index, "fingerprint", lambda v: isinstance(v, str), "a string", "")
     if not isinstance(index.get("meta", {}), dict):
         raise c.fail(f"{INDEX} 'meta' is not an object")
-    c.need(index, "chunk_bytes", lambda v: _int(v, 1), "a positive integer", "")
+    c.need(index, "chunk_bytes", lambda v: _int(v, 1) and v < 2 ** 62,
+           "a positive integer below 2**62", "")
     world = c.need(index, "world", lambda v: isinstance(v, dict), "an object", "")
     c.need(world, "processes", lambda v: _int(v, 1), "a positive integer", "world")
     c.need(world, "ranks", _ints, "a list of ranks", "world")

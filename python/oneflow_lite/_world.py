@@ -17,7 +17,7 @@ import atexit
 import os
 import pickle
 import sys
-from typing import Any, List
+from typing import Any, List, Optional
 
 from oneflow_lite import _C
 
@@ -106,26 +106,46 @@ def trace_path(path) -> str:
     return path
 
 
-def all_gather(obj: Any) -> List[Any]:
-    """Every process's ``obj``, by process index."""
+def all_gather(obj: Any, owner: str = "py") -> List[Any]:
+    """Every process's ``obj``, by process index. Calls of one ``owner`` are
+    numbered together: another thread uses another owner."""
     if not info()["distributed"]:
         return [obj]
-    parts = _C.world_all_gather(pickle.dumps(obj))
+    parts = _C.world_all_gather(pickle.dumps(obj), owner)
     return [pickle.loads(p) for p in parts]
 
 
-def broadcast(obj: Any) -> Any:
+def broadcast(obj: Any, owner: str = "py") -> Any:
     """Process 0's ``obj`` on every process."""
-    return all_gather(obj if info()["process"] == 0 else None)[0]
+    return all_gather(obj if info()["process"] == 0 else None, owner)[0]
 
 
-def barrier() -> None:
-    all_gather(None)
+def barrier(owner: str = "py") -> None:
+    all_gather(None, owner)
+
+
+def publish(name: str, value: str) -> None:
+    """Sets the job's key ``name`` (once; not a collective: a lost peer does
+    not stop it). Nothing in a process started alone."""
+    if info()["distributed"]:
+        _C.world_publish(name, value.encode())
+
+
+def await_published(name: str) -> Optional[str]:
+    """The value of ``name`` once ``publish`` set it (bounded by the world's
+    timeout: RuntimeError), or None when the store no longer answers: its
+    host, process 0, is gone."""
+    got = _C.world_await(name)
+    return None if got is None else got.decode()
 
 
 class World:
     """The world object sharded checkpoints take: process index, count, and
-    the store collectives above."""
+    the store collectives above, numbered under ``owner`` (a thread of its
+    own, e.g. a background checkpoint writer, takes an owner of its own)."""
+
+    def __init__(self, owner: str = "py"):
+        self.owner = owner
 
     @property
     def process(self) -> int:
@@ -136,10 +156,16 @@ class World:
         return info()["num_processes"]
 
     def barrier(self, name: str = "") -> None:  # noqa: ARG002 - names are for readers
-        barrier()
+        barrier(self.owner)
 
     def broadcast_str(self, value: str) -> str:
-        return broadcast(value)
+        return broadcast(value, self.owner)
 
     def all_gather_obj(self, obj: Any) -> List[Any]:
-        return all_gather(obj)
+        return all_gather(obj, self.owner)
+
+    def publish_str(self, name: str, value: str) -> None:
+        publish(name, value)
+
+    def await_str(self, name: str) -> Optional[str]:
+        return await_published(name)

@@ -29,7 +29,12 @@ written exactly once, writes index.json and swaps the folder in atomically
 none) loadable; the next save removes the marked leftovers (named after
 process 0's pid, removed once no process of that pid lives on the host of
 the next save's process 0). Every process
-sees one outcome: an error on any process raises on all.
+sees one outcome: an error on any process raises on all. Process 0 decides it
+and publishes it outside the collectives, so a peer lost after every shard
+was gathered changes nothing: the checkpoint is published and every save
+that lives on returns; when process 0 itself is lost, the others read the
+outcome from the disk (the index names the save that wrote it). A save
+reports exactly what is on disk.
 Multi-host saves assume one filesystem shared by the hosts, mounted at the
 same path (every process writes into process 0's temporary folder).
 
@@ -147,20 +152,44 @@ def _write_and_publish(tmp: str, path, replace: bool, source, model: str, meta,
         payload = _write_shard(tmp, source, world.process, chunk_bytes)
     except Exception as e:  # the others must hear of it, not wait for us
         error, payload = e, {"error": f"{type(e).__name__}: {e}"}
-    gathered = world.all_gather_obj(payload)
+    save_id = os.path.basename(tmp)
+    try:
+        gathered = world.all_gather_obj(payload)
+    except Exception as e:  # a peer was lost: process 0 still decides what is on disk
+        if world.process == 0:
+            world.publish_str(f"save/{save_id}", f"process 0: {e}")
+        elif _outcome(world, path, save_id) == "":
+            return  # the checkpoint was published complete: say so
+        raise
     failed = [f"process {i}: {g['error']}" for i, g in enumerate(gathered) if "error" in g]
-    status = ""
-    if world.process == 0 and not failed:
-        try:
-            _publish(tmp, path, replace, model, meta, chunk_bytes, gathered)
-        except Exception as e:
-            error, status = e, f"{type(e).__name__}: {e}"
-    status = world.broadcast_str(status)
+    status = "; ".join(failed)
+    if world.process == 0:
+        if not failed:
+            try:
+                _publish(tmp, path, replace, model, meta, chunk_bytes, gathered, save_id)
+            except Exception as e:
+                error, status = e, f"process 0: {type(e).__name__}: {e}"
+        world.publish_str(f"save/{save_id}", status)  # not a collective: a lost peer is no stop
+    else:
+        status = _outcome(world, path, save_id)
     if error is not None:
         raise error
-    if failed or status:
-        raise CheckpointError(f"sharded checkpoint save failed in another process: "
-                              f"{'; '.join(failed) or 'process 0: ' + status}")
+    if status:
+        raise CheckpointError(f"sharded checkpoint save failed in another process: {status}")
+
+
+def _outcome(world, path, save_id: str) -> str:
+    """Process 0's word on the save ("" = published), or, when process 0 is
+    gone, what the disk says: published when the index there is this save's."""
+    status = world.await_str(f"save/{save_id}")
+    if status is not None:
+        return status
+    try:
+        published = read_index(_save_paths.target_path(path, "sharded_checkpoint.save")).get(
+            "save_id") == save_id
+    except (CheckpointError, OSError):
+        published = False
+    return "" if published else "lost process 0 before it published the checkpoint"
 
 
 def _prepare(path, model: str, meta, chunk_bytes: int, world) -> Tuple[str, bool]:
@@ -297,7 +326,7 @@ def _merge(gathered: List[dict]) -> List[dict]:
 
 
 def _publish(tmp: str, path, replace: bool, model: str, meta, chunk_bytes: int,
-             gathered: List[dict]) -> None:
+             gathered: List[dict], save_id: str = "") -> None:
     tensors = _merge(gathered)
     full = _save_paths.target_path(path, "sharded_checkpoint.save")
     index = {"format": FORMAT, "version": VERSION, "model": model,
@@ -307,7 +336,7 @@ def _publish(tmp: str, path, replace: bool, model: str, meta, chunk_bytes: int,
              "world": {"processes": len(gathered),
                        "ranks": sorted({r for g in gathered for r in g["ranks"]})},
              "files": [{"file": g["file"], "nbytes": g["nbytes"]} for g in gathered],
-             "tensors": tensors}
+             "tensors": tensors, "save_id": save_id}
     _sharded_index.check(tmp, index)  # what a load will check, before anything is replaced
     _save_paths._fsync_dir(os.path.join(tmp, SHARDS))  # the shard files' names, too
     checkpoint._write_file(os.path.join(tmp, INDEX),

@@ -29,11 +29,19 @@ not GPT-3's width) unless sizes are given.
 
 Data: synthetic with learnable structure by default (oneflow_lite.train_data),
 or ``--data PATH`` for character-level GPT training on a text file.
+
+``--checkpoint-dir DIR --checkpoint-every K`` saves a sharded checkpoint
+every K steps (written in the background) and resumes from the newest
+complete one; ``--nproc 4 --max-restarts 1`` then carries on after a lost
+process: the launcher restarts the job on the processes left, which loads
+the newest checkpoint, plans for the new mesh and prints what changed and
+why (oneflow_lite.train_elastic).
 ``main(argv)`` returns the report as a dict.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -43,7 +51,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 import oneflow_lite as flow
-from oneflow_lite import _C, _progress, _world, train_args, train_data
+from oneflow_lite import _C, _progress, _world, train_args, train_data, train_elastic
 from oneflow_lite import train_report as rep
 from oneflow_lite.nn.graph_compile import resolve_cluster
 
@@ -154,31 +162,27 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
         graph.config.chrome_trace(f"{stem}.{searcher}{ext}")
     items = args.batch * (args.seq if args.model == "gpt" else 1)
     unit = "tokens" if args.model == "gpt" else "samples"
-    bar = rep.Progress(args.steps, label, unit)
-    losses, times = [], []
-    compile_s = 0.0
-    for step, (x, y) in enumerate(data, start=1):
-        start = time.perf_counter()
-        try:
-            loss = float(graph(x, y).numpy())
-        except ValueError as e:  # step 1 plans: a searcher that does not fit the model
-            if step > 1:
-                raise
-            train_args.usage_error(f"planning --model {args.model} with --searcher {searcher}: "
-                                   f"{str(e).splitlines()[0]}")
-        times.append(time.perf_counter() - start)  # step 1 includes planning and compiling
-        losses.append(loss)
-        if step == 1:
-            compile_s = times[0]
-            print(f"[{label}] traced, planned, compiled and ran step 1 in {compile_s:.2f} s; "
-                  f"predicted {rep.human_seconds(full_step_s(graph.compiled.planned))} "
-                  f"per step")
-            print(graph.plan_report(max_rows=12), flush=True)
-        bar.update(step, loss, times[-1], items)
+    saves = None
+    first = 0  # the step this run starts after (a checkpoint's)
+    if args.checkpoint_dir and label == args.searcher:
+        saves = train_elastic.Checkpoints(args.checkpoint_dir, args.checkpoint_every,
+                                          args.checkpoint_keep)
+        first = saves.resume(graph)
+    bar = rep.Progress(args.steps - first, label, unit)
+    try:
+        losses, times, compile_s = _train_steps(args, graph, data, searcher, label, saves, first,
+                                                bar, items)
+    except BaseException:
+        if saves is not None:  # the writer thread ends before the process does
+            saves.close(raise_errors=False)
+        raise
+    if saves is not None:
+        saves.close()
     bar.close()
     c = graph.compiled
     peak = list(c.session.peak_bytes())
-    return {"name": label, "searcher": searcher, "losses": losses, "step_seconds": times,
+    return {"name": label, "searcher": searcher, "first_step": first + 1, "losses": losses,
+            "step_seconds": times,
             "compile_seconds": compile_s,
             "predicted": predicted_of(c.planned, list(range(args.devices)),
                                       c.predicted_memory()),
@@ -186,6 +190,41 @@ def train_run(args, config, data, searcher: str, label: str, cluster) -> dict:
                          "peak_bytes_per_rank": peak},
             "strategy": c.session.strategy(), "plan": c.planned.report_json(),
             "_program": c.program}
+
+
+def _train_steps(args, graph, data, searcher, label, saves, first, bar, items):
+    """Steps first+1 .. args.steps: (losses, step times, compile seconds);
+    a checkpoint after every --checkpoint-every steps when ``saves``."""
+    losses, times, compile_s, plan = [], [], 0.0, None
+    for step, (x, y) in enumerate(itertools.islice(data, first, None), start=first + 1):
+        start = time.perf_counter()
+        try:
+            loss = float(graph(x, y).numpy())
+        except ValueError as e:  # the first step plans: a searcher that does not fit the model
+            if step > first + 1:
+                raise
+            train_args.usage_error(f"planning --model {args.model} with --searcher {searcher}: "
+                                   f"{str(e).splitlines()[0]}")
+        times.append(time.perf_counter() - start)  # step 1 includes planning and compiling
+        losses.append(loss)
+        if step == first + 1:
+            compile_s = times[0]
+            print(f"[{label}] traced, planned, compiled and ran step {step} in {compile_s:.2f} "
+                  f"s; predicted {rep.human_seconds(full_step_s(graph.compiled.planned))} "
+                  f"per step")
+            print(graph.plan_report(max_rows=12), flush=True)
+            if saves is not None:
+                plan = train_elastic.plan_record(graph, args,
+                                                 full_step_s(graph.compiled.planned))
+                if saves.resumed_meta is not None:
+                    restart = int(os.environ.get("OFL_RESTART_COUNT") or 0)
+                    for line in train_elastic.describe_change(
+                            saves.resumed_meta.get("plan", {}), plan, restart):
+                        print(line, flush=True)
+        if saves is not None:
+            saves.after_step(graph, step, plan)
+        bar.update(step - first, loss, times[-1], items)
+    return losses, times, compile_s
 
 
 def best_expert(program, args, cluster, skip: str, model=None):
@@ -296,7 +335,8 @@ def launch_self(args, argv: Sequence[str]) -> int:
     from oneflow_lite.distributed.launch import LaunchOptions, launch, python_command
     result = launch(python_command("oneflow_lite.train", list(argv), module=True),
                     LaunchOptions(nproc_per_node=args.nproc,
-                                  devices_per_process=args.devices_per_process))
+                                  devices_per_process=args.devices_per_process,
+                                  max_restarts=args.max_restarts))
     if result.message:
         print(result.message, file=sys.stderr)
     return result.exit_code
@@ -311,6 +351,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     if world["distributed"] and world["process"] != 0:  # process 0 speaks for the job
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
         args.report = args.plot = None
+    changed = train_elastic.adapt_to_world(args, world)  # a restart on fewer processes
+    if changed:
+        print(changed, flush=True)
     batches, config, notes = setup(args)
     print(describe(args, config))
     for note in notes:
@@ -355,3 +398,9 @@ if __name__ == "__main__":
         main()
     except ValueError as error:  # bad sizes or settings: one line and status 2, as argparse
         train_args.usage_error(str(error).splitlines()[0])
+    except RuntimeError as error:  # a lost peer: this process stops cleanly, in one line
+        if "lost process" not in str(error) and "lost rank" not in str(error):
+            raise
+        print(f"process {os.environ.get('RANK', '0')} stops: {str(error).splitlines()[0]}",
+              file=sys.stderr, flush=True)
+        sys.exit(1)

@@ -121,6 +121,19 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
     p.add_argument("--mesh", type=_ints, default=None,
                    help="--plan-only: the mesh, e.g. 128,8 (default: --hierarchy)")
     p.add_argument("--steps", type=count, default=30, help="training steps")
+    p.add_argument("--checkpoint-dir", default=os.environ.get("OFL_CHECKPOINT_DIR") or None,
+                   help="keep sharded checkpoints here (step-<n> folders) and resume from the "
+                        "newest complete one (default: $OFL_CHECKPOINT_DIR)")
+    p.add_argument("--checkpoint-every", type=_int(0),
+                   default=int(os.environ.get("OFL_CHECKPOINT_EVERY") or 0),
+                   help="save every K steps, written in the background (default: "
+                        "$OFL_CHECKPOINT_EVERY, or 0: never)")
+    p.add_argument("--checkpoint-keep", type=_int(0), default=2,
+                   help="newest checkpoints kept (0: all)")
+    p.add_argument("--max-restarts", type=_int(0), default=0,
+                   help="with --nproc: after a lost process, restart on the processes left "
+                        "up to N times, resuming from the newest checkpoint with a plan "
+                        "searched for the new world")
     p.add_argument("--micro-batches", type=count, default=1,
                    help="pipeline micro-batches; must divide --batch")
     for name, help_text in (("layers", "gpt blocks / mlp hidden layers / vgg conv stages"),
@@ -192,6 +205,10 @@ def parse_args(argv: Optional[Sequence[str]] = None, description: str = ""
         if message:
             p.error(message)
     _check_outputs(p, args)
+    if args.checkpoint_every and not args.checkpoint_dir:
+        p.error(f"--checkpoint-every {args.checkpoint_every} needs --checkpoint-dir")
+    if args.max_restarts and args.nproc < 2:
+        p.error(f"--max-restarts {args.max_restarts} needs --nproc >= 2")
     return args
 
 

@@ -55,6 +55,23 @@ class FileWorld:
     def all_gather_obj(self, obj):
         return self._exchange(obj)
 
+    def _board(self, name: str) -> str:
+        return os.path.join(self.root, "published-" + name.replace("/", "_") + ".json")
+
+    def publish_str(self, name: str, value: str) -> None:
+        with open(self._board(name) + ".tmp", "w") as f:
+            json.dump(value, f)
+        os.replace(self._board(name) + ".tmp", self._board(name))
+
+    def await_str(self, name: str) -> str:
+        deadline = time.monotonic() + self.timeout_s
+        while not os.path.exists(self._board(name)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"FileWorld: '{name}' was not published")
+            time.sleep(0.01)
+        with open(self._board(name)) as f:
+            return json.load(f)
+
 
 def graph_for(placement, searcher):
     import oneflow_lite as flow

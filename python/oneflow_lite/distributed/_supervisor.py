@@ -3,7 +3,9 @@ launcher's signals, stopped, and summed up in one line.
 
 A ``Supervisor`` owns its children (``subprocess.Popen``, each in its own
 session, so a Ctrl-C in the terminal reaches the launcher alone and is
-forwarded once), their log files and their output pumps. Nothing here
+forwarded once), their log files and their output pumps. On Linux each child
+asks the kernel for SIGKILL when the launcher dies (prctl
+PR_SET_PDEATHSIG), so a launcher killed by SIGKILL leaves no child running. Nothing here
 installs a signal handler: ``launch.py`` does, and calls ``forward``.
 
 Bounds: ``wait`` returns at the first failure or signal, or once every child
@@ -26,6 +28,7 @@ import time
 from typing import Callable, Dict, IO, List, Mapping, Optional, Sequence
 
 POLL_S = 0.05
+_PR_SET_PDEATHSIG = 1
 _REAP_AFTER_KILL_S = 5.0
 _PUMP_JOIN_S = 2.0
 _STDOUT = 1
@@ -98,7 +101,7 @@ class Supervisor:
         try:
             process = subprocess.Popen(self._command, env=dict(env), stdout=stdout,
                                        stderr=None if stdout is None else subprocess.STDOUT,
-                                       start_new_session=True)
+                                       start_new_session=True, preexec_fn=_die_with(os.getpid()))
         except OSError:
             if log is not None:
                 log.close()
@@ -208,6 +211,24 @@ class Supervisor:
             parts.append(f"ranks {_ranks(stuck)} still run after SIGKILL (pids "
                          f"{', '.join(str(c.process.pid) for c in stuck)})")
         return parts
+
+
+def _die_with(parent: int) -> Optional[Callable[[], None]]:
+    """A preexec_fn: the child gets SIGKILL when ``parent`` (the launcher)
+    dies, and exits at once if it died already. None where prctl is absent."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+    def arm() -> None:  # runs in the forked child: async-signal-safe calls only
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
 
 
 def _write_all(fd: int, data: bytes) -> None:

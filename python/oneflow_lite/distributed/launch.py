@@ -15,11 +15,17 @@ OFL_IFACE (where its Gloo pairs listen). ``World.from_env`` reads them.
 
 The launcher forwards SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 to every
 live child. The first child to exit non-zero or by a signal is the job's
-failure: the others get --timeout-s to stop on their own (the runtime stops
-them once it notices the lost rank), then SIGTERM, then SIGKILL 3 s later.
+failure: the launcher records it in the job's store (a process waiting for
+it fails at once, naming it, even if it died before joining), the others get
+--timeout-s to stop on their own (the runtime stops them once it notices the
+lost rank), then SIGTERM, then SIGKILL 3 s later. Each child gets SIGKILL
+from the kernel if the launcher itself dies (PR_SET_PDEATHSIG).
 The launcher then prints one line naming the failed rank and exits 1; after
 SIGINT, SIGTERM or SIGHUP it stops the children the same way and exits
-128 + the signal's number; when every child succeeds, 0. Usage errors exit 2
+128 + the signal's number; when every child succeeds, 0. With
+--max-restarts N, a failed job starts again on the processes left, up to N
+times (distributed/_elastic.py; --checkpoint-dir and --checkpoint-every
+tell the job where and how often to save, so that it resumes). Usage errors exit 2
 with one line, before anything starts, as the main job's do (train_args.py).
 
 ``launch(command, LaunchOptions(...))`` does the same from Python. It
@@ -42,6 +48,7 @@ import threading
 from typing import Dict, List, Optional, Sequence
 
 from oneflow_lite.distributed import check_bind_addr, check_iface, check_job_id, free_port
+from oneflow_lite.distributed._elastic import launch_with_restarts, report_loss
 from oneflow_lite.distributed._supervisor import Supervisor, describe
 from oneflow_lite.train_args import _HelpFormatter
 
@@ -71,6 +78,11 @@ class LaunchOptions:
     tee_prefix: bool = False
     env: Optional[Dict[str, str]] = None
     kill_after_s: float = 3.0
+    max_restarts: int = 0  # elastic restarts on the processes left (_elastic.py)
+    restart_same_size: bool = False  # restart on as many processes as before
+    checkpoint_dir: Optional[str] = None  # for the job: OFL_CHECKPOINT_DIR
+    checkpoint_every: int = 0  # for the job: OFL_CHECKPOINT_EVERY (steps)
+    restart_count: int = 0  # this start's number (OFL_RESTART_COUNT), set by a restart
 
     def resolved(self) -> "LaunchOptions":
         """A checked copy with the port and the job id filled in; raises
@@ -105,7 +117,11 @@ class LaunchOptions:
                   "MASTER_ADDR": self.master_addr, "MASTER_PORT": self.master_port,
                   "OFL_JOB_ID": self.job_id,
                   "OFL_DEVICES_PER_PROCESS": self.devices_per_process}
-        for name, value in (("OFL_BIND_ADDR", self.bind_addr), ("OFL_IFACE", self.iface)):
+        if self.max_restarts or self.restart_count:
+            common["OFL_RESTART_COUNT"] = self.restart_count
+        for name, value in (("OFL_BIND_ADDR", self.bind_addr), ("OFL_IFACE", self.iface),
+                            ("OFL_CHECKPOINT_DIR", self.checkpoint_dir),
+                            ("OFL_CHECKPOINT_EVERY", self.checkpoint_every or None)):
             if value:
                 common[name] = value
             else:
@@ -154,6 +170,12 @@ def launch(command: Sequence[str], options: LaunchOptions) -> LaunchResult:
     if not command:
         raise ValueError("launch: the command is empty")
     options = options.resolved()
+    if options.max_restarts:
+        return launch_with_restarts(command, options, _launch_once)
+    return _launch_once(command, options)
+
+
+def _launch_once(command: Sequence[str], options: LaunchOptions) -> LaunchResult:
     supervisor = Supervisor(command, options.child_envs(), options.log_dir, options.tee_prefix)
     received: List[int] = []  # the first terminating signal, then the ranks it reached
 
@@ -169,6 +191,8 @@ def launch(command: Sequence[str], options: LaunchOptions) -> LaunchResult:
         supervisor.start(should_stop=lambda: bool(received))
         first = supervisor.wait(should_stop=lambda: bool(received))
         others = [c for c in supervisor.children if c is not first and c.alive]
+        if first is not None:  # the others hear of it now, even if it never joined
+            report_loss(options, first)
         supervisor.stop(options.timeout_s, options.kill_after_s)
         return _result(supervisor, first, others, received[:1], received[1:], options)
     finally:
@@ -232,6 +256,13 @@ def _check(o: LaunchOptions) -> None:
         error = None if value is None else check(value)
         if error:
             raise ValueError(f"{name} {value}: {error}")
+    for name, value in (("--max-restarts", o.max_restarts),
+                        ("--checkpoint-every", o.checkpoint_every)):
+        if value < 0:
+            raise ValueError(f"{name} {value} is negative")
+    if o.max_restarts and o.nnodes > 1:
+        raise ValueError(f"--max-restarts {o.max_restarts} with --nnodes {o.nnodes}: elastic "
+                         "restarts are for a job on one node")
     if o.log_dir is not None and o.tee_prefix:
         raise ValueError("--log-dir and --tee-prefix: choose one")
     if o.log_dir is not None and os.path.exists(o.log_dir) and not os.path.isdir(o.log_dir):
@@ -276,6 +307,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write rank_<r>.log per process here (default: inherit stdout/stderr)")
     p.add_argument("--tee-prefix", action="store_true",
                    help="print the processes' output prefixed with '[rank r] '")
+    p.add_argument("--max-restarts", type=int, default=0, metavar="N",
+                   help="after a lost process, start the job again on the processes left, up "
+                        "to N times (the job resumes from its last checkpoint)")
+    p.add_argument("--restart-same-size", action="store_true",
+                   help="restart on as many processes as before (the lost one can be started "
+                        "again here) rather than on those left")
+    p.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                   help="tells the job where to keep its checkpoints ($OFL_CHECKPOINT_DIR)")
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
+                   help="tells the job to save every K steps ($OFL_CHECKPOINT_EVERY)")
     p.add_argument("-m", "--module", action="store_true",
                    help="run the target as a module (python -m), not a script")
     p.add_argument("target", help="the script (or, with -m, the module)")
@@ -298,7 +339,9 @@ def parse_args(argv: Optional[Sequence[str]] = None):
         master_addr=args.master_addr, master_port=args.master_port, bind_addr=args.bind_addr,
         iface=args.iface, devices_per_process=args.devices_per_process,
         timeout_s=args.timeout_s, job_id=args.job_id, log_dir=args.log_dir,
-        tee_prefix=args.tee_prefix)
+        tee_prefix=args.tee_prefix, max_restarts=args.max_restarts,
+        restart_same_size=args.restart_same_size,
+        checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
     try:
         return args, options.resolved()
     except ValueError as e:

@@ -2,7 +2,8 @@
 // server on 127.0.0.1 (threads of this process; the cross-process use is in
 // gloo_communicator_test.cpp, whose rank 0 hosts it), and its errors: a
 // timeout names the key and the address, a missing server is reported after
-// the connect timeout, a stopping server wakes a waiting client.
+// the connect timeout with the reason, a stopping server wakes a waiting
+// client; a watched client that stops sending past its heartbeat is reported.
 #include "runtime/tcp_store.h"
 
 #include <gloo/common/error.h>
@@ -182,6 +183,40 @@ TEST(TcpStoreTest, AClientThatLeavesWithoutLeaveSetsItsWatchKey) {
   }
   std::this_thread::sleep_for(milliseconds(200));
   EXPECT_EQ(observer->Get("lost", milliseconds(100)).value(), Bytes("lost process 1"));
+}
+
+TEST(TcpStoreTest, AWatchedClientSilentPastItsHeartbeatIsReportedOnceAsStalled) {
+  auto server = StartServer();
+  auto observer = Client(server->port());
+  auto beating = Client(server->port()), silent = Client(server->port());
+  ASSERT_TRUE(observer && beating && silent);
+  ASSERT_TRUE(beating->WatchConnection("beating", "dead", milliseconds(300), "stalled").ok());
+  const auto start = Clock::now();
+  ASSERT_TRUE(silent->WatchConnection("silent", "dead", milliseconds(300), "stalled").ok());
+  for (int i = 0; i < 10; ++i) {  // 1 s of beats 100 ms apart
+    ASSERT_TRUE(beating->Beat().ok());
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  auto got = observer->Get("silent", milliseconds(100));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value(), Bytes("stalled"));
+  EXPECT_FALSE(observer->Check({"beating"}).value());
+  // Still served after the report; a later death does not overwrite it.
+  EXPECT_TRUE(silent->Set("after", Bytes("x")).ok());
+  silent.reset();
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(observer->Get("silent", milliseconds(100)).value(), Bytes("stalled"));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(TcpStoreTest, ConnectErrorsSayWhy) {
+  const int port = mp::FreePort();  // nobody listens there
+  auto refused = TcpStore::Connect("127.0.0.1", port, milliseconds(300));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("connection refused: nothing listens"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(refused.status().message().find("in progress"), std::string::npos);
 }
 
 TEST(TcpStoreTest, ACleanLeaveSetsNothing) {

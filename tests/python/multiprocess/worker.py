@@ -8,6 +8,9 @@
     python -m multiprocess.worker timeout OUT            # 1 ms waits: steps time out
     python -m multiprocess.worker ckpt_save OUT DIR      # 3 steps, sharded save, 2 more steps
     python -m multiprocess.worker ckpt_load OUT DIR TAG DEVICES HIERARCHY SEED
+    python -m multiprocess.worker seeds OUT              # process 1 starts from other weights
+    python -m multiprocess.worker save_end OUT DIR       # process 2 dies at the end of a save
+    python -m multiprocess.worker hang OUT               # trains until a peer stops answering
 
 Each process trains as told and writes what it saw to OUT/<tag>.p<process>.npz
 (losses, parameters after training, errors as text), so the test compares
@@ -71,7 +74,8 @@ def model_case(name: str):
     return {"model": kind, "config": cfg, "batch": batch, "micro_batches": 1, "data_seed": 7}
 
 
-def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, steps: int = 3):
+def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, steps: int = 3,
+              timeout_ms: int = 30000):
     case = model_case(name)
     data = td.batches(case)[:steps]
     g, params = td.build(td.make_model(case), case["batch"])
@@ -79,7 +83,7 @@ def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, s
         strategy = _C.plan(g.program, list(hierarchy), "v100_8gpu", "autoddl").strategy
     else:
         strategy = {"kind": "random", "seed": int(searcher), "stages": 1}
-    s = session(g, devices, hierarchy, strategy, 1, threads)
+    s = session(g, devices, hierarchy, strategy, 1, threads, timeout_ms=timeout_ms)
     return s, g, params, data
 
 
@@ -148,6 +152,34 @@ def main(argv) -> int:
         return failure_mode(mode, out, threads)
     elif mode in ("ckpt_save", "ckpt_load"):
         return checkpoint_mode(mode, out, argv[2:], threads)
+    elif mode == "seeds":  # process 1 builds its weights from another seed
+        case = model_case("gpt")
+        if PROCESS == 1:
+            case = dict(case, data_seed=case["data_seed"] + 1)
+        g, params = td.build(td.make_model(case), case["batch"])
+        try:
+            session(g, 4, [4], {"kind": "random", "seed": 3, "stages": 1}, 1, threads)
+        except ValueError as e:
+            save(out, "seeds", [], {}, error=str(e))
+            return 1
+        save(out, "seeds", [], {}, error="")
+        return 0
+    elif mode == "hang":  # trains until stopped; says when it started and when it failed
+        s, g, params, data = run_model("gpt", "3", 3, [3], threads, steps=1, timeout_ms=int(
+            os.environ.get("OFL_TEST_STEP_TIMEOUT_MS", "30000")))
+        x, y = data[0]
+        for step in range(5000):
+            try:
+                s.run({g.data: x, g.labels: y}, [g.loss])
+            except Exception as e:  # noqa: BLE001 - the error is what the test reads
+                save(out, "hang", [], {}, error=str(e), failed_at=time.time())
+                return 1
+            if step == 2:
+                with open(os.path.join(out, f"running.{PROCESS}"), "w") as f:
+                    f.write(str(os.getpid()))
+        return 0
+    elif mode == "save_end":  # the last process dies right after the save's gather
+        return save_end_mode(out, argv[2], threads)
     else:
         raise SystemExit(f"worker: unknown mode {mode}")
     return 0
@@ -246,6 +278,33 @@ def checkpoint_mode(mode: str, out: str, args, threads: int) -> int:
         state = {n: s.get_variable(n) for n in names}
     losses = td.train(s, g, data[3:5])
     save(out, tag, losses, state, **extra)
+    return 0
+
+
+def save_end_mode(out: str, directory: str, threads: int) -> int:
+    """Trains 3 steps on 3 ranks and saves into DIR; the last process exits
+    (status 9) as soon as its shard is gathered, before the outcome is known.
+    Each survivor records whether its save returned and the step it saved."""
+    from oneflow_lite import _world
+
+    class DiesAfterGather(_world.World):
+        def all_gather_obj(self, obj):
+            got = super().all_gather_obj(obj)
+            if PROCESS == 2:
+                os._exit(9)  # noqa: SLF001 - a death, not an exit: no goodbye to the store
+            return got
+
+    s, g, params, data = run_model("gpt", "3", 3, [3], threads, steps=3)
+    td.train(s, g, data)
+    names = list(g.program.variables())
+    state = {n: s.get_variable(n) for n in names}  # a collective: before the death
+    error = ""
+    try:
+        sharded_checkpoint.save(directory, sharded_checkpoint.SessionShards(s, names),
+                                model="gpt", meta={"step": 3}, world=DiesAfterGather())
+    except Exception as e:  # noqa: BLE001 - what the save reported is what the test reads
+        error = f"{type(e).__name__}: {e}"
+    save(out, "save_end", [], state, error=error)
     return 0
 
 
