@@ -25,7 +25,7 @@ struct Message {
   int index = 0;
   int slot = 0;
   double arrival = 0;
-  int64_t cause = -1; // the act that sent it
+  int64_t cause = -1;  // the act that sent it
   int64_t seq = 0;
 };
 
@@ -43,7 +43,7 @@ struct Output {
   std::vector<int> pending;
   int writes = 0;
   int acts_per_value = 1;
-  std::vector<std::pair<int, int>> consumers; // (actor, input index)
+  std::vector<std::pair<int, int>> consumers;  // (actor, input index)
 };
 
 struct SimActor {
@@ -56,7 +56,7 @@ struct SimActor {
   std::vector<int64_t> input_regs;
   std::vector<Input> inputs;
   std::vector<Output> outputs;
-  int64_t enabler = -1; // the act that sent the last message it handled
+  int64_t enabler = -1;  // the act that sent the last message it handled
   double enabled_at = 0;
 };
 
@@ -66,7 +66,7 @@ struct SimThread {
   std::vector<int> boxing_order;
   size_t turn = 0;
   std::deque<Message> local;
-  std::vector<Message> mailbox; // kept sorted by (arrival, seq)
+  std::vector<Message> mailbox;  // kept sorted by (arrival, seq)
   int current = -1;
   bool busy = false;
   int64_t remaining = 0;
@@ -79,14 +79,12 @@ struct Event {
   double time;
   int64_t seq;
   int thread;
-  int64_t act; // -1: a wake-up
-  bool operator>(const Event &o) const {
-    return std::tie(time, seq) > std::tie(o.time, o.seq);
-  }
+  int64_t act;  // -1: a wake-up
+  bool operator>(const Event &o) const { return std::tie(time, seq) > std::tie(o.time, o.seq); }
 };
 
 class Simulation {
-public:
+ public:
   Simulation(const proto::Plan &plan, const std::vector<double> &seconds,
              const SimulationOptions &options)
       : plan_(plan), seconds_(seconds), options_(options) {}
@@ -95,17 +93,14 @@ public:
   Status Run();
   SimulatedRun TakeResult();
 
-private:
+ private:
   void RunThread(int th, double now);
   bool ReadyToAct(int a) const;
   void StartAct(int a);
   void FinishAct(int64_t act_index);
-  void Send(int from_thread, int dst, MessageKind kind, int index, int slot,
-            int64_t cause);
+  void Send(int from_thread, int dst, MessageKind kind, int index, int slot, int64_t cause);
   void Handle(const Message &m);
-  void Schedule(double time, int thread, int64_t act) {
-    events_.push({time, seq_++, thread, act});
-  }
+  void Schedule(double time, int thread, int64_t act) { events_.push({time, seq_++, thread, act}); }
 
   const proto::Plan &plan_;
   const std::vector<double> &seconds_;
@@ -117,35 +112,29 @@ private:
   SimulatedRun result_;
   // collective instance (group_id, call number) -> acts that entered it
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> entered_;
-  std::map<std::pair<int, int64_t>, int64_t>
-      calls_; // (actor's thread, group_id) -> calls
+  std::map<std::pair<int, int64_t>, int64_t> calls_;  // (actor's thread, group_id) -> calls
 };
 
 Status Simulation::Build() {
   const int n = plan_.tasks_size();
-  OFL_ENSURE(static_cast<int>(seconds_.size()) == n,
-             "simulate: ", seconds_.size(), " task times for ", n, " tasks");
-  OFL_ENSURE(options_.iterations >= 1,
-             "simulate: iterations=", options_.iterations, " must be >= 1");
+  OFL_ENSURE(static_cast<int>(seconds_.size()) == n, "simulate: ", seconds_.size(),
+             " task times for ", n, " tasks");
+  OFL_ENSURE(options_.iterations >= 1, "simulate: iterations=", options_.iterations,
+             " must be >= 1");
   OFL_ENSURE(std::isfinite(options_.message_s) && options_.message_s >= 0,
-             "simulate: message_s=", options_.message_s,
-             " must be finite and >= 0");
-  OFL_ENSURE(std::isfinite(options_.act_overhead_s) &&
-                 options_.act_overhead_s >= 0,
-             "simulate: act_overhead_s=", options_.act_overhead_s,
-             " must be finite and >= 0");
+             "simulate: message_s=", options_.message_s, " must be finite and >= 0");
+  OFL_ENSURE(std::isfinite(options_.act_overhead_s) && options_.act_overhead_s >= 0,
+             "simulate: act_overhead_s=", options_.act_overhead_s, " must be finite and >= 0");
   std::map<std::pair<int64_t, int64_t>, int> thread_of;
   std::vector<std::pair<int, int>> producer(plan_.registers_size(), {-1, -1});
   actors_.resize(n);
   for (int t = 0; t < n; ++t) {
     const proto::TaskProto &task = plan_.tasks(t);
     OFL_ENSURE(task.id() == t, "simulate: task ", t, " has id ", task.id());
-    OFL_ENSURE(std::isfinite(seconds_[t]) && seconds_[t] >= 0,
-               "simulate: task ", t, " takes ", seconds_[t],
-               " s (must be finite and >= 0)");
+    OFL_ENSURE(std::isfinite(seconds_[t]) && seconds_[t] >= 0, "simulate: task ", t, " takes ",
+               seconds_[t], " s (must be finite and >= 0)");
     const int64_t period = PeriodOf(task.period());
-    OFL_ENSURE(options_.iterations % period == 0,
-               "simulate: ", options_.iterations,
+    OFL_ENSURE(options_.iterations % period == 0, "simulate: ", options_.iterations,
                " iterations are no multiple of task ", t, "'s period ", period);
     auto key = std::make_pair(task.rank(), task.stream());
     auto it = thread_of.find(key);
@@ -164,11 +153,9 @@ Status Simulation::Build() {
     a.collective = a.boxing && b.group_id() >= 0 && b.group_size() >= 2;
     SimThread &th = threads_[a.thread];
     ++th.remaining;
-    if (a.boxing)
-      th.boxing_order.push_back(t);
+    if (a.boxing) th.boxing_order.push_back(t);
     std::vector<int64_t> written(task.outputs().begin(), task.outputs().end());
-    written.insert(written.end(), task.ctrl_outputs().begin(),
-                   task.ctrl_outputs().end());
+    written.insert(written.end(), task.ctrl_outputs().begin(), task.ctrl_outputs().end());
     for (int64_t r : written) {
       OFL_ENSURE(r >= 0 && r < plan_.registers_size(), "simulate: task ", t,
                  " writes unknown register ", r);
@@ -176,26 +163,21 @@ Status Simulation::Build() {
       Output out;
       out.reg = r;
       const int slots = static_cast<int>(std::max<int64_t>(1, reg.num_slots()));
-      for (int s = 0; s < slots; ++s)
-        out.free.push_back(s);
+      for (int s = 0; s < slots; ++s) out.free.push_back(s);
       out.pending.assign(slots, 0);
-      out.acts_per_value = static_cast<int>(
-          std::max<int64_t>(1, PeriodOf(reg.period()) / period));
+      out.acts_per_value = static_cast<int>(std::max<int64_t>(1, PeriodOf(reg.period()) / period));
       producer[r] = {t, static_cast<int>(a.outputs.size())};
       a.outputs.push_back(out);
     }
     std::vector<int64_t> read(task.inputs().begin(), task.inputs().end());
-    read.insert(read.end(), task.ctrl_inputs().begin(),
-                task.ctrl_inputs().end());
+    read.insert(read.end(), task.ctrl_inputs().begin(), task.ctrl_inputs().end());
     for (int64_t r : read) {
       OFL_ENSURE(r >= 0 && r < plan_.registers_size(), "simulate: task ", t,
                  " reads unknown register ", r);
-      if (std::find(a.input_regs.begin(), a.input_regs.end(), r) !=
-          a.input_regs.end())
-        continue;
+      if (std::find(a.input_regs.begin(), a.input_regs.end(), r) != a.input_regs.end()) continue;
       Input in;
-      in.reads_per_slot = static_cast<int>(
-          std::max<int64_t>(1, PeriodOf(plan_.registers(r).period()) / period));
+      in.reads_per_slot =
+          static_cast<int>(std::max<int64_t>(1, PeriodOf(plan_.registers(r).period()) / period));
       a.input_regs.push_back(r);
       a.inputs.push_back(in);
     }
@@ -204,8 +186,7 @@ Status Simulation::Build() {
     for (size_t i = 0; i < a.inputs.size(); ++i) {
       const auto [p, o] = producer[a.input_regs[i]];
       OFL_ENSURE(p >= 0, "simulate: task ", a.task, " reads register '",
-                 plan_.registers(a.input_regs[i]).name(),
-                 "' that no task writes");
+                 plan_.registers(a.input_regs[i]).name(), "' that no task writes");
       a.inputs[i].producer = p;
       a.inputs[i].producer_output = o;
       actors_[p].outputs[o].consumers.push_back({a.task, static_cast<int>(i)});
@@ -223,15 +204,12 @@ Status Simulation::Build() {
 
 bool Simulation::ReadyToAct(int a) const {
   const SimActor &actor = actors_[a];
-  if (actor.acts == actor.total_acts)
-    return false;
+  if (actor.acts == actor.total_acts) return false;
   for (const Input &in : actor.inputs) {
-    if (in.ready.empty())
-      return false;
+    if (in.ready.empty()) return false;
   }
   for (const Output &out : actor.outputs) {
-    if (out.free.empty())
-      return false;
+    if (out.free.empty()) return false;
   }
   if (actor.boxing) {
     const SimThread &th = threads_[actor.thread];
@@ -240,8 +218,8 @@ bool Simulation::ReadyToAct(int a) const {
   return true;
 }
 
-void Simulation::Send(int from_thread, int dst, MessageKind kind, int index,
-                      int slot, int64_t cause) {
+void Simulation::Send(int from_thread, int dst, MessageKind kind, int index, int slot,
+                      int64_t cause) {
   SimThread &src = threads_[from_thread];
   const int to = actors_[dst].thread;
   Message m{dst, kind, index, slot, src.now, cause, seq_++};
@@ -253,12 +231,10 @@ void Simulation::Send(int from_thread, int dst, MessageKind kind, int index,
   SimThread &th = threads_[to];
   auto pos = std::upper_bound(th.mailbox.begin(), th.mailbox.end(), m,
                               [](const Message &x, const Message &y) {
-                                return std::tie(x.arrival, x.seq) <
-                                       std::tie(y.arrival, y.seq);
+                                return std::tie(x.arrival, x.seq) < std::tie(y.arrival, y.seq);
                               });
   th.mailbox.insert(pos, m);
-  if (!th.busy)
-    Schedule(m.arrival, to, -1);
+  if (!th.busy) Schedule(m.arrival, to, -1);
 }
 
 void Simulation::Handle(const Message &m) {
@@ -267,8 +243,7 @@ void Simulation::Handle(const Message &m) {
     a.inputs[m.index].ready.push_back(m.slot);
   } else if (m.kind == kFree) {
     Output &out = a.outputs[m.index];
-    if (--out.pending[m.slot] == 0)
-      out.free.push_back(m.slot);
+    if (--out.pending[m.slot] == 0) out.free.push_back(m.slot);
   }
   if (m.kind != kWake || m.cause >= 0) {
     a.enabler = m.cause;
@@ -278,8 +253,7 @@ void Simulation::Handle(const Message &m) {
 
 void Simulation::RunThread(int th_index, double now) {
   SimThread &th = threads_[th_index];
-  if (th.busy)
-    return;
+  if (th.busy) return;
   th.now = std::max(th.now, now);
   for (;;) {
     if (th.current >= 0) {
@@ -330,8 +304,7 @@ void Simulation::StartAct(int a) {
   const int64_t call = calls_[{actor.thread, b.group_id()}]++;
   std::vector<int64_t> &members = entered_[{b.group_id(), call}];
   members.push_back(index);
-  if (static_cast<int>(members.size()) < b.group_size())
-    return;
+  if (static_cast<int>(members.size()) < b.group_size()) return;
   double last_in = 0, slowest = 0;
   for (int64_t m : members) {
     last_in = std::max(last_in, result_.acts[m].start_s);
@@ -339,14 +312,12 @@ void Simulation::StartAct(int a) {
   }
   int64_t last_member = members.front();
   for (int64_t m : members) {
-    if (result_.acts[m].start_s == last_in)
-      last_member = m;
+    if (result_.acts[m].start_s == last_in) last_member = m;
   }
   for (int64_t m : members) {
     SimulatedAct &x = result_.acts[m];
     x.wait_s = last_in - x.start_s;
-    if (m != last_member)
-      x.cause = last_member;
+    if (m != last_member) x.cause = last_member;
     Schedule(last_in + slowest, actors_[x.task].thread, m);
   }
 }
@@ -362,12 +333,10 @@ void Simulation::FinishAct(int64_t act_index) {
   act.end_s = th.now;
   result_.rank_end_s[act.rank] = std::max(result_.rank_end_s[act.rank], th.now);
   ++actor.acts;
-  if (actor.acts == actor.total_acts)
-    --th.remaining;
+  if (actor.acts == actor.total_acts) --th.remaining;
   for (size_t o = 0; o < actor.outputs.size(); ++o) {
     Output &out = actor.outputs[o];
-    if (++out.writes < out.acts_per_value)
-      continue;
+    if (++out.writes < out.acts_per_value) continue;
     out.writes = 0;
     const int slot = out.free.front();
     out.free.pop_front();
@@ -376,13 +345,11 @@ void Simulation::FinishAct(int64_t act_index) {
       continue;
     }
     out.pending[slot] = static_cast<int>(out.consumers.size());
-    for (const auto &[c, i] : out.consumers)
-      Send(th_index, c, kReady, i, slot, act_index);
+    for (const auto &[c, i] : out.consumers) Send(th_index, c, kReady, i, slot, act_index);
   }
   for (size_t i = 0; i < actor.inputs.size(); ++i) {
     Input &in = actor.inputs[i];
-    if (++in.reads < in.reads_per_slot)
-      continue;
+    if (++in.reads < in.reads_per_slot) continue;
     in.reads = 0;
     const int slot = in.ready.front();
     in.ready.pop_front();
@@ -390,8 +357,7 @@ void Simulation::FinishAct(int64_t act_index) {
   }
   if (actor.boxing) {
     th.turn = th.turn + 1 == th.boxing_order.size() ? 0 : th.turn + 1;
-    th.local.push_back(Message{th.boxing_order[th.turn], kWake, 0, 0, th.now,
-                               act_index, seq_++});
+    th.local.push_back(Message{th.boxing_order[th.turn], kWake, 0, 0, th.now, act_index, seq_++});
   }
 }
 
@@ -399,8 +365,7 @@ Status Simulation::Run() {
   for (size_t t = 0; t < threads_.size(); ++t) {
     for (const SimActor &a : actors_) {
       if (a.thread == static_cast<int>(t)) {
-        threads_[t].local.push_back(
-            Message{a.task, kWake, 0, 0, 0.0, -1, seq_++});
+        threads_[t].local.push_back(Message{a.task, kWake, 0, 0, 0.0, -1, seq_++});
       }
     }
     Schedule(0.0, static_cast<int>(t), -1);
@@ -415,9 +380,8 @@ Status Simulation::Run() {
     RunThread(e.thread, e.time);
   }
   for (const SimActor &a : actors_) {
-    OFL_ENSURE(a.acts == a.total_acts,
-               "simulate: the plan cannot finish: task ", a.task, " on rank ",
-               threads_[a.thread].rank, " acted ", a.acts, " of ", a.total_acts,
+    OFL_ENSURE(a.acts == a.total_acts, "simulate: the plan cannot finish: task ", a.task,
+               " on rank ", threads_[a.thread].rank, " acted ", a.acts, " of ", a.total_acts,
                " times");
   }
   return Status::OK();
@@ -426,22 +390,18 @@ Status Simulation::Run() {
 SimulatedRun Simulation::TakeResult() {
   SimulatedRun r = std::move(result_);
   std::vector<int64_t> order(r.acts.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
   for (size_t r2 = 0; r2 < r.rank_end_s.size(); ++r2) {
     r.step_s = std::max(r.step_s, r.rank_end_s[r2]);
-    if (r.rank_end_s[r2] > r.rank_end_s[r.slowest_rank])
-      r.slowest_rank = static_cast<int64_t>(r2);
+    if (r.rank_end_s[r2] > r.rank_end_s[r.slowest_rank]) r.slowest_rank = static_cast<int64_t>(r2);
   }
   int64_t last = -1;
   for (size_t i = 0; i < r.acts.size(); ++i) {
-    if (r.acts[i].rank == r.slowest_rank &&
-        (last < 0 || r.acts[i].end_s >= r.acts[last].end_s)) {
+    if (r.acts[i].rank == r.slowest_rank && (last < 0 || r.acts[i].end_s >= r.acts[last].end_s)) {
       last = static_cast<int64_t>(i);
     }
   }
-  for (int64_t k = last; k >= 0 && r.critical_path.size() <= r.acts.size();
-       k = r.acts[k].cause) {
+  for (int64_t k = last; k >= 0 && r.critical_path.size() <= r.acts.size(); k = r.acts[k].cause) {
     r.critical_path.push_back(k);
   }
   std::reverse(r.critical_path.begin(), r.critical_path.end());
@@ -449,10 +409,9 @@ SimulatedRun Simulation::TakeResult() {
   return r;
 }
 
-} // namespace
+}  // namespace
 
-Maybe<SimulatedRun> SimulatePlan(const proto::Plan &plan,
-                                 const std::vector<double> &task_seconds,
+Maybe<SimulatedRun> SimulatePlan(const proto::Plan &plan, const std::vector<double> &task_seconds,
                                  const SimulationOptions &options) {
   Simulation sim(plan, task_seconds, options);
   OFL_RETURN_IF_ERROR(sim.Build());
@@ -460,4 +419,4 @@ Maybe<SimulatedRun> SimulatePlan(const proto::Plan &plan,
   return sim.TakeResult();
 }
 
-} // namespace ofl
+}  // namespace ofl

@@ -34,9 +34,8 @@
 namespace ofl {
 
 struct SimulationOptions {
-  int64_t iterations =
-      1;                // iterations of the run (the micro-batches of one step)
-  double message_s = 0; // latency of a message between two threads
+  int64_t iterations = 1;  // iterations of the run (the micro-batches of one step)
+  double message_s = 0;    // latency of a message between two threads
   // The thread's own time before each act (handling the messages that
   // woke the actor, bookkeeping): the thread is busy, the act not yet begun.
   double act_overhead_s = 0;
@@ -46,18 +45,17 @@ struct SimulatedAct {
   int64_t task = 0;
   int64_t rank = 0;
   int64_t stream = 0;
-  int64_t act = 0;    // 0, 1, ... per task
-  double start_s = 0; // when the thread began it (a collective: entered it)
+  int64_t act = 0;     // 0, 1, ... per task
+  double start_s = 0;  // when the thread began it (a collective: entered it)
   double end_s = 0;
-  double wait_s = 0; // of it, waiting for the other members of a collective
-  int64_t cause =
-      -1; // the act (index into acts) whose end let it start; -1: none
+  double wait_s = 0;   // of it, waiting for the other members of a collective
+  int64_t cause = -1;  // the act (index into acts) whose end let it start; -1: none
 };
 
 struct SimulatedRun {
-  double step_s = 0;              // the last act's end
-  std::vector<SimulatedAct> acts; // in order of start
-  std::vector<double> rank_end_s; // per rank: its last act's end (0: no act)
+  double step_s = 0;               // the last act's end
+  std::vector<SimulatedAct> acts;  // in order of start
+  std::vector<double> rank_end_s;  // per rank: its last act's end (0: no act)
   int64_t slowest_rank = 0;
   // The chain of acts ending at the slowest rank's last act, each the
   // `cause` of the next, first to last (indices into acts).
@@ -69,8 +67,7 @@ struct SimulatedRun {
 // non-finite time, iterations not a multiple of every task's period, a
 // register read by a task but written by none, or a run that cannot finish
 // (a deadlock in the plan), named by the task that waits.
-Maybe<SimulatedRun> SimulatePlan(const proto::Plan &plan,
-                                 const std::vector<double> &task_seconds,
+Maybe<SimulatedRun> SimulatePlan(const proto::Plan &plan, const std::vector<double> &task_seconds,
                                  const SimulationOptions &options);
 
-} // namespace ofl
+}  // namespace ofl

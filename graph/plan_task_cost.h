@@ -31,27 +31,25 @@
 namespace ofl {
 
 struct TaskCostOptions {
-  double memory_bandwidth =
-      10e9; // bytes per second a copy moves (read + write counted)
-  double boxing_overhead_s = 0; // fixed seconds per boxing act
+  double memory_bandwidth = 10e9;  // bytes per second a copy moves (read + write counted)
+  double boxing_overhead_s = 0;    // fixed seconds per boxing act
 };
 
 struct TaskCost {
   double seconds = 0;
   std::string category;
-  double flops = 0;    // COMPUTE: the op's FLOPs on this rank's shapes
-  int64_t bytes = 0;   // BOXING: bytes this rank sends; copies: bytes moved
-  bool tabled = false; // priced from the kernel table
+  double flops = 0;     // COMPUTE: the op's FLOPs on this rank's shapes
+  int64_t bytes = 0;    // BOXING: bytes this rank sends; copies: bytes moved
+  bool tabled = false;  // priced from the kernel table
 };
 
 // Errors: an op type the registry does not know, a register desc that does
 // not parse, a cluster that cannot run the plan's group sizes, all named
 // with the task.
-Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan &plan,
-                                        const Cluster &cluster,
+Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan &plan, const Cluster &cluster,
                                         const TaskCostOptions &options);
 
 // The categories of PriceTasks without pricing (for a measured trace).
 std::string TaskCategory(const proto::TaskProto &task);
 
-} // namespace ofl
+}  // namespace ofl

@@ -14,7 +14,7 @@ namespace {
 
 // Builds a Plan by hand: registers and tasks, ids in order.
 class PlanMaker {
-public:
+ public:
   int64_t Reg(int64_t rank, int64_t slots = 2) {
     proto::RegisterDesc *r = plan_.add_registers();
     r->set_id(plan_.registers_size() - 1);
@@ -30,26 +30,22 @@ public:
     t->set_kind(proto::TaskProto::COMPUTE);
     t->set_rank(rank);
     t->set_stream(stream);
-    for (int64_t r : in)
-      t->add_inputs(r);
-    for (int64_t r : out)
-      t->add_outputs(r);
+    for (int64_t r : in) t->add_inputs(r);
+    for (int64_t r : out) t->add_outputs(r);
     seconds_.push_back(seconds);
     plan_.set_num_ranks(std::max(plan_.num_ranks(), rank + 1));
     return t->id();
   }
   // A BOXING task that is one member of collective `group_id` over `group`.
-  int64_t Collective(int64_t rank, int64_t stream,
-                     const std::vector<int64_t> &in,
-                     const std::vector<int64_t> &out, double seconds,
-                     int64_t group_id, const std::vector<int64_t> &group) {
+  int64_t Collective(int64_t rank, int64_t stream, const std::vector<int64_t> &in,
+                     const std::vector<int64_t> &out, double seconds, int64_t group_id,
+                     const std::vector<int64_t> &group) {
     const int64_t id = Task(rank, stream, in, out, seconds);
     proto::TaskProto *t = plan_.mutable_tasks(static_cast<int>(id));
     t->set_kind(proto::TaskProto::BOXING);
     t->mutable_boxing_conf()->set_kind(proto::BoxingConf::ALL_REDUCE);
     t->mutable_boxing_conf()->set_group_id(group_id);
-    for (int64_t r : group)
-      t->mutable_boxing_conf()->add_group(r);
+    for (int64_t r : group) t->mutable_boxing_conf()->add_group(r);
     return id;
   }
   SimulatedRun Simulate(int64_t iterations = 1, double message_s = 0) const {
@@ -63,7 +59,7 @@ public:
   const proto::Plan &plan() const { return plan_; }
   std::vector<double> &seconds() { return seconds_; }
 
-private:
+ private:
   proto::Plan plan_;
   std::vector<double> seconds_;
 };
@@ -73,11 +69,9 @@ void ExpectNear(double actual, double expected) {
 }
 
 // The first act of `task` in `run`.
-const SimulatedAct &ActOf(const SimulatedRun &run, int64_t task,
-                          int64_t act = 0) {
+const SimulatedAct &ActOf(const SimulatedRun &run, int64_t task, int64_t act = 0) {
   for (const SimulatedAct &a : run.acts) {
-    if (a.task == task && a.act == act)
-      return a;
+    if (a.task == task && a.act == act) return a;
   }
   ADD_FAILURE() << "no act " << act << " of task " << task;
   return run.acts.front();
@@ -125,7 +119,7 @@ TEST(PlanSimulationTest, PeriodsReadAVariableOncePerStep) {
   ExpectNear(ActOf(run, c, 1).start_s, 2.0);
   ExpectNear(ActOf(run, u).start_s, 3.0);
   EXPECT_EQ(run.acts.size(), 4u);
-  options.iterations = 3; // no multiple of the period
+  options.iterations = 3;  // no multiple of the period
   EXPECT_FALSE(SimulatePlan(plan, m.seconds(), options).ok());
 }
 
@@ -230,8 +224,7 @@ TEST(PlanSimulationTest, PipelineMicroBatchesOverlapStages) {
   SimulatedRun run = m.Simulate(4);
   // S0 k: [2k, 2k+2]; transfer k: [2k+2, 2k+2.5]; S1 k: [2k+2.5, 2k+4.5]; last
   // ends 10.5 (serial: 4 x 4.5 = 18).
-  for (int64_t k = 0; k < 4; ++k)
-    ExpectNear(ActOf(run, s1, k).start_s, 2.0 * k + 2.5);
+  for (int64_t k = 0; k < 4; ++k) ExpectNear(ActOf(run, s1, k).start_s, 2.0 * k + 2.5);
   ExpectNear(run.step_s, 10.5);
 }
 
@@ -240,8 +233,7 @@ TEST(PlanSimulationTest, RejectsBadInput) {
   const int64_t r = m.Reg(0);
   m.Task(0, 0, {}, {r}, 1.0);
   m.Task(0, 0, {r}, {}, 1.0);
-  EXPECT_FALSE(
-      SimulatePlan(m.plan(), {1.0}, {}).ok()); // one time for two tasks
+  EXPECT_FALSE(SimulatePlan(m.plan(), {1.0}, {}).ok());  // one time for two tasks
   EXPECT_FALSE(SimulatePlan(m.plan(), {1.0, -1.0}, {}).ok());
   SimulationOptions zero;
   zero.iterations = 0;
@@ -254,5 +246,5 @@ TEST(PlanSimulationTest, RejectsBadInput) {
   EXPECT_NE(run.status().message().find("cannot finish"), std::string::npos);
 }
 
-} // namespace
-} // namespace ofl
+}  // namespace
+}  // namespace ofl

@@ -10,8 +10,7 @@
 namespace ofl {
 namespace {
 
-int64_t AddRegister(proto::Plan *plan, int64_t rank,
-                    const std::vector<int64_t> &dims) {
+int64_t AddRegister(proto::Plan *plan, int64_t rank, const std::vector<int64_t> &dims) {
   proto::RegisterDesc *r = plan->add_registers();
   r->set_id(plan->registers_size() - 1);
   r->set_rank(rank);
@@ -26,17 +25,14 @@ int64_t AddRegister(proto::Plan *plan, int64_t rank,
   return r->id();
 }
 
-proto::TaskProto *AddTask(proto::Plan *plan, proto::TaskProto::Kind kind,
-                          int64_t rank, const std::vector<int64_t> &in,
-                          const std::vector<int64_t> &out) {
+proto::TaskProto *AddTask(proto::Plan *plan, proto::TaskProto::Kind kind, int64_t rank,
+                          const std::vector<int64_t> &in, const std::vector<int64_t> &out) {
   proto::TaskProto *t = plan->add_tasks();
   t->set_id(plan->tasks_size() - 1);
   t->set_kind(kind);
   t->set_rank(rank);
-  for (int64_t r : in)
-    t->add_inputs(r);
-  for (int64_t r : out)
-    t->add_outputs(r);
+  for (int64_t r : in) t->add_inputs(r);
+  for (int64_t r : out) t->add_outputs(r);
   return t;
 }
 
@@ -44,32 +40,26 @@ void SetBoxing(proto::TaskProto *t, proto::BoxingConf::Kind kind,
                const std::vector<int64_t> &group) {
   t->mutable_boxing_conf()->set_kind(kind);
   t->mutable_boxing_conf()->set_group_id(t->id());
-  for (int64_t r : group)
-    t->mutable_boxing_conf()->add_group(r);
+  for (int64_t r : group) t->mutable_boxing_conf()->add_group(r);
 }
 
 TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
   proto::Plan plan;
-  const int64_t x = AddRegister(&plan, 0, {4, 8}),
-                w = AddRegister(&plan, 0, {8, 16});
-  const int64_t y = AddRegister(&plan, 0, {4, 16}),
-                z = AddRegister(&plan, 0, {64});
-  proto::TaskProto *mm =
-      AddTask(&plan, proto::TaskProto::COMPUTE, 0, {x, w}, {y});
+  const int64_t x = AddRegister(&plan, 0, {4, 8}), w = AddRegister(&plan, 0, {8, 16});
+  const int64_t y = AddRegister(&plan, 0, {4, 16}), z = AddRegister(&plan, 0, {64});
+  proto::TaskProto *mm = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {x, w}, {y});
   mm->mutable_op_conf()->set_op_type("matmul");
   mm->mutable_op_conf()->set_name("mm");
-  proto::TaskProto *reshape =
-      AddTask(&plan, proto::TaskProto::COMPUTE, 0, {y}, {z});
+  proto::TaskProto *reshape = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {y}, {z});
   reshape->mutable_op_conf()->set_op_type("reshape");
   reshape->mutable_op_conf()->set_name("flat");
   proto::AttrValue shape;
   shape.mutable_ints()->add_values(64);
   (*reshape->mutable_op_conf()->mutable_attrs())["shape"] = shape;
-  const int64_t g = AddRegister(&plan, 0, {250}); // 1000 bytes
-  SetBoxing(AddTask(&plan, proto::TaskProto::BOXING, 0, {g}, {g}),
-            proto::BoxingConf::ALL_REDUCE, {0, 1});
-  const int64_t half = AddRegister(&plan, 0, {125}),
-                full = AddRegister(&plan, 0, {250});
+  const int64_t g = AddRegister(&plan, 0, {250});  // 1000 bytes
+  SetBoxing(AddTask(&plan, proto::TaskProto::BOXING, 0, {g}, {g}), proto::BoxingConf::ALL_REDUCE,
+            {0, 1});
+  const int64_t half = AddRegister(&plan, 0, {125}), full = AddRegister(&plan, 0, {250});
   SetBoxing(AddTask(&plan, proto::TaskProto::BOXING, 0, {half}, {full}),
             proto::BoxingConf::ALL_GATHER, {0, 4});
   SetBoxing(AddTask(&plan, proto::TaskProto::BOXING, 0, {full}, {half}),
@@ -79,8 +69,7 @@ TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
   TaskCostOptions options;
   options.memory_bandwidth = 1e9;
   options.boxing_overhead_s = 5e-6;
-  Maybe<std::vector<TaskCost>> costs =
-      PriceTasks(plan, testing::TwoLevelCluster(), options);
+  Maybe<std::vector<TaskCost>> costs = PriceTasks(plan, testing::TwoLevelCluster(), options);
   ASSERT_TRUE(costs.ok()) << costs.status().ToString();
   const std::vector<TaskCost> &c = costs.value();
   ASSERT_EQ(c.size(), 5u);
@@ -111,11 +100,10 @@ TEST(PlanTaskCostTest, UnknownOpIsNamed) {
   proto::Plan plan;
   proto::TaskProto *t = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {}, {});
   t->mutable_op_conf()->set_op_type("no_such_op");
-  Maybe<std::vector<TaskCost>> costs =
-      PriceTasks(plan, testing::TwoLevelCluster(), {});
+  Maybe<std::vector<TaskCost>> costs = PriceTasks(plan, testing::TwoLevelCluster(), {});
   ASSERT_FALSE(costs.ok());
   EXPECT_NE(costs.status().message().find("no_such_op"), std::string::npos);
 }
 
-} // namespace
-} // namespace ofl
+}  // namespace
+}  // namespace ofl
