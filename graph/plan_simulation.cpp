@@ -80,13 +80,13 @@ struct Event {
   int64_t seq;
   int thread;
   int64_t act;  // -1: a wake-up
-  bool operator>(const Event &o) const { return std::tie(time, seq) > std::tie(o.time, o.seq); }
+  bool operator>(const Event& o) const { return std::tie(time, seq) > std::tie(o.time, o.seq); }
 };
 
 class Simulation {
  public:
-  Simulation(const proto::Plan &plan, const std::vector<double> &seconds,
-             const SimulationOptions &options)
+  Simulation(const proto::Plan& plan, const std::vector<double>& seconds,
+             const SimulationOptions& options)
       : plan_(plan), seconds_(seconds), options_(options) {}
 
   Status Build();
@@ -99,12 +99,12 @@ class Simulation {
   void StartAct(int a);
   void FinishAct(int64_t act_index);
   void Send(int from_thread, int dst, MessageKind kind, int index, int slot, int64_t cause);
-  void Handle(const Message &m);
+  void Handle(const Message& m);
   void Schedule(double time, int thread, int64_t act) { events_.push({time, seq_++, thread, act}); }
 
-  const proto::Plan &plan_;
-  const std::vector<double> &seconds_;
-  const SimulationOptions &options_;
+  const proto::Plan& plan_;
+  const std::vector<double>& seconds_;
+  const SimulationOptions& options_;
   std::vector<SimActor> actors_;
   std::vector<SimThread> threads_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
@@ -129,7 +129,7 @@ Status Simulation::Build() {
   std::vector<std::pair<int, int>> producer(plan_.registers_size(), {-1, -1});
   actors_.resize(n);
   for (int t = 0; t < n; ++t) {
-    const proto::TaskProto &task = plan_.tasks(t);
+    const proto::TaskProto& task = plan_.tasks(t);
     OFL_ENSURE(task.id() == t, "simulate: task ", t, " has id ", task.id());
     OFL_ENSURE(std::isfinite(seconds_[t]) && seconds_[t] >= 0, "simulate: task ", t, " takes ",
                seconds_[t], " s (must be finite and >= 0)");
@@ -144,14 +144,14 @@ Status Simulation::Build() {
       threads_.back().rank = task.rank();
       threads_.back().stream = task.stream();
     }
-    SimActor &a = actors_[t];
+    SimActor& a = actors_[t];
     a.task = t;
     a.thread = it->second;
     a.total_acts = options_.iterations / period;
     a.boxing = task.kind() == proto::TaskProto::BOXING;
-    const proto::BoxingConf &b = task.boxing_conf();
+    const proto::BoxingConf& b = task.boxing_conf();
     a.collective = a.boxing && b.group_id() >= 0 && b.group_size() >= 2;
-    SimThread &th = threads_[a.thread];
+    SimThread& th = threads_[a.thread];
     ++th.remaining;
     if (a.boxing) th.boxing_order.push_back(t);
     std::vector<int64_t> written(task.outputs().begin(), task.outputs().end());
@@ -159,7 +159,7 @@ Status Simulation::Build() {
     for (int64_t r : written) {
       OFL_ENSURE(r >= 0 && r < plan_.registers_size(), "simulate: task ", t,
                  " writes unknown register ", r);
-      const proto::RegisterDesc &reg = plan_.registers(r);
+      const proto::RegisterDesc& reg = plan_.registers(r);
       Output out;
       out.reg = r;
       const int slots = static_cast<int>(std::max<int64_t>(1, reg.num_slots()));
@@ -182,7 +182,7 @@ Status Simulation::Build() {
       a.inputs.push_back(in);
     }
   }
-  for (SimActor &a : actors_) {
+  for (SimActor& a : actors_) {
     for (size_t i = 0; i < a.inputs.size(); ++i) {
       const auto [p, o] = producer[a.input_regs[i]];
       OFL_ENSURE(p >= 0, "simulate: task ", a.task, " reads register '",
@@ -193,7 +193,7 @@ Status Simulation::Build() {
     }
   }
   result_.rank_end_s.assign(std::max<int64_t>(plan_.num_ranks(), 0), 0.0);
-  for (const SimActor &a : actors_) {
+  for (const SimActor& a : actors_) {
     const int64_t rank = plan_.tasks(a.task).rank();
     if (rank >= static_cast<int64_t>(result_.rank_end_s.size())) {
       result_.rank_end_s.resize(rank + 1, 0.0);
@@ -203,16 +203,16 @@ Status Simulation::Build() {
 }
 
 bool Simulation::ReadyToAct(int a) const {
-  const SimActor &actor = actors_[a];
+  const SimActor& actor = actors_[a];
   if (actor.acts == actor.total_acts) return false;
-  for (const Input &in : actor.inputs) {
+  for (const Input& in : actor.inputs) {
     if (in.ready.empty()) return false;
   }
-  for (const Output &out : actor.outputs) {
+  for (const Output& out : actor.outputs) {
     if (out.free.empty()) return false;
   }
   if (actor.boxing) {
-    const SimThread &th = threads_[actor.thread];
+    const SimThread& th = threads_[actor.thread];
     return th.boxing_order[th.turn] == a;
   }
   return true;
@@ -220,7 +220,7 @@ bool Simulation::ReadyToAct(int a) const {
 
 void Simulation::Send(int from_thread, int dst, MessageKind kind, int index, int slot,
                       int64_t cause) {
-  SimThread &src = threads_[from_thread];
+  SimThread& src = threads_[from_thread];
   const int to = actors_[dst].thread;
   Message m{dst, kind, index, slot, src.now, cause, seq_++};
   if (to == from_thread) {
@@ -228,21 +228,21 @@ void Simulation::Send(int from_thread, int dst, MessageKind kind, int index, int
     return;
   }
   m.arrival = src.now + options_.message_s;
-  SimThread &th = threads_[to];
+  SimThread& th = threads_[to];
   auto pos = std::upper_bound(th.mailbox.begin(), th.mailbox.end(), m,
-                              [](const Message &x, const Message &y) {
+                              [](const Message& x, const Message& y) {
                                 return std::tie(x.arrival, x.seq) < std::tie(y.arrival, y.seq);
                               });
   th.mailbox.insert(pos, m);
   if (!th.busy) Schedule(m.arrival, to, -1);
 }
 
-void Simulation::Handle(const Message &m) {
-  SimActor &a = actors_[m.actor];
+void Simulation::Handle(const Message& m) {
+  SimActor& a = actors_[m.actor];
   if (m.kind == kReady) {
     a.inputs[m.index].ready.push_back(m.slot);
   } else if (m.kind == kFree) {
-    Output &out = a.outputs[m.index];
+    Output& out = a.outputs[m.index];
     if (--out.pending[m.slot] == 0) out.free.push_back(m.slot);
   }
   if (m.kind != kWake || m.cause >= 0) {
@@ -252,7 +252,7 @@ void Simulation::Handle(const Message &m) {
 }
 
 void Simulation::RunThread(int th_index, double now) {
-  SimThread &th = threads_[th_index];
+  SimThread& th = threads_[th_index];
   if (th.busy) return;
   th.now = std::max(th.now, now);
   for (;;) {
@@ -282,8 +282,8 @@ void Simulation::RunThread(int th_index, double now) {
 }
 
 void Simulation::StartAct(int a) {
-  SimActor &actor = actors_[a];
-  SimThread &th = threads_[actor.thread];
+  SimActor& actor = actors_[a];
+  SimThread& th = threads_[actor.thread];
   SimulatedAct act;
   act.task = a;
   act.rank = th.rank;
@@ -300,9 +300,9 @@ void Simulation::StartAct(int a) {
     Schedule(th.now + seconds_[a], actor.thread, index);
     return;
   }
-  const proto::BoxingConf &b = plan_.tasks(a).boxing_conf();
+  const proto::BoxingConf& b = plan_.tasks(a).boxing_conf();
   const int64_t call = calls_[{actor.thread, b.group_id()}]++;
-  std::vector<int64_t> &members = entered_[{b.group_id(), call}];
+  std::vector<int64_t>& members = entered_[{b.group_id(), call}];
   members.push_back(index);
   if (static_cast<int>(members.size()) < b.group_size()) return;
   double last_in = 0, slowest = 0;
@@ -315,7 +315,7 @@ void Simulation::StartAct(int a) {
     if (result_.acts[m].start_s == last_in) last_member = m;
   }
   for (int64_t m : members) {
-    SimulatedAct &x = result_.acts[m];
+    SimulatedAct& x = result_.acts[m];
     x.wait_s = last_in - x.start_s;
     if (m != last_member) x.cause = last_member;
     Schedule(last_in + slowest, actors_[x.task].thread, m);
@@ -323,10 +323,10 @@ void Simulation::StartAct(int a) {
 }
 
 void Simulation::FinishAct(int64_t act_index) {
-  SimulatedAct &act = result_.acts[act_index];
-  SimActor &actor = actors_[act.task];
+  SimulatedAct& act = result_.acts[act_index];
+  SimActor& actor = actors_[act.task];
   const int th_index = actor.thread;
-  SimThread &th = threads_[th_index];
+  SimThread& th = threads_[th_index];
   th.busy = false;
   th.last_act = act_index;
   th.last_end = th.now;
@@ -335,7 +335,7 @@ void Simulation::FinishAct(int64_t act_index) {
   ++actor.acts;
   if (actor.acts == actor.total_acts) --th.remaining;
   for (size_t o = 0; o < actor.outputs.size(); ++o) {
-    Output &out = actor.outputs[o];
+    Output& out = actor.outputs[o];
     if (++out.writes < out.acts_per_value) continue;
     out.writes = 0;
     const int slot = out.free.front();
@@ -345,10 +345,10 @@ void Simulation::FinishAct(int64_t act_index) {
       continue;
     }
     out.pending[slot] = static_cast<int>(out.consumers.size());
-    for (const auto &[c, i] : out.consumers) Send(th_index, c, kReady, i, slot, act_index);
+    for (const auto& [c, i] : out.consumers) Send(th_index, c, kReady, i, slot, act_index);
   }
   for (size_t i = 0; i < actor.inputs.size(); ++i) {
-    Input &in = actor.inputs[i];
+    Input& in = actor.inputs[i];
     if (++in.reads < in.reads_per_slot) continue;
     in.reads = 0;
     const int slot = in.ready.front();
@@ -363,7 +363,7 @@ void Simulation::FinishAct(int64_t act_index) {
 
 Status Simulation::Run() {
   for (size_t t = 0; t < threads_.size(); ++t) {
-    for (const SimActor &a : actors_) {
+    for (const SimActor& a : actors_) {
       if (a.thread == static_cast<int>(t)) {
         threads_[t].local.push_back(Message{a.task, kWake, 0, 0, 0.0, -1, seq_++});
       }
@@ -379,7 +379,7 @@ Status Simulation::Run() {
     }
     RunThread(e.thread, e.time);
   }
-  for (const SimActor &a : actors_) {
+  for (const SimActor& a : actors_) {
     OFL_ENSURE(a.acts == a.total_acts, "simulate: the plan cannot finish: task ", a.task,
                " on rank ", threads_[a.thread].rank, " acted ", a.acts, " of ", a.total_acts,
                " times");
@@ -411,8 +411,8 @@ SimulatedRun Simulation::TakeResult() {
 
 }  // namespace
 
-Maybe<SimulatedRun> SimulatePlan(const proto::Plan &plan, const std::vector<double> &task_seconds,
-                                 const SimulationOptions &options) {
+Maybe<SimulatedRun> SimulatePlan(const proto::Plan& plan, const std::vector<double>& task_seconds,
+                                 const SimulationOptions& options) {
   Simulation sim(plan, task_seconds, options);
   OFL_RETURN_IF_ERROR(sim.Build());
   OFL_RETURN_IF_ERROR(sim.Run());

@@ -67,7 +67,7 @@ struct SimulatedRun {
 // non-finite time, iterations not a multiple of every task's period, a
 // register read by a task but written by none, or a run that cannot finish
 // (a deadlock in the plan), named by the task that waits.
-Maybe<SimulatedRun> SimulatePlan(const proto::Plan &plan, const std::vector<double> &task_seconds,
-                                 const SimulationOptions &options);
+Maybe<SimulatedRun> SimulatePlan(const proto::Plan& plan, const std::vector<double>& task_seconds,
+                                 const SimulationOptions& options);
 
 }  // namespace ofl

@@ -22,19 +22,19 @@ std::string Lower(std::string s) {
   return s;
 }
 
-int64_t RegisterBytes(const proto::Plan &plan, int64_t id) {
+int64_t RegisterBytes(const proto::Plan& plan, int64_t id) {
   return plan.registers(static_cast<int>(id)).bytes();
 }
 
-int64_t BytesOf(const proto::Plan &plan, const google::protobuf::RepeatedField<int64_t> &regs) {
+int64_t BytesOf(const proto::Plan& plan, const google::protobuf::RepeatedField<int64_t>& regs) {
   int64_t total = 0;
   for (int64_t r : regs) total += RegisterBytes(plan, r);
   return total;
 }
 
 // The innermost level whose groups hold every rank of `group`.
-const LinkLevel &LevelOf(const Cluster &cluster,
-                         const google::protobuf::RepeatedField<int64_t> &group) {
+const LinkLevel& LevelOf(const Cluster& cluster,
+                         const google::protobuf::RepeatedField<int64_t>& group) {
   for (int i = 0; i < cluster.num_levels(); ++i) {
     const int64_t size = cluster.level(i).size;
     if (size <= 0) return cluster.level(i);
@@ -47,28 +47,28 @@ const LinkLevel &LevelOf(const Cluster &cluster,
 
 // Contention factor per rank: the plan's computing ranks in its innermost
 // group.
-std::map<int64_t, double> ContentionByRank(const proto::Plan &plan, const Cluster &cluster) {
+std::map<int64_t, double> ContentionByRank(const proto::Plan& plan, const Cluster& cluster) {
   std::map<int64_t, int64_t> per_group;
   std::map<int64_t, int64_t> group_of;
   const int64_t size = cluster.level(0).size;
-  for (const proto::TaskProto &t : plan.tasks()) {
+  for (const proto::TaskProto& t : plan.tasks()) {
     if (t.kind() != proto::TaskProto::COMPUTE || group_of.count(t.rank())) continue;
     group_of[t.rank()] = size > 0 ? t.rank() / size : 0;
     ++per_group[group_of[t.rank()]];
   }
   std::map<int64_t, double> factor;
-  for (const auto &[rank, group] : group_of) {
+  for (const auto& [rank, group] : group_of) {
     factor[rank] = cluster.compute_table().Contention(per_group[group]);
   }
   return factor;
 }
 
-Maybe<TaskCost> PriceCompute(const proto::Plan &plan, const proto::TaskProto &task,
-                             const Cluster &cluster, const TaskCostOptions &options) {
-  const proto::OpConf &conf = task.op_conf();
+Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& task,
+                             const Cluster& cluster, const TaskCostOptions& options) {
+  const proto::OpConf& conf = task.op_conf();
   const std::string where =
       StrCat("task ", task.id(), " (", conf.op_type(), " '", conf.name(), "')");
-  OFL_ASSIGN_OR_RETURN(const OpDef *def, OpRegistry::Find(conf.op_type()));
+  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(conf.op_type()));
   OpContext ctx;
   ctx.op_type = conf.op_type();
   ctx.op_name = conf.name();
@@ -76,7 +76,7 @@ Maybe<TaskCost> PriceCompute(const proto::Plan &plan, const proto::TaskProto &ta
     OFL_ASSIGN_OR_RETURN(TensorDesc d, DescFromProto(plan.registers(static_cast<int>(r)).desc()));
     ctx.inputs.push_back(d);
   }
-  for (const auto &[k, v] : conf.attrs()) ctx.attrs.Set(k, AttrFromProto(v));
+  for (const auto& [k, v] : conf.attrs()) ctx.attrs.Set(k, AttrFromProto(v));
   Status complete = def->CompleteAttrs(&ctx);
   OFL_ENSURE(complete.ok(), where, ": ", complete.message());
   std::vector<TensorDesc> outs;
@@ -108,9 +108,9 @@ Maybe<TaskCost> PriceCompute(const proto::Plan &plan, const proto::TaskProto &ta
   return cost;
 }
 
-Maybe<TaskCost> PriceBoxing(const proto::Plan &plan, const proto::TaskProto &task,
-                            const Cluster &cluster, const TaskCostOptions &options) {
-  const Conf &b = task.boxing_conf();
+Maybe<TaskCost> PriceBoxing(const proto::Plan& plan, const proto::TaskProto& task,
+                            const Cluster& cluster, const TaskCostOptions& options) {
+  const Conf& b = task.boxing_conf();
   TaskCost cost;
   cost.category = "boxing " + Lower(Conf::Kind_Name(b.kind()));
   const int64_t in = BytesOf(plan, task.inputs()), out = BytesOf(plan, task.outputs());
@@ -142,7 +142,7 @@ Maybe<TaskCost> PriceBoxing(const proto::Plan &plan, const proto::TaskProto &tas
             TensorDesc d, DescFromProto(plan.registers(static_cast<int>(task.inputs(0))).desc()));
         element = SizeOf(d.dtype);
       }
-      for (const proto::Transfer &s : b.sends()) {
+      for (const proto::Transfer& s : b.sends()) {
         if (s.peer() == task.rank()) continue;
         int64_t n = 1;
         for (int64_t d : s.shape()) n *= d;
@@ -166,7 +166,7 @@ Maybe<TaskCost> PriceBoxing(const proto::Plan &plan, const proto::TaskProto &tas
 
 }  // namespace
 
-std::string TaskCategory(const proto::TaskProto &task) {
+std::string TaskCategory(const proto::TaskProto& task) {
   switch (task.kind()) {
     case proto::TaskProto::COMPUTE:
       return task.op_conf().op_type();
@@ -177,8 +177,8 @@ std::string TaskCategory(const proto::TaskProto &task) {
   }
 }
 
-Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan &plan, const Cluster &cluster,
-                                        const TaskCostOptions &options) {
+Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan& plan, const Cluster& cluster,
+                                        const TaskCostOptions& options) {
   OFL_ENSURE(options.memory_bandwidth > 0,
              "price tasks: memory_bandwidth=", options.memory_bandwidth, " must be > 0");
   OFL_ENSURE(options.boxing_overhead_s >= 0,
@@ -186,7 +186,7 @@ Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan &plan, const Cluster &
   const std::map<int64_t, double> contention = ContentionByRank(plan, cluster);
   std::vector<TaskCost> costs;
   costs.reserve(plan.tasks_size());
-  for (const proto::TaskProto &task : plan.tasks()) {
+  for (const proto::TaskProto& task : plan.tasks()) {
     TaskCost cost;
     switch (task.kind()) {
       case proto::TaskProto::COMPUTE: {

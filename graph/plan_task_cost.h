@@ -46,10 +46,10 @@ struct TaskCost {
 // Errors: an op type the registry does not know, a register desc that does
 // not parse, a cluster that cannot run the plan's group sizes, all named
 // with the task.
-Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan &plan, const Cluster &cluster,
-                                        const TaskCostOptions &options);
+Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan& plan, const Cluster& cluster,
+                                        const TaskCostOptions& options);
 
 // The categories of PriceTasks without pricing (for a measured trace).
-std::string TaskCategory(const proto::TaskProto &task);
+std::string TaskCategory(const proto::TaskProto& task);
 
 }  // namespace ofl

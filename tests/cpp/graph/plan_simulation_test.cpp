@@ -16,16 +16,16 @@ namespace {
 class PlanMaker {
  public:
   int64_t Reg(int64_t rank, int64_t slots = 2) {
-    proto::RegisterDesc *r = plan_.add_registers();
+    proto::RegisterDesc* r = plan_.add_registers();
     r->set_id(plan_.registers_size() - 1);
     r->set_name("r" + std::to_string(r->id()));
     r->set_rank(rank);
     r->set_num_slots(slots);
     return r->id();
   }
-  int64_t Task(int64_t rank, int64_t stream, const std::vector<int64_t> &in,
-               const std::vector<int64_t> &out, double seconds) {
-    proto::TaskProto *t = plan_.add_tasks();
+  int64_t Task(int64_t rank, int64_t stream, const std::vector<int64_t>& in,
+               const std::vector<int64_t>& out, double seconds) {
+    proto::TaskProto* t = plan_.add_tasks();
     t->set_id(plan_.tasks_size() - 1);
     t->set_kind(proto::TaskProto::COMPUTE);
     t->set_rank(rank);
@@ -37,11 +37,11 @@ class PlanMaker {
     return t->id();
   }
   // A BOXING task that is one member of collective `group_id` over `group`.
-  int64_t Collective(int64_t rank, int64_t stream, const std::vector<int64_t> &in,
-                     const std::vector<int64_t> &out, double seconds, int64_t group_id,
-                     const std::vector<int64_t> &group) {
+  int64_t Collective(int64_t rank, int64_t stream, const std::vector<int64_t>& in,
+                     const std::vector<int64_t>& out, double seconds, int64_t group_id,
+                     const std::vector<int64_t>& group) {
     const int64_t id = Task(rank, stream, in, out, seconds);
-    proto::TaskProto *t = plan_.mutable_tasks(static_cast<int>(id));
+    proto::TaskProto* t = plan_.mutable_tasks(static_cast<int>(id));
     t->set_kind(proto::TaskProto::BOXING);
     t->mutable_boxing_conf()->set_kind(proto::BoxingConf::ALL_REDUCE);
     t->mutable_boxing_conf()->set_group_id(group_id);
@@ -56,8 +56,8 @@ class PlanMaker {
     EXPECT_TRUE(run.ok()) << run.status().ToString();
     return run.ok() ? run.value() : SimulatedRun{};
   }
-  const proto::Plan &plan() const { return plan_; }
-  std::vector<double> &seconds() { return seconds_; }
+  const proto::Plan& plan() const { return plan_; }
+  std::vector<double>& seconds() { return seconds_; }
 
  private:
   proto::Plan plan_;
@@ -69,8 +69,8 @@ void ExpectNear(double actual, double expected) {
 }
 
 // The first act of `task` in `run`.
-const SimulatedAct &ActOf(const SimulatedRun &run, int64_t task, int64_t act = 0) {
-  for (const SimulatedAct &a : run.acts) {
+const SimulatedAct& ActOf(const SimulatedRun& run, int64_t task, int64_t act = 0) {
+  for (const SimulatedAct& a : run.acts) {
     if (a.task == task && a.act == act) return a;
   }
   ADD_FAILURE() << "no act " << act << " of task " << task;

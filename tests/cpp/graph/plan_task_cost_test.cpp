@@ -10,8 +10,8 @@
 namespace ofl {
 namespace {
 
-int64_t AddRegister(proto::Plan *plan, int64_t rank, const std::vector<int64_t> &dims) {
-  proto::RegisterDesc *r = plan->add_registers();
+int64_t AddRegister(proto::Plan* plan, int64_t rank, const std::vector<int64_t>& dims) {
+  proto::RegisterDesc* r = plan->add_registers();
   r->set_id(plan->registers_size() - 1);
   r->set_rank(rank);
   r->set_num_slots(1);
@@ -25,9 +25,9 @@ int64_t AddRegister(proto::Plan *plan, int64_t rank, const std::vector<int64_t> 
   return r->id();
 }
 
-proto::TaskProto *AddTask(proto::Plan *plan, proto::TaskProto::Kind kind, int64_t rank,
-                          const std::vector<int64_t> &in, const std::vector<int64_t> &out) {
-  proto::TaskProto *t = plan->add_tasks();
+proto::TaskProto* AddTask(proto::Plan* plan, proto::TaskProto::Kind kind, int64_t rank,
+                          const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  proto::TaskProto* t = plan->add_tasks();
   t->set_id(plan->tasks_size() - 1);
   t->set_kind(kind);
   t->set_rank(rank);
@@ -36,8 +36,8 @@ proto::TaskProto *AddTask(proto::Plan *plan, proto::TaskProto::Kind kind, int64_
   return t;
 }
 
-void SetBoxing(proto::TaskProto *t, proto::BoxingConf::Kind kind,
-               const std::vector<int64_t> &group) {
+void SetBoxing(proto::TaskProto* t, proto::BoxingConf::Kind kind,
+               const std::vector<int64_t>& group) {
   t->mutable_boxing_conf()->set_kind(kind);
   t->mutable_boxing_conf()->set_group_id(t->id());
   for (int64_t r : group) t->mutable_boxing_conf()->add_group(r);
@@ -47,10 +47,10 @@ TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
   proto::Plan plan;
   const int64_t x = AddRegister(&plan, 0, {4, 8}), w = AddRegister(&plan, 0, {8, 16});
   const int64_t y = AddRegister(&plan, 0, {4, 16}), z = AddRegister(&plan, 0, {64});
-  proto::TaskProto *mm = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {x, w}, {y});
+  proto::TaskProto* mm = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {x, w}, {y});
   mm->mutable_op_conf()->set_op_type("matmul");
   mm->mutable_op_conf()->set_name("mm");
-  proto::TaskProto *reshape = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {y}, {z});
+  proto::TaskProto* reshape = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {y}, {z});
   reshape->mutable_op_conf()->set_op_type("reshape");
   reshape->mutable_op_conf()->set_name("flat");
   proto::AttrValue shape;
@@ -71,7 +71,7 @@ TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
   options.boxing_overhead_s = 5e-6;
   Maybe<std::vector<TaskCost>> costs = PriceTasks(plan, testing::TwoLevelCluster(), options);
   ASSERT_TRUE(costs.ok()) << costs.status().ToString();
-  const std::vector<TaskCost> &c = costs.value();
+  const std::vector<TaskCost>& c = costs.value();
   ASSERT_EQ(c.size(), 5u);
   auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-18 + 1e-9 * b); };
   // matmul: 2 x 4 x 8 x 16 = 1024 FLOPs at 1e12 FLOP/s.
@@ -98,7 +98,7 @@ TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
 
 TEST(PlanTaskCostTest, UnknownOpIsNamed) {
   proto::Plan plan;
-  proto::TaskProto *t = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {}, {});
+  proto::TaskProto* t = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {}, {});
   t->mutable_op_conf()->set_op_type("no_such_op");
   Maybe<std::vector<TaskCost>> costs = PriceTasks(plan, testing::TwoLevelCluster(), {});
   ASSERT_FALSE(costs.ok());
