@@ -103,7 +103,9 @@ Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& ta
       cost.seconds = cost.flops / per_second;
     }
   } else {
-    cost.seconds = static_cast<double>(cost.bytes) / options.memory_bandwidth;
+    cost.bytes = 2 * BytesOf(plan, task.outputs());
+    cost.seconds =
+        static_cast<double>(cost.bytes) / options.memory_bandwidth + options.kernel_overhead_s;
   }
   return cost;
 }
@@ -183,6 +185,8 @@ Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan& plan, const Cluster& 
              "price tasks: memory_bandwidth=", options.memory_bandwidth, " must be > 0");
   OFL_ENSURE(options.boxing_overhead_s >= 0,
              "price tasks: boxing_overhead_s=", options.boxing_overhead_s, " must be >= 0");
+  OFL_ENSURE(options.kernel_overhead_s >= 0,
+             "price tasks: kernel_overhead_s=", options.kernel_overhead_s, " must be >= 0");
   const std::map<int64_t, double> contention = ContentionByRank(plan, cluster);
   std::vector<TaskCost> costs;
   costs.reserve(plan.tasks_size());

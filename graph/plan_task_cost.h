@@ -4,9 +4,12 @@
 //    estimate, OpDef::EstimateCost on the task's input registers) priced by
 //    the Cluster's kernel table (search/compute_table.h) when it lists the
 //    op type and dtype, else by the FLOP/s figure; an op without FLOPs
-//    (reshape, transpose, slice, concat, cast, copies) by the bytes it reads
-//    and writes over `memory_bandwidth`. Then x the Cluster's contention
-//    factor for the ranks of the plan that compute in one innermost group.
+//    (reshape, transpose, slice, concat, cast, copies) reads and writes its
+//    output's bytes once each (2 x its output registers' bytes) over
+//    `memory_bandwidth`, plus `kernel_overhead_s`. Then x the Cluster's
+//    contention factor for the ranks of the plan that compute in one
+//    innermost group. (A reshape the runtime's memory plan turns into a
+//    view copies nothing: api/step_simulation.h knows which.)
 //  - BOXING: a collective (group of 2 or more) takes
 //    search/'s CollectiveSeconds(kind, bytes this rank sends, group size,
 //    the innermost level whose groups hold the whole group), the bytes by
@@ -33,6 +36,7 @@ namespace ofl {
 struct TaskCostOptions {
   double memory_bandwidth = 10e9;  // bytes per second a copy moves (read + write counted)
   double boxing_overhead_s = 0;    // fixed seconds per boxing act
+  double kernel_overhead_s = 0;    // fixed seconds per kernel priced by memory bandwidth
 };
 
 struct TaskCost {

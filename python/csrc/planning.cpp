@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "convert.h"
+#include "planned.h"
 #include "oneflow_lite/api/calibrate.h"
 #include "oneflow_lite/api/calibrate_processes.h"
 #include "oneflow_lite/api/distributed_session.h"
@@ -21,13 +22,6 @@
 
 namespace ofl::python {
 namespace {
-
-// A planned strategy with the graph it was planned for (a copy: the
-// program may change afterwards).
-struct PyPlanned {
-  std::shared_ptr<const OpGraph> graph;
-  PlannedStrategy planned;
-};
 
 Cluster ClusterFrom(const py::object& cluster) {
   if (py::isinstance<Cluster>(cluster)) return cluster.cast<Cluster>();

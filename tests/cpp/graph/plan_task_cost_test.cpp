@@ -69,6 +69,7 @@ TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
   TaskCostOptions options;
   options.memory_bandwidth = 1e9;
   options.boxing_overhead_s = 5e-6;
+  options.kernel_overhead_s = 2e-6;
   Maybe<std::vector<TaskCost>> costs = PriceTasks(plan, testing::TwoLevelCluster(), options);
   ASSERT_TRUE(costs.ok()) << costs.status().ToString();
   const std::vector<TaskCost>& c = costs.value();
@@ -78,9 +79,9 @@ TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
   EXPECT_EQ(c[0].category, "matmul");
   near(c[0].flops, 1024.0);
   near(c[0].seconds, 1024.0 / 1e12);
-  // reshape: no FLOPs; reads 256 and writes 256 bytes at 1 GB/s.
+  // reshape: no FLOPs; reads and writes its 256-byte output at 1 GB/s, plus 2 us.
   EXPECT_EQ(c[1].category, "reshape");
-  near(c[1].seconds, 512.0 / 1e9);
+  near(c[1].seconds, 512.0 / 1e9 + 2e-6);
   // all-reduce of 1000 bytes on 2 ranks of one fast group: 2 (p-1)/p x 1000 =
   // 1000 bytes sent, 2 (p-1) = 2 steps of 1 us, 100 GB/s; plus the 5 us fixed
   // cost.

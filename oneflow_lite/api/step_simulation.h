@@ -1,0 +1,61 @@
+// The simulated step of a session (DESIGN.md section 6, "two prices of a
+// step"): lowers a strategy into the very Plan DistributedSession::Create
+// runs (graph/distributed_lowering.h with the session's slots,
+// micro-batches and gradient buckets), prices every task from the Cluster
+// (graph/plan_task_cost.h) and simulates one run of it
+// (graph/plan_simulation.h). Also the predicted timeline as a Chrome trace
+// in the runtime's format (runtime/trace.h: pid = rank, tid = stream,
+// args.task = task id), so that it opens beside a measured trace and joins
+// with it task by task. It lives in api/ because it uses graph/ (lowering,
+// simulation) and runtime/ (the runtime's task names).
+// Pure functions over value types; thread-safe on const inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/op_graph.h"
+#include "graph/plan_simulation.h"
+#include "graph/plan_task_cost.h"
+#include "graph/strategy.h"
+#include "oneflow_lite/api/distributed_session.h"
+#include "search/cluster.h"
+
+namespace ofl {
+
+struct StepSimulationOptions {
+  TaskCostOptions cost;
+  // Thread time per act and message latency between threads; iterations
+  // are the session's micro-batches (set by SimulateSessionStep).
+  SimulationOptions simulation;
+};
+
+// Overheads of this runtime on a CPU host, measured from traces of small
+// plans (bench/fidelity.py's explain rows): used when the caller gives none.
+StepSimulationOptions DefaultStepSimulationOptions();
+
+struct SimulatedStep {
+  proto::Plan plan;
+  std::vector<std::string> task_names;  // the runtime's, by task id
+  std::vector<TaskCost> costs;          // by task id
+  SimulatedRun run;
+};
+
+// One run (options.micro_batches iterations) of the session
+// DistributedSession::Create(graph, strategy, fetches, options) would
+// build. Errors: what the lowering refuses, a task the pricing cannot price.
+Maybe<SimulatedStep> SimulateSessionStep(const OpGraph& graph, const Strategy& strategy,
+                                         const std::vector<std::string>& fetches,
+                                         const DistributedOptions& options, const Cluster& cluster,
+                                         const StepSimulationOptions& simulation);
+
+// A plan simulated with other task times (a replay with measured ones).
+Maybe<SimulatedRun> ReplayPlan(const proto::Plan& plan, const std::vector<double>& task_seconds,
+                               const SimulationOptions& options);
+
+// The predicted timeline as Chrome trace JSON: one "X" event per act
+// (pid = rank, tid = stream, microseconds), args: task, act, category,
+// wait_us (a collective's wait for its peers); process and thread names.
+std::string SimulatedTraceJson(const SimulatedStep& step);
+
+}  // namespace ofl
