@@ -2,10 +2,14 @@
 // PlannedStrategy.simulate(...) -> a dict with the predicted step, every
 // task's price and category, every act, the critical path, the predicted
 // Chrome trace and the Plan's bytes; simulate_plan(plan_bytes, seconds, ...)
-// replays a plan with other task times (python/oneflow_lite/explain.py).
+// replays a plan with other task times (python/oneflow_lite/explain.py);
+// plan_by_simulation(...) plans autoddl and the presets and chooses by the
+// simulated step (api/simulated_choice.h).
 #include <pybind11/stl.h>
 
 #include "convert.h"
+#include "oneflow_lite/api/session.h"
+#include "oneflow_lite/api/simulated_choice.h"
 #include "oneflow_lite/api/step_simulation.h"
 #include "planned.h"
 
@@ -63,6 +67,27 @@ py::dict StepDict(const SimulatedStep& step, const StepSimulationOptions& option
   return d;
 }
 
+Cluster ClusterOf(const py::object& cluster) {
+  if (py::isinstance<Cluster>(cluster)) return cluster.cast<Cluster>();
+  if (py::isinstance<py::str>(cluster)) return Unwrap(FindCluster(cluster.cast<std::string>()));
+  throw py::type_error("cluster must be a Cluster, a preset name or a file path");
+}
+
+py::list ChoiceRows(const SimulatedChoice& c) {
+  py::list rows;
+  for (size_t i = 0; i < c.rows.size(); ++i) {
+    const ChoiceRow& r = c.rows[i];
+    py::dict d;
+    d["name"] = r.name;
+    d["additive_s"] = r.additive_s;
+    d["simulated_s"] = r.simulated_s;
+    d["skipped"] = r.skipped;
+    d["chosen"] = static_cast<int>(i) == c.chosen_row;
+    rows.append(d);
+  }
+  return rows;
+}
+
 }  // namespace
 
 void BindSimulation(py::module_& m) {
@@ -100,6 +125,49 @@ void BindSimulation(py::module_& m) {
       "Cluster (oneflow_lite/api/step_simulation.h): step_s, per task its price and category, "
       "every act (task, act, start_s, end_s, wait_s), the slowest rank's critical path, "
       "trace_json (the predicted Chrome trace) and plan (the Plan's bytes)");
+  m.def(
+      "plan_by_simulation",
+      [](const Program& program, const std::vector<int64_t>& hierarchy, const py::object& cluster,
+         const std::string& searcher, const std::vector<std::string>& candidates,
+         const std::vector<std::string>& fetches, int64_t num_slots, int64_t micro_batches,
+         int64_t gradient_bucket_bytes, const std::map<std::string, std::string>& pinned,
+         const std::optional<int64_t>& memory_limit,
+         const std::optional<std::vector<int64_t>>& ranks) {
+        const Cluster c = ClusterOf(cluster);
+        const Placement placement = Unwrap(MeshPlacement(hierarchy, ranks));
+        auto graph = std::make_shared<const OpGraph>(program.graph());
+        PlanRequest request;
+        request.searcher = searcher;
+        request.pinned = pinned;
+        request.micro_batches = micro_batches;
+        request.memory_limit = memory_limit;
+        request.gradient_bucket_bytes = gradient_bucket_bytes;
+        DistributedOptions session;
+        session.num_slots = num_slots;
+        session.micro_batches = micro_batches;
+        session.gradient_bucket_bytes = gradient_bucket_bytes;
+        Maybe<SimulatedChoice> choice = SimulatedChoice{};
+        {
+          py::gil_scoped_release release;
+          choice = ChooseBySimulation(*graph, placement, c, request, candidates, fetches, session);
+        }
+        SimulatedChoice result = Unwrap(std::move(choice));
+        py::list rows = ChoiceRows(result);
+        const std::string text = result.ToText();
+        return py::make_tuple(PyPlanned{graph, std::move(result.chosen)}, rows, text);
+      },
+      py::arg("program"), py::arg("hierarchy"), py::arg("cluster"), py::arg("searcher") = "autoddl",
+      py::arg("candidates") =
+          std::vector<std::string>{"data_parallel", "megatron", "2d", "zero", "vgg"},
+      py::arg("fetches") = std::vector<std::string>{}, py::arg("num_slots") = 2,
+      py::arg("micro_batches") = 1,
+      py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes,
+      py::arg("pinned") = std::map<std::string, std::string>{},
+      py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
+      "(PlannedStrategy, rows, text): `searcher` (its additive model inside its loop) and "
+      "`candidates` planned on one cost model, each simulated as a DistributedSession with "
+      "these arguments would run it, the shortest simulated step chosen; rows: per candidate "
+      "name, additive_s, simulated_s, skipped (why it does not apply), chosen");
   m.def(
       "simulate_plan",
       [](const py::bytes& plan_bytes, const std::vector<double>& task_seconds, int64_t iterations,
