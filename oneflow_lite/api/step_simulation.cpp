@@ -1,7 +1,9 @@
 // The simulated step of oneflow_lite/api/step_simulation.h.
 #include "oneflow_lite/api/step_simulation.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -79,6 +81,24 @@ Maybe<SimulatedStep> SimulateSessionStep(const OpGraph& graph, const Strategy& s
 Maybe<SimulatedRun> ReplayPlan(const proto::Plan& plan, const std::vector<double>& task_seconds,
                                const SimulationOptions& options) {
   return SimulatePlan(plan, task_seconds, options);
+}
+
+void AddSimulationToReport(const SimulatedStep& step, StrategyReport* report) {
+  report->simulated_seconds = step.run.step_s;
+  std::map<std::pair<std::string, int64_t>, double> by_op_rank;
+  for (const SimulatedAct& a : step.run.acts) {
+    const proto::TaskProto& t = step.plan.tasks(static_cast<int>(a.task));
+    if (t.kind() != proto::TaskProto::COMPUTE) continue;
+    // A folded variable's node carries its update, "update/<var>" (graph/optimizer_pass.h).
+    const std::string& name = t.op_conf().name();
+    const bool update = name.rfind("update/", 0) == 0;
+    by_op_rank[{update ? name.substr(7) : name, a.rank}] += a.end_s - a.start_s;
+  }
+  report->simulated_op_seconds.clear();
+  for (const auto& [key, seconds] : by_op_rank) {
+    double& s = report->simulated_op_seconds[key.first];
+    s = std::max(s, seconds);
+  }
 }
 
 std::string SimulatedTraceJson(const SimulatedStep& step) {

@@ -18,6 +18,7 @@
 #include "graph/plan_simulation.h"
 #include "graph/plan_task_cost.h"
 #include "graph/strategy.h"
+#include "graph/strategy_report.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "search/cluster.h"
 
@@ -52,6 +53,12 @@ Maybe<SimulatedStep> SimulateSessionStep(const OpGraph& graph, const Strategy& s
 // A plan simulated with other task times (a replay with measured ones).
 Maybe<SimulatedRun> ReplayPlan(const proto::Plan& plan, const std::vector<double>& task_seconds,
                                const SimulationOptions& options);
+
+// Fills report->simulated_seconds (the step) and simulated_op_seconds (per
+// op name: its COMPUTE tasks' simulated seconds, every act, on the rank
+// where they sum highest; an update "update/<var>" under its variable's
+// name, as the report's folded node).
+void AddSimulationToReport(const SimulatedStep& step, StrategyReport* report);
 
 // The predicted timeline as Chrome trace JSON: one "X" event per act
 // (pid = rank, tid = stream, microseconds), args: task, act, category,

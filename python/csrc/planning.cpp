@@ -433,13 +433,13 @@ void BindPlanning(py::module_& m) {
           "additive proxy, not this")
       .def("report",
            [](const PyPlanned& p, bool full, int max_rows, const MemoryEstimate* memory) {
-             return Unwrap(ReportPlanned(*p.graph, p.planned, memory)).ToText(full, max_rows);
+             return SimulatedReport(p, memory).ToText(full, max_rows);
            },
            py::arg("full") = false, py::arg("max_rows") = 20, py::arg("memory") = py::none(),
            "memory: predicted_memory(...)'s answer, shown as the predicted peak")
       .def("report_json",
            [](const PyPlanned& p, const MemoryEstimate* memory) {
-             return Unwrap(ReportPlanned(*p.graph, p.planned, memory)).ToJson();
+             return SimulatedReport(p, memory).ToJson();
            },
            py::arg("memory") = py::none())
       .def("diff",

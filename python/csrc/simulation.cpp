@@ -90,6 +90,17 @@ py::list ChoiceRows(const SimulatedChoice& c) {
 
 }  // namespace
 
+StrategyReport SimulatedReport(const PyPlanned& p, const MemoryEstimate* memory) {
+  StrategyReport report = Unwrap(ReportPlanned(*p.graph, p.planned, memory));
+  DistributedOptions session;
+  session.micro_batches = p.planned.model->options().micro_batches;
+  Maybe<SimulatedStep> step =
+      SimulateSessionStep(*p.graph, p.planned.strategy, {}, session, p.planned.model->cluster(),
+                          DefaultStepSimulationOptions());
+  if (step.ok()) AddSimulationToReport(step.value(), &report);
+  return report;
+}
+
 void BindSimulation(py::module_& m) {
   auto planned = py::reinterpret_borrow<py::class_<PyPlanned>>(m.attr("PlannedStrategy"));
   planned.def(

@@ -5,6 +5,7 @@ it, the shortest simulated step chosen. Checked against the same plans made
 one by one with ``_C.plan`` and ``PlannedStrategy.simulate``."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -50,3 +51,29 @@ def test_searcher_errors_are_raised():
     g = fidelity_runner.build("gpt_tiny")
     with pytest.raises(ValueError, match="no_such_searcher"):
         _C.plan_by_simulation(g.program, [2], CLUSTER, searcher="no_such_searcher")
+
+
+def test_report_time_column_is_the_simulation():
+    g = fidelity_runner.build("gpt_tiny")
+    planned = _C.plan(g.program, [2], CLUSTER, "data_parallel")
+    sim = planned.simulate()  # the report's session: its defaults
+    report = json.loads(planned.report_json())
+    assert report["simulated_step_s"] == pytest.approx(sim["step_s"], rel=1e-12)
+    # the additive figure stays beside it
+    assert report["predicted_step_s"] == pytest.approx(planned.predicted_step_s, rel=1e-12)
+    text = planned.report(full=True)
+    assert "simulated step" in text and "predicted step" in text
+    header = next(line for line in text.splitlines() if "signature" in line)
+    assert header.split()[0] == "simulated"
+    # an op's simulated seconds: its compute acts on its busiest rank, summed here by hand
+    tasks = {t["task"]: t for t in sim["tasks"]}
+    per_rank = {}
+    for task, _act, start, end, _wait in sim["acts"]:
+        t = tasks[task]
+        if t["kind"] == "COMPUTE" and t["category"] == "sparse_softmax_cross_entropy":
+            per_rank[t["rank"]] = per_rank.get(t["rank"], 0.0) + end - start
+    row = next(line for line in text.splitlines()
+               if " sparse_softmax_cross_entropy " in line and "grad" not in line)
+    shown = row.split()[0:2]
+    value = float(shown[0]) * {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[shown[1]]
+    assert value == pytest.approx(max(per_rank.values()), rel=5e-3)
