@@ -37,7 +37,7 @@ Maybe<SimulatedChoice> ChooseBySimulation(const OpGraph& graph, const Placement&
                                           const DistributedOptions& session) {
   OFL_ASSIGN_OR_RETURN(std::shared_ptr<const CostModel> model,
                        BuildPlanModel(graph, placement, cluster, request));
-  const StepSimulationOptions simulation = DefaultStepSimulationOptions();
+  const StepSimulationOptions simulation = DefaultStepSimulationOptions(cluster);
   SimulatedChoice choice;
   choice.chosen_row = -1;
   std::vector<std::string> names = {request.searcher};

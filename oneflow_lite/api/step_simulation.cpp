@@ -50,9 +50,19 @@ void PriceViews(const proto::Plan& plan, std::vector<TaskCost>* costs) {
 
 }  // namespace
 
-StepSimulationOptions DefaultStepSimulationOptions() {
+StepSimulationOptions DefaultStepSimulationOptions(const Cluster& cluster) {
   StepSimulationOptions o;
-  o.cost.memory_bandwidth = 30e9;
+  const ComputeTable& table = cluster.compute_table();
+  double largest = 0;
+  for (const proto::ComputeEntry& e : cluster.proto().device().compute()) {
+    if (e.op_type() == "relu" && e.dtype() == "float32") largest = std::max(largest, e.flops());
+  }
+  const std::optional<double> relu =
+      largest > 0 ? table.Seconds("relu", DataType::kFloat32, largest) : std::nullopt;
+  const Maybe<double> flops = cluster.Flops(DataType::kFloat32);
+  o.cost.memory_bandwidth = relu && *relu > 0 ? 8.0 * largest / *relu
+                            : flops.ok()      ? flops.value() / 20.0
+                                              : 30e9;
   o.cost.kernel_overhead_s = 1e-6;
   o.cost.boxing_overhead_s = 20e-6;
   o.simulation.act_overhead_s = 4e-6;

@@ -96,7 +96,7 @@ StrategyReport SimulatedReport(const PyPlanned& p, const MemoryEstimate* memory)
   session.micro_batches = p.planned.model->options().micro_batches;
   Maybe<SimulatedStep> step =
       SimulateSessionStep(*p.graph, p.planned.strategy, {}, session, p.planned.model->cluster(),
-                          DefaultStepSimulationOptions());
+                          DefaultStepSimulationOptions(p.planned.model->cluster()));
   if (step.ok()) AddSimulationToReport(step.value(), &report);
   return report;
 }
@@ -114,7 +114,7 @@ void BindSimulation(py::module_& m) {
         o.num_slots = num_slots;
         o.micro_batches = micro_batches ? *micro_batches : p.planned.model->options().micro_batches;
         o.gradient_bucket_bytes = gradient_bucket_bytes;
-        StepSimulationOptions s = DefaultStepSimulationOptions();
+        StepSimulationOptions s = DefaultStepSimulationOptions(p.planned.model->cluster());
         if (memory_bandwidth) s.cost.memory_bandwidth = *memory_bandwidth;
         if (boxing_overhead_s) s.cost.boxing_overhead_s = *boxing_overhead_s;
         if (act_overhead_s) s.simulation.act_overhead_s = *act_overhead_s;

@@ -120,3 +120,23 @@ def test_cli_prints_the_breakdown(tmp_path, capsys):
 def test_simulate_plan_rejects_bad_input():
     with pytest.raises(ValueError, match="no serialized Plan"):
         _C.simulate_plan(b"\xff\xff", [])
+
+
+def test_memory_bandwidth_comes_from_the_cluster(tmp_path):
+    g = fidelity_runner.build("gpt_tiny")
+    # a preset without a kernel table: its float32 FLOP/s over 20 FLOP per byte
+    sim = _C.plan(g.program, [2], "h100_8gpu", "data_parallel").simulate()
+    assert sim["options"]["memory_bandwidth"] == pytest.approx(67e12 / 20, rel=1e-12)
+    # a calibrated cluster: relu's bandwidth at its largest measured size (8 bytes per
+    # element: read and written), read here from the cluster's text
+    text = ('name: "t" levels { name: "l" size: 2 bandwidth_gbps: 1 latency_us: 1 }\n'
+            'device { name: "d" flops { key: "float32" value: 1e11 } memory_bytes: 1000000000\n'
+            '  compute { op_type: "relu" dtype: "float32" flops: 1000 seconds: 1e-6 }\n'
+            '  compute { op_type: "relu" dtype: "float32" flops: 1000000 seconds: 2e-4 } }\n')
+    path = tmp_path / "c.pbtxt"
+    path.write_text(text)
+    sim = _C.plan(g.program, [2], str(path), "data_parallel").simulate()
+    assert sim["options"]["memory_bandwidth"] == pytest.approx(8 * 1e6 / 2e-4, rel=1e-12)
+    # a copy kernel is priced by it: 2 x its output bytes, plus 1 us
+    t = next(t for t in sim["tasks"] if t["category"] == "transpose")
+    assert t["seconds"] == pytest.approx(t["bytes"] / 4e10 + 1e-6, rel=1e-9)
