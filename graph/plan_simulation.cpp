@@ -389,8 +389,6 @@ Status Simulation::Run() {
 
 SimulatedRun Simulation::TakeResult() {
   SimulatedRun r = std::move(result_);
-  std::vector<int64_t> order(r.acts.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
   for (size_t r2 = 0; r2 < r.rank_end_s.size(); ++r2) {
     r.step_s = std::max(r.step_s, r.rank_end_s[r2]);
     if (r.rank_end_s[r2] > r.rank_end_s[r.slowest_rank]) r.slowest_rank = static_cast<int64_t>(r2);
