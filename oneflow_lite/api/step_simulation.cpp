@@ -88,6 +88,12 @@ Maybe<SimulatedStep> SimulateSessionStep(const OpGraph& graph, const Strategy& s
   return step;
 }
 
+bool SimulationAffordable(const OpGraph& graph, const Strategy& strategy) {
+  const int64_t ops = static_cast<int64_t>(graph.ops().size());
+  const int64_t ranks = static_cast<int64_t>(strategy.placement().ranks().size());
+  return ops * ranks <= kReportSimulationBudget;
+}
+
 Maybe<SimulatedRun> ReplayPlan(const proto::Plan& plan, const std::vector<double>& task_seconds,
                                const SimulationOptions& options) {
   return SimulatePlan(plan, task_seconds, options);

@@ -57,6 +57,13 @@ Maybe<SimulatedStep> SimulateSessionStep(const OpGraph& graph, const Strategy& s
                                          const DistributedOptions& options, const Cluster& cluster,
                                          const StepSimulationOptions& simulation);
 
+// Whether a session's step of `strategy` is small enough to simulate in a
+// report by the way: ops x ranks at most kReportSimulationBudget (about the
+// plan's tasks; a 96-layer GPT on 1,024 devices has millions, which a
+// report must not wait for; SimulateSessionStep itself has no limit).
+constexpr int64_t kReportSimulationBudget = 200000;
+bool SimulationAffordable(const OpGraph& graph, const Strategy& strategy);
+
 // A plan simulated with other task times (a replay with measured ones).
 Maybe<SimulatedRun> ReplayPlan(const proto::Plan& plan, const std::vector<double>& task_seconds,
                                const SimulationOptions& options);

@@ -17,7 +17,8 @@ struct PyPlanned {
 // The strategy report of `p` (memory: predicted_memory's answer, shown as
 // the peak) with the simulated step of a default session and its per-op
 // simulated seconds as the time column (simulation.cpp); without them when
-// the plan cannot be simulated (the report then says nothing of it).
+// the plan cannot be simulated or is past SimulationAffordable (the report
+// then says nothing of it).
 StrategyReport SimulatedReport(const PyPlanned& p, const MemoryEstimate* memory);
 
 }  // namespace ofl::python

@@ -92,6 +92,7 @@ py::list ChoiceRows(const SimulatedChoice& c) {
 
 StrategyReport SimulatedReport(const PyPlanned& p, const MemoryEstimate* memory) {
   StrategyReport report = Unwrap(ReportPlanned(*p.graph, p.planned, memory));
+  if (!SimulationAffordable(*p.graph, p.planned.strategy)) return report;
   DistributedOptions session;
   session.micro_batches = p.planned.model->options().micro_batches;
   Maybe<SimulatedStep> step =

@@ -48,6 +48,9 @@ from oneflow_lite import train_report as rep
 from oneflow_lite.nn.graph_compile import resolve_cluster
 
 EXPERTS = ("data_parallel", "megatron", "2d", "zero", "vgg")  # rule-based presets
+# ops x devices past which --plan-only does not simulate its candidates (about the
+# plan's tasks; the report's own limit, api/step_simulation.h kReportSimulationBudget)
+SIMULATION_BUDGET = 200000
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -270,6 +273,10 @@ def simulated_choice(program, args, cluster):
     """autoddl's answer and the presets, each simulated as the session would run it
     (``_C.plan_by_simulation``): printed with both figures; the rows, or None."""
     if args.searcher != "autoddl":
+        return None
+    if program.num_ops() * args.devices > SIMULATION_BUDGET:
+        print(f"\nsimulated choice: skipped ({program.num_ops()} ops x {args.devices} devices is "
+              f"past {SIMULATION_BUDGET}; plan_by_simulation has no such limit)")
         return None
     try:
         _chosen, rows, text = _C.plan_by_simulation(program, list(args.hierarchy), cluster,
