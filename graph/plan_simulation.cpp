@@ -90,6 +90,9 @@ class Simulation {
       : plan_(plan), seconds_(seconds), options_(options) {}
 
   Status Build();
+  // Task `task`'s outputs (slots, acts per value; `producer` of each) and inputs.
+  Status AddRegisters(const proto::TaskProto& task, int64_t period,
+                      std::vector<std::pair<int, int>>* producer);
   Status Run();
   SimulatedRun TakeResult();
 
@@ -114,6 +117,39 @@ class Simulation {
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> entered_;
   std::map<std::pair<int, int64_t>, int64_t> calls_;  // (actor's thread, group_id) -> calls
 };
+
+Status Simulation::AddRegisters(const proto::TaskProto& task, int64_t period,
+                                std::vector<std::pair<int, int>>* producer) {
+  SimActor& a = actors_[task.id()];
+  std::vector<int64_t> written(task.outputs().begin(), task.outputs().end());
+  written.insert(written.end(), task.ctrl_outputs().begin(), task.ctrl_outputs().end());
+  for (int64_t r : written) {
+    OFL_ENSURE(r >= 0 && r < plan_.registers_size(), "simulate: task ", task.id(),
+               " writes unknown register ", r);
+    const proto::RegisterDesc& reg = plan_.registers(r);
+    Output out;
+    out.reg = r;
+    const int slots = static_cast<int>(std::max<int64_t>(1, reg.num_slots()));
+    for (int s = 0; s < slots; ++s) out.free.push_back(s);
+    out.pending.assign(slots, 0);
+    out.acts_per_value = static_cast<int>(std::max<int64_t>(1, PeriodOf(reg.period()) / period));
+    (*producer)[r] = {a.task, static_cast<int>(a.outputs.size())};
+    a.outputs.push_back(out);
+  }
+  std::vector<int64_t> read(task.inputs().begin(), task.inputs().end());
+  read.insert(read.end(), task.ctrl_inputs().begin(), task.ctrl_inputs().end());
+  for (int64_t r : read) {
+    OFL_ENSURE(r >= 0 && r < plan_.registers_size(), "simulate: task ", task.id(),
+               " reads unknown register ", r);
+    if (std::find(a.input_regs.begin(), a.input_regs.end(), r) != a.input_regs.end()) continue;
+    Input in;
+    in.reads_per_slot =
+        static_cast<int>(std::max<int64_t>(1, PeriodOf(plan_.registers(r).period()) / period));
+    a.input_regs.push_back(r);
+    a.inputs.push_back(in);
+  }
+  return Status::OK();
+}
 
 Status Simulation::Build() {
   const int n = plan_.tasks_size();
@@ -154,33 +190,7 @@ Status Simulation::Build() {
     SimThread& th = threads_[a.thread];
     ++th.remaining;
     if (a.boxing) th.boxing_order.push_back(t);
-    std::vector<int64_t> written(task.outputs().begin(), task.outputs().end());
-    written.insert(written.end(), task.ctrl_outputs().begin(), task.ctrl_outputs().end());
-    for (int64_t r : written) {
-      OFL_ENSURE(r >= 0 && r < plan_.registers_size(), "simulate: task ", t,
-                 " writes unknown register ", r);
-      const proto::RegisterDesc& reg = plan_.registers(r);
-      Output out;
-      out.reg = r;
-      const int slots = static_cast<int>(std::max<int64_t>(1, reg.num_slots()));
-      for (int s = 0; s < slots; ++s) out.free.push_back(s);
-      out.pending.assign(slots, 0);
-      out.acts_per_value = static_cast<int>(std::max<int64_t>(1, PeriodOf(reg.period()) / period));
-      producer[r] = {t, static_cast<int>(a.outputs.size())};
-      a.outputs.push_back(out);
-    }
-    std::vector<int64_t> read(task.inputs().begin(), task.inputs().end());
-    read.insert(read.end(), task.ctrl_inputs().begin(), task.ctrl_inputs().end());
-    for (int64_t r : read) {
-      OFL_ENSURE(r >= 0 && r < plan_.registers_size(), "simulate: task ", t,
-                 " reads unknown register ", r);
-      if (std::find(a.input_regs.begin(), a.input_regs.end(), r) != a.input_regs.end()) continue;
-      Input in;
-      in.reads_per_slot =
-          static_cast<int>(std::max<int64_t>(1, PeriodOf(plan_.registers(r).period()) / period));
-      a.input_regs.push_back(r);
-      a.inputs.push_back(in);
-    }
+    OFL_RETURN_IF_ERROR(AddRegisters(task, period, &producer));
   }
   for (SimActor& a : actors_) {
     for (size_t i = 0; i < a.inputs.size(); ++i) {
