@@ -39,14 +39,17 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+
+import fidelity_explain as fe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -119,6 +122,19 @@ def random_pins(prog, inputs: Sequence[str], hierarchy: Sequence[int], seed: int
 
 
 def plan_one(g, name: str, hierarchy: Sequence[int], cluster):
+    """(planned, candidates): `name` planned on `cluster`; for autoddl, the
+    plan chosen among its answer and the presets by the simulated step
+    (``_C.plan_by_simulation``) and the candidates' rows, else None."""
+    from oneflow_lite import _C
+
+    if name == "autoddl":
+        planned, rows, _text = _C.plan_by_simulation(g.program, list(hierarchy), cluster,
+                                                      fetches=[g.loss], num_slots=1)
+        return planned, rows
+    return plan_one_alone(g, name, hierarchy, cluster), None
+
+
+def plan_one_alone(g, name: str, hierarchy: Sequence[int], cluster):
     from oneflow_lite import _C
 
     if name == "replicated":  # every input and trainable variable B: each rank computes it all
@@ -137,13 +153,20 @@ def plan_one(g, name: str, hierarchy: Sequence[int], cluster):
 def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]):
     """(rows, skipped): per strategy that plans, its predictions and its
     strategy dict; skipped: name -> why not (a preset that does not apply,
-    exact that does not prove optimality within its budget)."""
+    exact that does not prove optimality within its budget).
+    predicted_step_s: the simulated step of the session the children run
+    (``PlannedStrategy.simulate``: fetch the loss, one slot); estimate_step_s:
+    the former full model (``step_estimate``); proxy_step_s: the searchers'
+    additive total. ``_prediction`` and ``_trace_json`` (the simulation, for
+    the explain breakdown) and ``_strategy`` are popped by measure()."""
+    from oneflow_lite import explain
+
     g = build(model)
     ranks = list(range(int(np.prod(hierarchy))))
     rows, skipped = [], {}
     for name in names:
         try:
-            planned = plan_one(g, name, hierarchy, cluster)
+            planned, candidates = plan_one(g, name, hierarchy, cluster)
         except ValueError as e:
             skipped[name] = str(e).splitlines()[0][:200]
             continue
@@ -153,8 +176,10 @@ def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]
             continue
         estimate = planned.step_estimate
         by_rank = dict(planned.predicted_bytes)
+        sim = planned.simulate([g.loss], num_slots=1)
         rows.append({"model": model, "strategy": name, "searcher": planned.searcher,
-                     "predicted_step_s": float(estimate["total_s"]),
+                     "predicted_step_s": float(sim["step_s"]),
+                     "estimate_step_s": float(estimate["total_s"]),
                      "proxy_step_s": float(planned.predicted_step_s),
                      "gradient_s": float(estimate["gradient_s"]),
                      "exposed_gradient_s": float(estimate["exposed_gradient_s"]),
@@ -166,7 +191,10 @@ def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]
                      "proxy_memory_bytes": int(stats["memory_bytes"]),
                      "compute_s": float(stats["compute_s"]),
                      "communication_s": float(stats["communication_s"]),
-                     "_strategy": planned.strategy})
+                     "_strategy": planned.strategy,
+                     "_prediction": explain.prediction_of(sim), "_trace_json": sim["trace_json"]})
+        if candidates is not None:
+            rows[-1]["candidates"] = candidates
     return rows, skipped
 
 
@@ -184,9 +212,13 @@ def child(job_path: str, out_path: str) -> int:
     batches = [feeds(job["model"], g, i) for i in range(job["warmup"] + job["steps"])]
     results = {}
     for name in job["order"]:
+        # the runtime's trace of each run (the last timed step's stays): per process
+        trace = (os.path.join(job["trace_dir"], f"{name}_p{world['process']}.json")
+                 if job.get("trace_dir") else "")
         session = _C.DistributedSession(g.program, ranks, hierarchy, job["strategies"][name],
                                         [g.loss], num_threads=job["threads"],
-                                        timeout_ms=job["timeout_ms"], num_slots=1)
+                                        timeout_ms=job["timeout_ms"], num_slots=1,
+                                        trace_path=trace)
         times, losses, before = [], [], {}
         for i, batch in enumerate(batches):
             before = dict(session.bytes_sent())
@@ -298,7 +330,7 @@ def spearman(a, b) -> float:
 
 def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mode: str,
             rounds: int, warmup: int, steps: int, threads: int, timeout_s: float,
-            log=lambda s: None) -> dict:
+            log=lambda s: None, traces_out: Optional[str] = None) -> dict:
     """Plans `names` on `cluster`, runs them `rounds` times (order rotated
     per round) and returns {"rows", "skipped", "errors"}: per row the
     predictions, the median measured step over every round's timed steps,
@@ -306,6 +338,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
     bytes must be the same every round)."""
     rows, skipped = plan_all(model, hierarchy, cluster, names)
     strategies = {r["strategy"]: r.pop("_strategy") for r in rows}
+    trace_dir = tempfile.mkdtemp(prefix="ofl_fidelity_traces_")
     order = [r["strategy"] for r in rows]
     errors: Dict[str, str] = {}
     steps_by: Dict[str, list] = {n: [] for n in order}
@@ -314,7 +347,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
         rotated = order[k % len(order):] + order[:k % len(order)] if order else []
         log(f"{mode} {model} round {k + 1}/{rounds}: {', '.join(rotated)}")
         job = dict(model=model, hierarchy=hierarchy, strategies=strategies, order=rotated,
-                   warmup=warmup, steps=steps, threads=threads)
+                   warmup=warmup, steps=steps, threads=threads, trace_dir=trace_dir)
         try:
             out = run_round(job, mode, timeout_s)
         except RuntimeError as e:
@@ -342,6 +375,11 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
         row["memory_predicted_over_measured"] = (max(row["predicted_memory_bytes"])
                                                  / max(1, max(row["peak_bytes"])))
         row["bytes_equal"] = row["predicted_bytes"] == row["measured_bytes"]
+    for row in rows:
+        prediction, trace_json = row.pop("_prediction"), row.pop("_trace_json")
+        if "measured_step_s" in row:
+            fe.attach(row, prediction, trace_json, trace_dir, mode, traces_out)
+    shutil.rmtree(trace_dir, ignore_errors=True)
     rows = [r for r in rows if "measured_step_s" in r]
     return {"rows": rows, "skipped": skipped, "errors": errors}
 

@@ -262,6 +262,10 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
       << FormatSeconds(full_seconds) << "; " << gradient_buckets << " bucket(s), "
       << FormatSeconds(gradient_seconds) << " of gradient communication, "
       << FormatSeconds(exposed_gradient_seconds) << " of it after backward";
+  if (simulated_seconds) {
+    out << "\nsimulated step (the plan as the runtime runs it: threads, slots, waits, overlap): "
+        << FormatSeconds(*simulated_seconds);
+  }
   if (peak_bytes) out << "\n" << peak_text;
   if (undo_bytes > 0) {
     out << "\nundo copy of variables (transactional steps): " << FormatBytes(undo_bytes)
@@ -278,11 +282,17 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
   out << "\ncluster " << cluster << ", " << placement << ", " << micro_batches
       << " micro-batch(es)\n";
   const size_t node_rows = full ? nodes.size() : std::min<size_t>(nodes.size(), max_rows);
-  out << "\n" << Pad("seconds", 12, true) << Pad("compute", 12, true) << Pad("comm", 12, true)
-      << Pad("memory", 12, true) << "  " << Pad("kind", 12) << Pad("op", 28) << "signature\n";
+  out << "\n" << Pad(simulated_seconds ? "simulated" : "seconds", 12, true)
+      << Pad("compute", 12, true) << Pad("comm", 12, true) << Pad("memory", 12, true) << "  "
+      << Pad("kind", 12) << Pad("op", 28) << "signature\n";
   for (size_t i = 0; i < node_rows; ++i) {
     const NodeReport& r = nodes[i];
-    out << Pad(" " + FormatSeconds(r.seconds()), 12, true)
+    std::string seconds = FormatSeconds(r.seconds());
+    if (simulated_seconds) {
+      auto it = simulated_op_seconds.find(r.name);
+      seconds = it == simulated_op_seconds.end() ? "-" : FormatSeconds(it->second);
+    }
+    out << Pad(" " + seconds, 12, true)
         << Pad(" " + FormatSeconds(r.compute_seconds), 12, true)
         << Pad(" " + FormatSeconds(r.communication_seconds), 12, true)
         << Pad(" " + FormatBytes(r.memory_bytes), 12, true) << "  "
@@ -332,7 +342,8 @@ std::string StrategyReport::ToJson() const {
       << ", \"predicted_step_s\": " << JsonNumber(total_seconds)
       << ", \"compute_s\": " << JsonNumber(compute_seconds)
       << ", \"communication_s\": " << JsonNumber(transfer_seconds)
-      << ", \"full_step_s\": " << JsonNumber(full_seconds)
+      << ", \"full_step_s\": " << JsonNumber(full_seconds) << ", \"simulated_step_s\": "
+      << (simulated_seconds ? JsonNumber(*simulated_seconds) : std::string("null"))
       << ", \"gradient_buckets\": " << gradient_buckets
       << ", \"gradient_s\": " << JsonNumber(gradient_seconds)
       << ", \"exposed_gradient_s\": " << JsonNumber(exposed_gradient_seconds)

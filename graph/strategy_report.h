@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -126,6 +127,12 @@ struct StrategyReport {
   double gradient_seconds = 0;          // the buckets' seconds, summed
   double exposed_gradient_seconds = 0;  // past the end of backward
   std::optional<Optimality> optimality;  // when measured
+  // Set by api/ when asked (api/step_simulation.h): the simulated step of a
+  // session running this plan (its very Plan as the runtime runs it) and, by
+  // op name, the simulated seconds of that op's tasks on its busiest rank
+  // (every act): the ops table's "seconds" column is then this one.
+  std::optional<double> simulated_seconds;
+  std::map<std::string, double> simulated_op_seconds;
   // The cluster prices compute from a table of measured kernel times; these
   // op types are not in it and were priced by its FLOP/s figure.
   bool compute_table = false;

@@ -195,6 +195,7 @@ void BindEager(py::module_& m) {
 void BindDistributed(py::module_& m);  // distributed.cpp
 void BindGlobal(py::module_& m);       // global_tensor.cpp
 void BindPlanning(py::module_& m);     // planning.cpp
+void BindSimulation(py::module_& m);   // simulation.cpp (after BindPlanning)
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
@@ -286,6 +287,7 @@ PYBIND11_MODULE(_C, m) {
   BindDistributed(m);
   BindGlobal(m);
   BindPlanning(m);
+  BindSimulation(m);
   m.def("list_ops", &OpTypes);
   m.def(
       "check_device", [](const std::string& device) { ThrowIfError(CheckDeviceUsable(device)); },

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "convert.h"
+#include "planned.h"
 #include "oneflow_lite/api/calibrate.h"
 #include "oneflow_lite/api/calibrate_processes.h"
 #include "oneflow_lite/api/distributed_session.h"
@@ -21,13 +22,6 @@
 
 namespace ofl::python {
 namespace {
-
-// A planned strategy with the graph it was planned for (a copy: the
-// program may change afterwards).
-struct PyPlanned {
-  std::shared_ptr<const OpGraph> graph;
-  PlannedStrategy planned;
-};
 
 Cluster ClusterFrom(const py::object& cluster) {
   if (py::isinstance<Cluster>(cluster)) return cluster.cast<Cluster>();
@@ -449,13 +443,13 @@ void BindPlanning(py::module_& m) {
           "additive proxy, not this")
       .def("report",
            [](const PyPlanned& p, bool full, int max_rows, const MemoryEstimate* memory) {
-             return Unwrap(ReportPlanned(*p.graph, p.planned, memory)).ToText(full, max_rows);
+             return SimulatedReport(p, memory).ToText(full, max_rows);
            },
            py::arg("full") = false, py::arg("max_rows") = 20, py::arg("memory") = py::none(),
            "memory: predicted_memory(...)'s answer, shown as the predicted peak")
       .def("report_json",
            [](const PyPlanned& p, const MemoryEstimate* memory) {
-             return Unwrap(ReportPlanned(*p.graph, p.planned, memory)).ToJson();
+             return SimulatedReport(p, memory).ToJson();
            },
            py::arg("memory") = py::none())
       .def("diff",

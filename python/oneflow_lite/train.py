@@ -56,6 +56,9 @@ from oneflow_lite import train_report as rep
 from oneflow_lite.nn.graph_compile import resolve_cluster
 
 EXPERTS = ("data_parallel", "megatron", "2d", "zero", "vgg")  # rule-based presets
+# ops x devices past which --plan-only does not simulate its candidates (about the
+# plan's tasks; the report's own limit, api/step_simulation.h kReportSimulationBudget)
+SIMULATION_BUDGET = 200000
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -311,8 +314,28 @@ def plan_only(args, config) -> dict:
         runs.append(dict(name=f"{best[0]} (best expert)", predicted=predicted_of(best[1], ranks)))
         print(f"\n{args.searcher} vs {best[0]}:\n{planned.diff(best[1]).to_text()}")
     print("\n" + rep.comparison_table(runs))
+    choice = simulated_choice(program, args, cluster)
     return {"plan_only": True, "runs": runs, "plan": planned.report_json(),
-            "experts": lines}
+            "experts": lines, "simulated_choice": choice}
+
+
+def simulated_choice(program, args, cluster):
+    """autoddl's answer and the presets, each simulated as the session would run it
+    (``_C.plan_by_simulation``): printed with both figures; the rows, or None."""
+    if args.searcher != "autoddl":
+        return None
+    if program.num_ops() * args.devices > SIMULATION_BUDGET:
+        print(f"\nsimulated choice: skipped ({program.num_ops()} ops x {args.devices} devices is "
+              f"past {SIMULATION_BUDGET}; plan_by_simulation has no such limit)")
+        return None
+    try:
+        _chosen, rows, text = _C.plan_by_simulation(program, list(args.hierarchy), cluster,
+                                                    micro_batches=args.micro_batches)
+    except ValueError as e:
+        print(f"\nsimulated choice: not available ({str(e).splitlines()[0][:100]})")
+        return None
+    print("\n" + text)
+    return rows
 
 
 def setup(args):

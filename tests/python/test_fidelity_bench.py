@@ -35,7 +35,7 @@ def test_two_processes_one_round_bytes_equal_per_rank(tmp_path):
     out = tmp_path / "fidelity.json"
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     cmd = [sys.executable, os.path.join(ROOT, "bench", "fidelity.py"), "--modes", "procs2",
-           "--models", "gpt_tiny", "--strategies", "data_parallel,megatron", "--rounds", "1",
+           "--models", "gpt_tiny", "--strategies", "data_parallel,megatron,autoddl", "--rounds", "1",
            "--warmup", "1", "--steps", "1", "--timeout-s", "240", "--cluster-dir",
            str(tmp_path), "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=420, env=env, cwd=ROOT)
@@ -45,7 +45,7 @@ def test_two_processes_one_round_bytes_equal_per_rank(tmp_path):
     mode = result["modes"]["procs2"]
     assert mode["processes"] == 2 and mode["threads_per_process"] == 1
     assert mode["hierarchy"] == [2] and not mode["errors"]
-    assert [r["strategy"] for r in mode["rows"]] == ["data_parallel", "megatron"]
+    assert [r["strategy"] for r in mode["rows"]] == ["data_parallel", "megatron", "autoddl"]
     for row in mode["rows"]:
         for field in ROW_FIELDS:
             assert field in row, field
@@ -57,5 +57,18 @@ def test_two_processes_one_round_bytes_equal_per_rank(tmp_path):
         # the liveness model (api/memory_estimate.h) against the allocators' own count
         assert row["predicted_memory_bytes"] == row["peak_bytes"]
         assert len(row["step_s"]) == 1  # 1 round x 1 timed step
+        # the trace of both processes joined with the simulation: every task found
+        ex = row["explain"]
+        assert "error" not in ex, ex
+        assert ex["missing_tasks"] == 0 and ex["extra_events"] == 0
+        assert 0 < row["trace_step_s"] and ex["categories"] and ex["critical_path_predicted"]
+    # autoddl: the simulated choice among its answer and the presets, both figures kept
+    cands = mode["rows"][2]["candidates"]
+    assert cands[0]["name"] == "autoddl" and sum(c["chosen"] for c in cands) == 1
+    chosen = [c for c in cands if c["chosen"]][0]
+    assert chosen["simulated_s"] == min(c["simulated_s"] for c in cands if not c["skipped"])
+    assert mode["rows"][2]["predicted_step_s"] == pytest.approx(chosen["simulated_s"], rel=1e-9)
+    assert mode["summary"]["all"]["strategies"] == 3
+    assert 0 <= mode["summary"]["all"]["median_error"] <= mode["summary"]["all"]["worst_error"]
     assert mode["goals"]["bytes_equal"] and "spearman" in mode
     assert result["rows"] == mode["rows"] and "load_before" in mode

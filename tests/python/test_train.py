@@ -53,6 +53,10 @@ def test_plan_only_plans_a_mesh_it_does_not_run(capsys):
     out = capsys.readouterr().out
     assert report["plan_only"] and report["runs"][0]["predicted"]["step_s"] > 0
     assert "expert presets:" in out and "megatron" in out
+    # autoddl's answer and the presets by the simulated step, both figures printed
+    rows = report["simulated_choice"]
+    assert rows[0]["name"] == "autoddl" and sum(r["chosen"] for r in rows) == 1
+    assert "simulated step chooses" in out and "autoddl: additive" in out
 
 
 @pytest.mark.parametrize("argv,message", [

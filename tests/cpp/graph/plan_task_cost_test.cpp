@@ -1,0 +1,110 @@
+// Task pricing (graph/plan_task_cost.h) on a hand-built plan and the
+// two-level test cluster (fast: groups of 4, 100 GB/s, 1 us per step; slow:
+// 10 GB/s, 10 us per step; 1e12 FLOP/s), each figure worked out by hand.
+#include "graph/plan_task_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "model_makers.h"
+
+namespace ofl {
+namespace {
+
+int64_t AddRegister(proto::Plan* plan, int64_t rank, const std::vector<int64_t>& dims) {
+  proto::RegisterDesc* r = plan->add_registers();
+  r->set_id(plan->registers_size() - 1);
+  r->set_rank(rank);
+  r->set_num_slots(1);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    r->mutable_desc()->mutable_shape()->add_dims(d);
+    n *= d;
+  }
+  r->mutable_desc()->set_dtype("float32");
+  r->set_bytes(4 * n);
+  return r->id();
+}
+
+proto::TaskProto* AddTask(proto::Plan* plan, proto::TaskProto::Kind kind, int64_t rank,
+                          const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  proto::TaskProto* t = plan->add_tasks();
+  t->set_id(plan->tasks_size() - 1);
+  t->set_kind(kind);
+  t->set_rank(rank);
+  for (int64_t r : in) t->add_inputs(r);
+  for (int64_t r : out) t->add_outputs(r);
+  return t;
+}
+
+void SetBoxing(proto::TaskProto* t, proto::BoxingConf::Kind kind,
+               const std::vector<int64_t>& group) {
+  t->mutable_boxing_conf()->set_kind(kind);
+  t->mutable_boxing_conf()->set_group_id(t->id());
+  for (int64_t r : group) t->mutable_boxing_conf()->add_group(r);
+}
+
+TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
+  proto::Plan plan;
+  const int64_t x = AddRegister(&plan, 0, {4, 8}), w = AddRegister(&plan, 0, {8, 16});
+  const int64_t y = AddRegister(&plan, 0, {4, 16}), z = AddRegister(&plan, 0, {64});
+  proto::TaskProto* mm = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {x, w}, {y});
+  mm->mutable_op_conf()->set_op_type("matmul");
+  mm->mutable_op_conf()->set_name("mm");
+  proto::TaskProto* reshape = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {y}, {z});
+  reshape->mutable_op_conf()->set_op_type("reshape");
+  reshape->mutable_op_conf()->set_name("flat");
+  proto::AttrValue shape;
+  shape.mutable_ints()->add_values(64);
+  (*reshape->mutable_op_conf()->mutable_attrs())["shape"] = shape;
+  const int64_t g = AddRegister(&plan, 0, {250});  // 1000 bytes
+  SetBoxing(AddTask(&plan, proto::TaskProto::BOXING, 0, {g}, {g}), proto::BoxingConf::ALL_REDUCE,
+            {0, 1});
+  const int64_t half = AddRegister(&plan, 0, {125}), full = AddRegister(&plan, 0, {250});
+  SetBoxing(AddTask(&plan, proto::TaskProto::BOXING, 0, {half}, {full}),
+            proto::BoxingConf::ALL_GATHER, {0, 4});
+  SetBoxing(AddTask(&plan, proto::TaskProto::BOXING, 0, {full}, {half}),
+            proto::BoxingConf::LOCAL_SLICE, {0, 1});
+  plan.set_num_ranks(8);
+
+  TaskCostOptions options;
+  options.memory_bandwidth = 1e9;
+  options.boxing_overhead_s = 5e-6;
+  options.kernel_overhead_s = 2e-6;
+  Maybe<std::vector<TaskCost>> costs = PriceTasks(plan, testing::TwoLevelCluster(), options);
+  ASSERT_TRUE(costs.ok()) << costs.status().ToString();
+  const std::vector<TaskCost>& c = costs.value();
+  ASSERT_EQ(c.size(), 5u);
+  auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-18 + 1e-9 * b); };
+  // matmul: 2 x 4 x 8 x 16 = 1024 FLOPs at 1e12 FLOP/s.
+  EXPECT_EQ(c[0].category, "matmul");
+  near(c[0].flops, 1024.0);
+  near(c[0].seconds, 1024.0 / 1e12);
+  // reshape: no FLOPs; reads and writes its 256-byte output at 1 GB/s, plus 2 us.
+  EXPECT_EQ(c[1].category, "reshape");
+  near(c[1].seconds, 512.0 / 1e9 + 2e-6);
+  // all-reduce of 1000 bytes on 2 ranks of one fast group: 2 (p-1)/p x 1000 =
+  // 1000 bytes sent, 2 (p-1) = 2 steps of 1 us, 100 GB/s; plus the 5 us fixed
+  // cost.
+  EXPECT_EQ(c[2].category, "boxing all_reduce");
+  EXPECT_EQ(c[2].bytes, 1000);
+  near(c[2].seconds, 2e-6 + 1000.0 / 100e9 + 5e-6);
+  // all-gather of 500-byte halves on ranks 0 and 4 (two fast groups: the slow
+  // level): (p-1)/p x 1000 = 500 bytes, p-1 = 1 step of 10 us, 10 GB/s.
+  EXPECT_EQ(c[3].bytes, 500);
+  near(c[3].seconds, 10e-6 + 500.0 / 10e9 + 5e-6);
+  // A local slice copies 1000 + 500 bytes.
+  EXPECT_EQ(c[4].category, "boxing local_slice");
+  near(c[4].seconds, 1500.0 / 1e9 + 5e-6);
+}
+
+TEST(PlanTaskCostTest, UnknownOpIsNamed) {
+  proto::Plan plan;
+  proto::TaskProto* t = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {}, {});
+  t->mutable_op_conf()->set_op_type("no_such_op");
+  Maybe<std::vector<TaskCost>> costs = PriceTasks(plan, testing::TwoLevelCluster(), {});
+  ASSERT_FALSE(costs.ok());
+  EXPECT_NE(costs.status().message().find("no_such_op"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ofl
