@@ -287,10 +287,12 @@ def minimum(a: Tensor, b) -> Tensor:
 
 def sum_of_integers(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """The int64 sum of a bool or integer tensor (``(pred == y).sum()``), as
-    PyTorch gives; eager only (the graph's reduce_sum is for floats)."""
+    PyTorch gives. Traced, it is summed in float64 (reduce_sum takes floats;
+    exact below 2**53) and cast back."""
     if not _has_value(x):
-        raise TypeError(f"sum of a {x.dtype.name} tensor inside nn.Graph: reduce_sum takes "
-                        f"float32 or float64; sum x.float() instead")
+        wide = _apply("cast", [x], dtype="float64")
+        total = _apply("reduce_sum", [wide], axes=_axes(dim), keepdims=bool(keepdim))
+        return _apply("cast", [total], dtype="int64")
     axis = tuple(_axes(dim)) or None
     total = np.sum(x._array(), axis=axis, keepdims=keepdim, dtype=np.int64)
     return Tensor._wrap(np.asarray(total, dtype=np.int64))

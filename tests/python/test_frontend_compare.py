@@ -316,7 +316,8 @@ class Probe(nn.Module):
         masked = joined.masked_fill(joined > 1.5, 0.0)
         loss = masked.mean() + picked.mean() + logits.std() + values.min() * 0.1
         accuracy = correct.float().mean()
-        return loss, accuracy, correct, pred, correct.any(), (logits >= 0).all(0)
+        return (loss, accuracy, correct, pred, correct.any(), (logits >= 0).all(0),
+                correct.sum())
 
 
 class ProbeGraph(nn.Graph):
