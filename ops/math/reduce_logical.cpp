@@ -22,15 +22,20 @@ namespace ofl {
 
 namespace {
 
-// The reduced axes, normalised and sorted (every axis for empty `axes`).
+// The reduced axes, normalised and sorted (every axis for empty `axes`;
+// argmax and argmin name one `axis`).
 Maybe<std::vector<int64_t>> AxesOf(const OpContext& ctx) {
   const Shape& x = ctx.input(0).shape;
-  std::vector<int64_t> given = ctx.attrs.Has("axis")
-                                   ? std::vector<int64_t>{ctx.attrs.Get<int64_t>("axis")}
-                                   : ctx.attrs.Get<std::vector<int64_t>>("axes");
-  OFL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, math::NormalizeAxes(given, x.ndim(), ctx.where(),
-                                                                      "x.shape=" + x.ToString()));
-  if (axes.empty() && !ctx.attrs.Has("axis")) {
+  if (ctx.attrs.Has("axis")) {
+    const int64_t axis = ctx.attrs.Get<int64_t>("axis");
+    OFL_ENSURE(axis >= -x.ndim() && axis < x.ndim(), ctx.where(), ": axis=", axis,
+               " is out of range for ", x.ndim(), " dims (x.shape=", x, ")");
+    return std::vector<int64_t>{axis < 0 ? axis + x.ndim() : axis};
+  }
+  OFL_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                       math::NormalizeAxes(ctx.attrs.Get<std::vector<int64_t>>("axes"), x.ndim(),
+                                           ctx.where(), "x.shape=" + x.ToString()));
+  if (axes.empty()) {
     for (int64_t a = 0; a < x.ndim(); ++a) axes.push_back(a);
   }
   return axes;

@@ -142,7 +142,8 @@ def _arg_rows(op, fn):
                memory_bytes=5 * 8,   # out (5,) int64
                errors=[
                    ErrorCase([([2, 3], F32)], {"axis": 2},
-                             [f"{op}: axes[0]=2 is out of range for 2 dims"]),
+                             [f"{op}: axis=2 is out of range for 2 dims", "x.shape=(2, 3)"]),
+                   ErrorCase([([2, 3], F32)], {"axis": -3}, [f"{op}: axis=-3 is out of range"]),
                    ErrorCase([([2, 0], F32)], {"axis": 1}, [f"{op}: axis 1 of x.shape=(2, 0)",
                                                             "is empty"]),
                    ErrorCase([([], F32)], {"axis": 0}, [f"{op}: x is a scalar"]),
