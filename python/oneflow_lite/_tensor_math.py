@@ -8,7 +8,7 @@ operators (``a == b``, ``a < b``, ``x[mask]``, ``x[index]``).
 Every result comes from registered C++ ops through ``_dispatch.apply`` (so it
 runs eagerly with autograd, or is traced into an nn.Graph): ``equal``,
 ``less``, ... (bool outputs), ``reduce_any``/``reduce_all``,
-``argmax``/``argmin``, ``gather``, ``where``, ``exp``, ``log``, ``abs``,
+``argmax``/``argmin``, ``gather``, ``where``, ``exp``, ``log``, ``abs``, ``pow``,
 ``concat``. The rest composes them: ``max(dim)`` gathers at ``argmax``
 (its gradient reaches the first largest element, as PyTorch's does with
 ``dim``; without ``dim`` PyTorch splits it among ties), ``clamp`` and
@@ -317,17 +317,13 @@ def sign(x: Tensor) -> Tensor:
 
 
 def pow(x, exponent) -> Tensor:  # noqa: A001 (torch's name)
-    """``x ** exponent`` for a number exponent (scalar_pow), or
-    ``base ** x`` for a positive number base and a tensor exponent."""
+    """``x ** exponent``: a number exponent is scalar_pow; a tensor exponent
+    (or a number base) the pow op, broadcast, in the tensors' one dtype."""
     if isinstance(x, Tensor) and not isinstance(exponent, Tensor):
         return _apply("scalar_pow", [x], exponent=float(exponent))
-    if isinstance(exponent, Tensor) and isinstance(x, numbers.Real):
-        if x <= 0:
-            raise ValueError(f"pow: a number base with a tensor exponent must be positive, "
-                             f"got {x}")
-        return exp(exponent * float(np.log(float(x))))
-    raise NotImplementedError("pow: a tensor raised to a tensor exponent is not supported; use "
-                              "a number exponent, or exp(b * log(a)) for a positive base")
+    if isinstance(exponent, Tensor) and not isinstance(x, Tensor):
+        x = _constant(x, exponent.dtype)
+    return _apply("pow", [x, exponent])
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 (torch's names)

@@ -173,13 +173,20 @@ def test_unary_math_values_and_gradients(name, ref, make):
 
 
 def test_pow_with_number_and_tensor_exponents():
-    x = _rng(5).uniform(0.5, 2, (2, 3))
-    t = flow.tensor(x, dtype=flow.float64)
+    rng = _rng(5)
+    x, e = rng.uniform(0.5, 2, (2, 3)), rng.uniform(-2, 2, (3,))
+    t = flow.tensor(x, dtype=flow.float64, requires_grad=True)
+    te = flow.tensor(e, dtype=flow.float64, requires_grad=True)
     np.testing.assert_allclose(t.pow(3).numpy(), x ** 3, rtol=1e-12)
     np.testing.assert_allclose(flow.pow(t, -0.5).numpy(), x ** -0.5, rtol=1e-12)
     np.testing.assert_allclose((2 ** t).numpy(), 2.0 ** x, rtol=1e-12)
-    with pytest.raises(NotImplementedError, match="tensor exponent"):
-        t ** t
+    np.testing.assert_allclose((-2.0 ** flow.tensor([2.0, 3.0])).numpy(), [-4.0, -8.0])
+    np.testing.assert_allclose(flow.pow(-2.0, flow.tensor([2.0, 3.0])).numpy(), [4.0, -8.0])
+    out = t ** te
+    np.testing.assert_allclose(out.numpy(), x ** e, rtol=1e-12)
+    out.sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), e * x ** (e - 1), rtol=1e-10)
+    np.testing.assert_allclose(te.grad.numpy(), (x ** e * np.log(x)).sum(0), rtol=1e-10)
 
 
 def test_clamp_values_and_gradient_where_kept():

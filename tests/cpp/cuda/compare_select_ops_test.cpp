@@ -1,5 +1,5 @@
 // CUDA kernels of the comparisons, reduce_any/reduce_all, argmax/argmin,
-// gather/gather_grad, where, exp/log/abs/sign and the integer and bool casts
+// gather/gather_grad, where, exp/log/abs/sign/pow and the integer and bool casts
 // against their CPU twins. Inputs hold small integers (as floats too) so that
 // ties and equal elements occur; bool and index outputs must match exactly.
 #include "tests/cpp/cuda/cuda_op_check.h"
@@ -93,6 +93,10 @@ TEST_F(CudaCompareSelectOps, UnaryMathAndCasts) {
     ExpectOpMatches({"log", {Random(Shape({5, 70}), t, rng_, 0.1, 4)}, {}});
     ExpectOpMatches({"abs", {Random(Shape({5, 70}), t, rng_)}, {}});
     ExpectOpMatches({"sign", {Small(Shape({5, 70}), t)}, {}});
+    ExpectOpMatches(
+        {"pow",
+         {Random(Shape({4, 1, 5}), t, rng_, 0.5, 2), Random(Shape({3, 1}), t, rng_, -2, 2)},
+         {}});
     for (const char* to : {"int32", "int64", "bool"}) {
       ExpectOpMatches({"cast", {Small(Shape({4, 9}), t)}, {{"dtype", std::string(to)}}});
     }

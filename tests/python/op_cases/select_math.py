@@ -1,5 +1,5 @@
 """Rows for where, gather/gather_grad and the elementwise math exp, log,
-abs, sign. Backward references are written in numpy from the calculus
+abs, sign, pow. Backward references are written in numpy from the calculus
 (np.add.at for the scatter of gather's gradient), independent of the ops'
 own gradient rules."""
 import numpy as np
@@ -209,4 +209,50 @@ UNARY = [
                no_grad_reason="int32 values"),
 ]
 
-CASES = WHERE + GATHER + GATHER_GRAD + UNARY
+
+# ---- pow (a tensor exponent) ----------------------------------------------------------
+
+def _pow_inputs(a_shape, b_shape):
+    """Positive bases (the gradient of b takes log(a)), exponents in [-2, 2]."""
+    def make(rng, dt):
+        return [rng.uniform(0.5, 2.0, a_shape).astype(dt),
+                rng.uniform(-2.0, 2.0, b_shape).astype(dt)]
+    return make
+
+
+def _pow_fwd(xs, a):
+    return [np.power(xs[0], xs[1])]
+
+
+def _pow_bwd(xs, a, dys):
+    x, e = xs
+    dy = dys[0]
+    return [_unbroadcast(dy * e * np.power(x, e - 1), x.shape),
+            _unbroadcast(dy * np.power(x, e) * np.log(x), e.shape)]
+
+
+def _negative_bases(rng, dt):
+    """Negative bases with integer exponents: real results, signs alternate."""
+    return [rng.uniform(-2.0, -0.5, (3, 4)).astype(dt),
+            rng.integers(-2, 4, (4,)).astype(dt)]
+
+
+POW = [
+    OpCase(id="pow", op="pow", make_inputs=_pow_inputs((3, 4), (3, 4)), forward=_pow_fwd,
+           backward=_pow_bwd,
+           cost_inputs=[([2, 3, 4], F32), ([3, 1], F32)],
+           flops=2 * 3 * 4, memory_bytes=2 * 3 * 4 * 4,
+           errors=[
+               ErrorCase([([2, 3], F32), ([4], F32)], {},
+                         ["pow: a.shape=(2, 3) and b.shape=(4) cannot be broadcast"]),
+               ErrorCase([([3], F32), ([3], "float64")], {},
+                         ["pow: a.dtype=float32 != b.dtype=float64"]),
+               ErrorCase([([3], I64), ([3], I64)], {}, ["pow: dtype int64 is not float32"]),
+           ]),
+    OpCase(id="pow_bcast", op="pow", make_inputs=_pow_inputs((2, 1, 4), (3, 1)),
+           forward=_pow_fwd, backward=_pow_bwd),
+    OpCase(id="pow_negative_base", op="pow", make_inputs=_negative_bases, forward=_pow_fwd,
+           no_grad_reason="d/db takes log of a negative base (NaN); values only"),
+]
+
+CASES = WHERE + GATHER + GATHER_GRAD + UNARY + POW
