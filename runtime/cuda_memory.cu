@@ -72,6 +72,7 @@ void LaunchAccumulate(void* dst, const void* init, const std::vector<const void*
     case DataType::kInt64: Launch<int64_t>(dst, init, srcs, n, stream); break;
     case DataType::kBFloat16: Launch<__nv_bfloat16>(dst, init, srcs, n, stream); break;
     case DataType::kFloat16: Launch<__half>(dst, init, srcs, n, stream); break;
+    case DataType::kBool: LOG(FATAL) << "CudaAccumulate: no sum of bool tensors";
   }
 }
 

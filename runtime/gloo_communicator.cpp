@@ -176,11 +176,12 @@ GlooCommunicator::GlooCommunicator(TcpStore* store, std::string group, std::vect
 
 GlooCommunicator::~GlooCommunicator() = default;
 
-Status GlooCommunicator::Begin(const std::string& what, DataType dtype) {
-  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat64 && dtype != DataType::kInt32 &&
-      dtype != DataType::kInt64) {
-    return InvalidArgument(what, ": dtype ", DataTypeName(dtype),
-                           " not supported (float32, float64, int32, int64)");
+Status GlooCommunicator::Begin(const std::string& what, DataType dtype, bool sums) {
+  const bool summable = dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||
+                        dtype == DataType::kInt32 || dtype == DataType::kInt64;
+  if (!summable && (sums || dtype != DataType::kBool)) {
+    return InvalidArgument(what, ": dtype ", DataTypeName(dtype), " not supported (float32, ",
+                           "float64, int32, int64", sums ? "" : ", or bool when moved only", ")");
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!abort_reason_.empty()) return Status(StatusCode::kInternal, what + ": " + abort_reason_);
@@ -285,7 +286,7 @@ uint64_t GlooCommunicator::PointSlot(bool send, int64_t peer, const std::string&
 Status GlooCommunicator::AllReduce(void* buffer, int64_t count, DataType dtype,
                                    const std::string& tag) {
   const std::string what = StrCat("rank ", rank_, ": all_reduce '", tag, "'");
-  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  OFL_RETURN_IF_ERROR(Begin(what, dtype, /*sums=*/true));
   const int64_t es = SizeOf(dtype), p = size();
   const Deadline deadline(timeout_);
   const std::string sig = StrCat("all_reduce/", tag, "/", DataTypeName(dtype), "/", count);
@@ -310,7 +311,7 @@ Status GlooCommunicator::AllReduce(void* buffer, int64_t count, DataType dtype,
 Status GlooCommunicator::ReduceScatter(const void* input, void* output, int64_t count,
                                        DataType dtype, const std::string& tag) {
   const std::string what = StrCat("rank ", rank_, ": reduce_scatter '", tag, "'");
-  OFL_RETURN_IF_ERROR(Begin(what, dtype));
+  OFL_RETURN_IF_ERROR(Begin(what, dtype, /*sums=*/true));
   const Range mine = BalancedPart(count, size(), rank_);
   // output = this rank's own part + every peer's, as the in-process one.
   Status status = ReduceScatterPhase(

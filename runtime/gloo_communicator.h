@@ -124,7 +124,8 @@ class GlooCommunicator : public Communicator {
   GlooCommunicator(TcpStore* store, std::string group, std::vector<int64_t> members, int64_t rank,
                    std::chrono::milliseconds timeout);
   // Starts a call: fails at once after an abort; checks the dtype.
-  Status Begin(const std::string& what, DataType dtype);
+  // Bool tensors may be moved (all_gather, all_to_all, ...) but not summed.
+  Status Begin(const std::string& what, DataType dtype, bool sums = false);
   void End();
   // Registers a posted buffer for Abort; false when aborted meanwhile.
   bool Track(gloo::transport::UnboundBuffer* buffer);

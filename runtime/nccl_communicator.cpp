@@ -42,6 +42,9 @@ bool NcclType(DataType dtype, ncclDataType_t* out) {
     case DataType::kFloat16:
       *out = ncclFloat16;
       return true;
+    case DataType::kBool:
+      *out = ncclUint8;
+      return true;
   }
   return false;
 }

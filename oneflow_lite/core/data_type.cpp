@@ -10,6 +10,7 @@ int64_t SizeOf(DataType dtype) {
     case DataType::kInt64: return 8;
     case DataType::kBFloat16: return 2;
     case DataType::kFloat16: return 2;
+    case DataType::kBool: return 1;
   }
   LOG(FATAL) << "unknown DataType " << static_cast<int>(dtype);
   return 0;
@@ -23,6 +24,7 @@ const char* DataTypeName(DataType dtype) {
     case DataType::kInt64: return "int64";
     case DataType::kBFloat16: return "bfloat16";
     case DataType::kFloat16: return "float16";
+    case DataType::kBool: return "bool";
   }
   LOG(FATAL) << "unknown DataType " << static_cast<int>(dtype);
   return "";
@@ -30,14 +32,17 @@ const char* DataTypeName(DataType dtype) {
 
 Maybe<DataType> ParseDataType(const std::string& name) {
   for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32, DataType::kInt64,
-                     DataType::kBFloat16, DataType::kFloat16}) {
+                     DataType::kBFloat16, DataType::kFloat16, DataType::kBool}) {
     if (name == DataTypeName(t)) return t;
   }
   return InvalidArgument("unknown dtype '", name,
-                         "' (expected float32, float64, int32, int64, bfloat16 or float16)");
+                         "' (expected float32, float64, int32, int64, bfloat16, float16 or bool)");
 }
 
-bool IsFloating(DataType dtype) { return dtype != DataType::kInt32 && dtype != DataType::kInt64; }
+bool IsFloating(DataType dtype) {
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||
+         dtype == DataType::kBFloat16 || dtype == DataType::kFloat16;
+}
 bool IsComputeFloat(DataType dtype) {
   return dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
 }

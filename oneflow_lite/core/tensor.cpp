@@ -87,6 +87,7 @@ void Tensor::Fill(double value) {
     case DataType::kFloat64: FillTyped<double>(data_, numel(), value); break;
     case DataType::kInt32: FillTyped<int32_t>(data_, numel(), value); break;
     case DataType::kInt64: FillTyped<int64_t>(data_, numel(), value); break;
+    case DataType::kBool: FillTyped<bool>(data_, numel(), value); break;
     default:
       CHECK(value == 0.0) << "Fill of " << DataTypeName(dtype_) << " supports only zero";
       std::memset(data_, 0, nbytes());

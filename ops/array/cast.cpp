@@ -1,10 +1,13 @@
-// cast: converts a floating tensor between float32, float64 and bfloat16
-// (attr "dtype", the target's name). Registration, shape inference, SBP,
+// cast: converts a tensor between float32, float64, bfloat16, int32, int64
+// and bool (attr "dtype", the target's name). Registration, shape inference, SBP,
 // cost and gradient; the kernel is in cast_cpu.cpp. Mixed precision
 // (nn.Graph config.mixed_precision("bf16")) inserts it in front of matmuls.
 //
 //   cast(x, dtype): x in `dtype`; to bfloat16 rounds to nearest even, NaN
-//                   stays NaN; from bfloat16 is exact.
+//                   stays NaN; from bfloat16 is exact; float to integer
+//                   truncates toward zero; to bool is x != 0 (NaN: true);
+//                   bool to a number is 0 or 1. Integers pass through double
+//                   (exact up to 2^53).
 // The gradient is the output gradient cast back to x's dtype.
 #include "ops/grad.h"
 #include "ops/kernel.h"
@@ -16,7 +19,8 @@ namespace ofl {
 namespace {
 
 bool Castable(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kBFloat16;
+  return t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kBFloat16 ||
+         t == DataType::kInt32 || t == DataType::kInt64 || t == DataType::kBool;
 }
 
 Maybe<std::vector<TensorDesc>> InferCast(const OpContext& ctx) {
@@ -24,9 +28,9 @@ Maybe<std::vector<TensorDesc>> InferCast(const OpContext& ctx) {
   const std::string& name = ctx.attrs.Get<std::string>("dtype");
   Maybe<DataType> to = ParseDataType(name);
   OFL_ENSURE(to.ok() && Castable(to.value()), ctx.where(), ": dtype='", name,
-             "' is not a cast target (expected float32, float64 or bfloat16)");
+             "' is not a cast target (expected float32, float64, bfloat16, int32, int64 or bool)");
   OFL_ENSURE(Castable(x.dtype), ctx.where(), ": x.dtype=", DataTypeName(x.dtype),
-             " cannot be cast (expected float32, float64 or bfloat16)");
+             " cannot be cast (expected float32, float64, bfloat16, int32, int64 or bool)");
   return std::vector<TensorDesc>{{x.shape, to.value()}};
 }
 
@@ -37,7 +41,7 @@ OpCost CastCost(const OpContext& ctx, const std::vector<TensorDesc>& outs) {
 }
 
 Status CastGrad(GradContext& g) {
-  if (!g.NeedsInputGrad(0)) return Status::OK();
+  if (!g.NeedsInputGrad(0) || g.OutputGrad(0).empty()) return Status::OK();
   OFL_ASSIGN_OR_RETURN(std::string dx,
                        g.Emit1("cast", {g.OutputGrad(0)},
                                {{"dtype", std::string(DataTypeName(g.InputDesc(0).dtype))}}));
@@ -55,7 +59,7 @@ OFL_REGISTER_OP("cast")
     .Sbp(Elementwise(PartialRule::kNone))
     .Cost(CastCost)
     .Grad(CastGrad)
-    .Doc("x converted to dtype (float32, float64 or bfloat16; round to nearest even).");
+    .Doc("x converted to dtype (float32, float64, bfloat16, int32, int64 or bool).");
 
 }  // namespace
 }  // namespace ofl

@@ -1,6 +1,6 @@
-// CPU kernel of cast: float32/float64/bfloat16 to any of them, elementwise,
-// in parallel chunks. Every value goes through float (bfloat16 <-> float
-// per bfloat16.h) except float32 <-> float64, which converts directly.
+// CPU kernel of cast: float32/float64/bfloat16/int32/int64/bool to any of
+// them, elementwise, in parallel chunks. Every value goes through double
+// (bfloat16 <-> float per bfloat16.h).
 #include <cstdint>
 
 #include "ops/array/bfloat16.h"
@@ -17,7 +17,10 @@ double Load(const void* p, DataType t, int64_t i) {
     case DataType::kFloat32: return static_cast<const float*>(p)[i];
     case DataType::kFloat64: return static_cast<const double*>(p)[i];
     case DataType::kBFloat16: return BFloat16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    default: ThrowNoKernelFor("float32/float64/bfloat16", t);
+    case DataType::kInt32: return static_cast<const int32_t*>(p)[i];
+    case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case DataType::kBool: return static_cast<const bool*>(p)[i] ? 1.0 : 0.0;
+    default: ThrowNoKernelFor("float32/float64/bfloat16/int32/int64/bool", t);
   }
   return 0.0;
 }
@@ -31,7 +34,10 @@ void Store(void* p, DataType t, int64_t i, double v) {
     case DataType::kBFloat16:
       static_cast<uint16_t*>(p)[i] = FloatToBFloat16(static_cast<float>(v));
       break;
-    default: ThrowNoKernelFor("float32/float64/bfloat16", t);
+    case DataType::kInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+    case DataType::kInt64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+    case DataType::kBool: static_cast<bool*>(p)[i] = v != 0.0; break;
+    default: ThrowNoKernelFor("float32/float64/bfloat16/int32/int64/bool", t);
   }
 }
 

@@ -15,7 +15,7 @@
 
 namespace ofl::math {
 
-constexpr int kMaxOperands = 2;
+constexpr int kMaxOperands = 3;
 
 // The output's axes after merging, and per operand its element strides along
 // them (0 where it is broadcast). There is always at least one axis.

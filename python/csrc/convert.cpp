@@ -13,8 +13,9 @@ Maybe<DataType> DataTypeOfArray(const py::array& a, const std::string& what) {
   if (dt.is(py::dtype::of<double>())) return DataType::kFloat64;
   if (dt.is(py::dtype::of<int32_t>())) return DataType::kInt32;
   if (dt.is(py::dtype::of<int64_t>())) return DataType::kInt64;
+  if (dt.is(py::dtype::of<bool>())) return DataType::kBool;
   return InvalidArgument(what, ": numpy dtype ", std::string(py::str(dt)),
-                         " is not supported (float32, float64, int32, int64)");
+                         " is not supported (float32, float64, int32, int64, bool)");
 }
 
 py::dtype NumpyDtype(DataType t) {
@@ -25,6 +26,7 @@ py::dtype NumpyDtype(DataType t) {
     case DataType::kInt64: return py::dtype::of<int64_t>();
     case DataType::kBFloat16:
     case DataType::kFloat16: return py::dtype("uint16");  // raw storage bits
+    case DataType::kBool: return py::dtype::of<bool>();
   }
   return py::dtype::of<float>();
 }

@@ -60,14 +60,15 @@ from oneflow_lite import _C  # noqa: E402,F401
 from oneflow_lite._autograd import (enable_grad, is_anomaly_enabled,  # noqa: E402
                                     is_grad_enabled, no_grad, set_detect_anomaly)
 from oneflow_lite._dispatch import ops  # noqa: E402
-from oneflow_lite._dtype import (bfloat16, double, dtype, float16, float32,  # noqa: E402
-                                 float64, int32, int64, long)
+from oneflow_lite._dtype import (bfloat16, bool, double, dtype, float16,  # noqa: E402,A004
+                                 float32, float64, int32, int64, long)
 from oneflow_lite._global import placement, sbp  # noqa: E402
 from oneflow_lite._random import manual_seed  # noqa: E402
 from oneflow_lite._creation import (arange, device, empty, from_numpy, full,  # noqa: E402
                                     ones, ones_like, rand, randint, randn, tensor, zeros,
                                     zeros_like)
 from oneflow_lite._tensor import Tensor  # noqa: E402
+from oneflow_lite._tensor_math import *  # noqa: E402,F401,F403 (eq, max, where, cat, ...)
 from oneflow_lite._toplevel import (allclose, eye, inference_mode, is_tensor,  # noqa: E402
                                     linspace, matmul, randperm, set_grad_enabled, sum)
 from oneflow_lite.serialization import load, save  # noqa: E402

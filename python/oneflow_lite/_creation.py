@@ -29,14 +29,14 @@ def _make(what: str, array_fn, shape, dtype, requires_grad) -> Tensor:
 
 def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (numpy array, list, number or
-    Tensor). Python floats become float32, Python ints int64."""
+    Tensor). Python floats become float32, Python ints int64, bools bool."""
     if isinstance(data, Tensor):
         data = data._array()
     if dtype is None:
         array = np.array(data)
         if array.dtype.kind == "f" and not isinstance(data, np.ndarray):
             array = array.astype(np.float32)
-        elif array.dtype.kind in "iub" and not isinstance(data, np.ndarray):
+        elif array.dtype.kind in "iu" and not isinstance(data, np.ndarray):
             array = array.astype(np.int64)
     else:
         array = np.array(data, dtype=dtypes.numpy_of(dtypes.get(dtype)))

@@ -95,7 +95,7 @@ def apply(op_type: str, inputs: Sequence, attrs: Optional[dict] = None,
             if a is not None and str(a.dtype) in ("uint16", "bfloat16"):  # bfloat16 (cast)
                 raise TypeError(f"{op_type}: output {k} is {attrs.get('dtype', 'bfloat16')}, "
                                 f"which eager tensors cannot hold (float32, float64, int32, "
-                                f"int64); bfloat16 compute is nn.Graph's "
+                                f"int64, bool); bfloat16 compute is nn.Graph's "
                                 f"config.mixed_precision('bf16')")
         if _autograd._anomaly_enabled:
             where = op_type if name is None else f"{op_type} '{name}'"

@@ -1,6 +1,7 @@
 """dtype objects of the frontend: ``flow.float32``, ``float64``, ``int32``,
-``int64``, and ``bfloat16``/``float16`` (names for planning only: no eager
-tensor holds them, since numpy and the CPU kernels do not).
+``int64``, ``bool`` (comparisons and masks), and ``bfloat16``/``float16``
+(names for planning only: no eager tensor holds them, since numpy and the
+CPU kernels do not).
 
 Immutable module-level singletons; thread-safe.
 """
@@ -36,6 +37,7 @@ float32 = dtype("float32", np.dtype(np.float32), 4)
 float64 = dtype("float64", np.dtype(np.float64), 8)
 int32 = dtype("int32", np.dtype(np.int32), 4)
 int64 = dtype("int64", np.dtype(np.int64), 8)
+bool_ = dtype("bool", np.dtype(np.bool_), 1)
 bfloat16 = dtype("bfloat16", None, 2)
 float16 = dtype("float16", None, 2)
 float = float32  # noqa: A001 (PyTorch alias)
@@ -43,8 +45,8 @@ double = float64
 long = int64
 int = int32  # noqa: A001
 
-_BY_NAME = {d.name: d for d in (float32, float64, int32, int64, bfloat16, float16)}
-_BY_NUMPY = {d.numpy: d for d in (float32, float64, int32, int64)}
+_BY_NAME = {d.name: d for d in (float32, float64, int32, int64, bool_, bfloat16, float16)}
+_BY_NUMPY = {d.numpy: d for d in (float32, float64, int32, int64, bool_)}
 
 
 def get(value: Union[str, "dtype", np.dtype, type, None]) -> "dtype":
@@ -70,3 +72,6 @@ def numpy_of(d: "dtype") -> np.dtype:
         raise TypeError(f"dtype {d.name} is for planning only: eager tensors cannot hold it "
                         f"(use float32 or float64, or declare the model on the 'meta' device)")
     return d.numpy
+
+
+bool = bool_  # noqa: A001 (PyTorch's name; last, so the module's code sees the builtin)

@@ -22,12 +22,15 @@ import numpy as np
 from oneflow_lite import _autograd
 from oneflow_lite import _device
 from oneflow_lite import _dtype as dtypes
+from oneflow_lite import _tensor_math_methods
+from oneflow_lite._tensor_math_methods import MathMethods
 
 Number = Union[int, float]
 
 
-class Tensor:
-    """An n-d array with autograd; see the module docstring."""
+class Tensor(MathMethods):
+    """An n-d array with autograd; see the module docstring. Comparisons,
+    max/min, where, ... come from ``MathMethods`` (``_tensor_math_methods``)."""
 
     __array_priority__ = 1000  # numpy defers `ndarray + Tensor` to Tensor.__radd__
 
@@ -188,6 +191,8 @@ class Tensor:
             if value is self._value:
                 value = value.copy()
             return Tensor._wrap(value)
+        if self._value is None and self._device == "lazy":  # traced: the cast op
+            return self._op("cast", dtype=dtypes.get(dtype).name)
         converted = self._array().astype(dtypes.numpy_of(dtypes.get(dtype)))
         return Tensor._wrap(_device.like_value(converted, self._value))
 
@@ -263,6 +268,8 @@ class Tensor:
         return self._op("scalar_mul", value=-1.0)
 
     def __pow__(self, exponent: Number):
+        if isinstance(exponent, Tensor):
+            return _tensor_math_methods.math().pow(self, exponent)
         return self._op("scalar_pow", exponent=float(exponent))
 
     def __matmul__(self, other: "Tensor"):
@@ -296,6 +303,8 @@ class Tensor:
         return self._op("transpose", perm=list(reversed(range(self.ndim))))
 
     def sum(self, dim=None, keepdim: bool = False) -> "Tensor":
+        if not self._dtype.is_floating_point:  # bool or integer: int64, as PyTorch
+            return _tensor_math_methods.math().sum_of_integers(self, dim, keepdim)
         return self._op("reduce_sum", axes=_axes(dim), keepdims=keepdim)
 
     def mean(self, dim=None, keepdim: bool = False) -> "Tensor":
@@ -314,6 +323,8 @@ class Tensor:
         return self._op("softmax", axis=dim)
 
     def __getitem__(self, index) -> "Tensor":
+        if _tensor_math_methods.math().is_tensor_index(index):
+            return _tensor_math_methods.math().index(self, index)
         start, stop, step, keep = _basic_index(index, self._shape)
         out = self._op("slice", start=start, stop=stop, step=step)
         if len(keep) != self.ndim:

@@ -11,6 +11,7 @@ import pytest
 MODULES = ["oneflow_lite", "oneflow_lite.nn.graph_trace", "oneflow_lite.models",
            "oneflow_lite.models.mlp", "oneflow_lite.models.gpt", "oneflow_lite.models.vgg",
            "oneflow_lite.models.trace", "oneflow_lite.autograd", "oneflow_lite._autograd",
+           "oneflow_lite._tensor_math",
            "oneflow_lite.distributed", "oneflow_lite.distributed.launch",
            "oneflow_lite.periodic_checkpoint"]
 

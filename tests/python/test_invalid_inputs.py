@@ -43,12 +43,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 TIMEOUT_S = 60
 ALLOWED = ("ValueError", "TypeError", "NotImplementedError", "RuntimeError")
-# Op -> (index input, what bounds it): the ops whose integer values index.
+# The ops whose integer values index.
+# Op -> (index input, what bounds it, the input's name in messages).
 INDEX_OPS = {
-    "embedding": (1, lambda ins, attrs: ins[0].shape[0]),
-    "embedding_grad": (0, lambda ins, attrs: attrs["num_embeddings"]),
-    "sparse_softmax_cross_entropy": (1, lambda ins, attrs: ins[0].shape[-1]),
-    "sparse_softmax_cross_entropy_grad": (1, lambda ins, attrs: ins[0].shape[-1]),
+    "embedding": (1, lambda ins, attrs: ins[0].shape[0], "ids"),
+    "embedding_grad": (0, lambda ins, attrs: attrs["num_embeddings"], "ids"),
+    "sparse_softmax_cross_entropy": (1, lambda ins, attrs: ins[0].shape[-1], "labels"),
+    "sparse_softmax_cross_entropy_grad": (1, lambda ins, attrs: ins[0].shape[-1], "labels"),
+    "gather": (1, lambda ins, attrs: ins[0].shape[attrs["axis"]], "index"),
+    "gather_grad": (0, lambda ins, attrs: attrs["shape"][attrs["axis"]], "index"),
 }
 
 
@@ -146,7 +149,7 @@ def _index_cases(op, inputs, attrs):
     """Out-of-range ids/labels: (name, inputs, must_contain)."""
     if op not in INDEX_OPS:
         return []
-    i, bound = INDEX_OPS[op]
+    i, bound, name = INDEX_OPS[op]
     limit = int(bound(inputs, attrs))
     out = []
     for v, at in ((limit, -1), (-1, 0), (2**31 - 1, -1)):
@@ -154,7 +157,6 @@ def _index_cases(op, inputs, attrs):
         x.reshape(-1)[at] = v
         where = np.unravel_index(at % x.size, x.shape)
         index = ", ".join(str(int(k)) for k in where)
-        name = "ids" if op.startswith("embedding") else "labels"
         text = f"{name}[{index}]={v} is out of range [0, {limit})"
         out.append((f"{name} holding {v}", inputs[:i] + [x] + inputs[i + 1:], [op, text]))
     return out
@@ -163,7 +165,7 @@ def _index_cases(op, inputs, attrs):
 def _error_row_cases(row):
     out = []
     dtypes = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
-              "int64": np.int64}
+              "int64": np.int64, "bool": np.bool_}
     for k, e in enumerate(row.errors):
         if not all(d in dtypes and all(s >= 0 for s in shape) for shape, d in e.inputs):
             continue
@@ -232,7 +234,7 @@ def _kernel_calls(_C, op, inputs, attrs):
         return []
     descs = descs[:len(_C.op_schema(op)["outputs"])]
     swap = {"float32": "float64", "float64": "float32", "int64": "float32",
-            "int32": "float32"}
+            "int32": "float32", "bool": "float32"}
     calls = []
     for k, (shape, dtype) in enumerate(descs):
         d = descs[:k] + [(shape, swap[dtype])] + descs[k + 1:]

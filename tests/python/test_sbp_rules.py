@@ -87,6 +87,16 @@ EXTRA_CASES = [
     _extra("avg_pool2d_5", "avg_pool2d", _normal((5, 2, 4, 4)), {"kernel_size": [2, 2]}),
     _extra("sgd_update_5x2", "sgd_update", _normal((5, 2), (5, 2), (5, 2)),
            {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01}),
+    # comparisons, selection and arg reductions (bool and index outputs)
+    _extra("less_bcast_5", "less", _normal((5, 1), (2,))),
+    _extra("where_5x2", "where", lambda rng, dt: [rng.random((5, 1)) < 0.5,
+                                                   rng.standard_normal((5, 2)).astype(dt),
+                                                   rng.standard_normal((2,)).astype(dt)]),
+    _extra("gather_5x3", "gather", lambda rng, dt: [rng.standard_normal((5, 3)).astype(dt),
+                                                     rng.integers(0, 3, (5, 4))], {"axis": 1}),
+    _extra("argmax_5x2", "argmax", _normal((5, 2)), {"axis": 1}),
+    _extra("reduce_any_5x2", "reduce_any", lambda rng, dt: [rng.random((5, 2)) < 0.3],
+           {"axes": [1]}),
 ]
 CASES = CASES + EXTRA_CASES
 BY_ID = {c.id: c for c in CASES}

@@ -36,8 +36,12 @@ TEST(DataTypeTest, SizesAndNames) {
   EXPECT_EQ(SizeOf(DataType::kBFloat16), 2);
   EXPECT_EQ(SizeOf(DataType::kFloat16), 2);
   EXPECT_EQ(SizeOf(DataType::kInt64), 8);
+  EXPECT_EQ(SizeOf(DataType::kBool), 1);
+  EXPECT_FALSE(IsFloating(DataType::kBool));
+  EXPECT_FALSE(IsFloating(DataType::kInt32));
+  EXPECT_TRUE(IsFloating(DataType::kBFloat16));
   for (auto t : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32, DataType::kInt64,
-                 DataType::kBFloat16, DataType::kFloat16}) {
+                 DataType::kBFloat16, DataType::kFloat16, DataType::kBool}) {
     EXPECT_EQ(ParseDataType(DataTypeName(t)).value(), t);
   }
   auto bad = ParseDataType("float8");

@@ -161,6 +161,8 @@ inline double ValueAt(const Tensor& t, int64_t i) {
       return t.data<int32_t>()[i];
     case DataType::kInt64:
       return static_cast<double>(t.data<int64_t>()[i]);
+    case DataType::kBool:
+      return t.data<bool>()[i] ? 1.0 : 0.0;
     case DataType::kBFloat16: {  // the high half of a float32
       uint16_t bits;
       std::memcpy(&bits, static_cast<const char*>(t.raw()) + 2 * i, 2);

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <thread>
 
@@ -157,6 +158,23 @@ void CheckCollectives(GlooCommunicator* c, DataType dtype) {
   EXPECT_EQ(c->bytes_sent() - before, r % 2 == 0 ? 2 * 3 * es : 0) << name;
 }
 
+// Masks (bool) are gathered like any bytes; a sum of them is refused by name.
+void CheckBoolMovesButIsNotSummed(GlooCommunicator* c) {
+  const int64_t p = c->size(), r = c->rank();
+  std::vector<int64_t> counts(p, 2);
+  bool mine[2] = {r % 2 == 0, true};
+  std::unique_ptr<bool[]> all(new bool[2 * p]);
+  ASSERT_TRUE(c->AllGather(mine, all.get(), counts.data(), DataType::kBool, "ag_bool").ok());
+  for (int64_t q = 0; q < p; ++q) {
+    EXPECT_EQ(all[2 * q], q % 2 == 0) << "rank " << q;
+    EXPECT_TRUE(all[2 * q + 1]) << "rank " << q;
+  }
+  const Status s = c->AllReduce(mine, 2, DataType::kBool, "ar_bool");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("all_reduce 'ar_bool': dtype bool not supported"), std::string::npos)
+      << s.message();
+}
+
 void Collectives(Rank* me) {
   auto comm = Connect(me, "world", Iota(me->size));
   ASSERT_NE(comm, nullptr);
@@ -165,6 +183,7 @@ void Collectives(Rank* me) {
   CheckCollectives<double>(comm.get(), DataType::kFloat64);
   CheckCollectives<int32_t>(comm.get(), DataType::kInt32);
   CheckCollectives<int64_t>(comm.get(), DataType::kInt64);
+  CheckBoolMovesButIsNotSummed(comm.get());
   // 10 MiB of float32 (several 1 MiB reduce chunks per part) with addends of
   // mixed magnitudes, where the order of the sums shows in the bits: the
   // result must equal, bit for bit, the in-process communicator's on the

@@ -282,13 +282,39 @@ CAST = [
         memory_bytes=15 * 4 + 15 * (8 if to == "float64" else 4),
         fd_eps=1e-2,  # cast is linear; a tiny step would measure float32 rounding
         errors=[
-            ErrorCase([([2], F32)], {"dtype": "int32"},
-                      ["cast", "dtype='int32'", "expected float32, float64 or bfloat16"]),
+            ErrorCase([([2], F32)], {"dtype": "float16"},
+                      ["cast", "dtype='float16'",
+                       "expected float32, float64, bfloat16, int32, int64 or bool"]),
             ErrorCase([([2], F32)], {"dtype": "bogus"}, ["cast", "dtype='bogus'"]),
-            ErrorCase([([2], "int64")], {"dtype": "float32"},
-                      ["cast", "x.dtype=int64 cannot be cast"]),
+            ErrorCase([([2], "float16")], {"dtype": "float32"},
+                      ["cast", "x.dtype=float16 cannot be cast"]),
         ])
     for to in ("float64", "float32")
+]
+
+
+def _cast_values(rng, dt):
+    """Values with fractions of both signs, zeros and integers."""
+    x = rng.uniform(-4, 4, (3, 4)).astype(dt)
+    x[0, :2] = 0.0
+    x[1, 0] = 3.0
+    return [x]
+
+
+# Integers and bools, from and to: truncation toward zero, x != 0, 0/1.
+CAST += [
+    OpCase(id="cast_to_int64", op="cast", attrs={"dtype": "int64"}, make_inputs=_cast_values,
+           forward=lambda xs, a: [np.trunc(xs[0]).astype(np.int64)], no_grad_reason=INT_REASON),
+    OpCase(id="cast_to_int32", op="cast", attrs={"dtype": "int32"}, make_inputs=_cast_values,
+           forward=lambda xs, a: [xs[0].astype(np.int32)], no_grad_reason=INT_REASON),
+    OpCase(id="cast_to_bool", op="cast", attrs={"dtype": "bool"}, make_inputs=_cast_values,
+           forward=lambda xs, a: [xs[0] != 0], no_grad_reason="bool output"),
+    OpCase(id="cast_int64_to_float", op="cast", attrs={"dtype": "float32"},
+           make_inputs=lambda rng, dt: [rng.integers(-9, 9, (2, 3)).astype(np.int64)],
+           forward=lambda xs, a: [xs[0].astype(np.float32)], no_grad_reason=INT_REASON),
+    OpCase(id="cast_bool_to_float64", op="cast", attrs={"dtype": "float64"},
+           make_inputs=lambda rng, dt: [rng.random((2, 3)) < 0.5],
+           forward=lambda xs, a: [xs[0].astype(np.float64)], no_grad_reason="bool input"),
 ]
 
 CASES = RESHAPE + TRANSPOSE + SLICE + CONCAT + CAST
