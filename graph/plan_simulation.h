@@ -1,4 +1,18 @@
 // A discrete-event simulation of one run of a Plan as the runtime executes
+// it (DESIGN.md section 6, "two prices of a step"): threads per (rank,
+// stream), the register handshake with slots, periods, boxing turns and
+// collectives that hold every member. Task seconds come from the caller
+// (plan_task_cost.h, or measured ones for a replay); it knows no op and no
+// Cluster. Pure function; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/status.h"
+
+// A discrete-event simulation of one run of a Plan as the runtime executes
 // it (DESIGN.md section 6, "two prices of a step"; runtime/actor.h and
 // runtime/actor_thread.h are what it mirrors):
 //  - one thread per (rank, stream), each owning its tasks' actors in plan
@@ -23,13 +37,6 @@
 // Cluster; a replay uses measured ones). The simulation knows no op and no
 // Cluster: only the Plan's tasks, registers, ranks and streams.
 // Pure function; thread-safe.
-#pragma once
-
-#include <cstdint>
-#include <vector>
-
-#include "oneflow_lite/core/proto/plan.pb.h"
-#include "oneflow_lite/core/status.h"
 
 namespace ofl {
 

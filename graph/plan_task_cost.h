@@ -1,4 +1,18 @@
 // Task times of a Plan from a Cluster: what plan_simulation.h is fed with
+// (DESIGN.md section 6): compute from the kernel table or FLOP/s, ops without
+// FLOPs by the bytes they move over memory bandwidth, collectives by
+// search/'s CollectiveSeconds, a fixed cost per boxing act. No correction
+// factor. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/core/proto/plan.pb.h"
+#include "oneflow_lite/core/status.h"
+#include "search/cluster.h"
+
+// Task times of a Plan from a Cluster: what plan_simulation.h is fed with
 // (DESIGN.md section 6). Per task, one act's seconds:
 //  - COMPUTE: the op's FLOPs on its physical shapes (the registry's
 //    estimate, OpDef::EstimateCost on the task's input registers) priced by
@@ -22,14 +36,6 @@
 // No correction factor. Category of a task, for the explain breakdown: the
 // op type, "boxing <kind>" ("boxing all_reduce"), or the kind ("source").
 // Pure functions; thread-safe.
-#pragma once
-
-#include <string>
-#include <vector>
-
-#include "oneflow_lite/core/proto/plan.pb.h"
-#include "oneflow_lite/core/status.h"
-#include "search/cluster.h"
 
 namespace ofl {
 

@@ -1,13 +1,8 @@
 // The simulated step of a session (DESIGN.md section 6, "two prices of a
 // step"): lowers a strategy into the very Plan DistributedSession::Create
-// runs (graph/distributed_lowering.h with the session's slots,
-// micro-batches and gradient buckets), prices every task from the Cluster
-// (graph/plan_task_cost.h) and simulates one run of it
-// (graph/plan_simulation.h). Also the predicted timeline as a Chrome trace
-// in the runtime's format (runtime/trace.h: pid = rank, tid = stream,
-// args.task = task id), so that it opens beside a measured trace and joins
-// with it task by task. It lives in api/ because it uses graph/ (lowering,
-// simulation) and runtime/ (the runtime's task names).
+// runs, prices every task from the Cluster (graph/plan_task_cost.h) and
+// simulates one run (graph/plan_simulation.h); also the predicted timeline
+// as a Chrome trace in the runtime's format, to join with a measured one.
 // Pure functions over value types; thread-safe on const inputs.
 #pragma once
 
@@ -21,6 +16,18 @@
 #include "graph/strategy_report.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "search/cluster.h"
+
+// The simulated step of a session (DESIGN.md section 6, "two prices of a
+// step"): lowers a strategy into the very Plan DistributedSession::Create
+// runs (graph/distributed_lowering.h with the session's slots,
+// micro-batches and gradient buckets), prices every task from the Cluster
+// (graph/plan_task_cost.h) and simulates one run of it
+// (graph/plan_simulation.h). Also the predicted timeline as a Chrome trace
+// in the runtime's format (runtime/trace.h: pid = rank, tid = stream,
+// args.task = task id), so that it opens beside a measured trace and joins
+// with it task by task. It lives in api/ because it uses graph/ (lowering,
+// simulation) and runtime/ (the runtime's task names).
+// Pure functions over value types; thread-safe on const inputs.
 
 namespace ofl {
 

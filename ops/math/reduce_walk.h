@@ -1,9 +1,10 @@
 // ReduceWalk: the element offsets of a reduction over some axes of a
 // contiguous tensor, for the kernels that reduce with something other than a
 // sum (reduce_any, reduce_all, argmax, argmin). Output element o reads the
-// elements KeptOffset(o) + ReducedOffset(r) for r in [0, num_reduced), in
-// row-major order of the reduced axes (so r is the index along the axis when
-// one axis is reduced). Pure; thread-safe.
+// elements OffsetOf(o, kept_dims, kept_strides) + OffsetOf(r, reduced_dims,
+// reduced_strides) for r in [0, num_reduced), in row-major order of the
+// reduced axes (so r is the index along the axis when one axis is reduced).
+// Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
