@@ -366,3 +366,62 @@ def test_two_nodes_train_as_two_virtual_devices_bitwise(tmp_path):
         for name in params:
             want = s.get_variable(name)
             assert np.array_equal(z[f"param:{name}"], want), name
+
+
+# ------------------------------------------------- calibration on the emulation
+
+def _calibrate(tmp_path, *args):
+    path = tmp_path / "cluster.pbtxt"
+    done = subprocess.run(
+        [sys.executable, "-m", "oneflow_lite.calibrate", "--out", str(path), "--no-kernels",
+         "--allreduce-mb", "4", "--reps", "3", "--matmul-size", "64", "--memcpy-mb", "1",
+         *args], env=_env(), capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    from oneflow_lite import _C
+
+    text = path.read_text()
+    return _C.load_cluster(str(path)).levels(), _collective_rates(text), text
+
+
+def _collective_rates(text):
+    """Level name -> {collective kind: bytes/s} from a Cluster's text."""
+    import re
+
+    rates = {}
+    for block in text.split("levels {")[1:]:
+        name = re.search(r'name: "(\w+)"', block).group(1)
+        rates[name] = {kind: float(gbps) * 1e9 for kind, gbps in re.findall(
+            r'kind: "(\w+)"\s+bandwidth_gbps: ([0-9.e+-]+)', block)}
+    return rates
+
+
+@needs_root
+def test_calibration_measures_the_shaped_link(tmp_path):
+    """2 emulated nodes x 1 process over 400 Mbit/s = 0.05 GB/s: the network
+    level's fastest collective (per device, through 6 sizes) within 10 % of
+    the link's rate; the slower ones are their algorithms' (all-gather sends
+    one message each way), never faster than the link."""
+    levels, by_level, text = _calibrate(tmp_path, "--nodes", "2", "--processes", "1",
+                                        "--emulate-rate", "400mbit")
+    (level,) = levels
+    assert (level["name"], level["size"]) == ("network", 2)
+    rates = by_level["network"]
+    assert len(rates) == 4
+    assert abs(max(rates.values()) / 0.05e9 - 1) <= 0.10, rates
+    assert all(r <= 1.10 * 0.05e9 for r in rates.values()), rates
+    assert "# network all_reduce (2 processes): 4096 B" in text
+    assert "4194304 B" in text
+
+
+@needs_root
+def test_calibration_of_nodes_of_two_processes_has_two_levels(tmp_path):
+    """2 nodes x 2 processes: a node level of 2 devices (their loopback) and a
+    network level of 4 (400 Mbit/s shared by a node's 2 processes: at most
+    0.025 GB/s each, + 10 %), the network the slower."""
+    levels, by_level, _ = _calibrate(tmp_path, "--nodes", "2", "--processes", "2",
+                                     "--emulate-rate", "400mbit")
+    node, network = levels
+    assert (node["name"], node["size"], network["name"], network["size"]) == (
+        "node", 2, "network", 4)
+    assert network["bandwidth_bytes_per_s"] < node["bandwidth_bytes_per_s"]
+    assert max(by_level["network"].values()) <= 1.10 * 0.025e9, by_level
