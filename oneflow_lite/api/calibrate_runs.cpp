@@ -56,13 +56,10 @@ CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,
   double slope = det > 0 ? (n * sxt - sx * st) / det : 0;
   const CollectivePoint& largest = points.back();
   if (!(slope > 0)) slope = largest.seconds / std::max(largest.bytes_sent, 1.0);
-  // Intercept: the smaller half's times less their bytes' time.
-  std::vector<double> rest;
-  for (size_t i = 0; i < std::max<size_t>(half, 1); ++i) {
-    rest.push_back(points[i].seconds - slope * points[i].bytes_sent);
-  }
+  // Intercept: the smallest size's time less its bytes' time.
+  const double rest = points[0].seconds - slope * points[0].bytes_sent;
   CollectiveFigure figure;
-  figure.latency_s = std::max(0.0, Median(rest)) /
+  figure.latency_s = std::max(0.0, rest) /
                      static_cast<double>(std::max<int64_t>(1, CollectiveSteps(kind, group)));
   figure.bandwidth_bytes_per_s = 1.0 / slope;
   return figure;

@@ -39,8 +39,8 @@ struct CollectivePoint {
 // `points` (two or more sizes, any order): the bandwidth from a least-squares
 // line through the larger half of the sizes (where the bytes dominate; a
 // shaper's burst allowance or a cache speeds only the small ones), the
-// latency from the smaller half: the median of their seconds less their
-// bytes' time, over steps (CollectiveSteps(kind, group)), at least 0. A slope
+// latency from the smallest size: its seconds less its bytes' time, over
+// steps (CollectiveSteps(kind, group)), at least 0. A slope
 // that is not positive (times flat in the size) takes the bandwidth of the
 // largest point alone.
 CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,

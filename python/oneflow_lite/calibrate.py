@@ -42,17 +42,15 @@ from oneflow_lite import _C
 
 
 def message_sizes(largest: int, processes: int = 2) -> List[int]:
-    """The buffer sizes of a collective calibration: 4 KiB x 4^i up to and
-    with ``largest`` (at least two, each at least one float32 per process)."""
-    sizes = []
-    size = max(4096, 4 * processes)
+    """The buffer sizes of a collective calibration: one float32 per process
+    (the latency), then 4 KiB x 4^i up to and with ``largest``."""
+    sizes = [4 * processes]
+    size = max(4096, 8 * processes)
     while size < largest:
         sizes.append(size)
         size *= 4
-    sizes.append(max(largest, 4 * processes))
-    if len(sizes) < 2:
-        sizes.insert(0, 4 * processes)
-    return sizes if sizes[0] < sizes[1] else sizes[1:] + [sizes[1] * 4]
+    sizes.append(max(largest, 8 * processes))
+    return sizes
 
 
 @dataclasses.dataclass(frozen=True)

@@ -409,7 +409,7 @@ def test_calibration_measures_the_shaped_link(tmp_path):
     assert len(rates) == 4
     assert abs(max(rates.values()) / 0.05e9 - 1) <= 0.10, rates
     assert all(r <= 1.10 * 0.05e9 for r in rates.values()), rates
-    assert "# network all_reduce (2 processes): 4096 B" in text
+    assert "# network all_reduce (2 processes): 8 B" in text
     assert "4194304 B" in text
 
 
