@@ -172,11 +172,12 @@ run_runtime() {
 }
 
 run_fidelity() {
-  local results=bench/results rc=0 rounds=${OFL_BENCH_ROUNDS:-5}
+  local results=bench/results rc=0 rounds=${OFL_BENCH_ROUNDS:-5} modes=procs2,procs4,virtual4
   mkdir -p "$results"
-  echo "bench: fidelity.py (GPT, VGG; 2 processes, 4 processes, 4 virtual devices;" \
-    "$rounds rounds)" >&2
-  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/fidelity.py --rounds "$rounds" \
+  # as root, also 2 emulated nodes of 1 and of 2 devices (network namespaces, shaped links)
+  [ "$(id -u)" = 0 ] && modes+=,emulated2,emulated4
+  echo "bench: fidelity.py (GPT, VGG; modes $modes; $rounds rounds)" >&2
+  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/fidelity.py --rounds "$rounds" --modes "$modes" \
     --threads "${OFL_BENCH_THREADS:-2}" --out "$results/fidelity.json.tmp" >/dev/null || rc=$?
   if [[ -s $results/fidelity.json.tmp ]]; then
     mv "$results/fidelity.json.tmp" "$results/fidelity.json"
