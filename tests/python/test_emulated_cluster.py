@@ -425,3 +425,33 @@ def test_calibration_of_nodes_of_two_processes_has_two_levels(tmp_path):
         "node", 2, "network", 4)
     assert network["bandwidth_bytes_per_s"] < node["bandwidth_bytes_per_s"]
     assert max(by_level["network"].values()) <= 1.10 * 0.025e9, by_level
+
+
+# ------------------------------------------------------------- the main job
+
+def test_main_job_emulated_needs_a_calibrated_cluster(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "oneflow_lite.train", "--nproc", "2",
+                           "--emulate-nodes", "2", "--steps", "1"], env=_env(), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert done.returncode == 2, done.stderr
+    assert "--emulate-nodes with --cluster local: calibrate the emulation first" in (
+        done.stderr.strip().splitlines()[-1])
+
+
+@needs_root
+def test_main_job_runs_on_two_emulated_nodes(tmp_path):
+    """python -m oneflow_lite.train --nproc 2 --emulate-nodes 2 launches itself
+    on the emulation and trains with the losses of 2 virtual devices of one
+    process (same plan: the preset, on the same cluster)."""
+    common = [sys.executable, "-m", "oneflow_lite.train", "--model", "vgg", "--steps", "2",
+              "--searcher", "data_parallel", "--cluster", "v100_8gpu", "--threads", "2"]
+    reports = {}
+    for name, extra in (("one", ["--devices", "2"]),
+                        ("emulated", ["--nproc", "2", "--emulate-nodes", "2",
+                                      "--emulate-rate", "1gbit"])):
+        path = tmp_path / f"{name}.json"
+        done = subprocess.run([*common, *extra, "--report", str(path)], env=_env(),
+                              cwd=tmp_path, capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        reports[name] = json.loads(path.read_text())["runs"][0]
+    assert reports["one"]["losses"] == reports["emulated"]["losses"]
