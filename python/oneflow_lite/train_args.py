@@ -108,7 +108,8 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
     p.add_argument("--emulate-nodes", type=count, default=None, metavar="M",
                    help="run the --nproc processes on M emulated nodes of this machine (root; "
                         "the launcher's --emulate-nodes); needs --cluster FILE, a "
-                        "calibration of that emulation (python -m oneflow_lite.calibrate --nodes)")
+                        "calibration of that emulation (python -m oneflow_lite.calibrate --nodes); "
+                        "default: none, this machine as it is")
     p.add_argument("--emulate-rate", default=None, metavar="RATE",
                    help="each emulated node's link (tc units: 1gbit; default: unshaped)")
     p.add_argument("--hierarchy", type=_ints, default=None,
