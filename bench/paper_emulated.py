@@ -90,6 +90,19 @@ def row(model: str, setting: str, res: dict) -> dict:
     return out
 
 
+def goals(rows) -> dict:
+    """The issue's goals per row: autoddl measured at most 1.02 x the best
+    expert measured; the measured reduction within 5 points of the predicted."""
+    done = [r for r in rows if "measured_reduction" in r]
+    key = [f"{r['model']}/{r['setting']}" for r in done]
+    return {
+        "autoddl_within_1.02_of_best_expert": dict(zip(key, (
+            r["autoddl_over_best_expert"] <= 1.02 for r in done))),
+        "measured_within_5_points_of_predicted": dict(zip(key, (
+            abs(r["measured_reduction"] - r["predicted_reduction"]) <= 0.05 for r in done))),
+    }
+
+
 def plot(rows, path: str) -> None:
     import matplotlib
 
@@ -154,7 +167,8 @@ def main() -> int:
                 "by tc, a node's devices virtual devices of one process): every applicable "
                 "rule-based preset and autoddl, planned on the emulation's calibrated cluster, "
                 "measured in interleaved rounds",
-        "rows": rows, "rounds": args.rounds, "warmup": args.warmup, "steps": args.steps,
+        "rows": rows, "goals": goals(rows), "rounds": args.rounds, "warmup": args.warmup,
+        "steps": args.steps,
         "load_before": load_before, "load_after": list(os.getloadavg()),
         "wall_seconds": round(time.time() - start, 1),
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
