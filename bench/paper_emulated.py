@@ -179,6 +179,16 @@ def main() -> int:
     if os.path.exists(args.paper):
         with open(args.paper) as f:
             paper = json.load(f)
+    old = paper.get("emulated", {})
+    ran = {(r["model"], r["setting"]) for r in rows}
+    kept = [r for r in old.get("rows", []) if (r["model"], r["setting"]) not in ran]
+    if kept:  # rows of settings not rerun now stay, with their run's figures
+        emulated["rows"] = rows = kept + rows
+        emulated["goals"] = goals(rows)
+        emulated["earlier_run"] = {
+            "rows": [f"{r['model']}/{r['setting']}" for r in kept],
+            **{k: old[k] for k in ("date_utc", "load_before", "load_after", "wall_seconds",
+                                   "rounds") if k in old}}
     paper["emulated"] = emulated
     with open(args.paper, "w") as f:
         json.dump(paper, f, indent=1)

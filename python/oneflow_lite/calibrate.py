@@ -121,12 +121,16 @@ def process_collectives(processes: int, nbytes: int = 16 << 20, reps: int = 5,
 def levels_of(layout: ProcessLayout, measured: list) -> List[dict]:
     """The Cluster levels (innermost first, sizes in devices) of measured
     figures: each level's own figure per collective, the all-reduce's as the
-    level's latency and bandwidth."""
-    sizes = {"node": layout.processes * layout.devices_per_process,
-             "network": layout.nodes * layout.processes * layout.devices_per_process}
+    level's latency and bandwidth. A process's figures are shared by its
+    ``devices_per_process`` devices: a level's bandwidth is per device while
+    every device of the group sends at once (cluster.proto), and a process's
+    devices all send through it, so each gets 1 / devices_per_process."""
+    d = layout.devices_per_process
+    sizes = {"node": layout.processes * d, "network": layout.nodes * layout.processes * d}
     levels = []
     for name in ("node", "network"):
-        figures = [m for m in measured if m["level"] == name]
+        figures = [dict(m, bandwidth_gbps=m["bandwidth_gbps"] / d)
+                   for m in measured if m["level"] == name]
         if not figures:
             continue
         reduce = next(f for f in figures if f["kind"] == "all_reduce")

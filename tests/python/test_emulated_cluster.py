@@ -455,3 +455,19 @@ def test_main_job_runs_on_two_emulated_nodes(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         reports[name] = json.loads(path.read_text())["runs"][0]
     assert reports["one"]["losses"] == reports["emulated"]["losses"]
+
+
+def test_levels_share_a_process_figures_among_its_devices():
+    """2 nodes x 1 process x 2 devices: the network level spans 4 devices and
+    each gets half of what its process measured (both send through it)."""
+    from oneflow_lite.calibrate import ProcessLayout, levels_of
+
+    measured = [{"level": "network", "processes": 2, "kind": kind, "bandwidth_gbps": gbps,
+                 "latency_us": 80.0, "points": []}
+                for kind, gbps in (("all_reduce", 0.01), ("all_gather", 0.006))]
+    (level,) = levels_of(ProcessLayout(1, 2, 2, "80mbit"), measured)
+    assert (level["name"], level["size"]) == ("network", 4)
+    assert level["bandwidth_gbps"] == pytest.approx(0.005) and level["latency_us"] == 80.0
+    assert [c["bandwidth_gbps"] for c in level["collectives"]] == pytest.approx([0.005, 0.003])
+    (one,) = levels_of(ProcessLayout(1, 2, 1, "80mbit"), measured)
+    assert (one["size"], one["bandwidth_gbps"]) == (2, pytest.approx(0.01))
