@@ -56,8 +56,10 @@ CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,
   double slope = det > 0 ? (n * sxt - sx * st) / det : 0;
   const CollectivePoint& largest = points.back();
   if (!(slope > 0)) slope = largest.seconds / std::max(largest.bytes_sent, 1.0);
-  // Intercept: the smallest size's time less its bytes' time.
-  const double rest = points[0].seconds - slope * points[0].bytes_sent;
+  // Intercept: the smallest sizes' times less their bytes' time, the least
+  // (a busy machine only adds time).
+  double rest = points[0].seconds - slope * points[0].bytes_sent;
+  if (half >= 2) rest = std::min(rest, points[1].seconds - slope * points[1].bytes_sent);
   CollectiveFigure figure;
   figure.latency_s = std::max(0.0, rest) /
                      static_cast<double>(std::max<int64_t>(1, CollectiveSteps(kind, group)));

@@ -39,8 +39,10 @@ struct CollectivePoint {
 // `points` (two or more sizes, any order): the bandwidth from a least-squares
 // line through the larger half of the sizes (where the bytes dominate; a
 // shaper's burst allowance or a cache speeds only the small ones), the
-// latency from the smallest size: its seconds less its bytes' time, over
-// steps (CollectiveSteps(kind, group)), at least 0. A slope
+// latency from the two smallest sizes (the smallest alone when the smaller
+// half holds one): the least of their seconds less their bytes' time (a
+// busy machine only adds time), over steps (CollectiveSteps(kind, group)),
+// at least 0. A slope
 // that is not positive (times flat in the size) takes the bandwidth of the
 // largest point alone.
 CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,

@@ -156,13 +156,17 @@ TEST(Calibrate, FitThroughSizesTakesTheBandwidthFromTheLargeOnes) {
   CollectiveFigure f = FitCollectivePoints(CollectiveKind::kAllReduce, 2, exact);
   EXPECT_NEAR(f.bandwidth_bytes_per_s, 1e9, 1e-3);
   EXPECT_NEAR(f.latency_s, 10e-6, 1e-12);
-  // Burst: 1e3 in 5 us, 1e4 in 12 us. Bandwidth unchanged; latency from
-  // the smallest: (5 - 1) us over 2 steps.
+  // Burst: 1e3 in 5 us, 1e4 in 12 us. Bandwidth unchanged; latency the
+  // least of (5 - 1, 12 - 10) us over 2 steps.
   const std::vector<CollectivePoint> burst = {at(1e6, 1020e-6), at(1e4, 12e-6), at(1e3, 5e-6),
                                               at(1e5, 120e-6)};
   f = FitCollectivePoints(CollectiveKind::kAllReduce, 2, burst);
   EXPECT_NEAR(f.bandwidth_bytes_per_s, 1e9, 1e-3);
-  EXPECT_NEAR(f.latency_s, 2e-6, 1e-12);
+  EXPECT_NEAR(f.latency_s, 1e-6, 1e-12);
+  // A slow smallest call (a descheduled process): the second size decides.
+  f = FitCollectivePoints(CollectiveKind::kAllReduce, 2,
+                          {at(1e3, 2000e-6), at(1e4, 30e-6), at(1e5, 120e-6), at(1e6, 1020e-6)});
+  EXPECT_NEAR(f.latency_s, 10e-6, 1e-12);
   // Times flat in the size: the largest point's own bandwidth (2e3 B in 1 ms);
   // latency (1 ms - 1e3 B / 2e6 B/s) over 2 steps = 0.25 ms.
   f = FitCollectivePoints(CollectiveKind::kAllGather, 3, {at(1e3, 1e-3), at(2e3, 1e-3)});
