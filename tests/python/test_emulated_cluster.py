@@ -471,3 +471,16 @@ def test_levels_share_a_process_figures_among_its_devices():
     assert [c["bandwidth_gbps"] for c in level["collectives"]] == pytest.approx([0.005, 0.003])
     (one,) = levels_of(ProcessLayout(1, 2, 1, "80mbit"), measured)
     assert (one["size"], one["bandwidth_gbps"]) == (2, pytest.approx(0.01))
+
+
+@needs_root
+def test_a_delay_needs_netem_and_a_failed_setup_leaves_nothing(tmp_path):
+    """--emulate-delay-ms: runs where the kernel has netem; elsewhere one line
+    says so, and what was made before the failing step is removed."""
+    path, out = script(tmp_path, SLEEP_SCRIPT.replace("time.sleep(20)", "pass"))
+    job = job_id("delay")
+    code, _, err = finish(start(["--emulate-nodes", "2", "--emulate-delay-ms", "1",
+                                 "--emulate-rate", "1gbit", "--job-id", job, path, out],
+                                tmp_path))
+    assert code == 0 or (code == 1 and "this kernel has no netem qdisc" in err), err
+    assert emulate.job_namespaces(job) == []
