@@ -332,13 +332,17 @@ def test_a_taken_job_id_is_an_error_that_removes_only_its_own(tmp_path):
 # --------------------------------------------------------- shaped link
 
 @needs_root
-def test_a_shaped_link_moves_data_at_its_rate(tmp_path):
-    """200 Mbit/s = 25 MB/s: three 8 MB transfers from node 1 to node 0; the
+@pytest.mark.parametrize("shape", [
+    ["--emulate-nodes", "2", "--emulate-rate", "200mbit"],  # between nodes
+    ["--emulate-nodes", "1", "--nproc-per-node", "2", "--emulate-intra-rate", "200mbit"],
+])
+def test_a_shaped_link_moves_data_at_its_rate(tmp_path, shape):
+    """200 Mbit/s = 25 MB/s: three 8 MB transfers from rank 1 to rank 0
+    (between two nodes; or inside one node, over its shaped loopback); the
     best within 10 % of the rate (a busy machine only slows a transfer, so
     the best is the one the shaping alone decides)."""
     path, out = script(tmp_path, BANDWIDTH_SCRIPT)
-    code, _, err = finish(start(["--emulate-nodes", "2", "--emulate-rate", "200mbit", path, out,
-                                 "8"], tmp_path))
+    code, _, err = finish(start([*shape, path, out, "8"], tmp_path))
     assert code == 0, err
     rates = json.loads(open(os.path.join(out, "rates.json")).read())
     assert abs(max(rates) / 25e6 - 1) <= 0.10, rates
