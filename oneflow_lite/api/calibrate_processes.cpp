@@ -16,8 +16,8 @@ constexpr CollectiveKind kKinds[] = {CollectiveKind::kAllReduce, CollectiveKind:
                                      CollectiveKind::kAllGather, CollectiveKind::kAllToAll};
 
 // Median seconds of `reps` calls after a warm-up, and the bytes this process sent per call.
-Maybe<CollectivePoint> TimeCalls(Communicator* comm, CollectiveKind kind, int64_t count,
-                                 int reps, const std::string& level) {
+Maybe<CollectivePoint> TimeCalls(Communicator* comm, CollectiveKind kind, int64_t count, int reps,
+                                 const std::string& level) {
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
   std::vector<double> seconds;
   int64_t before = comm->bytes_sent();
@@ -45,8 +45,9 @@ struct LevelGroup {
 Maybe<std::vector<LevelGroup>> GroupsOf(int64_t process, int64_t processes) {
   const char* local = std::getenv("LOCAL_WORLD_SIZE");
   const int64_t per_node = local != nullptr ? std::atoll(local) : processes;
-  OFL_ENSURE(per_node >= 1 && processes % per_node == 0, "calibrate: LOCAL_WORLD_SIZE=",
-             local != nullptr ? local : "", " does not divide WORLD_SIZE=", processes);
+  OFL_ENSURE(per_node >= 1 && processes % per_node == 0,
+             "calibrate: LOCAL_WORLD_SIZE=", local != nullptr ? local : "",
+             " does not divide WORLD_SIZE=", processes);
   const int64_t node = process / per_node, local_rank = process % per_node;
   std::vector<LevelGroup> groups;
   if (per_node >= 2) {
@@ -56,7 +57,9 @@ Maybe<std::vector<LevelGroup>> GroupsOf(int64_t process, int64_t processes) {
   }
   if (processes / per_node >= 2) {
     LevelGroup g{"network", {}};
-    for (int64_t n = 0; n < processes / per_node; ++n) g.members.push_back(n * per_node + local_rank);
+    for (int64_t n = 0; n < processes / per_node; ++n) {
+      g.members.push_back(n * per_node + local_rank);
+    }
     groups.push_back(std::move(g));
   }
   return groups;
@@ -66,8 +69,8 @@ Status CheckSizes(const std::vector<int64_t>& sizes, int64_t processes, int reps
   OFL_ENSURE(sizes.size() >= 2, "calibrate: ", sizes.size(),
              " message size(s) given (a latency-bandwidth fit needs >= 2)");
   for (size_t i = 0; i < sizes.size(); ++i) {
-    OFL_ENSURE(sizes[i] >= 4 * processes, "calibrate: size ", sizes[i], " bytes (needs one "
-               "float32 per process, ", 4 * processes, ")");
+    OFL_ENSURE(sizes[i] >= 4 * processes, "calibrate: size ", sizes[i],
+               " bytes (needs one float32 per process, ", 4 * processes, ")");
     OFL_ENSURE(i == 0 || sizes[i] > sizes[i - 1], "calibrate: sizes are not ascending at ",
                sizes[i]);
   }
@@ -81,8 +84,11 @@ Maybe<std::vector<LevelCollective>> CalibrateProcessLevels(const std::vector<int
                                                            int reps) {
   OFL_ASSIGN_OR_RETURN(std::shared_ptr<ProcessWorld> world, ProcessWorld::FromEnv());
   const int64_t processes = world->num_processes();
-  OFL_ENSURE(processes >= 2, "calibrate: collectives across processes need a job of >= 2 "
-             "processes (WORLD_SIZE=", processes, "); start it with python -m "
+  OFL_ENSURE(processes >= 2,
+             "calibrate: collectives across processes need a job of >= 2 "
+             "processes (WORLD_SIZE=",
+             processes,
+             "); start it with python -m "
              "oneflow_lite.distributed.launch");
   OFL_RETURN_IF_ERROR(CheckSizes(sizes, processes, reps));
   OFL_ASSIGN_OR_RETURN(std::vector<LevelGroup> groups, GroupsOf(world->process(), processes));
@@ -92,16 +98,15 @@ Maybe<std::vector<LevelCollective>> CalibrateProcessLevels(const std::vector<int
     const int64_t p = static_cast<int64_t>(group.members.size());
     OFL_ASSIGN_OR_RETURN(
         std::unique_ptr<GlooCommunicator> comm,
-        GlooCommunicator::Create(world->store(),
-                                 world->Key(StrCat("calibrate/", group.level, "/",
-                                                   group.members[0])),
-                                 group.members, world->process(), world->options().gloo));
+        GlooCommunicator::Create(
+            world->store(), world->Key(StrCat("calibrate/", group.level, "/", group.members[0])),
+            group.members, world->process(), world->options().gloo));
     for (CollectiveKind kind : kKinds) {
       LevelCollective r{group.level, p, kind, {}, {}};
       for (int64_t bytes : sizes) {
         // Every group of the level starts each size together (they share links).
-        OFL_RETURN_IF_ERROR(world->Barrier(world->Key(StrCat(
-            "calibrate/", group.level, "/", CollectiveKindName(kind), "/", bytes))));
+        OFL_RETURN_IF_ERROR(world->Barrier(world->Key(
+            StrCat("calibrate/", group.level, "/", CollectiveKindName(kind), "/", bytes))));
         const int64_t count = std::max<int64_t>(p, bytes / 4 / p * p);
         OFL_ASSIGN_OR_RETURN(CollectivePoint point,
                              TimeCalls(comm.get(), kind, count, reps, group.level));

@@ -26,7 +26,7 @@
 namespace ofl {
 
 struct LevelCollective {
-  std::string level;  // "node" or "network"
+  std::string level;      // "node" or "network"
   int64_t processes = 0;  // in one group of the level
   CollectiveKind kind = CollectiveKind::kAllReduce;
   std::vector<CollectivePoint> points;  // one per size, ascending

@@ -61,8 +61,8 @@ CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,
   double rest = points[0].seconds - slope * points[0].bytes_sent;
   if (half >= 2) rest = std::min(rest, points[1].seconds - slope * points[1].bytes_sent);
   CollectiveFigure figure;
-  figure.latency_s = std::max(0.0, rest) /
-                     static_cast<double>(std::max<int64_t>(1, CollectiveSteps(kind, group)));
+  figure.latency_s =
+      std::max(0.0, rest) / static_cast<double>(std::max<int64_t>(1, CollectiveSteps(kind, group)));
   figure.bandwidth_bytes_per_s = 1.0 / slope;
   return figure;
 }
