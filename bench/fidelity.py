@@ -13,7 +13,12 @@ trained, in three settings reported apart:
 - ``procs4``: 4 processes as above on the 2 x 2 mesh (4 processes on the
   machine's 2 cores);
 - ``virtual4``: 4 virtual devices in one process, mesh [2, 2], ``--threads``
-  kernel threads.
+  kernel threads;
+- ``emulated2``, ``emulated4`` (root; ``--modes emulated2,emulated4``): 2
+  emulated nodes (the launcher's --emulate-nodes) of 1 and of 2 devices,
+  mesh [2] and [2, 2], one process per node (its devices virtual), links
+  shaped to bench/paper_emulated.py's rates for those shapes (860 and 80
+  Mbit/s), each planned on its own calibration of that emulation.
 
 Strategies per model: the rule-based presets (``data_parallel``,
 ``megatron``, ``2d``, ``zero``, ``vgg``; one that does not apply to the
@@ -68,7 +73,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fidelity_runner as fr  # noqa: E402
 
-MODES = {"procs2": ("procs", [2]), "procs4": ("procs", [2, 2]), "virtual4": ("virtual", [2, 2])}
+MODES = {"procs2": ("procs", [2]), "procs4": ("procs", [2, 2]), "virtual4": ("virtual", [2, 2]),
+         "emulated2": ("emulated", [2]), "emulated4": ("emulated", [2, 2])}
+# Emulated modes (root): nodes of the outer axis, a node's devices virtual
+# devices of its process, links at bench/paper_emulated.py's rates for that shape.
+EMULATION = {"emulated2": {"nodes": 2, "devices_per_process": 1, "rate": "860mbit"},
+             "emulated4": {"nodes": 2, "devices_per_process": 2, "rate": "80mbit"}}
 PRESETS = ("data_parallel", "megatron", "2d", "zero", "vgg")
 
 
@@ -76,18 +86,22 @@ def log(message: str) -> None:
     print(f"fidelity: {message}", file=sys.stderr, flush=True)
 
 
-def calibrate(devices: int, path: str, reuse: bool, processes: int = 0):
+def calibrate(devices: int, path: str, reuse: bool, processes: int = 0, emulation=None):
     """This machine's Cluster for `devices` devices, with the main job's
     "local_kernels" settings (graph_compile._calibrated): the kernel table of
     every op type by size, contention, each collective's figures (over
-    `processes` processes with Gloo when >= 2, else in one process); written
-    to `path`. Microbenchmarks only: nothing here sees the strategies run."""
+    `processes` processes with Gloo when >= 2, else in one process; with
+    `emulation` (EMULATION's form) across the nodes of that emulated
+    cluster); written to `path`. Microbenchmarks only: nothing here sees the
+    strategies run."""
     from oneflow_lite import _C, calibrate as full
 
     if reuse and os.path.exists(path):
         return _C.load_cluster(path), {"reused": path}
+    layout = None if emulation is None else full.ProcessLayout(
+        1, emulation["nodes"], emulation["devices_per_process"], emulation["rate"])
     cluster, figures = full.calibrate(devices=max(2, devices), threads=1, kernels=True,
-                                      reps=3, name="local", processes=processes,
+                                      reps=3, name="local", processes=processes, layout=layout,
                                       memcpy_bytes=16 << 20, matmul_size=256,
                                       allreduce_bytes=4 << 20)
     with open(path, "w") as f:
@@ -133,20 +147,29 @@ def goals(rows) -> dict:
     }
 
 
+def _cluster_key(mode: str):
+    """Modes that share a calibration: processes or virtual devices by count;
+    each emulated mode its own."""
+    kind, hierarchy = MODES[mode]
+    return mode if kind == "emulated" else (kind, int(np.prod(hierarchy)))
+
+
 def run_mode(mode: str, args, clusters: dict) -> dict:
     kind, hierarchy = MODES[mode]
     devices = int(np.prod(hierarchy))
-    threads = 1 if kind == "procs" else args.threads
+    threads = {"procs": 1, "virtual": args.threads}.get(kind) or EMULATION[mode][
+        "devices_per_process"]
     names = args.strategies or (list(PRESETS) + ["autoddl", "exact", "replicated"]
                                 + [f"random{i}" for i in range(1, args.randoms + 1)])
     out = {"kind": kind, "hierarchy": hierarchy, "threads_per_process": threads,
-           "processes": devices if kind == "procs" else 1, "pinned_to_cores": False,
+           "processes": {"procs": devices, "virtual": 1}.get(kind) or EMULATION[mode]["nodes"],
+           "emulation": EMULATION.get(mode), "pinned_to_cores": False,
            "rows": [], "skipped": {}, "errors": {},
            "load_before": list(os.getloadavg())}
     for model in args.models:
-        res = fr.measure(model, hierarchy, clusters[(kind, devices)], names, kind, args.rounds,
-                         args.warmup, args.steps, threads, args.timeout_s, log,
-                         traces_out=args.traces_dir)
+        res = fr.measure(model, hierarchy, clusters[_cluster_key(mode)], names, kind,
+                         args.rounds, args.warmup, args.steps, threads, args.timeout_s, log,
+                         traces_out=args.traces_dir, emulate=EMULATION.get(mode))
         out["rows"] += res["rows"]
         out["skipped"].update({f"{model}/{k}": v for k, v in res["skipped"].items()})
         out["errors"].update({f"{model}/{k}": v for k, v in res["errors"].items()})
@@ -206,11 +229,16 @@ def main() -> int:
     clusters, calibration = {}, {}
     # one calibration per (kind, devices): processes measure their collectives
     # over Gloo between that many processes, virtual devices in one process
-    for kind, devices in sorted({(MODES[m][0], int(np.prod(MODES[m][1]))) for m in args.modes}):
-        path = os.path.join(args.cluster_dir, f"fidelity_cluster_{kind}{devices}.pbtxt")
+    for key in sorted({_cluster_key(m) for m in args.modes}, key=str):
+        if isinstance(key, str):  # an emulated mode
+            kind, devices, name = "emulated", int(np.prod(MODES[key][1])), key
+        else:
+            (kind, devices), name = key, f"{key[0]}{key[1]}"
+        path = os.path.join(args.cluster_dir, f"fidelity_cluster_{name}.pbtxt")
         log(f"calibrating {devices} {kind} devices -> {path}")
-        clusters[(kind, devices)], calibration[f"{kind}{devices}"] = calibrate(
-            devices, path, args.reuse_cluster, processes=devices if kind == "procs" else 0)
+        clusters[key], calibration[name] = calibrate(
+            devices, path, args.reuse_cluster, processes=devices if kind == "procs" else 0,
+            emulation=EMULATION.get(name))
     modes = {m: run_mode(m, args, clusters) for m in args.modes}
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from merge_results import cpu_model, git_commit  # noqa: E402

@@ -18,7 +18,10 @@ Shared by bench/fidelity.py (the fidelity suite) and bench/paper_measured.py
   ``python -m oneflow_lite.distributed.launch`` (one rank and one kernel
   thread each, OMP/OpenBLAS threads 1; the launcher does not pin processes
   to cores, and neither does this: the machine is shared), or "virtual":
-  one process driving every rank as a virtual device. Each child runs the
+  one process driving every rank as a virtual device, or "emulated": one
+  process per node of an emulated cluster (the launcher's --emulate-nodes,
+  ``job["emulate"]``: nodes, devices_per_process, rate), each node's
+  devices virtual devices of its process. Each child runs the
   strategies in the job's order, each in a new ``DistributedSession``
   (``--warmup`` untimed, ``--steps`` timed steps), then the processes
   exchange their per-rank figures through the job's store
@@ -286,10 +289,15 @@ def run_round(job: dict, mode: str, timeout_s: float) -> dict:
         if mode == "procs":
             cmd = [sys.executable, "-m", "oneflow_lite.distributed.launch", "--nproc-per-node",
                    str(nranks), "--timeout-s", "10", *me]
+        elif mode == "emulated":  # one process per emulated node, its devices virtual
+            e = job["emulate"]
+            cmd = [sys.executable, "-m", "oneflow_lite.distributed.launch", "--emulate-nodes",
+                   str(e["nodes"]), "--devices-per-process", str(e["devices_per_process"]),
+                   "--emulate-rate", e["rate"], "--timeout-s", "10", *me]
         elif mode == "virtual":
             cmd = [sys.executable, "-u", *me]
         else:
-            raise ValueError(f"run_round: mode '{mode}' is neither 'procs' nor 'virtual'")
+            raise ValueError(f"run_round: mode '{mode}' is not 'procs', 'virtual' or 'emulated'")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=child_env(job["threads"]), cwd=ROOT)
         try:
@@ -330,7 +338,8 @@ def spearman(a, b) -> float:
 
 def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mode: str,
             rounds: int, warmup: int, steps: int, threads: int, timeout_s: float,
-            log=lambda s: None, traces_out: Optional[str] = None) -> dict:
+            log=lambda s: None, traces_out: Optional[str] = None,
+            emulate: Optional[dict] = None) -> dict:
     """Plans `names` on `cluster`, runs them `rounds` times (order rotated
     per round) and returns {"rows", "skipped", "errors"}: per row the
     predictions, the median measured step over every round's timed steps,
@@ -347,7 +356,8 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
         rotated = order[k % len(order):] + order[:k % len(order)] if order else []
         log(f"{mode} {model} round {k + 1}/{rounds}: {', '.join(rotated)}")
         job = dict(model=model, hierarchy=hierarchy, strategies=strategies, order=rotated,
-                   warmup=warmup, steps=steps, threads=threads, trace_dir=trace_dir)
+                   warmup=warmup, steps=steps, threads=threads, trace_dir=trace_dir,
+                   emulate=emulate)
         try:
             out = run_round(job, mode, timeout_s)
         except RuntimeError as e:

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MARKERS = {"procs2": "o", "procs4": "s", "virtual4": "^"}
+MARKERS = {"procs2": "o", "procs4": "s", "virtual4": "^", "emulated2": "D", "emulated4": "v"}
 
 
 def diagonal(ax, values) -> None:

@@ -36,7 +36,10 @@
 #         Transformer, beside the AutoDDL paper's reductions -> paper.json, paper.png;
 #         then bench/paper_measured.py: scaled-down VGG and Transformer on 2 processes
 #         of this machine, autoddl vs the best rule-based preset, both run -> the
-#         "measured" key of paper.json (OFL_BENCH_ROUNDS rounds, default 5).
+#         "measured" key of paper.json (OFL_BENCH_ROUNDS rounds, default 5); then, as
+#         root, bench/paper_emulated.py: the same models on emulated clusters (2 and 4
+#         single-device nodes, 2 nodes x 2 devices; every preset and autoddl) -> the
+#         "emulated" key of paper.json and paper_emulated.png.
 #   ilp     bench/ilp_crosscheck.py: exact and autoddl against the integer linear
 #         program of the same cost graph solved by HiGHS (bench/ilp_model.py), 22
 #         graphs of up to ~200 cost nodes -> bench/results/ilp.json.
@@ -169,11 +172,12 @@ run_runtime() {
 }
 
 run_fidelity() {
-  local results=bench/results rc=0 rounds=${OFL_BENCH_ROUNDS:-5}
+  local results=bench/results rc=0 rounds=${OFL_BENCH_ROUNDS:-5} modes=procs2,procs4,virtual4
   mkdir -p "$results"
-  echo "bench: fidelity.py (GPT, VGG; 2 processes, 4 processes, 4 virtual devices;" \
-    "$rounds rounds)" >&2
-  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/fidelity.py --rounds "$rounds" \
+  # as root, also 2 emulated nodes of 1 and of 2 devices (network namespaces, shaped links)
+  [ "$(id -u)" = 0 ] && modes+=,emulated2,emulated4
+  echo "bench: fidelity.py (GPT, VGG; modes $modes; $rounds rounds)" >&2
+  PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/fidelity.py --rounds "$rounds" --modes "$modes" \
     --threads "${OFL_BENCH_THREADS:-2}" --out "$results/fidelity.json.tmp" >/dev/null || rc=$?
   if [[ -s $results/fidelity.json.tmp ]]; then
     mv "$results/fidelity.json.tmp" "$results/fidelity.json"
@@ -315,6 +319,13 @@ case $suite in
     echo "bench: paper_measured.py (2 processes x 1 thread, ${OFL_BENCH_ROUNDS:-5} rounds)" >&2
     PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/paper_measured.py \
       --rounds "${OFL_BENCH_ROUNDS:-5}" >/dev/null
+    if [ "$(id -u)" = 0 ]; then
+      echo "bench: paper_emulated.py (emulated clusters, ${OFL_BENCH_ROUNDS:-5} rounds)" >&2
+      PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/paper_emulated.py \
+        --rounds "${OFL_BENCH_ROUNDS:-5}"
+    else
+      echo "bench: paper_emulated.py skipped: emulated clusters need root" >&2
+    fi
     ;;
   runtime)
     ofl_setup

@@ -191,6 +191,10 @@ Status CheckOptions(const CalibrationOptions& o) {
              o.allreduce_bytes, " (needs at least one float32 per device, ", 4 * o.devices, ")");
   OFL_ENSURE(o.reps >= 1, "calibrate: reps=", o.reps, " (needs >= 1)");
   OFL_ENSURE(!o.name.empty(), "calibrate: the cluster name is empty");
+  OFL_ENSURE(o.levels.empty() || o.collectives.empty(),
+             "calibrate: levels and collectives are exclusive (give the levels)");
+  OFL_ENSURE(o.inprocess_level || !o.levels.empty(),
+             "calibrate: without the in-process level the levels must be given");
   OFL_ENSURE(o.contention_devices == 0 || o.contention_devices >= 2,
              "calibrate: contention_devices=", o.contention_devices, " (0 or >= 2)");
   for (size_t i = 0; i < o.kernel_probes.size(); ++i) {
@@ -344,6 +348,12 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
     extra << "# collectives: " << o.collectives_source << "\n";
   } else if (o.per_collective) {
     OFL_RETURN_IF_ERROR(AddCollectiveFigures(o, level, &extra, &progress));
+  }
+  if (!o.levels.empty()) {
+    if (!o.inprocess_level) p.clear_levels();
+    for (const proto::LinkLevel& l : o.levels) *p.add_levels() = l;
+    std::istringstream lines(o.levels_source);
+    for (std::string line; std::getline(lines, line);) extra << "# " << line << "\n";
   }
   if (!o.kernel_probes.empty()) {
     OFL_RETURN_IF_ERROR(AddKernelTable(o, p.mutable_device(), &c, &extra, &progress));

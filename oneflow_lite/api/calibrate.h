@@ -39,8 +39,9 @@
 // (each its own Session and thread) for the contention factors: the sum of
 // the kernels' medians at once over alone. Microbenchmarks only: nothing is
 // fitted to a strategy's step time, and no global correction factor is applied.
-// The Cluster has one level ("shared_memory", size = devices) and the
-// device's memory is the machine's physical memory / devices. The text form
+// The Cluster has one level ("shared_memory", size = devices), and outside it
+// the levels measured across processes when given (`levels`); the device's
+// memory is the machine's physical memory / devices. The text form
 // opens with comments saying what was measured, how and when.
 // Calibrate() runs threads of its own and blocks; call it from one thread.
 // `progress`, when set, hears of each measurement as it ends.
@@ -69,6 +70,13 @@ struct CalibrationOptions {
   // measured, how many are done and how many there are in all (a progress
   // display); none: silent.
   std::function<void(const std::string& what, int done, int total)> progress;
+  // Levels measured elsewhere (CalibrateProcessLevels), innermost first:
+  // appended outside the in-process level, or, without `inprocess_level`,
+  // the cluster's only levels. `levels_source` (lines) goes into the text as
+  // comments. Exclusive with `collectives`.
+  std::vector<proto::LinkLevel> levels;
+  bool inprocess_level = true;
+  std::string levels_source;
 };
 
 // The measurements Calibrate(options) makes, as its progress counts them.

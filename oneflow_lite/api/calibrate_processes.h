@@ -1,25 +1,44 @@
-// Collective calibration across processes: the latency and bandwidth of each
-// collective between the processes of this job (started by python -m
+// Collective calibration across processes: each collective's latency and
+// bandwidth on every level of the job's processes (started by python -m
 // oneflow_lite.distributed.launch, one device each), over the Gloo
-// communicator the runtime uses between processes (TCP; loopback on one
-// machine). Every process of the job calls it at once; each measures its own
-// calls (a tiny one of one float per process, and one of `bytes` per
-// process: medians of `reps` after a warm-up), fits them with
-// FitCollectiveFigure (calibrate.h), and returns process 0's figures on every
-// process (gathered through the job's store), so that all agree.
-// Blocks; call it from one thread.
+// communicator the runtime uses between processes (TCP). The levels, from
+// the innermost: "node", the LOCAL_WORLD_SIZE processes of one node (their
+// loopback; every node's group measured at once), when a node holds two or
+// more; "network", one process of each node with the same local rank (all
+// local ranks at once, so the processes of a node share its link as a
+// training job's do), when there are two or more nodes (WORLD_SIZE /
+// LOCAL_WORLD_SIZE; an emulated cluster's shaped links).
+// Every process of the job calls it at once; every group of a level starts
+// each (kind, size) together (a barrier through the store); each process
+// times its own calls of every kind at every size (medians of `reps` after a warm-up) and returns
+// its own points and fits (FitCollectivePoints, calibrate_runs.h): process
+// 0's stand for the job. Blocks; call it from one thread.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
-#include "oneflow_lite/core/proto/cluster.pb.h"
+#include "oneflow_lite/api/calibrate_runs.h"
 #include "oneflow_lite/core/status.h"
+#include "search/collective_time.h"
 
 namespace ofl {
 
-// Errors: not run under a launcher of at least 2 processes (named), bytes or
-// reps out of range, a collective that fails (a lost process, a timeout).
-Maybe<std::vector<proto::CollectiveFigure>> CalibrateProcessCollectives(int64_t bytes, int reps);
+struct LevelCollective {
+  std::string level;      // "node" or "network"
+  int64_t processes = 0;  // in one group of the level
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::vector<CollectivePoint> points;  // one per size, ascending
+  CollectiveFigure figure;              // the fit through the points
+};
+
+// `sizes`: each rank's buffer in bytes, two or more, ascending; each holds at
+// least one float32 per process. Errors: not run under a launcher of at least
+// 2 processes (named), a LOCAL_WORLD_SIZE that does not divide WORLD_SIZE,
+// sizes or reps out of range, a collective that fails (a lost process, a
+// timeout).
+Maybe<std::vector<LevelCollective>> CalibrateProcessLevels(const std::vector<int64_t>& sizes,
+                                                           int reps);
 
 }  // namespace ofl

@@ -34,4 +34,37 @@ Status RunCollective(Communicator* comm, CollectiveKind kind, int64_t count,
   LOG(FATAL) << "calibrate: no collective run for " << CollectiveKindName(kind);
 }
 
+CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,
+                                     std::vector<CollectivePoint> points) {
+  CHECK_GE(points.size(), 2u);
+  std::sort(points.begin(), points.end(), [](const CollectivePoint& l, const CollectivePoint& r) {
+    return l.bytes_sent < r.bytes_sent;
+  });
+  // Slope: least squares through the larger half.
+  const size_t half = points.size() / 2;
+  double n = 0, sx = 0, st = 0, sxx = 0, sxt = 0;
+  for (size_t i = half; i < points.size(); ++i) {
+    const CollectivePoint& p = points[i];
+    CHECK_GT(p.seconds, 0);
+    n += 1;
+    sx += p.bytes_sent;
+    st += p.seconds;
+    sxx += p.bytes_sent * p.bytes_sent;
+    sxt += p.bytes_sent * p.seconds;
+  }
+  const double det = n * sxx - sx * sx;
+  double slope = det > 0 ? (n * sxt - sx * st) / det : 0;
+  const CollectivePoint& largest = points.back();
+  if (!(slope > 0)) slope = largest.seconds / std::max(largest.bytes_sent, 1.0);
+  // Intercept: the smallest sizes' times less their bytes' time, the least
+  // (a busy machine only adds time).
+  double rest = points[0].seconds - slope * points[0].bytes_sent;
+  if (half >= 2) rest = std::min(rest, points[1].seconds - slope * points[1].bytes_sent);
+  CollectiveFigure figure;
+  figure.latency_s =
+      std::max(0.0, rest) / static_cast<double>(std::max<int64_t>(1, CollectiveSteps(kind, group)));
+  figure.bandwidth_bytes_per_s = 1.0 / slope;
+  return figure;
+}
+
 }  // namespace ofl

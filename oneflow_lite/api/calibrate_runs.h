@@ -1,8 +1,9 @@
 // What the calibrations share (calibrate.cpp in one process,
 // calibrate_processes.cpp across processes, calibrate_kernels.cpp per op):
-// the median of repeated timings, and one call of a collective on float32
-// buffers. Pure functions; RunCollective is as thread-safe as the
-// communicator it calls.
+// the median of repeated timings, one call of a collective on float32
+// buffers, and the latency-bandwidth fit of a collective timed at several
+// sizes. Pure functions; RunCollective is as thread-safe as the communicator
+// it calls.
 #pragma once
 
 #include <cstdint>
@@ -25,5 +26,26 @@ double Median(std::vector<double> v);
 // `in` and `out` hold count elements. SEND_RECV has no such call (CHECK).
 Status RunCollective(Communicator* comm, CollectiveKind kind, int64_t count,
                      std::vector<float>* in, std::vector<float>* out, const std::string& tag);
+
+// One size of a collective: the bytes one rank sent per call (the
+// communicator's own count) and the median seconds of a call.
+struct CollectivePoint {
+  int64_t buffer_bytes = 0;  // each rank's whole buffer (RunCollective's count * 4)
+  double bytes_sent = 0;
+  double seconds = 0;
+};
+
+// The line seconds = steps * latency + bytes_sent / bandwidth through
+// `points` (two or more sizes, any order): the bandwidth from a least-squares
+// line through the larger half of the sizes (where the bytes dominate; a
+// shaper's burst allowance or a cache speeds only the small ones), the
+// latency from the two smallest sizes (the smallest alone when the smaller
+// half holds one): the least of their seconds less their bytes' time (a
+// busy machine only adds time), over steps (CollectiveSteps(kind, group)),
+// at least 0. A slope
+// that is not positive (times flat in the size) takes the bandwidth of the
+// largest point alone.
+CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,
+                                     std::vector<CollectivePoint> points);
 
 }  // namespace ofl

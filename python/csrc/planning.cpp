@@ -206,6 +206,20 @@ std::string ReadFile(const std::string& what, const std::string& path) {
   return text.str();
 }
 
+// A CollectiveFigure from {kind, bandwidth_gbps, latency_us}.
+proto::CollectiveFigure FigureFromDict(const std::map<std::string, py::object>& figure) {
+  proto::CollectiveFigure f;
+  try {
+    f.set_kind(figure.at("kind").cast<std::string>());
+    f.set_bandwidth_gbps(figure.at("bandwidth_gbps").cast<double>());
+    f.set_latency_us(figure.at("latency_us").cast<double>());
+  } catch (const std::exception&) {
+    throw py::value_error(
+        "calibrate: each collective figure needs kind, bandwidth_gbps and latency_us");
+  }
+  return f;
+}
+
 }  // namespace
 
 void BindPlanning(py::module_& m) {
@@ -268,7 +282,9 @@ void BindPlanning(py::module_& m) {
          int64_t allreduce_bytes, int reps, const std::string& name, bool per_collective,
          const std::vector<const Program*>& kernel_probes, int64_t contention_devices,
          const std::vector<std::map<std::string, py::object>>& collectives,
-         const std::string& collectives_source, const py::object& progress) {
+         const std::string& collectives_source,
+         const std::vector<std::map<std::string, py::object>>& levels, bool inprocess_level,
+         const std::string& levels_source, const py::object& progress) {
         CalibrationOptions o;
         if (!progress.is_none()) {
           o.progress = [progress](const std::string& what, int done, int total) {
@@ -279,19 +295,27 @@ void BindPlanning(py::module_& m) {
             }
           };
         }
-        for (const auto& figure : collectives) {
-          proto::CollectiveFigure f;
-          try {
-            f.set_kind(figure.at("kind").cast<std::string>());
-            f.set_bandwidth_gbps(figure.at("bandwidth_gbps").cast<double>());
-            f.set_latency_us(figure.at("latency_us").cast<double>());
-          } catch (const std::exception&) {
-            throw py::value_error(
-                "calibrate: each of collectives needs kind, bandwidth_gbps and latency_us");
-          }
-          o.collectives.push_back(std::move(f));
-        }
+        for (const auto& figure : collectives) o.collectives.push_back(FigureFromDict(figure));
         o.collectives_source = collectives_source;
+        for (const auto& level : levels) {
+          proto::LinkLevel l;
+          try {
+            l.set_name(level.at("name").cast<std::string>());
+            l.set_size(level.at("size").cast<int64_t>());
+            l.set_bandwidth_gbps(level.at("bandwidth_gbps").cast<double>());
+            l.set_latency_us(level.at("latency_us").cast<double>());
+            for (const auto& figure :
+                 level.at("collectives").cast<std::vector<std::map<std::string, py::object>>>()) {
+              *l.add_collectives() = FigureFromDict(figure);
+            }
+          } catch (const std::out_of_range&) {
+            throw py::value_error("calibrate: each of levels needs name, size, bandwidth_gbps, "
+                                  "latency_us and collectives");
+          }
+          o.levels.push_back(std::move(l));
+        }
+        o.inprocess_level = inprocess_level;
+        o.levels_source = levels_source;
         o.per_collective = per_collective;
         o.contention_devices = contention_devices;
         for (const Program* probe : kernel_probes) {
@@ -331,34 +355,44 @@ void BindPlanning(py::module_& m) {
       py::arg("kernel_probes") = std::vector<const Program*>{},
       py::arg("contention_devices") = 0,
       py::arg("collectives") = std::vector<std::map<std::string, py::object>>{},
-      py::arg("collectives_source") = "", py::arg("progress") = py::none(),
+      py::arg("collectives_source") = "",
+      py::arg("levels") = std::vector<std::map<std::string, py::object>>{},
+      py::arg("inprocess_level") = true, py::arg("levels_source") = "",
+      py::arg("progress") = py::none(),
       "Measures this machine; returns (Cluster, figures dict whose 'text' is the file form). "
       "progress(what, done, total), when given, is called after each measurement. "
       "kernel_probes: Programs whose ops' kernel times (one device, then 2..contention_devices "
       "at once) make the compute table and contention factors (api/calibrate.h)");
 
   m.def(
-      "calibrate_process_collectives",
-      [](int64_t bytes, int reps) {
-        Maybe<std::vector<proto::CollectiveFigure>> figures =
-            std::vector<proto::CollectiveFigure>{};
+      "calibrate_process_levels",
+      [](const std::vector<int64_t>& sizes, int reps) {
+        Maybe<std::vector<LevelCollective>> measured = std::vector<LevelCollective>{};
         {
           py::gil_scoped_release release;
-          figures = CalibrateProcessCollectives(bytes, reps);
+          measured = CalibrateProcessLevels(sizes, reps);
         }
         py::list out;
-        for (const proto::CollectiveFigure& f : Unwrap(std::move(figures))) {
+        for (const LevelCollective& r : Unwrap(std::move(measured))) {
           py::dict d;
-          d["kind"] = f.kind();
-          d["bandwidth_gbps"] = f.bandwidth_gbps();
-          d["latency_us"] = f.latency_us();
+          d["level"] = r.level;
+          d["processes"] = r.processes;
+          d["kind"] = CollectiveKindName(r.kind);
+          d["bandwidth_gbps"] = r.figure.bandwidth_bytes_per_s / 1e9;
+          d["latency_us"] = r.figure.latency_s * 1e6;
+          py::list points;
+          for (const CollectivePoint& p : r.points) {
+            points.append(py::make_tuple(p.buffer_bytes, p.bytes_sent, p.seconds));
+          }
+          d["points"] = points;
           out.append(d);
         }
         return out;
       },
-      py::arg("bytes") = 16 << 20, py::arg("reps") = 5,
+      py::arg("sizes"), py::arg("reps") = 5,
       "Every process of a launched job calls it at once: each collective's latency and "
-      "bandwidth across the processes over Gloo (api/calibrate_processes.h)");
+      "bandwidth on each level of the processes (node, network) over Gloo, fitted through "
+      "every size; points are (buffer bytes, bytes sent, seconds) (api/calibrate_processes.h)");
 
   py::class_<StrategyDiff>(m, "StrategyDiff")
       .def_property_readonly("delta_s", &StrategyDiff::delta)

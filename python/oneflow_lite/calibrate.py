@@ -7,7 +7,16 @@ in-process collectives on ``--devices`` virtual devices (all-reduce,
 reduce-scatter, all-gather, all-to-all: each its latency per ring step and
 bandwidth; C++: ``oneflow_lite/api/calibrate.h``), or with ``--processes N``
 the same collectives between N processes over Gloo on TCP loopback (the
-communicator of a multi-process job; ``oneflow_lite.calibrate_world``). Unless ``--no-kernels``,
+communicator of a multi-process job; ``oneflow_lite.calibrate_world``), or
+with ``--nodes M`` between the processes of M emulated nodes (the launcher's
+--emulate-nodes: one level inside a node, one between nodes):
+
+    python -m oneflow_lite.calibrate --out emulated.pbtxt --nodes 2 --processes 2 \
+        --emulate-rate 1gbit
+
+Collectives across processes are timed at several sizes (4 KiB x 4^i up to
+``--allreduce-mb``) and fitted as steps x latency + bytes / bandwidth.
+Unless ``--no-kernels``,
 it also times every op kernel of small GPT and VGG training programs
 (``oneflow_lite.calibrate_probes``) on one device, and again with 2 ..
 ``--contention-devices`` devices computing at once: the Cluster then prices
@@ -22,73 +31,194 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from typing import List, Optional, Sequence
 
 from oneflow_lite import _C, _progress
 
 
-def process_collectives(processes: int, nbytes: int = 16 << 20, reps: int = 5,
-                        timeout_s: float = 300.0) -> list:
-    """Each collective's figures across ``processes`` processes of this machine
-    (Gloo over TCP loopback), from ``oneflow_lite.calibrate_world`` run by the
-    launcher: a list of {kind, bandwidth_gbps, latency_us}."""
-    if processes < 2:
-        raise ValueError(f"calibrate: processes={processes} (needs >= 2)")
+def message_sizes(largest: int, processes: int = 2) -> List[int]:
+    """The buffer sizes of a collective calibration: one float32 per process
+    (the latency), then 4 KiB x 4^i up to and with ``largest``."""
+    sizes = [4 * processes]
+    size = max(4096, 8 * processes)
+    while size < largest:
+        sizes.append(size)
+        size *= 4
+    sizes.append(max(largest, 8 * processes))
+    return sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessLayout:
+    """The processes a calibration measures between: ``nodes`` x ``processes``
+    (per node), each with ``devices_per_process`` virtual devices; with
+    ``nodes`` >= 2 an emulated cluster (the launcher's --emulate-nodes, links
+    shaped to ``rate``, loopback to ``intra_rate``: tc spellings, None
+    unshaped)."""
+
+    processes: int
+    nodes: int = 1
+    devices_per_process: int = 1
+    rate: Optional[str] = None
+    intra_rate: Optional[str] = None
+
+    def launcher_args(self) -> List[str]:
+        args = ["--nproc-per-node", str(self.processes)]
+        if self.nodes >= 2:
+            args += ["--emulate-nodes", str(self.nodes)]
+            args += ["--emulate-rate", self.rate] if self.rate else []
+            args += ["--emulate-intra-rate", self.intra_rate] if self.intra_rate else []
+        return args
+
+    def describe(self) -> str:
+        if self.nodes < 2:
+            return f"Gloo over TCP loopback between {self.processes} processes"
+        return (f"Gloo between {self.nodes} emulated nodes x {self.processes} processes "
+                f"(network namespaces, links shaped to {self.rate or 'unshaped'}, loopback "
+                f"{self.intra_rate or 'unshaped'})")
+
+
+def process_levels(layout: ProcessLayout, sizes: Sequence[int], reps: int = 5,
+                   timeout_s: float = 600.0) -> list:
+    """Every collective at every size on each level of ``layout``'s processes
+    (``oneflow_lite.calibrate_world`` run by the launcher): a list of {level,
+    processes, kind, bandwidth_gbps, latency_us, points}."""
+    if layout.processes * layout.nodes < 2:
+        raise ValueError(f"calibrate: processes={layout.processes} x nodes={layout.nodes} "
+                         "(needs >= 2 processes)")
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "figures.json")
-        command = [sys.executable, "-m", "oneflow_lite.distributed.launch", "--nproc-per-node",
-                   str(processes), "-m", "oneflow_lite.calibrate_world", "--out", out,
-                   "--bytes", str(nbytes), "--reps", str(reps)]
+        command = [sys.executable, "-m", "oneflow_lite.distributed.launch",
+                   *layout.launcher_args(), "-m", "oneflow_lite.calibrate_world", "--out", out,
+                   "--sizes", ",".join(str(s) for s in sizes), "--reps", str(reps)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         done = subprocess.run(command, env=env, capture_output=True, text=True,
                               timeout=timeout_s)
         if done.returncode != 0:
-            raise RuntimeError(f"calibrate: the {processes}-process collective run failed "
+            raise RuntimeError(f"calibrate: the collective run ({layout.describe()}) failed "
                                f"(exit {done.returncode}): {done.stderr.strip()[-2000:]}")
         with open(out) as handle:
             return json.load(handle)
 
 
+def process_collectives(processes: int, nbytes: int = 16 << 20, reps: int = 5,
+                        timeout_s: float = 300.0) -> list:
+    """Each collective's figures across ``processes`` processes of this machine
+    (Gloo over TCP loopback), fitted through sizes up to ``nbytes``: a list of
+    {kind, bandwidth_gbps, latency_us}."""
+    if processes < 2:
+        raise ValueError(f"calibrate: processes={processes} (needs >= 2)")
+    measured = process_levels(ProcessLayout(processes), message_sizes(nbytes, processes), reps,
+                              timeout_s)
+    return [{k: m[k] for k in ("kind", "bandwidth_gbps", "latency_us")} for m in measured]
+
+
+def levels_of(layout: ProcessLayout, measured: list) -> List[dict]:
+    """The Cluster levels (innermost first, sizes in devices) of measured
+    figures: each level's own figure per collective, the all-reduce's as the
+    level's latency and bandwidth. A process's figures are shared by its
+    ``devices_per_process`` devices: a level's bandwidth is per device while
+    every device of the group sends at once (cluster.proto), and a process's
+    devices all send through it, so each gets 1 / devices_per_process."""
+    d = layout.devices_per_process
+    sizes = {"node": layout.processes * d, "network": layout.nodes * layout.processes * d}
+    levels = []
+    for name in ("node", "network"):
+        figures = [dict(m, bandwidth_gbps=m["bandwidth_gbps"] / d)
+                   for m in measured if m["level"] == name]
+        if not figures:
+            continue
+        reduce = next(f for f in figures if f["kind"] == "all_reduce")
+        levels.append({"name": name, "size": sizes[name],
+                       "bandwidth_gbps": reduce["bandwidth_gbps"],
+                       "latency_us": reduce["latency_us"],
+                       "collectives": [{k: f[k] for k in ("kind", "bandwidth_gbps",
+                                                          "latency_us")} for f in figures]})
+    return levels
+
+
+def describe_levels(layout: ProcessLayout, measured: list, reps: int) -> str:
+    """The comment lines of measured levels: how, then every point and fit."""
+    lines = [f"levels: {layout.describe()}, {layout.devices_per_process} device(s) per "
+             f"process; medians of {reps} calls per size after a warm-up; each collective "
+             "fitted as steps x latency + bytes sent / bandwidth through every size (least "
+             "squares on relative error)"]
+    for m in measured:
+        points = ", ".join(f"{b} B {s * 1e3:.3g} ms" for b, _sent, s in m["points"])
+        lines.append(f"{m['level']} {m['kind']} ({m['processes']} processes): {points} -> "
+                     f"{m['bandwidth_gbps']:.4g} GB/s, {m['latency_us']:.3g} us per step")
+    return "\n".join(lines)
+
+
 def calibrate(devices: int = 2, threads: int = 1, kernels: bool = True,
               kernel_scale: float = 1.0, contention_devices: int = 0, reps: int = 5,
-              name: str = "local", processes: int = 0, **options):
+              name: str = "local", processes: int = 0, layout: Optional[ProcessLayout] = None,
+              **options):
     """``_C.calibrate`` with the probe programs of ``calibrate_probes`` when
-    ``kernels``, and with the collectives measured across ``processes``
-    processes (Gloo on loopback) instead of in-process when ``processes`` >= 2.
+    ``kernels``, and with the levels measured between processes (``layout``;
+    ``processes`` >= 2 alone: that many on this machine's loopback) outside
+    the in-process level, which stays when a process has several devices.
 
-    Returns ``(Cluster, figures)`` as ``_C.calibrate`` does; ``options`` go
-    to it unchanged (memcpy_bytes, matmul_size, allreduce_bytes, per_collective,
-    progress). Without a ``progress`` callback of the caller's, each
-    measurement is reported on stderr with the time elapsed (``_progress``).
+    Returns ``(Cluster, figures)`` as ``_C.calibrate`` does (figures gains
+    "levels": the measured points and fits); ``options`` go to it unchanged
+    (memcpy_bytes, matmul_size, allreduce_bytes, per_collective, progress).
+    Without a ``progress`` callback of the caller's, each measurement is
+    reported on stderr with the time elapsed (``_progress``).
     """
     probes = []
     if kernels:
         from oneflow_lite import calibrate_probes
 
         probes = calibrate_probes.probes(scale=kernel_scale)
-    if processes:
+    if layout is None and processes:
+        layout = ProcessLayout(processes)
+    measured = None
+    if layout is not None:
         nbytes = options.get("allreduce_bytes", 16 << 20)
-        with _progress.ticking("calibrate", f"collectives across {processes} processes (Gloo)")\
+        total = layout.nodes * layout.processes
+        with _progress.ticking("calibrate", f"collectives: {layout.describe()}")\
                 if _progress.enabled() else contextlib.nullcontext():
-            options["collectives"] = process_collectives(processes, nbytes, reps)
-        options["collectives_source"] = (
-            f"Gloo over TCP loopback between {processes} processes (one device each), "
-            f"{nbytes} bytes per process, medians of {reps} runs")
+            measured = process_levels(layout, message_sizes(nbytes, total), reps)
+        options["levels"] = levels_of(layout, measured)
+        options["inprocess_level"] = layout.devices_per_process >= 2
+        options["levels_source"] = describe_levels(layout, measured, reps)
+        if layout.devices_per_process >= 2:
+            devices = layout.devices_per_process
+        if contention_devices == 0 and total * layout.devices_per_process >= 2:
+            contention_devices = total * layout.devices_per_process  # every device shares the cores
     if "progress" not in options and _progress.enabled():
         options["progress"] = steps = _progress.Steps("calibrate")
     else:
         steps = None
     try:
-        return _C.calibrate(devices=devices, num_threads=threads, reps=reps, name=name,
-                            kernel_probes=probes, contention_devices=contention_devices,
-                            **options)
+        cluster, figures = _C.calibrate(devices=devices, num_threads=threads, reps=reps,
+                                        name=name, kernel_probes=probes,
+                                        contention_devices=contention_devices, **options)
     finally:
         if steps is not None:
             steps.close()
+    if measured is not None:
+        figures["levels"] = measured
+    return cluster, figures
+
+
+def _layout(parser: argparse.ArgumentParser, args) -> Optional[ProcessLayout]:
+    if args.nodes < 1 or args.processes < 0 or args.devices_per_process < 1:
+        parser.error(f"--nodes {args.nodes}, --processes {args.processes}, "
+                     f"--devices-per-process {args.devices_per_process}: need >= 1, >= 0, >= 1")
+    if args.nodes == 1 and (args.emulate_rate or args.emulate_intra_rate):
+        parser.error("--emulate-rate and --emulate-intra-rate need --nodes >= 2")
+    processes = max(1, args.processes)
+    if args.nodes * processes < 2:
+        return None
+    return ProcessLayout(processes, args.nodes, args.devices_per_process, args.emulate_rate,
+                         args.emulate_intra_rate)
 
 
 def main(argv=None) -> int:
@@ -113,6 +243,15 @@ def main(argv=None) -> int:
     parser.add_argument("--processes", type=int, default=0,
                         help="measure the collectives between N processes over Gloo (TCP "
                              "loopback) instead of in one process (0: in-process)")
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="emulated nodes of --processes processes each (>= 2: the "
+                             "launcher's --emulate-nodes, as root)")
+    parser.add_argument("--devices-per-process", type=int, default=1,
+                        help="virtual devices per process (with --processes or --nodes)")
+    parser.add_argument("--emulate-rate", default=None, metavar="RATE",
+                        help="each emulated node's link (tc units: 1gbit)")
+    parser.add_argument("--emulate-intra-rate", default=None, metavar="RATE",
+                        help="each emulated node's loopback (tc units)")
     parser.add_argument("--no-per-collective", action="store_true",
                         help="only the all-reduce's latency and bandwidth for every collective")
     args = parser.parse_args(argv)
@@ -122,7 +261,7 @@ def main(argv=None) -> int:
             kernel_scale=args.kernel_scale, contention_devices=args.contention_devices,
             reps=args.reps, name=args.name, memcpy_bytes=int(args.memcpy_mb * 2**20),
             matmul_size=args.matmul_size, allreduce_bytes=int(args.allreduce_mb * 2**20),
-            per_collective=not args.no_per_collective, processes=args.processes)
+            per_collective=not args.no_per_collective, layout=_layout(parser, args))
     except (ValueError, RuntimeError) as error:
         print(f"calibrate: {error}", file=sys.stderr)
         return 2
@@ -134,6 +273,9 @@ def main(argv=None) -> int:
           f"{figures['latency_seconds'] * 1e6:.1f} us per step, memcpy "
           f"{figures['memcpy_gbps']:.1f} GB/s, {figures['compute_entries']} compute table "
           f"entries{', contention ' + contention if contention else ''}")
+    for m in figures.get("levels", []):
+        print(f"  {m['level']} {m['kind']}: {m['bandwidth_gbps']:.4g} GB/s per device, "
+              f"{m['latency_us']:.3g} us per step ({len(m['points'])} sizes)")
     return 0
 
 

@@ -1,12 +1,14 @@
 """One process of a collective calibration across processes (run by the launcher).
 
     python -m oneflow_lite.distributed.launch --nproc-per-node 2 \\
-        -m oneflow_lite.calibrate_world --out figures.json
+        -m oneflow_lite.calibrate_world --out figures.json --sizes 4096,65536,1048576
 
-Every process times the collectives over Gloo (``_C.calibrate_process_
-collectives``); process 0 writes the figures (a JSON list of {kind,
-bandwidth_gbps, latency_us}) to ``--out``. ``oneflow_lite.calibrate
---processes N`` runs this and puts the figures in the Cluster.
+Every process times every collective at every size on each level of the
+job (the processes of a node; one process per node across nodes: api/
+calibrate_processes.h) over Gloo (``_C.calibrate_process_levels``); process 0
+writes its measurements (a JSON list of {level, processes, kind,
+bandwidth_gbps, latency_us, points}) to ``--out``. ``oneflow_lite.calibrate
+--processes N [--nodes M]`` runs this and puts the levels in the Cluster.
 """
 from __future__ import annotations
 
@@ -21,10 +23,12 @@ from oneflow_lite import _C
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--bytes", type=int, default=16 << 20, help="per process, large run")
+    parser.add_argument("--sizes", required=True,
+                        help="comma-separated buffer bytes per process, ascending (>= 2)")
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args(argv)
-    figures = _C.calibrate_process_collectives(bytes=args.bytes, reps=args.reps)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    figures = _C.calibrate_process_levels(sizes=sizes, reps=args.reps)
     if int(os.environ.get("RANK", "0")) == 0:
         with open(args.out, "w") as handle:
             json.dump(figures, handle)

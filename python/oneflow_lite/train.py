@@ -355,11 +355,21 @@ def setup(args):
 def launch_self(args, argv: Sequence[str]) -> int:
     """--nproc N: this job again as N processes of one world (the launcher's
     variables tell each its part); the launcher's exit code."""
+    from oneflow_lite.distributed import emulate
     from oneflow_lite.distributed.launch import LaunchOptions, launch, python_command
-    result = launch(python_command("oneflow_lite.train", list(argv), module=True),
-                    LaunchOptions(nproc_per_node=args.nproc,
-                                  devices_per_process=args.devices_per_process,
-                                  max_restarts=args.max_restarts))
+    spec, per_node = None, args.nproc
+    if args.emulate_nodes is not None:  # --nproc processes over M emulated nodes
+        rate = args.emulate_rate and emulate.parse_rate("--emulate-rate", args.emulate_rate)
+        spec, per_node = emulate.EmulationSpec(args.emulate_nodes, rate or None), (
+            args.nproc // args.emulate_nodes)
+    try:
+        result = launch(python_command("oneflow_lite.train", list(argv), module=True),
+                        LaunchOptions(nproc_per_node=per_node,
+                                      devices_per_process=args.devices_per_process,
+                                      max_restarts=args.max_restarts, emulate=spec))
+    except (ValueError, OSError) as e:  # no privilege; the network could not be made
+        print(f"{train_args.PROG}: {e}", file=sys.stderr)
+        return 2
     if result.message:
         print(result.message, file=sys.stderr)
     return result.exit_code
@@ -369,7 +379,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     world = _world.info()
-    if args.nproc > 1 and not world["distributed"]:
+    if (args.nproc > 1 or args.emulate_nodes) and not world["distributed"]:
         raise SystemExit(launch_self(args, argv))
     if world["distributed"] and world["process"] != 0:  # process 0 speaks for the job
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process

@@ -105,6 +105,13 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
                         "oneflow_lite.distributed.launch (default: 1, every device a thread)")
     p.add_argument("--devices-per-process", type=count, default=None,
                    help="virtual devices of each process (default: --devices / --nproc)")
+    p.add_argument("--emulate-nodes", type=count, default=None, metavar="M",
+                   help="run the --nproc processes on M emulated nodes of this machine (root; "
+                        "the launcher's --emulate-nodes); needs --cluster FILE, a "
+                        "calibration of that emulation (python -m oneflow_lite.calibrate --nodes); "
+                        "default: none, this machine as it is")
+    p.add_argument("--emulate-rate", default=None, metavar="RATE",
+                   help="each emulated node's link (tc units: 1gbit; default: unshaped)")
     p.add_argument("--hierarchy", type=_ints, default=None,
                    help="mesh, e.g. 2,2 (default: flat, [--devices])")
     p.add_argument("--searcher", default="autoddl",
@@ -201,7 +208,7 @@ def parse_args(argv: Optional[Sequence[str]] = None, description: str = ""
                 f"--devices is {args.devices}")
     if args.batch % args.micro_batches != 0:
         p.error(f"--micro-batches {args.micro_batches} does not divide --batch {args.batch}")
-    for message in (_cluster_error(args.cluster), _data_error(args)):
+    for message in (_cluster_error(args.cluster), _data_error(args), _emulation_error(args)):
         if message:
             p.error(message)
     _check_outputs(p, args)
@@ -210,6 +217,26 @@ def parse_args(argv: Optional[Sequence[str]] = None, description: str = ""
     if args.max_restarts and args.nproc < 2:
         p.error(f"--max-restarts {args.max_restarts} needs --nproc >= 2")
     return args
+
+
+def _emulation_error(args: argparse.Namespace) -> Optional[str]:
+    if args.emulate_nodes is None:
+        return "--emulate-rate needs --emulate-nodes" if args.emulate_rate else None
+    if args.nproc % args.emulate_nodes != 0:
+        return (f"--emulate-nodes {args.emulate_nodes} does not divide --nproc {args.nproc} "
+                "(each node runs --nproc / M processes)")
+    if args.cluster in ("local", "local_kernels"):
+        return (f"--emulate-nodes with --cluster {args.cluster}: calibrate the emulation first "
+                "(python -m oneflow_lite.calibrate --out FILE --nodes M ...) and pass "
+                "--cluster FILE")
+    if args.emulate_rate is not None:
+        from oneflow_lite.distributed import emulate
+
+        try:
+            emulate.parse_rate("--emulate-rate", args.emulate_rate)
+        except ValueError as e:
+            return str(e)
+    return None
 
 
 def _fill_processes(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -66,11 +66,15 @@ class Supervisor:
     """Starts one child per rank with ``command`` and that rank's environment
     (``envs[rank]``). Output: inherited (default), one ``rank_<r>.log`` per
     child in ``log_dir``, or ``tee_prefix``: each line on the launcher's
-    stdout after "[rank r] "."""
+    stdout after "[rank r] ". ``prefixes[rank]``, when given, goes before that
+    rank's command (``ip netns exec NS``: an exec, so the child's pid stays the
+    command's)."""
 
     def __init__(self, command: Sequence[str], envs: Mapping[int, Mapping[str, str]],
-                 log_dir: Optional[str] = None, tee_prefix: bool = False):
+                 log_dir: Optional[str] = None, tee_prefix: bool = False,
+                 prefixes: Optional[Mapping[int, Sequence[str]]] = None):
         self._command = list(command)
+        self._prefixes = dict(prefixes or {})
         self._envs = envs
         self._log_dir = log_dir
         self._tee_prefix = tee_prefix
@@ -99,7 +103,8 @@ class Supervisor:
         elif self._tee_prefix:
             stdout = subprocess.PIPE
         try:
-            process = subprocess.Popen(self._command, env=dict(env), stdout=stdout,
+            command = [*self._prefixes.get(rank, ()), *self._command]
+            process = subprocess.Popen(command, env=dict(env), stdout=stdout,
                                        stderr=None if stdout is None else subprocess.STDOUT,
                                        start_new_session=True, preexec_fn=_die_with(os.getpid()))
         except OSError:

@@ -28,6 +28,11 @@ times (distributed/_elastic.py; --checkpoint-dir and --checkpoint-every
 tell the job where and how often to save, so that it resumes). Usage errors exit 2
 with one line, before anything starts, as the main job's do (train_args.py).
 
+With ``--emulate-nodes M`` the launcher runs the whole job, M x N
+processes, on an emulated cluster of M nodes on this machine (one network
+namespace per node, links shaped by tc: ``emulate.py``), made before the
+first process starts and removed when the job ends, however it ends.
+
 ``launch(command, LaunchOptions(...))`` does the same from Python. It
 installs its signal handlers only when called from the main thread, and
 restores the previous ones before it returns; one launch at a time per
@@ -49,6 +54,7 @@ from typing import Dict, List, Optional, Sequence
 
 from oneflow_lite.distributed import check_bind_addr, check_iface, check_job_id, free_port
 from oneflow_lite.distributed._elastic import launch_with_restarts, report_loss
+from oneflow_lite.distributed import emulate
 from oneflow_lite.distributed._supervisor import Supervisor, describe
 from oneflow_lite.train_args import _HelpFormatter
 
@@ -83,10 +89,14 @@ class LaunchOptions:
     checkpoint_dir: Optional[str] = None  # for the job: OFL_CHECKPOINT_DIR
     checkpoint_every: int = 0  # for the job: OFL_CHECKPOINT_EVERY (steps)
     restart_count: int = 0  # this start's number (OFL_RESTART_COUNT), set by a restart
+    emulate: Optional[emulate.EmulationSpec] = None  # run every node here, emulated
 
     def resolved(self) -> "LaunchOptions":
         """A checked copy with the port and the job id filled in; raises
         ValueError naming the option and its value. Creates --log-dir."""
+        if self.emulate is not None:
+            plain = dataclasses.replace(_emulated(self), emulate=None).resolved()
+            return dataclasses.replace(plain, emulate=self.emulate)
         _check(self)
         port = self.master_port
         if port is None:
@@ -176,7 +186,12 @@ def launch(command: Sequence[str], options: LaunchOptions) -> LaunchResult:
 
 
 def _launch_once(command: Sequence[str], options: LaunchOptions) -> LaunchResult:
-    supervisor = Supervisor(command, options.child_envs(), options.log_dir, options.tee_prefix)
+    network, envs, prefixes = None, options.child_envs(), {}
+    if options.emulate is not None:
+        network = emulate.Network(options.emulate, options.job_id)
+        envs = emulate.child_envs(options, options.emulate)
+        prefixes = {r: network.prefix(r // options.nproc_per_node) for r in envs}
+    supervisor = Supervisor(command, envs, options.log_dir, options.tee_prefix, prefixes)
     received: List[int] = []  # the first terminating signal, then the ranks it reached
 
     def on_signal(signum, _frame):
@@ -188,15 +203,21 @@ def _launch_once(command: Sequence[str], options: LaunchOptions) -> LaunchResult
     if threading.current_thread() is threading.main_thread():
         previous = {s: signal.signal(s, on_signal) for s in FORWARDED}
     try:
+        if network is not None and not received:
+            network.create()
         supervisor.start(should_stop=lambda: bool(received))
         first = supervisor.wait(should_stop=lambda: bool(received))
         others = [c for c in supervisor.children if c is not first and c.alive]
-        if first is not None:  # the others hear of it now, even if it never joined
-            report_loss(options, first)
+        if first is not None and network is None:  # the others hear of it now, even if
+            report_loss(options, first)  # it never joined (an emulated store is unreachable)
         supervisor.stop(options.timeout_s, options.kill_after_s)
         return _result(supervisor, first, others, received[:1], received[1:], options)
     finally:
         supervisor.close()
+        if network is not None:
+            for problem in network.remove():
+                print(f"launch: cannot remove the emulated network: {problem}",
+                      file=sys.stderr, flush=True)
         for s, handler in previous.items():
             signal.signal(s, handler)
 
@@ -219,6 +240,30 @@ def _result(supervisor: Supervisor, first, others, received: List[int], reached:
         return LaunchResult(128 + signum, "launch: " + "; ".join(parts), codes,
                             received_signal=signum)
     return LaunchResult(0, None, codes)
+
+
+def _emulated(o: LaunchOptions) -> LaunchOptions:
+    """An emulated job's options: every node here, node 0's address as the
+    master, a random job id; the privilege checked before anything is made.
+    Options already so set pass (resolving twice changes nothing)."""
+    o.emulate.check()
+    nodes = o.emulate.nodes
+    for name, value, allowed in (("--nnodes", o.nnodes, (1, nodes)),
+                                 ("--node-rank", o.node_rank, (0,)),
+                                 ("--master-addr", o.master_addr,
+                                  ("127.0.0.1", emulate.address(0))),
+                                 ("--bind-addr", o.bind_addr, (None,)),
+                                 ("--iface", o.iface, (None,))):
+        if value not in allowed:
+            raise ValueError(f"{name} {value} and --emulate-nodes {o.emulate.nodes}: the "
+                             "emulation sets it (every node runs here)")
+    missing = emulate.missing_privilege()
+    if missing:
+        raise ValueError(missing)
+    job_id = o.job_id or secrets.token_hex(6)
+    port = 29500 if o.master_port is None else o.master_port
+    return dataclasses.replace(o, nnodes=o.emulate.nodes, master_addr=emulate.address(0),
+                               master_port=port, job_id=job_id)
 
 
 def _check(o: LaunchOptions) -> None:
@@ -317,6 +362,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tells the job where to keep its checkpoints ($OFL_CHECKPOINT_DIR)")
     p.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
                    help="tells the job to save every K steps ($OFL_CHECKPOINT_EVERY)")
+    e = p.add_argument_group("emulated cluster (root: network namespaces and tc)")
+    e.add_argument("--emulate-nodes", type=int, default=None, metavar="M",
+                   help="run the job on M emulated nodes of this machine, --nproc-per-node "
+                        "processes each (one network namespace per node)")
+    e.add_argument("--emulate-rate", default=None, metavar="RATE",
+                   help="each node's link, both directions, in tc's units (1gbit; default: "
+                        "unshaped)")
+    e.add_argument("--emulate-delay-ms", type=float, default=0.0, metavar="MS",
+                   help="one-way delay between two nodes (needs the kernel's netem)")
+    e.add_argument("--emulate-intra-rate", default=None, metavar="RATE",
+                   help="each node's loopback, between its processes (default: unshaped)")
     p.add_argument("-m", "--module", action="store_true",
                    help="run the target as a module (python -m), not a script")
     p.add_argument("target", help="the script (or, with -m, the module)")
@@ -329,7 +385,8 @@ def parse_args(argv: Optional[Sequence[str]] = None):
     Any mistake exits 2 with one line."""
     p = build_parser()
     args = p.parse_args(argv)
-    if args.bind_addr is None and args.iface is None:  # an option overrides both variables
+    if args.bind_addr is None and args.iface is None and args.emulate_nodes is None:
+        # an option overrides both variables; the emulation sets its own
         _from_env(p, args)
     _endpoint(p, args)
     if not args.module and not os.path.isfile(args.target):
@@ -341,7 +398,8 @@ def parse_args(argv: Optional[Sequence[str]] = None):
         timeout_s=args.timeout_s, job_id=args.job_id, log_dir=args.log_dir,
         tee_prefix=args.tee_prefix, max_restarts=args.max_restarts,
         restart_same_size=args.restart_same_size,
-        checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every)
+        checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
+        emulate=_emulation(p, args))
     try:
         return args, options.resolved()
     except ValueError as e:
@@ -365,6 +423,30 @@ def _endpoint(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         args.master_addr, args.master_port = host.strip("[]"), int(port)
     if args.master_addr is None:
         args.master_addr = "127.0.0.1"
+
+
+def _emulation(p: argparse.ArgumentParser, args: argparse.Namespace):
+    """The --emulate-* options as an EmulationSpec (None without --emulate-nodes)."""
+    if args.emulate_nodes is None:
+        others = [n for n, v in (("--emulate-rate", args.emulate_rate),
+                                 ("--emulate-delay-ms", args.emulate_delay_ms),
+                                 ("--emulate-intra-rate", args.emulate_intra_rate)) if v]
+        if others:
+            p.error(f"{others[0]} needs --emulate-nodes")
+        return None
+    try:
+        rate, intra = (None if v is None else emulate.parse_rate(name, v) for name, v in (
+            ("--emulate-rate", args.emulate_rate),
+            ("--emulate-intra-rate", args.emulate_intra_rate)))
+        spec = emulate.EmulationSpec(args.emulate_nodes, rate, args.emulate_delay_ms, intra)
+        spec.check()
+    except ValueError as e:
+        p.error(str(e))
+    missing = emulate.missing_privilege()
+    if missing:  # one line, not a usage error: the command is right, the machine is not
+        print(f"launch: {missing}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    return spec
 
 
 def _from_env(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:

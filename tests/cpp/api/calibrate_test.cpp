@@ -16,6 +16,7 @@
 #include <string>
 
 #include "oneflow_lite/api/calibrate_kernels.h"
+#include "oneflow_lite/api/calibrate_runs.h"
 #include "oneflow_lite/api/session.h"
 
 namespace ofl {
@@ -144,6 +145,67 @@ TEST(Calibrate, ComputeEntriesPoolNearbySizesAndStayMonotone) {
                                                         {"b", "gelu", DataType::kFloat32, 105, 7},
                                                         {"z", "gelu", DataType::kFloat32, 1, 9}}),
                    2.0);
+}
+
+// Hand-worked: an all-reduce of 2 ranks (2 steps) at 10 us per step and
+// 1e9 B/s, its two smallest sizes sped up as a shaper's burst speeds them.
+TEST(Calibrate, FitThroughSizesTakesTheBandwidthFromTheLargeOnes) {
+  auto at = [](double sent, double seconds) { return CollectivePoint{0, sent, seconds}; };
+  const std::vector<CollectivePoint> exact = {at(1e3, 21e-6), at(1e4, 30e-6), at(1e5, 120e-6),
+                                              at(1e6, 1020e-6)};
+  CollectiveFigure f = FitCollectivePoints(CollectiveKind::kAllReduce, 2, exact);
+  EXPECT_NEAR(f.bandwidth_bytes_per_s, 1e9, 1e-3);
+  EXPECT_NEAR(f.latency_s, 10e-6, 1e-12);
+  // Burst: 1e3 in 5 us, 1e4 in 12 us. Bandwidth unchanged; latency the
+  // least of (5 - 1, 12 - 10) us over 2 steps.
+  const std::vector<CollectivePoint> burst = {at(1e6, 1020e-6), at(1e4, 12e-6), at(1e3, 5e-6),
+                                              at(1e5, 120e-6)};
+  f = FitCollectivePoints(CollectiveKind::kAllReduce, 2, burst);
+  EXPECT_NEAR(f.bandwidth_bytes_per_s, 1e9, 1e-3);
+  EXPECT_NEAR(f.latency_s, 1e-6, 1e-12);
+  // A slow smallest call (a descheduled process): the second size decides.
+  f = FitCollectivePoints(CollectiveKind::kAllReduce, 2,
+                          {at(1e3, 2000e-6), at(1e4, 30e-6), at(1e5, 120e-6), at(1e6, 1020e-6)});
+  EXPECT_NEAR(f.latency_s, 10e-6, 1e-12);
+  // Times flat in the size: the largest point's own bandwidth (2e3 B in 1 ms);
+  // latency (1 ms - 1e3 B / 2e6 B/s) over 2 steps = 0.25 ms.
+  f = FitCollectivePoints(CollectiveKind::kAllGather, 3, {at(1e3, 1e-3), at(2e3, 1e-3)});
+  EXPECT_NEAR(f.bandwidth_bytes_per_s, 2e6, 1e-6);
+  EXPECT_NEAR(f.latency_s, 0.25e-3, 1e-12);
+}
+
+// Levels measured elsewhere go outside the in-process level, or replace it.
+TEST(Calibrate, LevelsMeasuredElsewhereMakeTheHierarchy) {
+  CalibrationOptions o = Tiny();
+  o.per_collective = false;
+  o.devices = 2;
+  proto::LinkLevel node, network;
+  node.set_name("node");
+  node.set_size(4);
+  node.set_bandwidth_gbps(2.0);
+  node.set_latency_us(30);
+  network.set_name("network");
+  network.set_size(8);
+  network.set_bandwidth_gbps(0.1);
+  network.set_latency_us(80);
+  o.levels = {node, network};
+  o.levels_source = "levels: by hand\nsecond line";
+  auto c = Calibrate(o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const Cluster& cluster = *c.value().cluster;
+  ASSERT_EQ(cluster.num_levels(), 3);
+  EXPECT_EQ(cluster.level(0).name, "shared_memory");
+  EXPECT_EQ(cluster.level(1).name, "node");
+  EXPECT_EQ(cluster.level(2).size, 8);
+  EXPECT_DOUBLE_EQ(cluster.level(2).bandwidth_bytes_per_s, 0.1e9);
+  EXPECT_NE(c.value().ToText().find("# levels: by hand\n# second line\n"), std::string::npos);
+  o.inprocess_level = false;
+  c = Calibrate(o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c.value().cluster->num_levels(), 2);
+  EXPECT_EQ(c.value().cluster->level(0).name, "node");
+  o.collectives = {proto::CollectiveFigure()};
+  EXPECT_NE(Calibrate(o).status().message().find("exclusive"), std::string::npos);
 }
 
 TEST(Calibrate, BadOptionsNameTheOption) {
