@@ -417,12 +417,13 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
       return result.starts[a].final_seconds < result.starts[b].final_seconds;
     });
     const double best_final = result.starts[order[0]].final_seconds;
-    // The "blocks" start takes no slot: it gets axis moves besides the
-    // `axis_starts` best others, so adding it takes them from none.
+    // The "blocks" start takes no slot, so adding it takes axis moves from
+    // none of the others; it gets them only when its answer is the best.
     for (int i = 0, taken = 0; taken < options.axis_starts && i < static_cast<int>(order.size());
          ++i) {
       const int s = order[i];
       if (result.starts[s].final_seconds > best_final * (1 + options.axis_start_slack)) break;
+      if (s == blocks_start && i > 0) continue;
       if (s != blocks_start) ++taken;
       Descent& d = on_original[s] ? *on_given : on_pruned;
       AutoddlStart& report = result.starts[s];
