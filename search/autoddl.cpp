@@ -153,6 +153,7 @@ std::vector<int> BlocksStart(const CostGraph& graph, const AxisLabels& labels,
   inner.block_rounds = 0;
   inner.extra_starts.clear();
   inner.axis_labels = aliased.labels();
+  inner.ball_passes = std::min(options.ball_passes, options.block_ball_passes);
   // The aliased graph is small: its "elimination" start may use larger tables.
   inner.elimination_max_entries =
       std::max(options.elimination_max_entries, options.block_max_entries);
