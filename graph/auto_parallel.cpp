@@ -382,6 +382,7 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
     for (const std::string& name : AllPresetNames()) {
       PlanOptions o = options;
       o.searcher = name;
+      o.autoddl.block_rounds = 0;  // a start: the main search aliases blocks
       PlanStats ignored;
       Maybe<std::vector<int>> c = Choose(graph, model, o, &ignored);
       if (!c.ok()) continue;
@@ -411,6 +412,9 @@ Maybe<std::vector<int>> Choose(const OpGraph& graph, const CostModel& model,
       }
       AutoddlOptions plain = options.autoddl;
       plain.extra_starts.clear();
+      // The main search aliases identical blocks; a start that did too
+      // would only find the same plans again (and costs a search).
+      plain.block_rounds = 0;
       Maybe<AutoddlResult> a = AutoddlSearch(sub.value().graph(), plain);
       if (!a.ok()) continue;
       autoddl.extra_starts.push_back(

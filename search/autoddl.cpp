@@ -9,6 +9,7 @@
 #include <random>
 
 #include "search/ball_descent.h"
+#include "search/block_alias.h"
 #include "search/dominance.h"
 #include "search/elimination.h"
 #include "search/pair_descent.h"
@@ -138,6 +139,27 @@ std::vector<int> EliminationStart(const CostGraph& graph, int64_t max_entries, i
   Maybe<EliminationPlan> made = EliminationPlan::Make(graph, {}, max_entries, max_entries);
   if (!made.ok()) return {};
   return LagrangianSolve(graph, made.value(), iterations);
+}
+
+// Block aliasing (block_alias.h): autoddl over the aliased graph, its answer
+// lifted; empty when no two nodes are alike or that search fails.
+std::vector<int> BlocksStart(const CostGraph& graph, const AxisLabels& labels,
+                             const AutoddlOptions& options, int64_t* aliased_nodes) {
+  NodeClasses classes = StructuralClasses(graph, labels, options.block_rounds);
+  if (classes.repeated_nodes() == 0) return {};
+  AliasedGraph aliased(graph, std::move(classes), labels);
+  *aliased_nodes = aliased.graph().num_nodes();
+  AutoddlOptions inner = options;
+  inner.block_rounds = 0;
+  inner.extra_starts.clear();
+  inner.axis_labels = aliased.labels();
+  inner.ball_passes = std::min(options.ball_passes, options.block_ball_passes);
+  // The aliased graph is small: its "elimination" start may use larger tables.
+  inner.elimination_max_entries =
+      std::max(options.elimination_max_entries, options.block_max_entries);
+  Maybe<AutoddlResult> found = AutoddlSearch(aliased.graph(), inner);
+  if (!found.ok()) return {};
+  return aliased.Lift(found.value().solution.choice);
 }
 
 // Single-node sweeps as CoordinateDescent, remembering between runs what
@@ -338,20 +360,29 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
     starts.emplace_back(name, kept ? mapped : choice);
     on_original.push_back(!kept);
   }
+  const bool axis_moves = options.axis_passes > 0 && options.axis_labels.usable(graph);
+  const AxisLabels labels = axis_moves ? options.axis_labels.Restricted(pruned.kept) : AxisLabels{};
+  AutoddlResult result;
+  int blocks_start = -1;  // its index in `starts`
+  if (options.block_rounds > 0) {
+    std::vector<int> lifted = BlocksStart(g, labels, options, &result.aliased_nodes);
+    if (!lifted.empty()) {
+      blocks_start = static_cast<int>(starts.size());
+      starts.emplace_back("blocks", std::move(lifted));
+      on_original.push_back(false);
+    }
+  }
   std::vector<int> eliminated =
       EliminationStart(g, options.elimination_max_entries, options.lagrangian_iterations);
   if (!eliminated.empty()) {
     starts.emplace_back("elimination", std::move(eliminated));
     on_original.push_back(false);
   }
-  AutoddlResult result;
   result.num_pruned = pruned.num_pruned;
   Descent on_pruned(g);
-  const bool axis_moves = options.axis_passes > 0 && options.axis_labels.usable(graph);
   if (axis_moves) {
-    on_pruned.axes =
-        std::make_unique<AxisDescent>(g, options.axis_labels.Restricted(pruned.kept),
-                                      options.axis_max_entries, options.lagrangian_iterations);
+    on_pruned.axes = std::make_unique<AxisDescent>(g, labels, options.axis_max_entries,
+                                                   options.lagrangian_iterations);
   }
   std::unique_ptr<Descent> on_given;  // for extra starts with a pruned candidate
   for (size_t s = 0; s < starts.size(); ++s) {
@@ -387,9 +418,14 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
       return result.starts[a].final_seconds < result.starts[b].final_seconds;
     });
     const double best_final = result.starts[order[0]].final_seconds;
-    for (int i = 0; i < options.axis_starts && i < static_cast<int>(order.size()); ++i) {
+    // The "blocks" start takes no slot, so adding it takes axis moves from
+    // none of the others; it gets them only when its answer is the best.
+    for (int i = 0, taken = 0; taken < options.axis_starts && i < static_cast<int>(order.size());
+         ++i) {
       const int s = order[i];
       if (result.starts[s].final_seconds > best_final * (1 + options.axis_start_slack)) break;
+      if (s == blocks_start && i > 0) continue;
+      if (s != blocks_start) ++taken;
       Descent& d = on_original[s] ? *on_given : on_pruned;
       AutoddlStart& report = result.starts[s];
       d.Restart();
