@@ -128,6 +128,13 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
     p.add_argument("--mesh", type=_ints, default=None,
                    help="--plan-only: the mesh, e.g. 128,8 (default: --hierarchy)")
     p.add_argument("--steps", type=count, default=30, help="training steps")
+    _add_checkpoint_options(p)
+    _add_model_options(p)
+    return p
+
+
+def _add_checkpoint_options(p: argparse.ArgumentParser) -> None:
+    """Periodic sharded checkpoints and elastic restarts."""
     p.add_argument("--checkpoint-dir", default=os.environ.get("OFL_CHECKPOINT_DIR") or None,
                    help="keep sharded checkpoints here (step-<n> folders) and resume from the "
                         "newest complete one (default: $OFL_CHECKPOINT_DIR)")
@@ -141,6 +148,11 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
                    help="with --nproc: after a lost process, restart on the processes left "
                         "up to N times, resuming from the newest checkpoint with a plan "
                         "searched for the new world")
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """The model, its data, the optimizer and the outputs."""
+    count = _int(1)
     p.add_argument("--micro-batches", type=count, default=1,
                    help="pipeline micro-batches; must divide --batch")
     for name, help_text in (("layers", "gpt blocks / mlp hidden layers / vgg conv stages"),
@@ -179,7 +191,6 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
                    help="write a Chrome trace of each strategy's last step, PATH with the "
                         "searcher's name before the extension (out/t.json: out/t.autoddl.json; "
                         "several processes: out/t.autoddl.process<p>.json; default: none)")
-    return p
 
 
 def usage_error(message: str) -> None:
