@@ -150,7 +150,8 @@ def test_our_request_caps_onednn_too():
     proc = run_python(code, clean_env(OFL_CPU_ISA="avx2", ONEDNN_VERBOSE="1"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "AVX2"
-    isa_lines = [l for l in proc.stdout.splitlines() if l.startswith("onednn_verbose,info,cpu,isa:")]
+    isa_lines = [line for line in proc.stdout.splitlines()
+                 if line.startswith("onednn_verbose,info,cpu,isa:")]
     assert isa_lines and "AVX2" in isa_lines[0] and "512" not in isa_lines[0], isa_lines
 
 
