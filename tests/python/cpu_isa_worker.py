@@ -37,6 +37,14 @@ def inputs() -> dict:
         "dlogits": rng.standard_normal((37, 1001)).astype(np.float32),
         "labels": rng.integers(0, 500, size=37).astype(np.int64),
     }
+    inp["r2"] = rng.standard_normal((1000, 300)).astype(np.float32)
+    inp["r4"] = rng.standard_normal((3, 70, 5, 40)).astype(np.float32)
+    inp["r3"] = rng.standard_normal((130, 4, 50))  # float64
+    # layer norm: 300 rows (5 row blocks), 259 columns (a partial lane group)
+    inp["ln_x"] = (rng.standard_normal((3, 100, 259)) * 2 + 0.5).astype(np.float32)
+    inp["ln_gamma"] = rng.standard_normal(259).astype(np.float32)
+    inp["ln_beta"] = rng.standard_normal(259).astype(np.float32)
+    inp["ln_dy"] = rng.standard_normal((3, 100, 259)).astype(np.float32)
     for dt in ("float32", "float64"):
         inp[f"p_{dt}"] = rng.standard_normal(N).astype(dt)
         inp[f"g_{dt}"] = rng.standard_normal(N).astype(dt)
@@ -45,6 +53,10 @@ def inputs() -> dict:
     return inp
 
 
+# (input, axes) of the reductions: rows of a bias gradient (many row blocks),
+# rows summed contiguously, kept axes between reduced ones, few rows, all.
+REDUCTIONS = {"sum_rows": ("r2", [0]), "sum_cols": ("r2", [1]), "sum_mixed": ("r4", [0, 2]),
+              "sum_r3": ("r3", [0]), "mean_all": ("x", [])}
 ADAM = {"lr": 0.01, "beta1": 0.9, "beta2": 0.99, "eps": 1e-8, "weight_decay": 0.1,
         "decoupled_weight_decay": True}
 SGD = {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01}
@@ -60,6 +72,15 @@ def run(e, inp: dict) -> dict:
     out["log_softmax"] = _C.run_op("log_softmax", [inp["logits"]])[0]
     out["cross_entropy"] = _C.run_op("sparse_softmax_cross_entropy",
                                      [inp["logits"], inp["labels"]])[0]
+    for dt in ("float32", "float64"):
+        x, gamma, beta, dy = (inp[f"ln_{k}"].astype(dt) for k in ("x", "gamma", "beta", "dy"))
+        y, mean, inv_std = _C.run_op("layer_norm", [x, gamma, beta], {"epsilon": 1e-5})
+        out[f"ln_y_{dt}"] = y
+        out[f"ln_dx_{dt}"], out[f"ln_dgamma_{dt}"], out[f"ln_dbeta_{dt}"] = _C.run_op(
+            "layer_norm_grad", [x, gamma, mean, inv_std, dy])
+    for name, (key, axes) in REDUCTIONS.items():
+        op = "reduce_mean" if name.startswith("mean") else "reduce_sum"
+        out[name] = _C.run_op(op, [inp[key]], {"axes": axes})[0]
     for dt in ("float32", "float64"):
         p, g, m, v = (inp[f"{k}_{dt}"] for k in "pgmv")
         step = np.zeros(1, np.int64)

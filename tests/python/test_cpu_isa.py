@@ -88,6 +88,17 @@ def sgd(p, g, buf, a):
     return p - a["lr"] * buf, buf
 
 
+def layer_norm(x, gamma, beta, dy, eps=1e-5):
+    """y, and dx, dgamma, dbeta for the upstream gradient dy."""
+    mean = x.mean(-1, keepdims=True)
+    inv_std = 1 / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)
+    xhat = (x - mean) * inv_std
+    g = dy * gamma
+    dx = inv_std * (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, keepdims=True))
+    rows = tuple(range(x.ndim - 1))
+    return xhat * gamma + beta, dx, (dy * xhat).sum(rows), dy.sum(rows)
+
+
 def oracles(inp: dict) -> dict:
     d = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in inp.items()}
     y = np.exp(log_softmax(d["logits"]))
@@ -100,6 +111,13 @@ def oracles(inp: dict) -> dict:
         "log_softmax": log_softmax(d["logits"]),
         "cross_entropy": -log_softmax(d["logits"])[rows, d["labels"]],
     }
+    ln = layer_norm(*(d[f"ln_{k}"] for k in ("x", "gamma", "beta", "dy")))
+    for dt in ("float32", "float64"):
+        for name, value in zip(("y", "dx", "dgamma", "dbeta"), ln):
+            want[f"ln_{name}_{dt}"] = value
+    for name, (key, axes) in worker.REDUCTIONS.items():
+        x = d[key]
+        want[name] = (x.mean() if name.startswith("mean") else x.sum(axis=tuple(axes))).reshape(-1)
     for dt in ("float32", "float64"):
         p, g, m, v = (inp[f"{k}_{dt}"].astype(np.float64) for k in "pgmv")
         want[f"adam_p_{dt}"], want[f"adam_m_{dt}"], want[f"adam_v_{dt}"] = adam(
@@ -120,7 +138,8 @@ def test_each_path_matches_numpy_and_repeats_bitwise(isa, want, tmp_path):
     assert report["isa"] == isa, report
     for name, expected in want.items():
         tol = F64 if got[name].dtype == np.float64 else F32
-        np.testing.assert_allclose(got[name], expected, err_msg=f"{name} on {isa}", **tol)
+        np.testing.assert_allclose(got[name].reshape(expected.shape), expected,
+                                   err_msg=f"{name} on {isa}", **tol)
     # a partial last vector takes the same code as a full one
     np.testing.assert_array_equal(got["gelu_prefix"], got["gelu"][:worker.PREFIX])
     again, _ = run_worker(isa, tmp_path / "b.npz")
@@ -182,3 +201,14 @@ def test_a_request_above_the_cpu_is_lowered_with_a_note():
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info["active"] == detected()
     assert f"this CPU has only {detected()}" in info["note"]
+
+
+def test_reductions_are_bitwise_the_same_at_every_level(tmp_path):
+    """The sums run in fixed double lanes: the vector width changes nothing."""
+    levels = LEVELS[:LEVELS.index(detected()) + 1]
+    if len(levels) < 2:
+        pytest.skip(f"this CPU runs only {levels}: nothing to compare")
+    runs = {isa: run_worker(isa, tmp_path / f"{isa}.npz")[0] for isa in levels}
+    for name in worker.REDUCTIONS:
+        for isa in levels[1:]:
+            assert runs[isa][name].tobytes() == runs[levels[0]][name].tobytes(), (name, isa)
