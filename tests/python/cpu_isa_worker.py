@@ -53,6 +53,7 @@ def inputs() -> dict:
     return inp
 
 
+BINARY = ("add", "sub", "mul", "div")
 # (input, axes) of the reductions: rows of a bias gradient (many row blocks),
 # rows summed contiguously, kept axes between reduced ones, few rows, all.
 REDUCTIONS = {"sum_rows": ("r2", [0]), "sum_cols": ("r2", [1]), "sum_mixed": ("r4", [0, 2]),
@@ -78,6 +79,13 @@ def run(e, inp: dict) -> dict:
         out[f"ln_y_{dt}"] = y
         out[f"ln_dx_{dt}"], out[f"ln_dgamma_{dt}"], out[f"ln_dbeta_{dt}"] = _C.run_op(
             "layer_norm_grad", [x, gamma, mean, inv_std, dy])
+    a, b = inp["r2"], inp["r2"][::-1].copy()
+    for op in ("add", "sub", "mul", "div"):
+        out[op] = _C.run_op(op, [a, b])[0]
+        out[op + "_row"] = _C.run_op(op, [a, b[:1]])[0]  # b broadcast along the rows
+    out["bias_add"] = _C.run_op("bias_add", [a, inp["dy"][:300].copy()], {"axis": 1})[0]
+    out["bias_add_mid"] = _C.run_op("bias_add", [inp["r4"], inp["r4"][0, :, 0, 0].copy()],
+                                    {"axis": 1})[0]
     for name, (key, axes) in REDUCTIONS.items():
         op = "reduce_mean" if name.startswith("mean") else "reduce_sum"
         out[name] = _C.run_op(op, [inp[key]], {"axes": axes})[0]

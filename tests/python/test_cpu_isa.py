@@ -115,6 +115,11 @@ def oracles(inp: dict) -> dict:
     for dt in ("float32", "float64"):
         for name, value in zip(("y", "dx", "dgamma", "dbeta"), ln):
             want[f"ln_{name}_{dt}"] = value
+    a, b = d["r2"], d["r2"][::-1]
+    for op, f in zip(worker.BINARY, (np.add, np.subtract, np.multiply, np.divide)):
+        want[op], want[op + "_row"] = f(a, b), f(a, b[:1])
+    want["bias_add"] = a + d["dy"][:300]
+    want["bias_add_mid"] = d["r4"] + d["r4"][0, :, 0, 0][None, :, None, None]
     for name, (key, axes) in worker.REDUCTIONS.items():
         x = d[key]
         want[name] = (x.mean() if name.startswith("mean") else x.sum(axis=tuple(axes))).reshape(-1)
@@ -203,12 +208,14 @@ def test_a_request_above_the_cpu_is_lowered_with_a_note():
     assert f"this CPU has only {detected()}" in info["note"]
 
 
-def test_reductions_are_bitwise_the_same_at_every_level(tmp_path):
-    """The sums run in fixed double lanes: the vector width changes nothing."""
+def test_reductions_and_arithmetic_are_bitwise_the_same_at_every_level(tmp_path):
+    """The sums run in fixed double lanes and the arithmetic rounds once per
+    element: the vector width changes nothing."""
     levels = LEVELS[:LEVELS.index(detected()) + 1]
     if len(levels) < 2:
         pytest.skip(f"this CPU runs only {levels}: nothing to compare")
     runs = {isa: run_worker(isa, tmp_path / f"{isa}.npz")[0] for isa in levels}
-    for name in worker.REDUCTIONS:
+    names = list(worker.REDUCTIONS) + [n + s for n in worker.BINARY for s in ("", "_row")]
+    for name in names + ["bias_add", "bias_add_mid"]:
         for isa in levels[1:]:
             assert runs[isa][name].tobytes() == runs[levels[0]][name].tobytes(), (name, isa)
