@@ -56,24 +56,14 @@ CpuIsa Detect() {
   return CpuIsa::kScalar;
 }
 
-// Caps oneDNN at `isa` (before its first primitive); returns the cap's name.
-std::string CapOneDnn(CpuIsa isa, std::string* note) {
-  dnnl::cpu_isa cap = dnnl::cpu_isa::all;
-  std::string name = "ALL";
-  if (isa == CpuIsa::kAvx2) {
-    cap = dnnl::cpu_isa::avx2;
-    name = "AVX2";
-  } else if (isa == CpuIsa::kScalar) {
-    cap = dnnl::cpu_isa::sse41;
-    name = "SSE41";
-  }
-  if (cap == dnnl::cpu_isa::all) return "";
-  if (dnnl::set_max_cpu_isa(cap) != dnnl::status::success) {
-    *note += std::string(note->empty() ? "" : "; ") + "oneDNN refused the cap " + name +
-             " (set after its first primitive?): its matmuls may use more than " + CpuIsaName(isa);
-    return "";
-  }
-  return name;
+// Caps oneDNN at `cap` (a name of ChooseCpuIsa's) before its first
+// primitive; a note when oneDNN refuses.
+std::string CapOneDnn(const std::string& cap) {
+  dnnl::cpu_isa isa = dnnl::cpu_isa::all;
+  if (cap == "AVX2") isa = dnnl::cpu_isa::avx2;
+  if (cap == "SSE41") isa = dnnl::cpu_isa::sse41;
+  if (dnnl::set_max_cpu_isa(isa) == dnnl::status::success) return "";
+  return "oneDNN refused the cap " + cap + " (set after its first primitive?)";
 }
 
 CpuIsaInfo Resolve() {
@@ -81,32 +71,17 @@ CpuIsaInfo Resolve() {
   info.detected = DetectedCpuIsa();
   info.requested = EnvOrEmpty("OFL_CPU_ISA");
   info.onednn_requested = EnvOrEmpty("ONEDNN_MAX_CPU_ISA");
-  const Status ok = CheckCpuIsaRequest();
-  CHECK(ok.ok()) << ok.message();
-  CpuIsa want = info.detected;
-  std::string asked;  // "VARIABLE=value" of the request that counts
-  if (!info.requested.empty()) {
-    want = *ParseOurs(info.requested);
-    asked = "OFL_CPU_ISA=" + info.requested;
-  } else if (!info.onednn_requested.empty()) {
-    want = *ParseOneDnn(info.onednn_requested);
-    asked = "ONEDNN_MAX_CPU_ISA=" + info.onednn_requested;
-  }
-  info.active = std::min(want, info.detected);
-  if (want > info.detected) {
-    info.note = asked + " asks for " + CpuIsaName(want) + " but this CPU has only " +
-                CpuIsaName(info.detected) + ": running " + CpuIsaName(info.active);
-  }
-  // Our request sets oneDNN's cap (overriding ONEDNN_MAX_CPU_ISA, which we
-  // note when the two disagree); oneDNN's own variable alone it reads itself.
-  if (!info.requested.empty()) {
-    if (!info.onednn_requested.empty() && *ParseOneDnn(info.onednn_requested) != info.active &&
-        info.active != CpuIsa::kAvx512) {
-      info.note += std::string(info.note.empty() ? "" : "; ") +
-                   "ONEDNN_MAX_CPU_ISA=" + info.onednn_requested +
-                   " overridden by OFL_CPU_ISA=" + info.requested;
+  Maybe<CpuIsaChoice> choice = ChooseCpuIsa(info.detected, info.requested, info.onednn_requested);
+  CHECK(choice.ok()) << choice.status().message();
+  info.active = choice.value().active;
+  info.note = choice.value().note;
+  if (!choice.value().onednn_cap.empty()) {
+    const std::string refused = CapOneDnn(choice.value().onednn_cap);
+    if (refused.empty()) {
+      info.onednn_cap = choice.value().onednn_cap;
+    } else {
+      info.note += (info.note.empty() ? "" : "; ") + refused;
     }
-    info.onednn_cap = CapOneDnn(info.active, &info.note);
   }
   if (!info.note.empty()) LOG(WARNING) << "cpu isa: " << info.note;
   return info;
@@ -140,20 +115,46 @@ CpuIsa ActiveCpuIsa() { return Info().active; }
 
 CpuIsaInfo GetCpuIsaInfo() { return Info(); }
 
-Status CheckCpuIsaRequest() {
-  const std::string ours = EnvOrEmpty("OFL_CPU_ISA");
+Maybe<CpuIsaChoice> ChooseCpuIsa(CpuIsa detected, const std::string& ours,
+                                 const std::string& onednn) {
   if (!ours.empty() && !ParseOurs(ours)) {
     return InvalidArgument("OFL_CPU_ISA='", ours,
                            "' is not a CPU instruction set: use avx512, avx2 or scalar");
   }
-  const std::string theirs = EnvOrEmpty("ONEDNN_MAX_CPU_ISA");
-  if (!theirs.empty() && !ParseOneDnn(theirs)) {
+  if (!onednn.empty() && !ParseOneDnn(onednn)) {
     return InvalidArgument(
-        "ONEDNN_MAX_CPU_ISA='", theirs,
+        "ONEDNN_MAX_CPU_ISA='", onednn,
         "' is not one of oneDNN's ISA names (SSE41, AVX, AVX2, AVX2_VNNI, "
         "AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, AVX512_CORE_AMX, ALL)");
   }
-  return Status::OK();
+  CpuIsa want = detected;
+  std::string asked;  // "VARIABLE=value" of the request that counts
+  if (!ours.empty()) {
+    want = *ParseOurs(ours);
+    asked = "OFL_CPU_ISA=" + ours;
+  } else if (!onednn.empty()) {
+    want = *ParseOneDnn(onednn);
+    asked = "ONEDNN_MAX_CPU_ISA=" + onednn;
+  }
+  CpuIsaChoice c;
+  c.active = std::min(want, detected);
+  if (want > detected) {
+    c.note = asked + " asks for " + CpuIsaName(want) + " but this CPU has only " +
+             CpuIsaName(detected) + ": running " + CpuIsaName(c.active);
+  }
+  if (ours.empty()) return c;  // oneDNN reads its own variable, if any
+  // Our request sets oneDNN's cap, over ONEDNN_MAX_CPU_ISA (noted when they differ).
+  c.onednn_cap = c.active == CpuIsa::kAvx2 ? "AVX2" : c.active == CpuIsa::kScalar ? "SSE41" : "ALL";
+  if (!onednn.empty() && *ParseOneDnn(onednn) != c.active) {
+    c.note += std::string(c.note.empty() ? "" : "; ") + "ONEDNN_MAX_CPU_ISA=" + onednn +
+              " overridden by OFL_CPU_ISA=" + ours;
+  }
+  return c;
+}
+
+Status CheckCpuIsaRequest() {
+  return ChooseCpuIsa(DetectedCpuIsa(), EnvOrEmpty("OFL_CPU_ISA"), EnvOrEmpty("ONEDNN_MAX_CPU_ISA"))
+      .status();
 }
 
 }  // namespace ofl

@@ -46,6 +46,20 @@ CpuIsaInfo GetCpuIsaInfo();
 // value nobody knows, naming the variable and the value.
 Status CheckCpuIsaRequest();
 
+// The decision alone, without the environment or oneDNN (ActiveCpuIsa's
+// first call applies it; tests call it with any CPU): the level to run from
+// what the CPU has and the two variables' values ("" when unset), the cap
+// to give oneDNN ("AVX2", "SSE41", "ALL"; "" when OFL_CPU_ISA is unset:
+// oneDNN then reads its own variable) and a note saying why the level or
+// oneDNN's cap differ from what was asked. Errors as CheckCpuIsaRequest.
+struct CpuIsaChoice {
+  CpuIsa active = CpuIsa::kScalar;
+  std::string onednn_cap;
+  std::string note;
+};
+Maybe<CpuIsaChoice> ChooseCpuIsa(CpuIsa detected, const std::string& ours,
+                                 const std::string& onednn);
+
 // The function for the active level: pick(f_avx512, f_avx2, f_scalar).
 template <typename Fn>
 Fn PickByCpuIsa(Fn avx512, Fn avx2, Fn scalar) {
