@@ -121,8 +121,9 @@ def main() -> int:
         losses.append(float(loss.numpy()))
     out = {"side": f"ours_{args.mode}", "step_ms": times, "losses": losses,
            "maxrss_before_kb": before, "maxrss_after_kb": maxrss_kb(),
+           "cpu_isa": _C.cpu_isa(),
            "env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS",
-                                                  "OPENBLAS_NUM_THREADS")}}
+                                                  "OPENBLAS_NUM_THREADS", "OFL_CPU_ISA")}}
     if args.profile:
         if g is None:
             raise SystemExit("gpt_worker: --profile needs the graph mode")

@@ -59,8 +59,8 @@ def load_part(path: str, rc: int, name: str, errors: dict) -> dict:
     return part
 
 
-# The ops bench's goals: (figure, limit, "le" = at most / "ge" = at least).
-GOALS = {"graph_over_torch": (1.0, "le"), "eager_over_torch": (1.2, "le"),
+# The goals, at every instruction set: (figure, limit, "le" = at most / "ge" = at least).
+GOALS = {"graph_over_torch": (0.7, "le"), "eager_over_torch": (1.0, "le"),
          "step_flop_fraction": (0.6, "ge"), "peak_memory_over_torch": (1.0, "le")}
 
 
@@ -92,6 +92,33 @@ def goals(py: dict, reference_gflops) -> dict:
     return out
 
 
+def by_isa(py: dict, cpps: list) -> dict:
+    """Per instruction set: the matmul figures, the step's and its goals."""
+    matmul = {c.get("cpu_isa"): c for c in cpps if c.get("cpu_isa")}
+    out = {}
+    for isa in dict.fromkeys(list(matmul) + list(py.get("by_isa") or {})):
+        level = (py.get("by_isa") or {}).get(isa) or {}
+        mm = matmul.get(isa, {})
+        out[isa] = {
+            "forced": level.get("forced"),
+            "matmul_gflops": None if mm.get("matmul_error") else mm.get("matmul_gflops"),
+            "reference_gflops": mm.get("reference_gflops"),
+            "onednn_gflops": mm.get("onednn_gflops"),
+            "openblas_gflops": mm.get("openblas_gflops"),
+            "session_over_onednn_by_round": mm.get("session_over_onednn_by_round"),
+            "onednn_isa": mm.get("onednn_isa"),
+            "gpt_step_ms": level.get("gpt_step_ms"),
+            "eager_gpt_step_ms": level.get("eager_gpt_step_ms"),
+            "torch_gpt_step_ms": level.get("torch_gpt_step_ms"),
+            "ran": level.get("ran"),
+            "goals": goals(dict(level, step_flops=py.get("step_flops")),
+                           mm.get("reference_gflops")),
+            "profile_top": profile_top((py.get("profile") if isa == py.get("cpu_isa")
+                                        else level.get("profile")) or {}),
+        }
+    return out
+
+
 def profile_top(profile: dict, n: int = 10) -> dict:
     """The first n op types of each side's one-step profile, with the step."""
     out = {}
@@ -108,14 +135,19 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--load-before", required=True)
-    p.add_argument("--cpp", required=True)
-    p.add_argument("--cpp-rc", type=int, required=True)
+    p.add_argument("--cpp", action="append", required=True,
+                   help="ops_matmul's JSON, once per instruction set (the first: the headline)")
+    p.add_argument("--cpp-rc", type=int, action="append", required=True)
     p.add_argument("--python", required=True)
     p.add_argument("--python-rc", type=int, required=True)
     a = p.parse_args()
 
     errors: dict = {}
-    cpp = load_part(a.cpp, a.cpp_rc, "ops_matmul", errors)
+    if len(a.cpp) != len(a.cpp_rc):
+        p.error("one --cpp-rc per --cpp")
+    cpps = [load_part(path, rc, f"ops_matmul[{i}]", errors)
+            for i, (path, rc) in enumerate(zip(a.cpp, a.cpp_rc))]
+    cpp = cpps[0]
     py = load_part(a.python, a.python_rc, "ops_gpt", errors)
     uname = platform.uname()
     result = {
@@ -135,6 +167,9 @@ def main() -> int:
         "torch_gpt_step_ms": py.get("torch_gpt_step_ms"),
         "numpy_gpt_step_ms": py.get("numpy_gpt_step_ms"),
         "goals": goals(py, cpp.get("reference_gflops")),
+        "cpu_isa": py.get("cpu_isa") or cpp.get("cpu_isa"),
+        "cpu_isa_detected": py.get("cpu_isa_detected") or cpp.get("cpu_isa_detected"),
+        "by_isa": by_isa(py, cpps),
         "profile_top": profile_top(py.get("profile") or {}),
         "threads": a.threads,
         "machine": {

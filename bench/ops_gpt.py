@@ -9,13 +9,21 @@ Three sides, each in a fresh process per round, run as its users run it:
 - ``torch_eager``: PyTorch eager on CPU (torch_gpt.py) under ``--torch-python``,
   in an environment without any of our settings (``clean_env``),
   ``torch.set_num_threads(--threads)``.
-``--rounds`` rounds, the sides' order rotated each round (interleaved, so
-that a load change on the shared machine hits all sides); each run does
+Each side runs under every instruction set of ``--isas`` (default: the
+CPU's own level and, on an AVX-512 CPU, AVX2 as well): a level below the
+CPU's is forced, ours with ``OFL_CPU_ISA`` (which caps oneDNN too), PyTorch
+with its own knobs (``TORCH_ISA_ENV``: ATEN_CPU_CAPABILITY,
+ONEDNN_MAX_CPU_ISA, MKL_ENABLE_INSTRUCTIONS); the CPU's own level runs with
+none of them, as users run it. Each run records the level it ran.
+``--rounds`` rounds, the (level, side) runs' order rotated each round
+(interleaved, so that a load change on the shared machine hits all); each run does
 ``--warmup`` untimed and ``--steps`` timed steps. A side's figure is the
-median of its rounds' medians. Memory: each run's growth of ru_maxrss from
+median of its rounds' medians; the top-level figures are the first
+level's, every level's are under ``by_isa``. Memory: each run's growth of ru_maxrss from
 before its first step (parameters and optimizer object made) to after its
 last one; the median over rounds. Then one profiling run per side (ours:
-the runtime's trace of one step; PyTorch: torch.profiler of one step), and
+the runtime's trace of one step; PyTorch: torch.profiler of one step) per
+level, and
 the independent numpy GPT (tests/python/reference) once, in this process.
 
 Prints one JSON object on stdout (merged by bench/merge_results.py, which
@@ -51,6 +59,14 @@ OUR_SETTINGS = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "M
                 "OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY", "KMP_BLOCKTIME", "PYTHONPATH",
                 "PYTHONHOME", "VIRTUAL_ENV", "LD_PRELOAD")
 SIDES = ("ours_graph", "ours_eager", "torch_eager")
+LEVELS = ("scalar", "avx2", "avx512")
+# PyTorch's own variables that hold it to a level below the CPU's.
+TORCH_ISA_ENV = {
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "scalar": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
+               "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+}
 WORKER_TIMEOUT_S = 300
 
 
@@ -87,16 +103,27 @@ def run_json(cmd, env) -> dict:
         return {"error": f"{os.path.basename(cmd[1])}: no JSON on stdout ({e})"}
 
 
-def side_cmd(side: str, args, weights: str, profile: str = "") -> tuple:
+def isa_env(side: str, isa: str, native: str) -> dict:
+    """The variables that hold `side` to level `isa` (none at the CPU's own)."""
+    if isa == native:
+        return {}
+    if side == "torch_eager":
+        return dict(TORCH_ISA_ENV[isa])
+    return {"OFL_CPU_ISA": isa}
+
+
+def side_cmd(side: str, args, weights: str, isa: str, profile: str = "") -> tuple:
     """The worker's command line and environment; a profiling run times only
     1 + 1 steps before its profiled one."""
     warmup, steps = (1, 1) if profile else (args.warmup, args.steps)
     common = ["--threads", str(args.threads), "--warmup", str(warmup), "--steps", str(steps)]
     if side == "torch_eager":
         cmd = [args.torch_python, os.path.join(HERE, "torch_gpt.py"), "--weights", weights]
-        return cmd + common + (["--profile"] if profile else []), clean_env()
+        env = dict(clean_env(), **isa_env(side, isa, args.native_isa))
+        return cmd + common + (["--profile"] if profile else []), env
     cmd = [sys.executable, os.path.join(HERE, "gpt_worker.py"), side.split("_")[1]] + common
-    return cmd + (["--profile", profile] if profile else []), ours_env(args.threads)
+    env = dict(ours_env(args.threads), **isa_env(side, isa, args.native_isa))
+    return cmd + (["--profile", profile] if profile else []), env
 
 
 def write_weights(path: str) -> None:
@@ -155,7 +182,7 @@ def summarize(runs: list, warmup: int) -> dict:
                maxrss_before_mib=statistics.median(r["maxrss_before_kb"] / 1024 for r in ok),
                first_loss=ok[0]["losses"][0], env=ok[0].get("env"),
                loadavg_1min_by_round=[r.get("loadavg_1min") for r in runs])
-    for key in ("torch_version", "torch_threads"):
+    for key in ("torch_version", "torch_threads", "cpu_isa", "cpu_capability"):
         if key in ok[0]:
             out[key] = ok[0][key]
     return out
@@ -165,70 +192,119 @@ def ratio(a, b):
     return None if a is None or b is None else a / b
 
 
+def default_isas(native: str) -> list:
+    """The CPU's own level, then AVX2 when the CPU has more."""
+    return [native] + (["avx2"] if native == "avx512" else [])
+
+
+def level_result(summary: dict, sides: list, profiles: dict, isa: str, native: str) -> dict:
+    """One level's figures: step times, ratios to PyTorch, what each side ran."""
+    step = lambda s: summary.get(s, {}).get("step_ms")  # noqa: E731
+    return {
+        "forced": isa != native,
+        "gpt_step_ms": step("ours_graph"),
+        "eager_gpt_step_ms": step("ours_eager"),
+        "torch_gpt_step_ms": step("torch_eager"),
+        "graph_over_torch": ratio(step("ours_graph"), step("torch_eager")),
+        "eager_over_torch": ratio(step("ours_eager"), step("torch_eager")),
+        "ran": {s: summary[s].get("cpu_isa") or summary[s].get("cpu_capability") for s in sides},
+        "env": {s: isa_env(s, isa, native) for s in sides},
+        "peak_rss_growth_mib": {s: summary.get(s, {}).get("peak_rss_growth_mib") for s in sides},
+        "sides": summary,
+        "profile": profiles,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--isas", default="",
+                    help="comma-separated levels (avx512, avx2, scalar); the first gives the "
+                         "top-level figures (default: the CPU's own, then avx2 below avx512)")
     ap.add_argument("--torch-python", default="",
                     help="an interpreter that imports torch (empty: no PyTorch peer)")
     args = ap.parse_args()
+    from oneflow_lite import _C
+    args.native_isa = _C.cpu_isa_info()["detected"]
+    isas = args.isas.split(",") if args.isas else default_isas(args.native_isa)
+    for isa in isas:
+        if isa not in LEVELS or LEVELS.index(isa) > LEVELS.index(args.native_isa):
+            allowed = ", ".join(LEVELS[:LEVELS.index(args.native_isa) + 1])
+            raise SystemExit(f"ops_gpt: --isas {isa}: this CPU runs {allowed}")
     sides = [s for s in SIDES if s != "torch_eager" or args.torch_python]
+    runs_order = [(isa, s) for isa in isas for s in sides]
     with tempfile.TemporaryDirectory(prefix="ops_gpt_") as tmp:
         weights = os.path.join(tmp, "weights.npz")
         write_weights(weights)
-        runs = {s: [] for s in sides}
+        runs = {key: [] for key in runs_order}
         for r in range(args.rounds):
-            for s in sides[r % len(sides):] + sides[:r % len(sides)]:
+            k = r % len(runs_order)
+            for isa, s in runs_order[k:] + runs_order[:k]:
                 load = os.getloadavg()[0]
-                runs[s].append(dict(run_json(*side_cmd(s, args, weights)), loadavg_1min=load))
-                print(f"ops_gpt: round {r + 1}/{args.rounds} {s}: "
-                      f"{runs[s][-1].get('error') or 'ok'}", file=sys.stderr)
-        ours_prof = run_json(*side_cmd("ours_graph", args, weights,
-                                       os.path.join(tmp, "trace.json")))
-        torch_prof = (run_json(*side_cmd("torch_eager", args, weights, "yes"))
-                      if args.torch_python else {"error": "no --torch-python"})
+                runs[isa, s].append(dict(run_json(*side_cmd(s, args, weights, isa)),
+                                         loadavg_1min=load))
+                print(f"ops_gpt: round {r + 1}/{args.rounds} {isa} {s}: "
+                      f"{runs[isa, s][-1].get('error') or 'ok'}", file=sys.stderr)
+        profiles = {}
+        for isa in isas:
+            ours_prof = run_json(*side_cmd("ours_graph", args, weights, isa,
+                                           os.path.join(tmp, f"trace_{isa}.json")))
+            torch_prof = (run_json(*side_cmd("torch_eager", args, weights, isa, "yes"))
+                          if args.torch_python else {"error": "no --torch-python"})
+            profiles[isa] = {
+                "ours_graph": ours_prof.get("profile"),
+                "ours_profiled_step_ms": ours_prof.get("profiled_step_ms"),
+                "torch_eager": torch_prof.get("profile"),
+                "torch_profiled_step_ms": torch_prof.get("profiled_step_ms"),
+                "errors": {k: v["error"] for k, v in
+                           (("ours_graph", ours_prof), ("torch_eager", torch_prof))
+                           if "error" in v}}
         numpy_ref = time_numpy(weights, args.threads)
-    summary = {s: summarize(runs[s], args.warmup) for s in sides}
-    step = lambda s: summary.get(s, {}).get("step_ms")  # noqa: E731
-    mem = lambda s: summary.get(s, {}).get("peak_rss_growth_mib")  # noqa: E731
+    by_isa = {}
+    for isa in isas:
+        summary = {s: summarize(runs[isa, s], args.warmup) for s in sides}
+        by_isa[isa] = level_result(summary, sides, profiles[isa], isa, args.native_isa)
+    head = by_isa[isas[0]]
+    summary = head["sides"]
     result = {
         "benchmark": "ops_gpt",
         "what": "ms per AdamW training step (forward+backward+update) of the GPT-style model: "
                 "ours through nn.Graph and eager vs PyTorch CPU eager, each in fresh processes, "
-                "median of the rounds' medians over interleaved rounds",
+                "median of the rounds' medians over interleaved rounds, under each CPU "
+                "instruction set of by_isa (the top-level figures are cpu_isa's)",
         "config": dict(CONFIG, batch=BATCH, dtype="float32", optimizer="adamw", **HYPER),
         "threads": args.threads, "rounds": args.rounds, "warmup": args.warmup,
         "steps": args.steps,
-        "gpt_step_ms": step("ours_graph"),
-        "eager_gpt_step_ms": step("ours_eager"),
-        "torch_gpt_step_ms": step("torch_eager"),
+        "cpu_isa": isas[0], "cpu_isa_detected": args.native_isa, "isas": isas,
+        "gpt_step_ms": head["gpt_step_ms"],
+        "eager_gpt_step_ms": head["eager_gpt_step_ms"],
+        "torch_gpt_step_ms": head["torch_gpt_step_ms"],
         "numpy_gpt_step_ms": numpy_ref["step_ms"],
-        "graph_over_torch": ratio(step("ours_graph"), step("torch_eager")),
-        "eager_over_torch": ratio(step("ours_eager"), step("torch_eager")),
+        "graph_over_torch": head["graph_over_torch"],
+        "eager_over_torch": head["eager_over_torch"],
         "step_flops": step_flops(),
-        "peak_rss_growth_mib": {s: mem(s) for s in sides},
+        "peak_rss_growth_mib": head["peak_rss_growth_mib"],
         "first_losses": dict({s: summary[s].get("first_loss") for s in sides},
                              numpy=numpy_ref["first_loss"]),
         "sides": summary,
-        "profile": {"ours_graph": ours_prof.get("profile"),
-                    "ours_profiled_step_ms": ours_prof.get("profiled_step_ms"),
-                    "torch_eager": torch_prof.get("profile"),
-                    "torch_profiled_step_ms": torch_prof.get("profiled_step_ms"),
-                    "errors": {k: v["error"] for k, v in
-                               (("ours_graph", ours_prof), ("torch_eager", torch_prof))
-                               if "error" in v}},
+        "profile": head["profile"],
+        "by_isa": {isa: {k: v for k, v in level.items() if k != "profile" or isa != isas[0]}
+                   for isa, level in by_isa.items()},
         "torch_env_removed": list(OUR_SETTINGS) + ["OFL_*"],
         "rerun": "bench/run.sh ops",
     }
-    errors = {s: summary[s]["errors"] for s in sides if summary[s]["errors"]}
+    errors = {f"{isa} {s}": level["sides"][s]["errors"] for isa, level in by_isa.items()
+              for s in sides if level["sides"][s]["errors"]}
     if not args.torch_python:
         errors["torch_eager"] = ["no --torch-python: the PyTorch peer was not run"]
     if errors:
         result["errors"] = errors
     print(json.dumps(result, indent=2))
-    return 0 if all(step(s) is not None for s in sides) else 1
+    return 0 if all(level["sides"][s].get("step_ms") is not None
+                    for level in by_isa.values() for s in sides) else 1
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 # bench/run.sh SUITE: set up and build (scripts/lib/setup.sh), run a benchmark
 # suite, write bench/results/SUITE.json. Suites:
 #   ops   bench/ops_matmul.cpp (one matmul: ofl::Session vs oneDNN vs
-#         OpenBLAS) + bench/ops_gpt.py (one GPT training step: our nn.Graph and
-#         eager against PyTorch eager in interleaved rounds, OFL_BENCH_ROUNDS,
-#         default 5; per-op profiles, peak memory), merged by
+#         OpenBLAS, calls interleaved) + bench/ops_gpt.py (one GPT training step:
+#         our nn.Graph and eager against PyTorch eager in interleaved rounds,
+#         OFL_BENCH_ROUNDS, default 5; per-op profiles, peak memory), each under
+#         the CPU's own instruction set and, on an AVX-512 CPU, AVX2 forced
+#         (ops.json's cpu_isa and by_isa), merged by
 #         bench/merge_results.py into bench/results/ops.json. The PyTorch peer
 #         runs in .venv-torch, made on first use (torch_python below).
 #   runtime  bench/runtime_actor.cpp (us per act and per hop),
@@ -93,25 +95,46 @@ torch_python() {
 
 run_ops() {
   local threads=${OFL_BENCH_THREADS:-2} results=bench/results
-  local cpp_json=$results/ops_matmul.json.tmp py_json=$results/ops_gpt.json.tmp
+  local py_json=$results/ops_gpt.json.tmp
   mkdir -p "$results"
-  local load_before cpp_rc=0 py_rc=0 merge_rc=0 torch_py=""
+  local load_before py_rc=0 merge_rc=0 torch_py="" native isa rc cpp_failed=0
+  local -a cpp_args=()
   torch_py=$(torch_python) || echo "bench: no PyTorch peer (its install failed)" >&2
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  # The CPU's own instruction set, then AVX2 forced where the CPU has AVX-512
+  # (OFL_CPU_ISA caps our kernels and oneDNN; OPENBLAS_CORETYPE is the machine's).
+  native=$(PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" -c \
+    'from oneflow_lite import _C; print(_C.cpu_isa_info()["detected"])')
+  local -a isas=("$native")
+  if [[ $native == avx512 ]]; then isas+=(avx2); fi
+  echo "bench: CPU instruction set $native; measuring ${isas[*]}" >&2
 
-  echo "bench: ops_matmul (threads=$threads)" >&2
-  "$OFL_BUILD_DIR/bench/ops_matmul" --threads "$threads" --reps 20 >"$cpp_json" || cpp_rc=$?
-  echo "bench: ops_gpt.py (threads=$threads, ${OFL_BENCH_ROUNDS:-5} rounds)" >&2
+  for isa in "${isas[@]}"; do
+    echo "bench: ops_matmul (threads=$threads, $isa)" >&2
+    rc=0
+    if [[ $isa == "$native" ]]; then
+      "$OFL_BUILD_DIR/bench/ops_matmul" --threads "$threads" --reps 20 \
+        >"$results/ops_matmul_$isa.json.tmp" || rc=$?
+    else
+      OFL_CPU_ISA=$isa "$OFL_BUILD_DIR/bench/ops_matmul" --threads "$threads" --reps 20 \
+        >"$results/ops_matmul_$isa.json.tmp" || rc=$?
+    fi
+    ((rc == 0)) || cpp_failed=1
+    cpp_args+=(--cpp "$results/ops_matmul_$isa.json.tmp" --cpp-rc "$rc")
+  done
+  echo "bench: ops_gpt.py (threads=$threads, ${OFL_BENCH_ROUNDS:-5} rounds, ${isas[*]})" >&2
   OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads \
     PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/ops_gpt.py --threads "$threads" \
-    --rounds "${OFL_BENCH_ROUNDS:-5}" --torch-python "$torch_py" >"$py_json" || py_rc=$?
+    --rounds "${OFL_BENCH_ROUNDS:-5}" --isas "$(IFS=,; echo "${isas[*]}")" \
+    --torch-python "$torch_py" >"$py_json" || py_rc=$?
 
   "$OFL_PY" bench/merge_results.py --out "$results/ops.json" --threads "$threads" \
-    --load-before "$load_before" --cpp "$cpp_json" --cpp-rc "$cpp_rc" \
+    --load-before "$load_before" "${cpp_args[@]}" \
     --python "$py_json" --python-rc "$py_rc" || merge_rc=$?
-  rm -f "$cpp_json" "$py_json"
-  if ((cpp_rc != 0 || py_rc != 0 || merge_rc != 0)); then
-    echo "bench: ops FAILED (ops_matmul exit $cpp_rc, ops_gpt.py exit $py_rc," \
+  for isa in "${isas[@]}"; do rm -f "$results/ops_matmul_$isa.json.tmp"; done
+  rm -f "$py_json"
+  if ((cpp_failed != 0 || py_rc != 0 || merge_rc != 0)); then
+    echo "bench: ops FAILED (ops_matmul failed: $cpp_failed, ops_gpt.py exit $py_rc," \
       "merge exit $merge_rc); see $results/ops.json" >&2
     return 1
   fi

@@ -98,6 +98,19 @@ def profile_step(p, opt, ids, labels) -> dict:
     return {"profile": prof_json, "profiled_step_ms": wall_ms}
 
 
+# PyTorch's own knobs that cap the instruction set (bench/ops_gpt.py sets
+# them when it measures a level below the CPU's); recorded with the run.
+ISA_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+
+
+def cpu_capability() -> str:
+    """The level PyTorch's own kernels run ("AVX512", "AVX2", "DEFAULT")."""
+    try:
+        return torch.backends.cpu.get_cpu_capability()
+    except AttributeError:  # PyTorch before 2.0
+        return "unknown"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weights", required=True, help=".npz of the model's state_dict")
@@ -122,9 +135,10 @@ def main() -> int:
            "maxrss_before_kb": before,
            "maxrss_after_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
            "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
-           "batch": BATCH,
+           "batch": BATCH, "cpu_capability": cpu_capability(),
            "env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS",
-                                                  "OPENBLAS_NUM_THREADS", "PYTHONPATH")}}
+                                                  "OPENBLAS_NUM_THREADS", "PYTHONPATH")
+                   + ISA_VARIABLES}}
     if args.profile:
         out.update(profile_step(p, opt, *data[-1]))
     print(json.dumps(out))

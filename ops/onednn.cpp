@@ -4,10 +4,17 @@
 
 #include <cstdlib>
 
+#include "ops/cpu_isa.h"
+
 namespace ofl::onednn {
 
 dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  // The level first: it caps oneDNN's ISA, which only counts before the
+  // first primitive.
+  static dnnl::engine engine = [] {
+    ActiveCpuIsa();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 

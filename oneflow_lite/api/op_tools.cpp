@@ -179,6 +179,14 @@ Maybe<std::vector<NdSbpSignature>> InspectNdSbp(const std::string& op_type,
 
 std::vector<std::string> OpTypes() { return OpRegistry::ListOps(); }
 
+KernelIsa KernelCpuIsa() {
+  const CpuIsaInfo info = GetCpuIsaInfo();
+  return {CpuIsaName(info.active), CpuIsaName(info.detected), info.requested,
+          info.onednn_requested, info.onednn_cap, info.note};
+}
+
+Status CheckKernelCpuIsaRequest() { return CheckCpuIsaRequest(); }
+
 Maybe<OpSchema> DescribeOp(const std::string& op_type) {
   OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(op_type));
   OpSchema schema;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/cpu_isa.h"
 #include "ops/nd_sbp.h"
 #include "ops/op_registry.h"
 #include "oneflow_lite/core/tensor.h"
@@ -23,6 +24,16 @@ namespace ofl {
 
 // Every registered op type, sorted.
 std::vector<std::string> OpTypes();
+
+// The CPU instruction set the kernels run (ops/cpu_isa.h's CpuIsaInfo with
+// the levels named: "avx512", "avx2", "scalar"), decided on first use.
+struct KernelIsa {
+  std::string active, detected, requested, onednn_requested, onednn_cap, note;
+};
+KernelIsa KernelCpuIsa();
+// InvalidArgument naming the variable when OFL_CPU_ISA or ONEDNN_MAX_CPU_ISA
+// holds an unknown value (the binding checks it when it loads).
+Status CheckKernelCpuIsaRequest();
 
 // What the registry knows of an op type: its inputs, outputs, attributes
 // (name -> default as text; std::nullopt for a required one), doc, whether it

@@ -50,7 +50,8 @@ void ReluGradKernel(KernelContext& k) {
 
 // Phi(x) = (1 + erf(x / sqrt2)) / 2, written with erfc so that it keeps its
 // relative precision for negative x, where 1 + erf(.) would cancel. float32
-// runs ops/vector_math.h's loops (the same formula on 16 lanes).
+// runs ops/vector_math.h's loops (the same formula on the active level's
+// vector lanes).
 void GeluKernel(KernelContext& k) {
   if (k.in(0).dtype() == DataType::kFloat32) {
     const float* x = k.in(0).data<float>();

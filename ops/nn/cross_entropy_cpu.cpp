@@ -30,8 +30,8 @@ T LogSumExp(const T* row, int64_t classes) {
   return max + std::log(sum);
 }
 
-// float rows: the exps on 16 lanes (ops/vector_math.h), written to `scratch`
-// (a row of `classes`).
+// float rows: the exps on the active level's vector lanes (ops/vector_math.h),
+// written to `scratch` (a row of `classes`).
 float LogSumExpVec(const float* row, int64_t classes, float* scratch) {
   const float max = vec::NanMaxOf(row, classes);
   return max + std::log(vec::ExpShiftedSum(row, max, scratch, classes));

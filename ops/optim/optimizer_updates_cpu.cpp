@@ -1,8 +1,12 @@
 // CPU kernels of sgd_update and adam_update (ops/optim/optimizer_updates.cpp):
-// one pass over the parameter, parallel in chunks. Adam's float32 loop has an
-// AVX-512 clone (target_clones) beside the default one.
+// one pass over the parameter, parallel in chunks. Each loop is compiled for
+// every level of ops/cpu_isa.h (AVX-512, AVX2 + FMA, baseline) and runs the
+// active one's: the same operations, which the vector levels may fuse into
+// FMAs (so the levels may differ in the last bit; one level is bitwise
+// reproducible).
 #include <cmath>
 
+#include "ops/cpu_isa.h"
 #include "ops/kernel.h"
 #include "ops/parallel.h"
 
@@ -18,6 +22,35 @@ double LearningRate(KernelContext& k, int i) {
   return lr.data<float>()[0];
 }
 
+// Elements [0, n) of one SGD step.
+template <typename T>
+inline __attribute__((always_inline)) void SgdLoop(T* p, const T* g, T* buf, int64_t n, T lr,
+                                                   T momentum, T wd) {
+  if (momentum != 0) {
+    for (int64_t i = 0; i < n; ++i) {
+      buf[i] = momentum * buf[i] + (g[i] + wd * p[i]);
+      p[i] -= lr * buf[i];
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+  }
+}
+
+template <typename T>
+using SgdFn = void (*)(T*, const T*, T*, int64_t, T, T, T);
+template <typename T>
+OFL_TARGET_AVX512 void Sgd512(T* p, const T* g, T* buf, int64_t n, T lr, T momentum, T wd) {
+  SgdLoop(p, g, buf, n, lr, momentum, wd);
+}
+template <typename T>
+OFL_TARGET_AVX2 void Sgd256(T* p, const T* g, T* buf, int64_t n, T lr, T momentum, T wd) {
+  SgdLoop(p, g, buf, n, lr, momentum, wd);
+}
+template <typename T>
+void SgdScalar(T* p, const T* g, T* buf, int64_t n, T lr, T momentum, T wd) {
+  SgdLoop(p, g, buf, n, lr, momentum, wd);
+}
+
 void SgdKernel(KernelContext& k) {
   const double lr = LearningRate(k, 3);
   const double momentum = k.attr().Get<double>("momentum");
@@ -27,15 +60,10 @@ void SgdKernel(KernelContext& k) {
     T* p = param.data<T>();
     const T* g = k.in(1).data<T>();
     T* buf = k.mutable_in(2).data<T>();
+    const SgdFn<T> run = PickByCpuIsa<SgdFn<T>>(Sgd512<T>, Sgd256<T>, SgdScalar<T>);
     ParallelFor(param.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        T d = g[i] + static_cast<T>(wd) * p[i];
-        if (momentum != 0) {
-          buf[i] = static_cast<T>(momentum) * buf[i] + d;
-          d = buf[i];
-        }
-        p[i] -= static_cast<T>(lr) * d;
-      }
+      run(p + b, g + b, buf + b, e - b, static_cast<T>(lr), static_cast<T>(momentum),
+          static_cast<T>(wd));
     });
   });
 }
@@ -61,17 +89,18 @@ inline __attribute__((always_inline)) void AdamLoop(T* p, const T* g, T* m, T* v
   }
 }
 
-// float32 is also compiled for AVX-512 (16 lanes), chosen at load time where
-// the CPU has it: the same operations, which that clone may fuse into FMAs.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-void AdamRange(float* p, const float* g, float* m, float* v, int64_t n,
-               const AdamScalars<float>& s) {
+template <typename T>
+using AdamFn = void (*)(T*, const T*, T*, T*, int64_t, const AdamScalars<T>&);
+template <typename T>
+OFL_TARGET_AVX512 void Adam512(T* p, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s) {
   AdamLoop(p, g, m, v, n, s);
 }
-void AdamRange(double* p, const double* g, double* m, double* v, int64_t n,
-               const AdamScalars<double>& s) {
+template <typename T>
+OFL_TARGET_AVX2 void Adam256(T* p, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s) {
+  AdamLoop(p, g, m, v, n, s);
+}
+template <typename T>
+void AdamScalar(T* p, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s) {
   AdamLoop(p, g, m, v, n, s);
 }
 
@@ -102,8 +131,9 @@ void AdamKernel(KernelContext& k) {
                            static_cast<T>(eps),
                            static_cast<T>(decoupled ? 1.0 - lr * wd : 1.0),
                            static_cast<T>(decoupled ? 0.0 : wd)};
+    const AdamFn<T> run = PickByCpuIsa<AdamFn<T>>(Adam512<T>, Adam256<T>, AdamScalar<T>);
     ParallelFor(param.numel(), [&](int64_t bgn, int64_t end) {
-      AdamRange(p + bgn, g + bgn, m + bgn, v + bgn, end - bgn, s);
+      run(p + bgn, g + bgn, m + bgn, v + bgn, end - bgn, s);
     });
   });
 }

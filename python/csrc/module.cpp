@@ -289,6 +289,27 @@ PYBIND11_MODULE(_C, m) {
   BindPlanning(m);
   BindSimulation(m);
   m.def("list_ops", &OpTypes);
+  // An unknown OFL_CPU_ISA / ONEDNN_MAX_CPU_ISA fails the import, naming it.
+  ThrowIfError(CheckKernelCpuIsaRequest());
+  m.def(
+      "cpu_isa", [] { return KernelCpuIsa().active; },
+      "the instruction set the CPU kernels run: 'avx512', 'avx2' or 'scalar' (OFL_CPU_ISA "
+      "forces a lower one)");
+  m.def(
+      "cpu_isa_info",
+      [] {
+        const KernelIsa info = KernelCpuIsa();
+        py::dict d;
+        d["active"] = info.active;
+        d["detected"] = info.detected;
+        d["requested"] = info.requested;
+        d["onednn_requested"] = info.onednn_requested;
+        d["onednn_cap"] = info.onednn_cap;
+        d["note"] = info.note;
+        return d;
+      },
+      "the CPU instruction set in use, what the CPU has, what the environment asked and why "
+      "they differ");
   m.def(
       "check_device", [](const std::string& device) { ThrowIfError(CheckDeviceUsable(device)); },
       py::arg("device"));
