@@ -1,4 +1,14 @@
 // The instruction set the CPU kernels run: AVX-512, AVX2 (with FMA) or the
+// scalar path, the best the CPU reports unless OFL_CPU_ISA (or oneDNN's own
+// ONEDNN_MAX_CPU_ISA) asks for a lower one; oneDNN is capped to match. The
+// choice is made once per process, at the first ActiveCpuIsa(). Thread-safe.
+#pragma once
+
+#include <string>
+
+#include "oneflow_lite/core/status.h"
+
+// The instruction set the CPU kernels run: AVX-512, AVX2 (with FMA) or the
 // scalar path (baseline x86-64 code; on it the compiler may still use SSE2
 // where it vectorises a loop on its own). The best level the CPU reports
 // (cpuid, __builtin_cpu_supports) is used unless a lower one is requested:
@@ -15,11 +25,6 @@
 // once per process, at the first ActiveCpuIsa() (ops/onednn.cpp calls it
 // before oneDNN's first primitive, so that oneDNN's cap is set in time).
 // Thread-safe.
-#pragma once
-
-#include <string>
-
-#include "oneflow_lite/core/status.h"
 
 namespace ofl {
 

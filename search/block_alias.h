@@ -1,4 +1,19 @@
 // Block aliasing: identical repeated blocks (the layers of a transformer),
+// recognised from the cost graph's structure (colour refinement, never
+// names), made to choose alike. The aliased graph has one node per class of
+// identical nodes; its total for a class choice equals the original total of
+// that choice copied to every member, so solving it searches exactly the
+// plans in which identical blocks choose identically. Value types; not
+// synchronised.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "search/axis_descent.h"
+#include "search/cost_graph.h"
+
+// Block aliasing: identical repeated blocks (the layers of a transformer),
 // recognised from the cost graph's structure, made to choose alike. Nodes
 // are coloured by refinement (Weisfeiler-Lehman): first by their candidate
 // list (compute and memory of every candidate, and each candidate's axis
@@ -20,13 +35,6 @@
 // restriction, never better than the original optimum; autoddl descends
 // from it on the original graph (autoddl.h).
 // Value types; not synchronised.
-#pragma once
-
-#include <cstdint>
-#include <vector>
-
-#include "search/axis_descent.h"
-#include "search/cost_graph.h"
 
 namespace ofl {
 

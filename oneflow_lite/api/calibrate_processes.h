@@ -1,4 +1,19 @@
 // Collective calibration across processes: each collective's latency and
+// bandwidth on every level of the job's processes ("node": a node's
+// processes over its loopback; "network": one process per node), over the
+// Gloo communicator the runtime uses, fitted through several message sizes.
+// Every process of the job calls it at once; blocks; call it from one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oneflow_lite/api/calibrate_runs.h"
+#include "oneflow_lite/core/status.h"
+#include "search/collective_time.h"
+
+// Collective calibration across processes: each collective's latency and
 // bandwidth on every level of the job's processes (started by python -m
 // oneflow_lite.distributed.launch, one device each), over the Gloo
 // communicator the runtime uses between processes (TCP). The levels, from
@@ -13,15 +28,6 @@
 // times its own calls of every kind at every size (medians of `reps` after a warm-up) and returns
 // its own points and fits (FitCollectivePoints, calibrate_runs.h): process
 // 0's stand for the job. Blocks; call it from one thread.
-#pragma once
-
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "oneflow_lite/api/calibrate_runs.h"
-#include "oneflow_lite/core/status.h"
-#include "search/collective_time.h"
 
 namespace ofl {
 

@@ -2,7 +2,7 @@
 // one pass over the parameter, parallel in chunks. Each loop is compiled for
 // every level of ops/cpu_isa.h (AVX-512, AVX2 + FMA, baseline) and runs the
 // active one's: the same operations, which the vector levels may fuse into
-// FMAs (so the levels may differ in the last bit; one level is bitwise
+// fused multiply-adds (so the levels may differ in the last bit; one level is bitwise
 // reproducible).
 #include <cmath>
 
