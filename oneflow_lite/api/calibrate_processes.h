@@ -44,6 +44,9 @@ struct LevelCollective {
 // 2 processes (named), a LOCAL_WORLD_SIZE that does not divide WORLD_SIZE,
 // sizes or reps out of range, a collective that fails (a lost process, a
 // timeout).
+// The collective's name ("all_reduce", ...), for callers that see only api/.
+inline std::string KindName(const LevelCollective& r) { return CollectiveKindName(r.kind); }
+
 Maybe<std::vector<LevelCollective>> CalibrateProcessLevels(const std::vector<int64_t>& sizes,
                                                            int reps);
 

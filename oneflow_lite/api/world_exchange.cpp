@@ -187,4 +187,8 @@ Status CheckSameValues(ProcessWorld* world, const std::string& name,
   return Status::OK();
 }
 
+Status ReportLostProcess(const WorldOptions& options, const std::string& reason) {
+  return ProcessWorld::ReportLost(options, reason);
+}
+
 }  // namespace ofl

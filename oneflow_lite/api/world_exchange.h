@@ -42,4 +42,9 @@ Status CheckSamePlan(ProcessWorld* world, const std::string& name, const proto::
 Status CheckSameValues(ProcessWorld* world, const std::string& name,
                        const std::vector<std::pair<std::string, Tensor>>& values);
 
+// Sets the failure key of the job `options` names (its store, job id and
+// timeout) to `reason` unless a loss is recorded there already: the
+// launcher's report of a child that died (ProcessWorld::ReportLost).
+Status ReportLostProcess(const WorldOptions& options, const std::string& reason);
+
 }  // namespace ofl

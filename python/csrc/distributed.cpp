@@ -15,6 +15,7 @@
 #include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/session.h"
 #include "oneflow_lite/api/strategy_spec.h"
+#include "oneflow_lite/api/world_exchange.h"
 
 namespace ofl::python {
 namespace {
@@ -295,7 +296,7 @@ void BindDistributed(py::module_& m) {
         o.job_id = job_id;
         o.timeout = std::chrono::milliseconds(timeout_ms);
         py::gil_scoped_release release;
-        ThrowIfError(ProcessWorld::ReportLost(o, reason));
+        ThrowIfError(ReportLostProcess(o, reason));
       },
       py::arg("master_addr"), py::arg("master_port"), py::arg("job_id"), py::arg("reason"),
       py::arg("timeout_ms") = 2000,

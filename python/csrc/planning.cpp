@@ -377,7 +377,7 @@ void BindPlanning(py::module_& m) {
           py::dict d;
           d["level"] = r.level;
           d["processes"] = r.processes;
-          d["kind"] = CollectiveKindName(r.kind);
+          d["kind"] = KindName(r);
           d["bandwidth_gbps"] = r.figure.bandwidth_bytes_per_s / 1e9;
           d["latency_us"] = r.figure.latency_s * 1e6;
           py::list points;
