@@ -1,0 +1,197 @@
+"""Elastic restarts on an emulated cluster (launcher --emulate-nodes with
+--max-restarts): a node whose every process is killed with SIGKILL counts as
+one lost node, and the job starts again on the nodes left (a new network
+under a new job id), names the lost node and its ranks, resumes from the
+newest complete checkpoint, plans for the new world and trains to the end
+with the losses of a fresh run on that world from a copy of the same
+checkpoint; a lost process whose node still runs starts again there (the
+same nodes, the same size). No namespace of the job is left afterwards.
+
+Skips, saying why, without CAP_NET_ADMIN / CAP_SYS_ADMIN or the ip and tc
+commands. Every process is ended by its own pid (the launcher's session);
+every wait is bounded.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from multiprocess import spawn
+from oneflow_lite.distributed import emulate
+
+MISSING = emulate.missing_privilege()
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"no emulation here: {MISSING}")
+
+STEPS, EVERY = 12, 3
+TRAIN = ["--model", "gpt", "--steps", str(STEPS), "--cluster", "v100_8gpu", "--threads", "1",
+         "--checkpoint-keep", "0"]
+
+# Start 0: the processes of node 1 (ranks 2, 3) are killed by SIGKILL, or
+# (LOSE=one) rank 1 exits 3 while its node's other process runs on; the
+# others see the loss and exit 1. Every start records its world and job id.
+SCRIPT = """
+import os, signal, sys, time
+out, lose = sys.argv[1], sys.argv[2]
+count, rank = os.environ["OFL_RESTART_COUNT"], int(os.environ["RANK"])
+open(os.path.join(out, "start%s_rank%d" % (count, rank)), "w").write(
+    os.environ["WORLD_SIZE"] + " " + os.environ["OFL_JOB_ID"] + " " + os.environ["OFL_BIND_ADDR"])
+if count == "0":
+    if lose == "node" and rank >= 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if lose == "one" and rank == 1:
+        sys.exit(3)
+    time.sleep(1.0)
+    sys.exit(1)
+"""
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=os.path.join(spawn.REPO, "python"), OFL_THREADS="1")
+
+
+def _job_id(tag: str) -> str:
+    return f"e{os.getpid()}{tag}"
+
+
+def _launch(job: str, args, cwd):
+    return subprocess.Popen([sys.executable, "-m", "oneflow_lite.distributed.launch",
+                             "--emulate-nodes", "2", "--nproc-per-node", "2", "--job-id", job,
+                             "--max-restarts", "1", *args], env=_env(), cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _finish(p, timeout):
+    try:
+        return p.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # the job's session: launcher and children
+        return p.communicate(timeout=10)[0] + "\n(killed at the timeout)"
+
+
+@pytest.mark.parametrize("lose", ["node", "one"])
+def test_the_launcher_restarts_an_emulated_job_on_what_is_left(tmp_path, lose):
+    script = tmp_path / "job.py"
+    script.write_text(SCRIPT)
+    job = _job_id(lose)
+    p = _launch(job, ["--timeout-s", "5", str(script), str(tmp_path), lose], tmp_path)
+    out = _finish(p, 120)
+    assert p.returncode == 0, out
+    assert emulate.job_namespaces(job) == [], out
+    first = sorted((tmp_path / f"start0_rank{r}").read_text() for r in range(4))
+    assert {f.split()[:2] == ["4", job] for f in first} == {True}, first
+    if lose == "node":
+        assert "launch: lost node 1 (ranks 2, 3: every process of the node); restart 1 of 1 on " \
+               "the 1 node left (was 2) x 2 processes, 2 in all" in out, out
+        assert re.search(r"launch: rank 2 \(pid \d+\) was killed by SIGKILL", out), out
+        size, addresses = 2, {emulate.address(0)}
+    else:
+        assert "launch: lost rank 1 of node 0, which still runs; restart 1 of 1 on the same 2 " \
+               "nodes x 2 processes (the lost process starts again on node 0)" in out, out
+        size, addresses = 4, {emulate.address(0), emulate.address(1)}
+    second = [(tmp_path / f"start1_rank{r}").read_text().split() for r in range(size)]
+    assert not (tmp_path / f"start1_rank{size}").exists()
+    assert {(w, j) for w, j, _ in second} == {(str(size), job + "-r1")}, second
+    assert {a for _, _, a in second} == addresses, second
+
+
+def _children(pid: int) -> dict:
+    """RANK -> pid of the processes whose parent is ``pid``."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != pid:
+                continue
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            out[int(env[b"RANK"])] = int(name)
+        except (OSError, ValueError, KeyError, IndexError):
+            continue
+    return out
+
+
+def _kill_node_after_first_checkpoint(job, ck) -> list:
+    """SIGKILLs ranks 2 and 3 (node 1) once step EVERY's checkpoint is
+    complete; the pids killed."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and job.poll() is None:
+        if (ck / f"step-{EVERY:08d}" / "index.json").exists():
+            victims = _children(job.pid)
+            if 2 in victims and 3 in victims:
+                for rank in (2, 3):
+                    os.kill(victims[rank], signal.SIGKILL)
+                return [victims[2], victims[3]]
+        time.sleep(0.05)
+    return []
+
+
+# The launcher from Python (its command line would take the trainer's --nproc
+# for an abbreviation of its own --nproc-per-node).
+DRIVER = """
+import sys
+from oneflow_lite.distributed import emulate
+from oneflow_lite.distributed.launch import LaunchOptions, launch, python_command
+job, ck, every = sys.argv[1:4]
+options = LaunchOptions(nproc_per_node=2, emulate=emulate.EmulationSpec(2), max_restarts=1,
+                        job_id=job, checkpoint_dir=ck, checkpoint_every=int(every))
+result = launch(python_command("oneflow_lite.train", sys.argv[4:], module=True), options)
+print(result.message or "", file=sys.stderr, flush=True)
+sys.exit(result.exit_code)
+"""
+
+
+def test_a_lost_node_restarts_training_on_the_node_left_and_matches_a_fresh_run(tmp_path):
+    ck, job_name = tmp_path / "ck", _job_id("train")
+    job = subprocess.Popen([sys.executable, "-c", DRIVER, job_name, str(ck), str(EVERY), *TRAIN,
+                            "--nproc", "4", "--report", str(tmp_path / "elastic.json")],
+                           env=_env(), cwd=tmp_path, text=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        killed = _kill_node_after_first_checkpoint(job, ck)
+        out = _finish(job, 300)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    assert killed, out
+    assert job.returncode == 0, out
+    assert emulate.job_namespaces(job_name) == [], out
+    assert "launch: lost node 1 (ranks 2, 3: every process of the node); restart 1 of 1" in out
+    resumed = re.findall(r"resumed from checkpoint step (\d+)", out)
+    assert resumed, out
+    step = int(resumed[-1])
+    assert EVERY <= step < STEPS and step % EVERY == 0, out
+    assert "plan changed: 4 -> 2 processes, mesh [4] -> [2]; why: restart 1" in out, out
+    elastic = json.loads((tmp_path / "elastic.json").read_text())["runs"][0]
+    assert elastic["first_step"] == step + 1
+
+    fresh_ck = tmp_path / "fresh"
+    fresh_ck.mkdir()
+    shutil.copytree(ck / f"step-{step:08d}", fresh_ck / f"step-{step:08d}")
+    fresh = subprocess.Popen([sys.executable, "-m", "oneflow_lite.train", *TRAIN, "--nproc", "2",
+                              "--checkpoint-dir", str(fresh_ck), "--report",
+                              str(tmp_path / "fresh.json")], env=_env(), cwd=tmp_path, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    out_fresh = _finish(fresh, 300)
+    assert fresh.returncode == 0, out_fresh
+    fresh_run = json.loads((tmp_path / "fresh.json").read_text())["runs"][0]
+    assert fresh_run["first_step"] == step + 1
+    assert len(elastic["losses"]) == STEPS - step
+    if fresh_run["strategy"] == elastic["strategy"]:  # the same plan: bitwise
+        assert np.array_equal(elastic["losses"], fresh_run["losses"]), (elastic["losses"],
+                                                                        fresh_run["losses"])
+    else:
+        np.testing.assert_allclose(elastic["losses"], fresh_run["losses"], rtol=1e-5, atol=1e-6)
