@@ -55,7 +55,7 @@ def complete_steps(directory: str) -> list:
 def adapt_to_world(args, world: dict) -> Optional[str]:
     """A restarted job on fewer processes than --nproc: devices and mesh
     follow the world. Returns a note of what changed (None: nothing)."""
-    if not world["distributed"] or world["num_processes"] == args.nproc:
+    if world["num_processes"] == args.nproc:  # a first start, or as many as before
         return None
     before = (args.nproc, args.devices, list(args.hierarchy))
     args.nproc = world["num_processes"]

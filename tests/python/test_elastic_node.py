@@ -123,17 +123,17 @@ def _children(pid: int) -> dict:
     return out
 
 
-def _kill_node_after_first_checkpoint(job, ck) -> list:
-    """SIGKILLs ranks 2 and 3 (node 1) once step EVERY's checkpoint is
-    complete; the pids killed."""
+def _kill_after_first_checkpoint(job, ck, ranks) -> list:
+    """SIGKILLs ``ranks`` (node 1's processes) once step EVERY's checkpoint
+    is complete; the pids killed."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and job.poll() is None:
         if (ck / f"step-{EVERY:08d}" / "index.json").exists():
             victims = _children(job.pid)
-            if 2 in victims and 3 in victims:
-                for rank in (2, 3):
+            if all(r in victims for r in ranks):
+                for rank in ranks:
                     os.kill(victims[rank], signal.SIGKILL)
-                return [victims[2], victims[3]]
+                return [victims[r] for r in ranks]
         time.sleep(0.05)
     return []
 
@@ -144,23 +144,31 @@ DRIVER = """
 import sys
 from oneflow_lite.distributed import emulate
 from oneflow_lite.distributed.launch import LaunchOptions, launch, python_command
-job, ck, every = sys.argv[1:4]
-options = LaunchOptions(nproc_per_node=2, emulate=emulate.EmulationSpec(2), max_restarts=1,
-                        job_id=job, checkpoint_dir=ck, checkpoint_every=int(every))
-result = launch(python_command("oneflow_lite.train", sys.argv[4:], module=True), options)
+job, ck, every, per_node = sys.argv[1:5]
+options = LaunchOptions(nproc_per_node=int(per_node), emulate=emulate.EmulationSpec(2),
+                        max_restarts=1, job_id=job, checkpoint_dir=ck,
+                        checkpoint_every=int(every))
+result = launch(python_command("oneflow_lite.train", sys.argv[5:], module=True), options)
 print(result.message or "", file=sys.stderr, flush=True)
 sys.exit(result.exit_code)
 """
 
 
-def test_a_lost_node_restarts_training_on_the_node_left_and_matches_a_fresh_run(tmp_path):
-    ck, job_name = tmp_path / "ck", _job_id("train")
-    job = subprocess.Popen([sys.executable, "-c", DRIVER, job_name, str(ck), str(EVERY), *TRAIN,
-                            "--nproc", "4", "--report", str(tmp_path / "elastic.json")],
-                           env=_env(), cwd=tmp_path, text=True, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, start_new_session=True)
+def _train(args, cwd):
+    return subprocess.Popen([sys.executable, *args], env=_env(), cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+@pytest.mark.parametrize("per_node", [1, 2], ids=["2x1", "2x2"])
+def test_a_lost_node_restarts_training_on_the_node_left_and_matches_a_fresh_run(
+        tmp_path, per_node):
+    ck, job_name, world = tmp_path / "ck", _job_id(f"train{per_node}"), 2 * per_node
+    node1 = list(range(per_node, world))
+    job = _train(["-c", DRIVER, job_name, str(ck), str(EVERY), str(per_node), *TRAIN, "--nproc",
+                  str(world), "--report", str(tmp_path / "elastic.json")], tmp_path)
     try:
-        killed = _kill_node_after_first_checkpoint(job, ck)
+        killed = _kill_after_first_checkpoint(job, ck, node1)
         out = _finish(job, 300)
     finally:
         if job.poll() is None:
@@ -168,23 +176,24 @@ def test_a_lost_node_restarts_training_on_the_node_left_and_matches_a_fresh_run(
     assert killed, out
     assert job.returncode == 0, out
     assert emulate.job_namespaces(job_name) == [], out
-    assert "launch: lost node 1 (ranks 2, 3: every process of the node); restart 1 of 1" in out
+    ranks = f"rank{'s' if per_node > 1 else ''} {', '.join(map(str, node1))}"
+    assert (f"launch: lost node 1 ({ranks}: every process of the node); restart 1 of 1 on the "
+            f"1 node left (was 2) x {per_node} processes") in out, out
     resumed = re.findall(r"resumed from checkpoint step (\d+)", out)
     assert resumed, out
     step = int(resumed[-1])
     assert EVERY <= step < STEPS and step % EVERY == 0, out
-    assert "plan changed: 4 -> 2 processes, mesh [4] -> [2]; why: restart 1" in out, out
+    assert (f"plan changed: {world} -> {per_node} processes, mesh [{world}] -> [{per_node}]; "
+            "why: restart 1") in out, out
     elastic = json.loads((tmp_path / "elastic.json").read_text())["runs"][0]
     assert elastic["first_step"] == step + 1
 
     fresh_ck = tmp_path / "fresh"
     fresh_ck.mkdir()
     shutil.copytree(ck / f"step-{step:08d}", fresh_ck / f"step-{step:08d}")
-    fresh = subprocess.Popen([sys.executable, "-m", "oneflow_lite.train", *TRAIN, "--nproc", "2",
-                              "--checkpoint-dir", str(fresh_ck), "--report",
-                              str(tmp_path / "fresh.json")], env=_env(), cwd=tmp_path, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+    fresh = _train(["-m", "oneflow_lite.train", *TRAIN, "--nproc", str(per_node),
+                    "--checkpoint-dir", str(fresh_ck), "--report", str(tmp_path / "fresh.json")],
+                   tmp_path)
     out_fresh = _finish(fresh, 300)
     assert fresh.returncode == 0, out_fresh
     fresh_run = json.loads((tmp_path / "fresh.json").read_text())["runs"][0]
