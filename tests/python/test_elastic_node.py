@@ -62,10 +62,15 @@ def _job_id(tag: str) -> str:
     return f"e{os.getpid()}{tag}"
 
 
-def _launch(job: str, args, cwd):
-    return subprocess.Popen([sys.executable, "-m", "oneflow_lite.distributed.launch",
-                             "--emulate-nodes", "2", "--nproc-per-node", "2", "--job-id", job,
-                             "--max-restarts", "1", *args], env=_env(), cwd=cwd, text=True,
+def _launch(job: str, per_node: int, args, cwd):
+    """The launcher on 2 emulated nodes of ``per_node`` processes, one restart."""
+    return _run(["-m", "oneflow_lite.distributed.launch", "--emulate-nodes", "2",
+                 "--nproc-per-node", str(per_node), "--job-id", job, "--max-restarts", "1",
+                 *args], cwd)
+
+
+def _run(args, cwd):
+    return subprocess.Popen([sys.executable, *args], env=_env(), cwd=cwd, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -83,7 +88,7 @@ def test_the_launcher_restarts_an_emulated_job_on_what_is_left(tmp_path, lose):
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
     job = _job_id(lose)
-    p = _launch(job, ["--timeout-s", "5", str(script), str(tmp_path), lose], tmp_path)
+    p = _launch(job, 2, ["--timeout-s", "5", str(script), str(tmp_path), lose], tmp_path)
     out = _finish(p, 120)
     assert p.returncode == 0, out
     assert emulate.job_namespaces(job) == [], out
@@ -138,35 +143,14 @@ def _kill_after_first_checkpoint(job, ck, ranks) -> list:
     return []
 
 
-# The launcher from Python (its command line would take the trainer's --nproc
-# for an abbreviation of its own --nproc-per-node).
-DRIVER = """
-import sys
-from oneflow_lite.distributed import emulate
-from oneflow_lite.distributed.launch import LaunchOptions, launch, python_command
-job, ck, every, per_node = sys.argv[1:5]
-options = LaunchOptions(nproc_per_node=int(per_node), emulate=emulate.EmulationSpec(2),
-                        max_restarts=1, job_id=job, checkpoint_dir=ck,
-                        checkpoint_every=int(every))
-result = launch(python_command("oneflow_lite.train", sys.argv[5:], module=True), options)
-print(result.message or "", file=sys.stderr, flush=True)
-sys.exit(result.exit_code)
-"""
-
-
-def _train(args, cwd):
-    return subprocess.Popen([sys.executable, *args], env=_env(), cwd=cwd, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-
 @pytest.mark.parametrize("per_node", [1, 2], ids=["2x1", "2x2"])
 def test_a_lost_node_restarts_training_on_the_node_left_and_matches_a_fresh_run(
         tmp_path, per_node):
     ck, job_name, world = tmp_path / "ck", _job_id(f"train{per_node}"), 2 * per_node
     node1 = list(range(per_node, world))
-    job = _train(["-c", DRIVER, job_name, str(ck), str(EVERY), str(per_node), *TRAIN, "--nproc",
-                  str(world), "--report", str(tmp_path / "elastic.json")], tmp_path)
+    job = _launch(job_name, per_node, [
+        "--checkpoint-dir", str(ck), "--checkpoint-every", str(EVERY), "-m", "oneflow_lite.train",
+        *TRAIN, "--nproc", str(world), "--report", str(tmp_path / "elastic.json")], tmp_path)
     try:
         killed = _kill_after_first_checkpoint(job, ck, node1)
         out = _finish(job, 300)
@@ -191,9 +175,9 @@ def test_a_lost_node_restarts_training_on_the_node_left_and_matches_a_fresh_run(
     fresh_ck = tmp_path / "fresh"
     fresh_ck.mkdir()
     shutil.copytree(ck / f"step-{step:08d}", fresh_ck / f"step-{step:08d}")
-    fresh = _train(["-m", "oneflow_lite.train", *TRAIN, "--nproc", str(per_node),
-                    "--checkpoint-dir", str(fresh_ck), "--report", str(tmp_path / "fresh.json")],
-                   tmp_path)
+    fresh = _run(["-m", "oneflow_lite.train", *TRAIN, "--nproc", str(per_node),
+                  "--checkpoint-dir", str(fresh_ck), "--report", str(tmp_path / "fresh.json")],
+                 tmp_path)
     out_fresh = _finish(fresh, 300)
     assert fresh.returncode == 0, out_fresh
     fresh_run = json.loads((tmp_path / "fresh.json").read_text())["runs"][0]

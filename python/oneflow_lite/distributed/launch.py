@@ -323,8 +323,8 @@ def _check(o: LaunchOptions) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG, formatter_class=_HelpFormatter,
+    p = argparse.ArgumentParser(  # no abbreviations: the script's own options follow it
+        prog=PROG, formatter_class=_HelpFormatter, allow_abbrev=False,
         description="Start the processes of one job on this machine (see the README,\n"
                     "'Running on several processes and machines').")
     p.add_argument("--nproc-per-node", "--nproc_per_node", type=int, default=1, metavar="N",
