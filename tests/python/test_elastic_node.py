@@ -8,7 +8,7 @@ checkpoint; a lost process whose node still runs starts again there (the
 same nodes, the same size). No namespace of the job is left afterwards.
 
 Skips, saying why, without CAP_NET_ADMIN / CAP_SYS_ADMIN or the ip and tc
-commands. Every process is ended by its own pid (the launcher's session);
+commands (the decision itself is checked everywhere). Every process is ended by its own pid (the launcher's session);
 every wait is bounded.
 """
 from __future__ import annotations
@@ -27,9 +27,11 @@ import pytest
 
 from multiprocess import spawn
 from oneflow_lite.distributed import emulate
+from oneflow_lite.distributed._elastic import _emulated_restart
+from oneflow_lite.distributed.launch import LaunchOptions, LaunchResult
 
 MISSING = emulate.missing_privilege()
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"no emulation here: {MISSING}")
+needs_root = pytest.mark.skipif(MISSING is not None, reason=f"no emulation here: {MISSING}")
 
 STEPS, EVERY = 12, 3
 TRAIN = ["--model", "gpt", "--steps", str(STEPS), "--cluster", "v100_8gpu", "--threads", "1",
@@ -52,6 +54,29 @@ if count == "0":
     time.sleep(1.0)
     sys.exit(1)
 """
+
+
+def test_which_nodes_are_lost_is_decided_from_the_ranks_killed_outside_the_launcher():
+    options = LaunchOptions(nproc_per_node=2, nnodes=3, job_id="j",
+                            emulate=emulate.EmulationSpec(3, rate_bits=1e9))
+
+    def after(failed, lost):
+        return _emulated_restart(LaunchResult(1, "m", {}, failed_rank=failed, lost_ranks=lost),
+                                 options)
+
+    following, lost, where = after(0, [0, 2, 3])  # node 1 whole; rank 0 alone on node 0
+    assert lost == "lost node 1 (ranks 2, 3: every process of the node)"
+    assert where == "on the 2 nodes left (was 3) x 2 processes, 4 in all, renumbered from node 0"
+    assert (following.emulate.nodes, following.nnodes, following.nproc_per_node) == (2, 2, 2)
+    assert following.emulate.rate_bits == 1e9  # the links stay as they were
+    following, lost, where = after(3, [3])  # node 1 still runs: the same nodes, the same size
+    assert following is options and lost == "lost rank 3 of node 1, which still runs"
+    assert where == "on the same 3 nodes x 2 processes (the lost process starts again on node 1)"
+    following, lost, _ = after(0, [0, 1, 4, 5])
+    assert lost == "lost nodes 0, 2 (ranks 0, 1, 4, 5: every process of the nodes)"
+    assert (following.emulate.nodes, following.nnodes) == (1, 1)
+    following, lost, _ = after(0, list(range(6)))  # nothing left: no restart
+    assert following is None and lost.startswith("lost nodes 0, 1, 2 ")
 
 
 def _env() -> dict:
@@ -83,6 +108,7 @@ def _finish(p, timeout):
         return p.communicate(timeout=10)[0] + "\n(killed at the timeout)"
 
 
+@needs_root
 @pytest.mark.parametrize("lose", ["node", "one"])
 def test_the_launcher_restarts_an_emulated_job_on_what_is_left(tmp_path, lose):
     script = tmp_path / "job.py"
@@ -143,6 +169,7 @@ def _kill_after_first_checkpoint(job, ck, ranks) -> list:
     return []
 
 
+@needs_root
 @pytest.mark.parametrize("per_node", [1, 2], ids=["2x1", "2x2"])
 def test_a_lost_node_restarts_training_on_the_node_left_and_matches_a_fresh_run(
         tmp_path, per_node):
