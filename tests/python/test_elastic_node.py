@@ -7,8 +7,9 @@ with the losses of a fresh run on that world from a copy of the same
 checkpoint; a lost process whose node still runs starts again there (the
 same nodes, the same size). No namespace of the job is left afterwards.
 
-Skips, saying why, without CAP_NET_ADMIN / CAP_SYS_ADMIN or the ip and tc
-commands (the decision itself is checked everywhere). Every process is ended by its own pid (the launcher's session);
+Tests that make namespaces skip, saying why, without CAP_NET_ADMIN /
+CAP_SYS_ADMIN or the ip and tc commands (the decision itself is checked
+everywhere). Every process is ended by its own pid (the launcher's session);
 every wait is bounded.
 """
 from __future__ import annotations
