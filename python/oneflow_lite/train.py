@@ -379,8 +379,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     world = _world.info()
-    if (args.nproc > 1 or args.emulate_nodes) and not world["distributed"]:
-        raise SystemExit(launch_self(args, argv))
+    restarted = os.environ.get("OFL_RESTART_COUNT") is not None  # a launcher's child, maybe
+    if (args.nproc > 1 or args.emulate_nodes) and not world["distributed"] and not restarted:
+        raise SystemExit(launch_self(args, argv))  # (a restart may leave one process)
     if world["distributed"] and world["process"] != 0:  # process 0 speaks for the job
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
         args.report = args.plot = None

@@ -55,7 +55,7 @@ def complete_steps(directory: str) -> list:
 def adapt_to_world(args, world: dict) -> Optional[str]:
     """A restarted job on fewer processes than --nproc: devices and mesh
     follow the world. Returns a note of what changed (None: nothing)."""
-    if not world["distributed"] or world["num_processes"] == args.nproc:
+    if world["num_processes"] == args.nproc:  # a first start, or as many as before
         return None
     before = (args.nproc, args.devices, list(args.hierarchy))
     args.nproc = world["num_processes"]
@@ -129,7 +129,7 @@ def describe_change(before: dict, after: dict, restart: int = 0) -> list:
     (``restart``: this start's number from the launcher, 0 for a first start)."""
     lines = []
     if before.get("processes") != after["processes"] or before.get("mesh") != after["mesh"]:
-        why = (f"restart {restart} after a lost process runs on the processes left"
+        why = (f"restart {restart} after a lost process or node runs on what is left"
                if restart else "this run has another world than the checkpoint's")
         lines.append(f"plan changed: {before.get('processes')} -> {after['processes']} "
                      f"processes, mesh {before.get('mesh')} -> {after['mesh']}; why: {why}, so "

@@ -3,8 +3,12 @@ tell the job's store (``report_loss``), so that a process waiting for it
 (one that never joined, or a collective) fails now, naming it, rather than
 at its own timeout or under the launcher's SIGTERM; and, with
 --max-restarts, start the job again on the processes left
-(``launch_with_restarts``). The job itself resumes from its last complete
-checkpoint and plans for the new world (oneflow_lite.train_elastic).
+(``launch_with_restarts``). On an emulated cluster a node whose every
+process was lost counts as one lost node, and the job starts again on the
+nodes left (a new network, renumbered from 0); a lost process whose node
+still runs is started again there (the same nodes, the same size). The job
+itself resumes from its last complete checkpoint and plans for the new
+world (oneflow_lite.train_elastic).
 
 Bounded: one connection attempt of at most ``REPORT_TIMEOUT_S``; a store
 that is gone (its host, process 0, was the one lost) is not an error; at
@@ -48,22 +52,53 @@ def launch_with_restarts(command, options, launch_once):
     first one that failed is the one lost), under a new job id (its own store
     keys), with OFL_RESTART_COUNT telling the job it restarts; with
     ``options.restart_same_size`` on as many processes as before (the lost
-    one could be started again here). Prints one line per restart naming
-    the lost rank. Returns the last LaunchResult."""
+    one could be started again here); on an emulated cluster as
+    ``_emulated_restart`` says. Prints one line per restart naming the lost
+    rank (or node and its ranks). Returns the last LaunchResult."""
     current, restarts = options, 0
     while True:
         result = launch_once(command, current)
         if (result.exit_code == 0 or result.received_signal is not None
                 or result.failed_rank is None or restarts >= options.max_restarts):
             return result
-        left = current.nproc_per_node - (0 if options.restart_same_size else 1)
-        if left < 1:
+        if current.emulate is not None:
+            following, lost, where = _emulated_restart(result, current)
+        else:
+            left = current.nproc_per_node - (0 if options.restart_same_size else 1)
+            following = dataclasses.replace(current, nproc_per_node=left) if left else None
+            lost = f"lost rank {result.failed_rank}"
+            where = (f"on {left} processes again" if options.restart_same_size else
+                     f"on the {left} processes left (was {current.nproc_per_node})")
+        if following is None:
             return result
         restarts += 1
-        where = (f"on {left} processes again" if options.restart_same_size else
-                 f"on the {left} processes left (was {current.nproc_per_node})")
-        print(f"{result.message}\nlaunch: lost rank {result.failed_rank}; restart {restarts} of "
+        print(f"{result.message}\nlaunch: {lost}; restart {restarts} of "
               f"{options.max_restarts} {where}", file=sys.stderr, flush=True)
-        current = dataclasses.replace(current, nproc_per_node=left,
-                                      job_id=f"{options.job_id}-r{restarts}",
+        current = dataclasses.replace(following, job_id=f"{options.job_id}-r{restarts}",
                                       restart_count=restarts)
+
+
+def _emulated_restart(result, current):
+    """(the options of the next start or None: no node left, the words for
+    what was lost, the words for where the job restarts) after ``result``
+    of an emulated job: the nodes whose every process was lost are gone."""
+    per_node, nodes = current.nproc_per_node, current.emulate.nodes
+    lost_ranks = set(result.lost_ranks or [result.failed_rank])
+    gone = [n for n in range(nodes)
+            if all(n * per_node + r in lost_ranks for r in range(per_node))]
+    if not gone:
+        node = result.failed_rank // per_node
+        return current, f"lost rank {result.failed_rank} of node {node}, which still runs", (
+            f"on the same {nodes} nodes x {per_node} processes (the lost process starts again "
+            f"on node {node})")
+    left = nodes - len(gone)
+    ranks = [str(n * per_node + r) for n in gone for r in range(per_node)]
+    lost = (f"lost node{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))} "
+            f"(rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks)}: every process of the "
+            f"node{'s' if len(gone) > 1 else ''})")
+    if left < 1:
+        return None, lost, ""
+    spec = dataclasses.replace(current.emulate, nodes=left)
+    where = (f"on the {left} node{'s' if left > 1 else ''} left (was {nodes}) x {per_node} "
+             f"processes, {left * per_node} in all, renumbered from node 0")
+    return dataclasses.replace(current, emulate=spec, nnodes=left), lost, where

@@ -139,13 +139,14 @@ class Supervisor:
         return sent
 
     def wait(self, should_stop: Callable[[], bool]) -> Optional[Child]:
-        """Polls until a child fails (returned: the first one seen, lowest
-        rank first within one poll), every child has exited (None), or
+        """Polls until a child fails (returned: the first one seen; within one
+        poll one killed by a signal, the likelier cause, before one that
+        exited, then the lowest rank), every child has exited (None), or
         ``should_stop`` turns true (None)."""
         while not should_stop():
             failed = [c for c in self.children if not c.alive and c.process.returncode != 0]
             if failed:
-                return failed[0]
+                return min(failed, key=lambda c: c.process.returncode > 0)
             if all(c.process.returncode is not None for c in self.children):
                 return None
             time.sleep(POLL_S)

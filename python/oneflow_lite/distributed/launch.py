@@ -24,8 +24,10 @@ The launcher then prints one line naming the failed rank and exits 1; after
 SIGINT, SIGTERM or SIGHUP it stops the children the same way and exits
 128 + the signal's number; when every child succeeds, 0. With
 --max-restarts N, a failed job starts again on the processes left, up to N
-times (distributed/_elastic.py; --checkpoint-dir and --checkpoint-every
-tell the job where and how often to save, so that it resumes). Usage errors exit 2
+times (on an emulated cluster: on the nodes left when every process of a
+node was lost, else on the same nodes; distributed/_elastic.py);
+--checkpoint-dir and --checkpoint-every tell the job where and how often to
+save, so that it resumes. Usage errors exit 2
 with one line, before anything starts, as the main job's do (train_args.py).
 
 With ``--emulate-nodes M`` the launcher runs the whole job, M x N
@@ -94,9 +96,9 @@ class LaunchOptions:
     def resolved(self) -> "LaunchOptions":
         """A checked copy with the port and the job id filled in; raises
         ValueError naming the option and its value. Creates --log-dir."""
-        if self.emulate is not None:
-            plain = dataclasses.replace(_emulated(self), emulate=None).resolved()
-            return dataclasses.replace(plain, emulate=self.emulate)
+        if self.emulate is not None:  # restarts across its nodes: _elastic.py
+            plain = dataclasses.replace(_emulated(self), emulate=None, max_restarts=0).resolved()
+            return dataclasses.replace(plain, emulate=self.emulate, max_restarts=self.max_restarts)
         _check(self)
         port = self.master_port
         if port is None:
@@ -158,6 +160,7 @@ class LaunchResult:
     returncodes: Dict[int, Optional[int]]
     failed_rank: Optional[int] = None
     received_signal: Optional[int] = None
+    lost_ranks: List[int] = dataclasses.field(default_factory=list)
 
 
 def python_command(target: str, args: Sequence[str] = (), module: bool = False) -> List[str]:
@@ -227,9 +230,11 @@ def _result(supervisor: Supervisor, first, others, received: List[int], reached:
     codes = supervisor.returncodes()
     grace, kill = options.timeout_s, options.kill_after_s
     if first is not None:
+        lost = [first.rank] + [c.rank for c in supervisor.children if c is not first and
+                               c.stopped_by is None and (c.process.returncode or 0) < 0]
         return LaunchResult(EXIT_FAILED, "launch: " + supervisor.summary(first, others, grace,
                                                                          kill),
-                            codes, failed_rank=first.rank)
+                            codes, failed_rank=first.rank, lost_ranks=sorted(lost))
     if received:
         signum = received[0]
         parts = [f"received {signal.Signals(signum).name} and forwarded it to "
@@ -257,6 +262,8 @@ def _emulated(o: LaunchOptions) -> LaunchOptions:
         if value not in allowed:
             raise ValueError(f"{name} {value} and --emulate-nodes {o.emulate.nodes}: the "
                              "emulation sets it (every node runs here)")
+    if o.max_restarts < 0:
+        raise ValueError(f"--max-restarts {o.max_restarts} is negative")
     missing = emulate.missing_privilege()
     if missing:
         raise ValueError(missing)
@@ -307,7 +314,8 @@ def _check(o: LaunchOptions) -> None:
             raise ValueError(f"{name} {value} is negative")
     if o.max_restarts and o.nnodes > 1:
         raise ValueError(f"--max-restarts {o.max_restarts} with --nnodes {o.nnodes}: elastic "
-                         "restarts are for a job on one node")
+                         "restarts are for a job on one node (or on an emulated cluster: "
+                         "--emulate-nodes)")
     if o.log_dir is not None and o.tee_prefix:
         raise ValueError("--log-dir and --tee-prefix: choose one")
     if o.log_dir is not None and os.path.exists(o.log_dir) and not os.path.isdir(o.log_dir):
@@ -315,8 +323,8 @@ def _check(o: LaunchOptions) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG, formatter_class=_HelpFormatter,
+    p = argparse.ArgumentParser(  # no abbreviations: the script's own options follow it
+        prog=PROG, formatter_class=_HelpFormatter, allow_abbrev=False,
         description="Start the processes of one job on this machine (see the README,\n"
                     "'Running on several processes and machines').")
     p.add_argument("--nproc-per-node", "--nproc_per_node", type=int, default=1, metavar="N",
