@@ -7,23 +7,7 @@ import numpy as np
 import pytest
 
 import oneflow_lite as flow
-
-
-def numeric_grad(f, arrays, eps=1e-6):
-    """Central differences of the scalar f(*arrays) w.r.t. each array."""
-    grads = []
-    for a in arrays:
-        g = np.zeros_like(a)
-        for i in np.ndindex(a.shape):
-            old = a[i]
-            a[i] = old + eps
-            hi = f(*arrays)
-            a[i] = old - eps
-            lo = f(*arrays)
-            a[i] = old
-            g[i] = (hi - lo) / (2 * eps)
-        grads.append(g)
-    return grads
+from fd_check import fd_grads
 
 
 def check_grad(fn, *shapes, seed=0, positive=False):
@@ -35,7 +19,7 @@ def check_grad(fn, *shapes, seed=0, positive=False):
     tensors = [flow.tensor(a, requires_grad=True) for a in arrays]
     out = fn(*tensors)
     out.backward()
-    want = numeric_grad(lambda *xs: fn(*[flow.tensor(x) for x in xs]).item(), arrays)
+    want = fd_grads(lambda *xs: fn(*[flow.tensor(x) for x in xs]).item(), arrays)
     for t, w in zip(tensors, want):
         np.testing.assert_allclose(t.grad.numpy(), w, rtol=1e-6, atol=1e-8)
 
