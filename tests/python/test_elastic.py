@@ -35,25 +35,6 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=os.path.join(spawn.REPO, "python"), OFL_THREADS="1")
 
 
-def _children(pid: int) -> dict:
-    """RANK -> pid of the processes whose parent is ``pid``."""
-    out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != pid:
-                continue
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-            out[int(env[b"RANK"])] = int(name)
-        except (OSError, ValueError, KeyError, IndexError):
-            continue
-    return out
-
-
 def _train(args, cwd, timeout=300):
     return subprocess.Popen([sys.executable, "-m", "oneflow_lite.train", *COMMON, *args],
                             env=_env(), cwd=cwd, text=True, stdout=subprocess.PIPE,
@@ -78,7 +59,7 @@ def test_a_job_that_loses_a_process_restarts_on_three_and_matches_a_fresh_run(tm
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and job.poll() is None and killed is None:
             if (ck / f"step-{EVERY:08d}" / "index.json").exists():
-                victim = _children(job.pid).get(2)
+                victim = spawn.children_by_rank(job.pid).get(2)
                 if victim is not None:
                     os.kill(victim, signal.SIGKILL)
                     killed = victim

@@ -136,32 +136,13 @@ def test_the_launcher_restarts_an_emulated_job_on_what_is_left(tmp_path, lose):
     assert {a for _, _, a in second} == addresses, second
 
 
-def _children(pid: int) -> dict:
-    """RANK -> pid of the processes whose parent is ``pid``."""
-    out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != pid:
-                continue
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-            out[int(env[b"RANK"])] = int(name)
-        except (OSError, ValueError, KeyError, IndexError):
-            continue
-    return out
-
-
 def _kill_after_first_checkpoint(job, ck, ranks) -> list:
     """SIGKILLs ``ranks`` (node 1's processes) once step EVERY's checkpoint
     is complete; the pids killed."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and job.poll() is None:
         if (ck / f"step-{EVERY:08d}" / "index.json").exists():
-            victims = _children(job.pid)
+            victims = spawn.children_by_rank(job.pid)
             if all(r in victims for r in ranks):
                 for rank in ranks:
                     os.kill(victims[rank], signal.SIGKILL)

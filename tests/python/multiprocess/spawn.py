@@ -107,3 +107,22 @@ def run_world(args: Sequence[str], nproc: int, timeout: float, **kw) -> Result:
         return wait_world(procs, timeout)
     finally:
         kill(procs)
+
+
+def children_by_rank(pid: int) -> Dict[int, int]:
+    """RANK -> pid of the processes whose parent is ``pid``."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != pid:
+                continue
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            out[int(env[b"RANK"])] = int(name)
+        except (OSError, ValueError, KeyError, IndexError):
+            continue
+    return out
