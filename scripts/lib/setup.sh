@@ -225,7 +225,8 @@ ofl_sanitizer_build() {
   if [[ ! -f "$dir/build.ninja" ]]; then
     # shellcheck disable=SC2086
     cmake -S "$OFL_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DOFL_SANITIZER="$kind" -DOFL_BUILD_PYTHON=OFF -DOFL_BUILD_BENCH=OFF $werror >&2 || return 1
+      -DOFL_SANITIZER="$kind" -DOFL_BUILD_PYTHON=OFF -DOFL_BUILD_BENCH=OFF $werror \
+      $(ofl_launcher_args) >&2 || return 1
   elif [[ -n "$werror" ]]; then
     cmake "$werror" "$dir" >&2 || return 1
   fi
