@@ -258,9 +258,9 @@ def _hang_job(tmp_path, **extra):
         start_new_session=True)
 
 
-def _stop_process_1(tmp_path, launcher):
+def _stop_process_1(tmp_path, launcher, finish_s: float = 90):
     """SIGSTOP to process 1 once all train; (its time, exit code, output,
-    pids still running)."""
+    pids still running), the launcher given ``finish_s`` to end."""
     pids = {}
     try:
         deadline = time.monotonic() + 120
@@ -273,7 +273,7 @@ def _stop_process_1(tmp_path, launcher):
         assert len(pids) == 3, "the job did not start training"
         stopped_at = time.time()
         os.kill(pids[1], signal.SIGSTOP)
-        code, out = _finish(launcher, 90)
+        code, out = _finish(launcher, finish_s)
         alive = [p for p in pids.values() if _running(p)]
     finally:
         for p in pids.values():
@@ -297,33 +297,8 @@ def test_a_stopped_process_is_named_within_5_s_and_nothing_is_left_running(tmp_p
     """SIGSTOP of process 1 mid-training: the others fail within 5 s naming
     it (the store's heartbeat; default timeout), the launcher ends the
     stopped one, and no process of the job is left."""
-    env = dict(os.environ, OFL_TEST_THREADS="1", PYTHONPATH=os.pathsep.join(
-        [os.path.join(spawn.REPO, "python"), os.path.join(spawn.REPO, "tests", "python")]))
-    env.pop("OFL_HEARTBEAT_TIMEOUT_S", None)
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "oneflow_lite.distributed.launch", "--nproc-per-node", "3",
-         "--timeout-s", "2", "-m", "multiprocess.worker", "hang", str(tmp_path)],
-        env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True)
-    pids = {}
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(pids) < 3 and launcher.poll() is None:
-            for p in range(3):
-                f = tmp_path / f"running.{p}"
-                if f.exists() and f.read_text():
-                    pids[p] = int(f.read_text())
-            time.sleep(0.05)
-        assert len(pids) == 3, "the job did not start training"
-        stopped_at = time.time()
-        os.kill(pids[1], signal.SIGSTOP)
-        code, out = _finish(launcher, 60)
-        alive = [p for p in pids.values() if _running(p)]
-    finally:
-        for p in pids.values():
-            if _running(p):
-                os.kill(p, signal.SIGKILL)
-        _end([launcher])
+    launcher = _hang_job(tmp_path)
+    stopped_at, code, out, alive = _stop_process_1(tmp_path, launcher, finish_s=60)
     assert code == 1, out
     for p in (0, 2):
         z = np.load(str(tmp_path / f"hang.p{p}.npz"))
