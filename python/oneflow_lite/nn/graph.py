@@ -43,37 +43,26 @@ hand-over between eager code and a graph, never per step.
 ``copy_to_modules()`` is kept: it moves them now (with several processes,
 a collective point every process reaches alike).
 
-Inputs are named after ``build``'s arguments. A call whose inputs differ in
-shape, dtype or layout from every earlier call's compiles a plan for them
-(one line on stderr says so); up to ``MAX_PLANS`` plans are kept, sharing
-the state through the modules, so a smaller last batch trains on.
-
 Names: the graph's variables are the modules' state_dict keys (with the
 attribute name as prefix when the Graph holds several modules with
 parameters), optimizer state "<param>/m", "/v", "/step", "/momentum".
-``state_dict()``, ``load_state_dict()``, ``save(dir)`` and ``load(dir)``
-(graph_state.py) read and write the state of the last call's plan:
+``state_dict()``, ``load_state_dict()`` (graph_state.py), ``save(dir)`` and
+``load(dir)`` (graph_checkpoint.py) read and write the state of the last call's plan:
 sharded checkpoints (oneflow_lite.sharded_checkpoint) for a graph on a
 placement, logical ones (oneflow_lite.checkpoint) on one device; ``load``
-reads either format under any plan. The learning rate fed to every step is
-the optimizer's ``param_groups[0]["lr"]``, the one source of truth; the
-scheduler given to ``add_optimizer`` (``lr_sch``, OneFlow's keyword) is
-stepped after every call.
+reads either format under any plan.
 
-Threads: calls of one Graph from several threads are serialised (a lock:
-one trace or step at a time, the others wait their turn); the rest of the
-API (state_dict, load, save) and the eager side of the sharing are not
-thread-safe.
-
-Bad values: an id or label out of range raises ValueError naming the op,
-the tensor, the index, the value and [0, V), on any device count, and the
-variables keep their values. ``config.detect_anomaly`` (None: follow
-``flow.set_detect_anomaly``) stops a step at the first op that outputs a
-NaN or Inf with a RuntimeError naming it.
+By concern: configuration (nn/graph_config.py), tracing (graph_trace.py),
+trace to plan (graph_build.py), compilation (graph_compile.py), running:
+calls, plans per input signature, the fed learning rate, threads, bad
+values (graph_run.py), sharing with the modules (graph_share.py), state
+(graph_state.py), checkpoints (graph_checkpoint.py); this file holds the class, the optimizer
+and strategy settings, and the reports. Calls are serialised
+(graph_run.py); the rest of the API (state_dict, load, save) and the eager
+side of the sharing are not thread-safe.
 """
 from __future__ import annotations
 
-import sys
 import threading
 from collections import OrderedDict
 from typing import Dict, Optional
@@ -81,13 +70,11 @@ from typing import Dict, Optional
 import numpy as np
 
 from oneflow_lite import _C
-from oneflow_lite._autograd import is_anomaly_enabled
-from oneflow_lite._tensor import Tensor
-from oneflow_lite.nn import graph_build
 from oneflow_lite.nn.graph_build import OPTIMIZER_KINDS, Plan
+from oneflow_lite.nn.graph_checkpoint import GraphCheckpoint
 from oneflow_lite.nn.graph_compile import Compiled
 from oneflow_lite.nn.graph_config import GraphConfig
-from oneflow_lite.nn.graph_share import Holder
+from oneflow_lite.nn.graph_run import MAX_PLANS, GraphRun  # noqa: F401 (MAX_PLANS re-exported)
 from oneflow_lite.nn.graph_state import GraphState
 from oneflow_lite.nn.graph_trace import Tracer
 from oneflow_lite.nn.module import Module
@@ -95,10 +82,7 @@ from oneflow_lite.optim.lr_scheduler import LRScheduler
 
 __all__ = ["Graph", "GraphConfig"]
 
-MAX_PLANS = 8  # plans kept per Graph (input signatures); the least recently used goes
-
-
-class Graph(GraphState):
+class Graph(GraphRun, GraphCheckpoint, GraphState):
     """Base class; see the module docstring."""
 
     def __init__(self) -> None:
@@ -112,7 +96,7 @@ class Graph(GraphState):
         self._tracer: Optional[Tracer] = None
         self._pending_state: Optional[Dict[str, np.ndarray]] = None
         self._pending_checkpoint = None
-        self._call_lock = threading.Lock()  # serialises __call__ (module docstring)
+        self._call_lock = threading.Lock()  # serialises __call__ (graph_run.py)
 
     def build(self, *args):
         raise NotImplementedError(f"{type(self).__name__}: define build(self, ...) with the "
@@ -178,85 +162,6 @@ class Graph(GraphState):
                                  f"{pin!r}, but the graph is planned on {own!r} "
                                  f"(config.auto_parallel); use the graph's placement in "
                                  f"every to_global inside it")
-
-    # ---- plans ---------------------------------------------------------------------
-    def _use_plan(self, args, arrays) -> Plan:
-        """The plan for these inputs' signature, compiled on first use."""
-        sig = graph_build.signature(args, arrays)
-        plan = self._plans.get(sig)
-        if plan is None:
-            names = graph_build.argument_names(self, len(args))
-            if self._plan is not None:
-                print(f"nn.Graph {type(self).__name__}: compiling a plan for input "
-                      f"{graph_build.describe_change(names, self._plan.signature, sig)}; "
-                      f"{min(len(self._plans) + 1, MAX_PLANS)} plans kept", file=sys.stderr,
-                      flush=True)
-            plan = graph_build.compile_plan(self, args, arrays, names, sig)
-            if len(self._plans) >= MAX_PLANS:
-                _, evicted = self._plans.popitem(last=False)
-                evicted.holder.release_all()
-                graph_build.carry_unshared(evicted, plan)
-            self._plans[sig] = plan
-        else:
-            self._plans.move_to_end(sig)
-        graph_build.carry_unshared(self._plan, plan)
-        first = self._plan is None
-        self._plan, self._compiled, self._tracer = plan, plan.compiled, plan.tracer
-        if first:
-            self._apply_pending()
-        return plan
-
-    def _apply_pending(self) -> None:
-        if self._pending_state is not None:
-            state, self._pending_state = self._pending_state, None
-            self.load_state_dict(state)
-        if self._pending_checkpoint is not None:
-            (path, ck, model), self._pending_checkpoint = self._pending_checkpoint, None
-            if ck is None:
-                self._apply_sharded(path, model)
-            else:
-                self._apply_checkpoint(path, ck)
-
-    @property
-    def _holder(self) -> Holder:
-        self.compiled  # raises when not compiled
-        return self._plan.holder
-
-    # ---- running ------------------------------------------------------------------
-    def __call__(self, *args):
-        with self._call_lock:
-            return self._call(args)
-
-    def _call(self, args):
-        arrays = graph_build.input_arrays(args)
-        plan = self._use_plan(args, arrays)
-        plan.holder.acquire()
-        lr = self._optimizer.param_groups[0]["lr"] if self._optimizer is not None else None
-        anomaly = self.config.detect_anomaly
-        plan.compiled.session.set_detect_anomaly(
-            is_anomaly_enabled() if anomaly is None else bool(anomaly))
-        outs = plan.compiled.run(arrays, lr)
-        plan.holder.stepped()
-        if self._scheduler is not None:
-            self._scheduler.step()
-        if plan.tracer._returns_none:
-            return None
-        tensors = [Tensor._wrap(o) if o is not None else None for o in outs]
-        return tensors[0] if plan.tracer._single else tuple(tensors)
-
-    @property
-    def compiled(self) -> Compiled:
-        """The last call's compiled plan."""
-        if self._compiled is None:
-            raise RuntimeError(f"{type(self).__name__}: not compiled yet (call it once)")
-        return self._compiled
-
-    def copy_to_modules(self) -> None:
-        """Moves the trained values into the modules and the optimizer now.
-        Not needed (they share them: the module docstring); kept for
-        compatibility and as a collective point with several processes."""
-        for plan in self._plans.values():
-            plan.holder.release_all()
 
     # ---- the plan -----------------------------------------------------------------
     def plan_report(self, full: bool = False, max_rows: int = 20) -> str:
