@@ -5,6 +5,7 @@
 // and tests. Not synchronised: one Builder per build.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -118,6 +119,14 @@ class Builder {
   Maybe<NdSbp> ArrivalOf(const std::string& input, const TensorDesc& desc,
                          const Placement& placement) const;
   Status AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes);
+  Status AddInputNode(CostGraph* g, std::vector<CostNodeInfo>* nodes, const std::string& name);
+  // A variable's node; `update`: the op that updates it in place (its
+  // candidates are then that op's signatures), or null.
+  Status AddVariableNode(CostGraph* g, std::vector<CostNodeInfo>* nodes, const std::string& name,
+                         const OpNode* update);
+  Status AddUpdateCandidates(const OpNode& op, const VariableInfo& var,
+                             const std::function<int64_t(const NdSbp&)>& memory,
+                             CostNodeInfo* info, std::vector<Candidate>* candidates);
   Status AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes);
   Status AddEdges(CostGraph* g, const std::vector<CostNodeInfo>& nodes,
                   std::vector<CostEdgeInfo>* edges);

@@ -1,6 +1,7 @@
 // The cost model's nodes and edges from the OpGraph (cost_model.h rules).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "oneflow_lite/core/checked_math.h"
 
@@ -17,6 +18,11 @@ std::vector<int> MutableInputIndices(const OpNode& node) {
     if (def->is_mutable_input(static_cast<int>(i))) out.push_back(static_cast<int>(i));
   }
   return out;
+}
+
+// Bytes of the largest slice of `d` on `p` under `s`.
+int64_t SliceBytes(const TensorDesc& d, const Placement& p, const NdSbp& s) {
+  return SaturatingMul(LargestSliceElements(d.shape, p.hierarchy(), s), SizeOf(d.dtype));
 }
 
 }  // namespace
@@ -73,8 +79,101 @@ Maybe<NdSbp> Builder::ArrivalOf(const std::string& input, const TensorDesc& desc
   return s;
 }
 
-Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
+Status Builder::AddInputNode(CostGraph* g, std::vector<CostNodeInfo>* nodes,
+                             const std::string& name) {
   const int64_t k = options_.micro_batches;
+  CostNodeInfo info;
+  info.kind = CostNodeKind::kInput;
+  info.name = name;
+  info.multiplier = k;
+  info.placement = placements_.SourcePlacement(name);
+  const TensorDesc desc = Costed(graph_.Desc(name).value());
+  info.sbps = SourceSbps(desc.shape, info.placement.hierarchy());
+  // Feeding: every device loads its slice from the host, charged at the
+  // innermost level's bandwidth (the Cluster has no host-link figure), and
+  // fetches what the layout it arrives in does not give it.
+  OFL_ASSIGN_OR_RETURN(const NdSbp arrival, ArrivalOf(name, desc, info.placement));
+  const int pl = PlacementId(info.placement);
+  const double load_per_byte = 1.0 / cluster_.level(0).bandwidth_bytes_per_s;
+  std::vector<Candidate> candidates;
+  for (const NdSbp& s : info.sbps) {
+    const int64_t bytes = SliceBytes(desc, info.placement, s);
+    OFL_ASSIGN_OR_RETURN(double fetch, CachedBoxingSeconds(desc, pl, arrival, pl, s, name));
+    candidates.push_back(
+        {static_cast<double>(k) * (load_per_byte * static_cast<double>(bytes) + fetch), bytes});
+  }
+  info.flops.assign(info.sbps.size(), 0.0);
+  producer_of_[name] = {static_cast<int>(nodes->size()), 0};
+  return AddNode(g, nodes, std::move(info), std::move(candidates));
+}
+
+Status Builder::AddUpdateCandidates(const OpNode& op, const VariableInfo& var,
+                                    const std::function<int64_t(const NdSbp&)>& memory,
+                                    CostNodeInfo* info, std::vector<Candidate>* candidates) {
+  const std::string& name = info->name;
+  OFL_ENSURE(placements_.PlacementOf(op.name) == info->placement, "cost model: op '", op.name,
+             "' updates variable '", name, "' on ", placements_.PlacementOf(op.name).ToString(),
+             " but the variable lives on ", info->placement.ToString());
+  info->update_op = op.name;
+  info->op_type = op.type;
+  std::vector<int> mut = MutableInputIndices(op);
+  for (size_t j = 1; j < mut.size(); ++j) {
+    const std::string& state = op.inputs[mut[j]];
+    info->states.push_back({state, graph_.Desc(state).value().shape == var.desc.shape});
+  }
+  OFL_ASSIGN_OR_RETURN(auto signatures, CandidateSignatures(graph_, op, info->placement));
+  OFL_ASSIGN_OR_RETURN(const OpWork work, WorkOf(op, var.desc.dtype));
+  const auto& [ctx, outs, flops, per_second, dtype] = work;
+  for (const NdSbpSignature& sig : signatures) {
+    const NdSbp& p = sig.inputs[mut[0]];
+    bool ok = true;
+    for (const Sbp& s : p.axes()) ok = ok && !s.is_partial_sum();
+    for (size_t j = 1; j < mut.size() && ok; ++j) {
+      ok = sig.inputs[mut[j]] ==
+           (info->states[j - 1].second ? p : NdSbp(std::vector<Sbp>(p.size(), Sbp::Broadcast())));
+    }
+    if (!ok) continue;
+    const double f = flops * BusiestShare(sig, ctx.inputs, outs, info->placement.hierarchy());
+    info->signatures.push_back(sig);
+    info->sbps.push_back(p);
+    info->flops.push_back(f);
+    candidates->push_back({ComputeSeconds(op.type, work, f, 1, info->placement), memory(p)});
+  }
+  OFL_ENSURE(!candidates->empty(), "cost model: op '", op.name, "' (", op.type,
+             ") has no signature that keeps variable '", name, "' and its state alike");
+  return Status::OK();
+}
+
+Status Builder::AddVariableNode(CostGraph* g, std::vector<CostNodeInfo>* nodes,
+                                const std::string& name, const OpNode* update) {
+  const VariableInfo& var = graph_.variable(name);
+  const TensorDesc desc = Costed(var.desc);
+  const double bpp = options_.bytes_per_parameter > 0
+                         ? options_.bytes_per_parameter
+                         : 4.0 * static_cast<double>(SizeOf(desc.dtype));
+  CostNodeInfo info;
+  info.kind = CostNodeKind::kVariable;
+  info.name = name;
+  info.placement = placements_.SourcePlacement(name);
+  const Shape& h = info.placement.hierarchy();
+  auto memory = [&](const NdSbp& s) {
+    if (!var.trainable) return SliceBytes(desc, info.placement, s);
+    return SaturatingFromDouble(
+        std::ceil(bpp * static_cast<double>(LargestSliceElements(desc.shape, h, s))));
+  };
+  std::vector<Candidate> candidates;
+  if (update == nullptr) {
+    info.sbps = SourceSbps(desc.shape, h);
+    for (const NdSbp& s : info.sbps) candidates.push_back({0.0, memory(s)});
+    info.flops.assign(info.sbps.size(), 0.0);
+  } else {
+    OFL_RETURN_IF_ERROR(AddUpdateCandidates(*update, var, memory, &info, &candidates));
+  }
+  producer_of_[name] = {static_cast<int>(nodes->size()), 0};
+  return AddNode(g, nodes, std::move(info), std::move(candidates));
+}
+
+Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
   // Updates: the written parameter (first in-place input) and its state.
   std::map<std::string, const OpNode*> update_of;
   std::map<std::string, std::string> state_owner;
@@ -85,93 +184,14 @@ Status Builder::AddSources(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
     update_of[param] = &node;
     for (size_t j = 1; j < mut.size(); ++j) state_owner[node.inputs[mut[j]]] = param;
   }
-  auto slice_bytes = [&](const TensorDesc& d, const Placement& p, const NdSbp& s) {
-    return SaturatingMul(LargestSliceElements(d.shape, p.hierarchy(), s), SizeOf(d.dtype));
-  };
   for (const std::string& name : graph_.input_names()) {
-    CostNodeInfo info;
-    info.kind = CostNodeKind::kInput;
-    info.name = name;
-    info.multiplier = k;
-    info.placement = placements_.SourcePlacement(name);
-    const TensorDesc desc = Costed(graph_.Desc(name).value());
-    info.sbps = SourceSbps(desc.shape, info.placement.hierarchy());
-    // Feeding: every device loads its slice from the host, charged at the
-    // innermost level's bandwidth (the Cluster has no host-link figure), and
-    // fetches what the layout it arrives in does not give it.
-    OFL_ASSIGN_OR_RETURN(const NdSbp arrival, ArrivalOf(name, desc, info.placement));
-    const int pl = PlacementId(info.placement);
-    const double load_per_byte = 1.0 / cluster_.level(0).bandwidth_bytes_per_s;
-    std::vector<Candidate> candidates;
-    for (const NdSbp& s : info.sbps) {
-      const int64_t bytes = slice_bytes(desc, info.placement, s);
-      OFL_ASSIGN_OR_RETURN(double fetch, CachedBoxingSeconds(desc, pl, arrival, pl, s, name));
-      candidates.push_back(
-          {static_cast<double>(k) * (load_per_byte * static_cast<double>(bytes) + fetch), bytes});
-    }
-    info.flops.assign(info.sbps.size(), 0.0);
-    producer_of_[name] = {static_cast<int>(nodes->size()), 0};
-    OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
+    OFL_RETURN_IF_ERROR(AddInputNode(g, nodes, name));
   }
   for (const std::string& name : graph_.variable_names()) {
     if (state_owner.count(name) > 0) continue;  // follows its parameter's node
-    const VariableInfo& var = graph_.variable(name);
-    const TensorDesc desc = Costed(var.desc);
-    const double bpp = options_.bytes_per_parameter > 0
-                           ? options_.bytes_per_parameter
-                           : 4.0 * static_cast<double>(SizeOf(desc.dtype));
-    CostNodeInfo info;
-    info.kind = CostNodeKind::kVariable;
-    info.name = name;
-    info.placement = placements_.SourcePlacement(name);
-    const Shape& h = info.placement.hierarchy();
-    auto memory = [&](const NdSbp& s) {
-      if (!var.trainable) return slice_bytes(desc, info.placement, s);
-      return SaturatingFromDouble(
-          std::ceil(bpp * static_cast<double>(LargestSliceElements(desc.shape, h, s))));
-    };
-    std::vector<Candidate> candidates;
     auto update = update_of.find(name);
-    if (update == update_of.end()) {
-      info.sbps = SourceSbps(desc.shape, h);
-      for (const NdSbp& s : info.sbps) candidates.push_back({0.0, memory(s)});
-      info.flops.assign(info.sbps.size(), 0.0);
-    } else {
-      const OpNode& op = *update->second;
-      OFL_ENSURE(placements_.PlacementOf(op.name) == info.placement, "cost model: op '", op.name,
-                 "' updates variable '", name, "' on ", placements_.PlacementOf(op.name).ToString(),
-                 " but the variable lives on ", info.placement.ToString());
-      info.update_op = op.name;
-      info.op_type = op.type;
-      std::vector<int> mut = MutableInputIndices(op);
-      for (size_t j = 1; j < mut.size(); ++j) {
-        const std::string& state = op.inputs[mut[j]];
-        info.states.push_back({state, graph_.Desc(state).value().shape == var.desc.shape});
-      }
-      OFL_ASSIGN_OR_RETURN(auto signatures, CandidateSignatures(graph_, op, info.placement));
-      OFL_ASSIGN_OR_RETURN(const OpWork work, WorkOf(op, var.desc.dtype));
-      const auto& [ctx, outs, flops, per_second, dtype] = work;
-      for (const NdSbpSignature& sig : signatures) {
-        const NdSbp& p = sig.inputs[mut[0]];
-        bool ok = true;
-        for (const Sbp& s : p.axes()) ok = ok && !s.is_partial_sum();
-        for (size_t j = 1; j < mut.size() && ok; ++j) {
-          ok =
-              sig.inputs[mut[j]] ==
-              (info.states[j - 1].second ? p : NdSbp(std::vector<Sbp>(p.size(), Sbp::Broadcast())));
-        }
-        if (!ok) continue;
-        const double f = flops * BusiestShare(sig, ctx.inputs, outs, h);
-        info.signatures.push_back(sig);
-        info.sbps.push_back(p);
-        info.flops.push_back(f);
-        candidates.push_back({ComputeSeconds(op.type, work, f, 1, info.placement), memory(p)});
-      }
-      OFL_ENSURE(!candidates.empty(), "cost model: op '", op.name, "' (", op.type,
-                 ") has no signature that keeps variable '", name, "' and its state alike");
-    }
-    producer_of_[name] = {static_cast<int>(nodes->size()), 0};
-    OFL_RETURN_IF_ERROR(AddNode(g, nodes, std::move(info), std::move(candidates)));
+    OFL_RETURN_IF_ERROR(
+        AddVariableNode(g, nodes, name, update == update_of.end() ? nullptr : update->second));
   }
   for (const OpNode& node : graph_.ops()) {
     if (RoleOf(node) == OpRole::kUpdate) continue;

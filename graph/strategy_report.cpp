@@ -87,6 +87,83 @@ std::string Pad(const std::string& s, size_t width, bool right = false) {
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
+// Node i's row under candidate c (without its communication, which the
+// edges add).
+NodeReport ReportNode(const OpGraph& graph, const CostModel& model, const Solution& eval, int i,
+                      int c) {
+  const CostNodeInfo& info = model.nodes()[i];
+  NodeReport r;
+  r.node = i;
+  r.name = info.name;
+  r.kind = CostNodeKindName(info.kind);
+  r.op_type = info.op_type;
+  r.signature = SignatureOf(info, c);
+  r.compute_seconds = eval.node_seconds[i];
+  r.memory_bytes = model.graph().node(i).candidates[c].memory_bytes;
+  r.flops = c < static_cast<int>(info.flops.size()) ? info.flops[c] : 0;
+  if (info.kind == CostNodeKind::kOp && IsMatmul(info.op_type)) {
+    r.matmul = MatmulDims(graph, info.name);
+    if (r.matmul) {
+      r.matmul->processors = info.placement.size();
+      if (model.options().compute_dtype) {
+        r.matmul->element_bytes = SizeOf(*model.options().compute_dtype);
+      }
+    }
+  }
+  return r;
+}
+
+// Edge e's row, or nullopt when it moves nothing (same NdSbp, same
+// placement); adds its seconds and a matmul's own bytes to `nodes`.
+Maybe<std::optional<EdgeReport>> ReportEdge(const CostModel& model, const Solution& solution,
+                                            const Solution& eval, int e,
+                                            std::vector<NodeReport>* nodes) {
+  const CostEdgeInfo& info = model.edges()[e];
+  const int pc = solution.choice[info.producer];
+  const int cc = solution.choice[info.consumer];
+  (*nodes)[info.consumer].communication_seconds += eval.edge_seconds[e];
+  const NdSbp& from = model.ProducedSbp(e, pc);
+  const NdSbp& to = model.WantedSbp(e, cc);
+  const bool same_place =
+      model.nodes()[info.producer].placement == model.nodes()[info.consumer].placement;
+  if (from == to && same_place) return std::optional<EdgeReport>();
+  OFL_ASSIGN_OR_RETURN(std::shared_ptr<const BoxingPlan> shared, model.EdgeBoxing(e, pc, cc));
+  const BoxingPlan& plan = *shared;
+  EdgeReport r;
+  r.edge = e;
+  r.tensor = info.tensor;
+  r.producer = model.nodes()[info.producer].name;
+  r.consumer = model.nodes()[info.consumer].name;
+  r.from = from.ToString();
+  r.to = to.ToString();
+  for (const BoxingStep& step : plan.steps) {
+    int64_t busiest = 0;
+    for (const auto& [rank, bytes] : step.bytes_sent) busiest = std::max(busiest, bytes);
+    r.steps.push_back({BoxingKindName(step.kind), step.hierarchy_axis, busiest});
+  }
+  r.max_bytes = plan.MaxBytesSent();
+  r.multiplier = info.multiplier;
+  r.seconds = eval.edge_seconds[e];
+  // A matmul's own communication: the boxing into its inputs and the
+  // reduction of a partial-sum output.
+  if ((*nodes)[info.consumer].matmul) (*nodes)[info.consumer].matmul->bytes += r.max_bytes;
+  if ((*nodes)[info.producer].matmul && HasPartial(from)) {
+    (*nodes)[info.producer].matmul->bytes += r.max_bytes;
+  }
+  if (!(r.max_bytes > 0 || r.seconds > 0)) return std::optional<EdgeReport>();
+  return std::optional<EdgeReport>(std::move(r));
+}
+
+void SetMatmulBounds(std::vector<NodeReport>* nodes) {
+  for (NodeReport& r : *nodes) {
+    if (!r.matmul) continue;
+    MatmulBound bound =
+        MatmulCommunicationLowerBound(r.matmul->m, r.matmul->n, r.matmul->k, r.matmul->processors);
+    r.matmul->lower_bound_bytes = bound.words * r.matmul->element_bytes;
+    r.matmul->bound_case = MatmulBoundCaseName(bound.which);
+  }
+}
+
 }  // namespace
 
 Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& model,
@@ -118,72 +195,18 @@ Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& mode
   report.gradient_seconds = full.gradient_s;
   report.exposed_gradient_seconds = full.exposed_gradient_s;
 
-  std::vector<NodeReport> nodes(cost.num_nodes());
+  std::vector<NodeReport> nodes;
   for (int i = 0; i < cost.num_nodes(); ++i) {
-    const CostNodeInfo& info = model.nodes()[i];
     const int c = solution.choice[i];
-    NodeReport& r = nodes[i];
-    r.node = i;
-    r.name = info.name;
-    r.kind = CostNodeKindName(info.kind);
-    r.op_type = info.op_type;
-    r.signature = SignatureOf(info, c);
-    r.compute_seconds = eval.node_seconds[i];
-    r.memory_bytes = cost.node(i).candidates[c].memory_bytes;
-    report.undo_bytes = SaturatingAdd(report.undo_bytes, UndoBytes(graph, info, c));
-    r.flops = c < static_cast<int>(info.flops.size()) ? info.flops[c] : 0;
-    if (info.kind == CostNodeKind::kOp && IsMatmul(info.op_type)) {
-      r.matmul = MatmulDims(graph, info.name);
-      if (r.matmul) {
-        r.matmul->processors = info.placement.size();
-        if (model.options().compute_dtype) {
-          r.matmul->element_bytes = SizeOf(*model.options().compute_dtype);
-        }
-      }
-    }
+    nodes.push_back(ReportNode(graph, model, eval, i, c));
+    report.undo_bytes = SaturatingAdd(report.undo_bytes, UndoBytes(graph, model.nodes()[i], c));
   }
   for (int e = 0; e < cost.num_edges(); ++e) {
-    const CostEdgeInfo& info = model.edges()[e];
-    const int pc = solution.choice[info.producer];
-    const int cc = solution.choice[info.consumer];
-    nodes[info.consumer].communication_seconds += eval.edge_seconds[e];
-    const NdSbp& from = model.ProducedSbp(e, pc);
-    const NdSbp& to = model.WantedSbp(e, cc);
-    const bool same_place = model.nodes()[info.producer].placement ==
-                            model.nodes()[info.consumer].placement;
-    if (from == to && same_place) continue;
-    OFL_ASSIGN_OR_RETURN(std::shared_ptr<const BoxingPlan> shared, model.EdgeBoxing(e, pc, cc));
-    const BoxingPlan& plan = *shared;
-    EdgeReport r;
-    r.edge = e;
-    r.tensor = info.tensor;
-    r.producer = model.nodes()[info.producer].name;
-    r.consumer = model.nodes()[info.consumer].name;
-    r.from = from.ToString();
-    r.to = to.ToString();
-    for (const BoxingStep& step : plan.steps) {
-      int64_t busiest = 0;
-      for (const auto& [rank, bytes] : step.bytes_sent) busiest = std::max(busiest, bytes);
-      r.steps.push_back({BoxingKindName(step.kind), step.hierarchy_axis, busiest});
-    }
-    r.max_bytes = plan.MaxBytesSent();
-    r.multiplier = info.multiplier;
-    r.seconds = eval.edge_seconds[e];
-    // A matmul's own communication: the boxing into its inputs and the
-    // reduction of a partial-sum output.
-    if (nodes[info.consumer].matmul) nodes[info.consumer].matmul->bytes += r.max_bytes;
-    if (nodes[info.producer].matmul && HasPartial(from)) {
-      nodes[info.producer].matmul->bytes += r.max_bytes;
-    }
-    if (r.max_bytes > 0 || r.seconds > 0) report.edges.push_back(std::move(r));
+    OFL_ASSIGN_OR_RETURN(std::optional<EdgeReport> edge, ReportEdge(model, solution, eval, e,
+                                                                    &nodes));
+    if (edge) report.edges.push_back(std::move(*edge));
   }
-  for (NodeReport& r : nodes) {
-    if (!r.matmul) continue;
-    MatmulBound bound =
-        MatmulCommunicationLowerBound(r.matmul->m, r.matmul->n, r.matmul->k, r.matmul->processors);
-    r.matmul->lower_bound_bytes = bound.words * r.matmul->element_bytes;
-    r.matmul->bound_case = MatmulBoundCaseName(bound.which);
-  }
+  SetMatmulBounds(&nodes);
   std::stable_sort(nodes.begin(), nodes.end(), [](const NodeReport& a, const NodeReport& b) {
     return a.seconds() > b.seconds();
   });
