@@ -289,6 +289,50 @@ Status AddKernelTable(const CalibrationOptions& o, proto::DeviceSpec* device, Ca
   return Status::OK();
 }
 
+// The Cluster of one process's virtual devices: one shared-memory level
+// with the all-reduce's figures, the matmul FLOP/s and the memory share.
+proto::Cluster InProcessCluster(const CalibrationOptions& o, const Calibration& c) {
+  proto::Cluster p;
+  p.set_name(o.name);
+  proto::LinkLevel* level = p.add_levels();
+  level->set_name("shared_memory");
+  level->set_size(o.devices);
+  level->set_bandwidth_gbps(c.bandwidth_bytes_per_s / 1e9);
+  level->set_latency_us(c.latency_seconds * 1e6);
+  p.mutable_device()->set_name("cpu_virtual_device");
+  (*p.mutable_device()->mutable_flops())["float32"] = c.matmul_flops;
+  p.mutable_device()->set_memory_bytes(c.memory_bytes);
+  return p;
+}
+
+// The Cluster file's comments: how each figure was measured; `extra`: the
+// optional parts' lines.
+std::string Describe(const CalibrationOptions& o, const Calibration& c,
+                     const CollectiveFit& all_reduce, const std::string& extra) {
+  const CollectiveRun& tiny = all_reduce.tiny;
+  const CollectiveRun& big = all_reduce.big;
+  const double steps = static_cast<double>(CollectiveSteps(CollectiveKind::kAllReduce, o.devices));
+  std::ostringstream d;
+  d << "# Cluster '" << o.name << "' measured on this machine by Calibrate "
+    << "(oneflow_lite/api/calibrate.h) at " << c.measured_at << ".\n"
+    << "# " << o.devices << " virtual CPU devices in one process; medians of " << o.reps
+    << " runs after one warm-up.\n"
+    << "# memcpy: " << o.num_threads << " thread(s) copying " << o.memcpy_bytes
+    << " bytes: " << c.memcpy_gbps << " GB/s (ceiling of any in-process transfer).\n"
+    << "# flops float32: the registered matmul op, " << o.matmul_size << "^3, through a Session "
+    << "with " << o.num_threads << " kernel thread(s): " << c.matmul_flops / 1e9 << " GFLOP/s.\n"
+    << (o.collectives.empty() ? "" : "# (in-process figures, kept as comments: the level uses "
+                                     "the collectives measured across processes, below)\n")
+    << "# latency: InProcessCommunicator all-reduce of " << o.devices << " floats, "
+    << tiny.seconds * 1e6 << " us over " << steps << " ring steps.\n"
+    << "# bandwidth: all-reduce of " << o.allreduce_bytes << " bytes per device in "
+    << big.seconds * 1e3 << " ms; the busiest rank sent " << big.bytes_sent
+    << " bytes (the communicator's own count).\n"
+    << "# memory: physical memory / " << o.devices << " devices.\n"
+    << extra;
+  return d.str();
+}
+
 }  // namespace
 
 int CalibrationSteps(const CalibrationOptions& o) {
@@ -310,9 +354,7 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
   OFL_ASSIGN_OR_RETURN(const CollectiveFit all_reduce,
                        FitCollective(CollectiveKind::kAllReduce, o));
   progress.Done(StrCat("all-reduce on ", o.devices, " devices"));
-  const CollectiveRun& tiny = all_reduce.tiny;
   const CollectiveRun& big = all_reduce.big;
-  const double steps = static_cast<double>(CollectiveSteps(CollectiveKind::kAllReduce, o.devices));
   c.latency_seconds = all_reduce.latency_s;
   c.allreduce_seconds = big.seconds;
   c.allreduce_bytes_sent = big.bytes_sent;
@@ -324,16 +366,8 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
   OFL_RETURN_IF_ERROR(CheckPositive("all-reduce bandwidth", c.bandwidth_bytes_per_s));
   OFL_RETURN_IF_ERROR(CheckPositive("memory per device", static_cast<double>(c.memory_bytes)));
 
-  proto::Cluster p;
-  p.set_name(o.name);
-  proto::LinkLevel* level = p.add_levels();
-  level->set_name("shared_memory");
-  level->set_size(o.devices);
-  level->set_bandwidth_gbps(c.bandwidth_bytes_per_s / 1e9);
-  level->set_latency_us(c.latency_seconds * 1e6);
-  p.mutable_device()->set_name("cpu_virtual_device");
-  (*p.mutable_device()->mutable_flops())["float32"] = c.matmul_flops;
-  p.mutable_device()->set_memory_bytes(c.memory_bytes);
+  proto::Cluster p = InProcessCluster(o, c);
+  proto::LinkLevel* level = p.mutable_levels(0);
   std::ostringstream extra;
   if (!o.collectives.empty()) {
     // Measured elsewhere (across processes): they replace the in-process
@@ -361,25 +395,7 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
   OFL_ASSIGN_OR_RETURN(Cluster cluster, Cluster::FromProto(p));
   c.cluster = std::move(cluster);
 
-  std::ostringstream d;
-  d << "# Cluster '" << o.name << "' measured on this machine by Calibrate "
-    << "(oneflow_lite/api/calibrate.h) at " << c.measured_at << ".\n"
-    << "# " << o.devices << " virtual CPU devices in one process; medians of " << o.reps
-    << " runs after one warm-up.\n"
-    << "# memcpy: " << o.num_threads << " thread(s) copying " << o.memcpy_bytes
-    << " bytes: " << c.memcpy_gbps << " GB/s (ceiling of any in-process transfer).\n"
-    << "# flops float32: the registered matmul op, " << o.matmul_size << "^3, through a Session "
-    << "with " << o.num_threads << " kernel thread(s): " << c.matmul_flops / 1e9 << " GFLOP/s.\n"
-    << (o.collectives.empty() ? "" : "# (in-process figures, kept as comments: the level uses "
-                                     "the collectives measured across processes, below)\n")
-    << "# latency: InProcessCommunicator all-reduce of " << o.devices << " floats, "
-    << tiny.seconds * 1e6 << " us over " << steps << " ring steps.\n"
-    << "# bandwidth: all-reduce of " << o.allreduce_bytes << " bytes per device in "
-    << big.seconds * 1e3 << " ms; the busiest rank sent " << big.bytes_sent
-    << " bytes (the communicator's own count).\n"
-    << "# memory: physical memory / " << o.devices << " devices.\n"
-    << extra.str();
-  c.description = d.str();
+  c.description = Describe(o, c, all_reduce, extra.str());
   return c;
 }
 
