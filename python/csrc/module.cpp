@@ -197,9 +197,10 @@ void BindGlobal(py::module_& m);       // global_tensor.cpp
 void BindPlanning(py::module_& m);     // planning.cpp
 void BindSimulation(py::module_& m);   // simulation.cpp (after BindPlanning)
 
-PYBIND11_MODULE(_C, m) {
-  m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
+namespace {
 
+// Program: a logical graph built from Python (the tracer's target).
+void BindProgram(py::module_& m) {
   py::class_<Program>(m, "Program")
       .def(py::init<>())
       .def("add_input",
@@ -238,7 +239,10 @@ PYBIND11_MODULE(_C, m) {
       .def("num_ops", [](const Program& p) { return p.graph().ops().size(); })
       .def("job_bytes", [](const Program& p) { return py::bytes(p.graph().ToJob().SerializeAsString()); })
       .def("__str__", [](const Program& p) { return p.graph().ToString(); });
+}
 
+// Session: one device's compiled plan, run step by step.
+void BindSession(py::module_& m) {
   py::class_<Session>(m, "Session")
       .def(py::init([](const Program& p, int num_threads, int64_t timeout_ms, bool transactional,
                        const std::string& trace_path, bool plan_memory) {
@@ -282,13 +286,10 @@ PYBIND11_MODULE(_C, m) {
       .def("peak_bytes", &Session::peak_bytes,
            "the device's peak allocated bytes since the session was created (registers, "
            "their arena, the undo copy)");
+}
 
-  BindEager(m);
-  BindDistributed(m);
-  BindGlobal(m);
-  BindPlanning(m);
-  BindSimulation(m);
-  m.def("list_ops", &OpTypes);
+// The CPU instruction set the kernels run and the devices that can be used.
+void BindDevices(py::module_& m) {
   // An unknown OFL_CPU_ISA / ONEDNN_MAX_CPU_ISA fails the import, naming it.
   ThrowIfError(CheckKernelCpuIsaRequest());
   m.def(
@@ -314,6 +315,12 @@ PYBIND11_MODULE(_C, m) {
       "check_device", [](const std::string& device) { ThrowIfError(CheckDeviceUsable(device)); },
       py::arg("device"));
   m.def("cuda_device_count", &VisibleCudaDevices);
+}
+
+// One-op tools (api/op_tools.h): the registry's ops, their schema, and one
+// op or kernel run on arrays.
+void BindOpTools(py::module_& m) {
+  m.def("list_ops", &OpTypes);
   m.def("op_schema", &OpSchemaDict, py::arg("op_type"));
   m.def(
       "run_op",
@@ -351,6 +358,10 @@ PYBIND11_MODULE(_C, m) {
         return d;
       },
       py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict());
+}
+
+// One op's kernel on one rank's local arrays, and its N-D SBP signatures.
+void BindKernelTools(py::module_& m) {
   // One rank's kernel call on local arrays (api RunKernel): returns the
   // outputs, then the mutated inputs. output_descs: [(shape, dtype), ...];
   // input_places: [(logical shape, offset), ...], one per input, or None.
@@ -411,6 +422,22 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("op_type"), py::arg("input_descs"), py::arg("attrs"), py::arg("hierarchy"));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
+  BindProgram(m);
+  BindSession(m);
+  BindEager(m);
+  BindDistributed(m);
+  BindGlobal(m);
+  BindPlanning(m);
+  BindSimulation(m);
+  BindDevices(m);
+  BindOpTools(m);
+  BindKernelTools(m);
 }
 
 }  // namespace ofl::python
