@@ -102,41 +102,11 @@ StrategyReport SimulatedReport(const PyPlanned& p, const MemoryEstimate* memory)
   return report;
 }
 
-void BindSimulation(py::module_& m) {
-  auto planned = py::reinterpret_borrow<py::class_<PyPlanned>>(m.attr("PlannedStrategy"));
-  planned.def(
-      "simulate",
-      [](const PyPlanned& p, const std::vector<std::string>& fetches, int64_t num_slots,
-         const std::optional<int64_t>& micro_batches, int64_t gradient_bucket_bytes,
-         const std::optional<double>& memory_bandwidth,
-         const std::optional<double>& boxing_overhead_s,
-         const std::optional<double>& act_overhead_s, const std::optional<double>& message_s) {
-        DistributedOptions o;
-        o.num_slots = num_slots;
-        o.micro_batches = micro_batches ? *micro_batches : p.planned.model->options().micro_batches;
-        o.gradient_bucket_bytes = gradient_bucket_bytes;
-        StepSimulationOptions s = DefaultStepSimulationOptions(p.planned.model->cluster());
-        if (memory_bandwidth) s.cost.memory_bandwidth = *memory_bandwidth;
-        if (boxing_overhead_s) s.cost.boxing_overhead_s = *boxing_overhead_s;
-        if (act_overhead_s) s.simulation.act_overhead_s = *act_overhead_s;
-        if (message_s) s.simulation.message_s = *message_s;
-        Maybe<SimulatedStep> step = SimulatedStep{};
-        {
-          py::gil_scoped_release release;
-          step = SimulateSessionStep(*p.graph, p.planned.strategy, fetches, o,
-                                     p.planned.model->cluster(), s);
-        }
-        return StepDict(Unwrap(std::move(step)), s, o.micro_batches);
-      },
-      py::arg("fetches") = std::vector<std::string>{}, py::arg("num_slots") = 2,
-      py::arg("micro_batches") = py::none(),
-      py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes,
-      py::arg("memory_bandwidth") = py::none(), py::arg("boxing_overhead_s") = py::none(),
-      py::arg("act_overhead_s") = py::none(), py::arg("message_s") = py::none(),
-      "the step of a DistributedSession with these arguments, simulated on the planning "
-      "Cluster (oneflow_lite/api/step_simulation.h): step_s, per task its price and category, "
-      "every act (task, act, start_s, end_s, wait_s), the slowest rank's critical path, "
-      "trace_json (the predicted Chrome trace) and plan (the Plan's bytes)");
+namespace {
+
+// plan_by_simulation (searchers ranked by a simulated step) and
+// simulate_plan (a Plan replayed with given task times).
+void BindPlanSimulation(py::module_& m) {
   m.def(
       "plan_by_simulation",
       [](const Program& program, const std::vector<int64_t>& hierarchy, const py::object& cluster,
@@ -198,6 +168,46 @@ void BindSimulation(py::module_& m) {
       py::arg("act_overhead_s") = 0.0, py::arg("message_s") = 0.0,
       "simulates a Plan (bytes, e.g. simulate(...)['plan']) with task_seconds[t] per act of "
       "task t (a replay of measured times)");
+}
+
+}  // namespace
+
+void BindSimulation(py::module_& m) {
+  auto planned = py::reinterpret_borrow<py::class_<PyPlanned>>(m.attr("PlannedStrategy"));
+  planned.def(
+      "simulate",
+      [](const PyPlanned& p, const std::vector<std::string>& fetches, int64_t num_slots,
+         const std::optional<int64_t>& micro_batches, int64_t gradient_bucket_bytes,
+         const std::optional<double>& memory_bandwidth,
+         const std::optional<double>& boxing_overhead_s,
+         const std::optional<double>& act_overhead_s, const std::optional<double>& message_s) {
+        DistributedOptions o;
+        o.num_slots = num_slots;
+        o.micro_batches = micro_batches ? *micro_batches : p.planned.model->options().micro_batches;
+        o.gradient_bucket_bytes = gradient_bucket_bytes;
+        StepSimulationOptions s = DefaultStepSimulationOptions(p.planned.model->cluster());
+        if (memory_bandwidth) s.cost.memory_bandwidth = *memory_bandwidth;
+        if (boxing_overhead_s) s.cost.boxing_overhead_s = *boxing_overhead_s;
+        if (act_overhead_s) s.simulation.act_overhead_s = *act_overhead_s;
+        if (message_s) s.simulation.message_s = *message_s;
+        Maybe<SimulatedStep> step = SimulatedStep{};
+        {
+          py::gil_scoped_release release;
+          step = SimulateSessionStep(*p.graph, p.planned.strategy, fetches, o,
+                                     p.planned.model->cluster(), s);
+        }
+        return StepDict(Unwrap(std::move(step)), s, o.micro_batches);
+      },
+      py::arg("fetches") = std::vector<std::string>{}, py::arg("num_slots") = 2,
+      py::arg("micro_batches") = py::none(),
+      py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes,
+      py::arg("memory_bandwidth") = py::none(), py::arg("boxing_overhead_s") = py::none(),
+      py::arg("act_overhead_s") = py::none(), py::arg("message_s") = py::none(),
+      "the step of a DistributedSession with these arguments, simulated on the planning "
+      "Cluster (oneflow_lite/api/step_simulation.h): step_s, per task its price and category, "
+      "every act (task, act, start_s, end_s, wait_s), the slowest rank's critical path, "
+      "trace_json (the predicted Chrome trace) and plan (the Plan's bytes)");
+  BindPlanSimulation(m);
 }
 
 }  // namespace ofl::python
