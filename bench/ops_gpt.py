@@ -215,7 +215,9 @@ def level_result(summary: dict, sides: list, profiles: dict, isa: str, native: s
     }
 
 
-def main() -> int:
+def parse_args():
+    """The command line, with the CPU's own level (native_isa) and the levels
+    to measure (isas)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
@@ -234,7 +236,12 @@ def main() -> int:
         if isa not in LEVELS or LEVELS.index(isa) > LEVELS.index(args.native_isa):
             allowed = ", ".join(LEVELS[:LEVELS.index(args.native_isa) + 1])
             raise SystemExit(f"ops_gpt: --isas {isa}: this CPU runs {allowed}")
-    sides = [s for s in SIDES if s != "torch_eager" or args.torch_python]
+    return args, isas
+
+
+def measure(args, isas, sides):
+    """Interleaved rounds of every (isa, side) in fresh processes, then one
+    profiled run per level and the numpy reference: (runs, profiles, numpy_ref)."""
     runs_order = [(isa, s) for isa in isas for s in sides]
     with tempfile.TemporaryDirectory(prefix="ops_gpt_") as tmp:
         weights = os.path.join(tmp, "weights.npz")
@@ -263,6 +270,13 @@ def main() -> int:
                            (("ours_graph", ours_prof), ("torch_eager", torch_prof))
                            if "error" in v}}
         numpy_ref = time_numpy(weights, args.threads)
+    return runs, profiles, numpy_ref
+
+
+def main() -> int:
+    args, isas = parse_args()
+    sides = [s for s in SIDES if s != "torch_eager" or args.torch_python]
+    runs, profiles, numpy_ref = measure(args, isas, sides)
     by_isa = {}
     for isa in isas:
         summary = {s: summarize(runs[isa, s], args.warmup) for s in sides}

@@ -252,6 +252,26 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return o->reps >= 10;
 }
 
+// The JSON's closing fields: the two references, the instruction set and
+// the libraries' versions.
+void PrintReferences(const Timing& blas, const Timing& dnnl, double dnnl_vs_blas,
+                     const ofl::KernelIsa& isa) {
+  const dnnl_version_t* v = dnnl_version();
+  PrintTiming("onednn", dnnl);
+  PrintTiming("openblas", blas);
+  bool dnnl_faster = dnnl.gflops >= blas.gflops;
+  std::printf("  \"reference_gflops\": %.2f,\n  \"reference\": \"%s\",\n",
+              dnnl_faster ? dnnl.gflops : blas.gflops, dnnl_faster ? "onednn" : "openblas");
+  std::printf("  \"onednn_max_abs_diff_vs_openblas\": %.3g,\n", dnnl_vs_blas);
+  std::printf("  \"interleaved\": true,\n  \"cpu_isa\": %s,\n  \"cpu_isa_detected\": %s,\n",
+              JsonString(isa.active).c_str(), JsonString(isa.detected).c_str());
+  std::printf("  \"cpu_isa_note\": %s,\n  \"onednn_isa\": \"%s\",\n", JsonString(isa.note).c_str(),
+              OneDnnIsaName(dnnl::get_effective_cpu_isa()));
+  std::printf("  \"onednn_version\": \"%d.%d.%d\",\n", v->major, v->minor, v->patch);
+  std::printf("  \"openblas_config\": %s,\n", JsonString(openblas_get_config()).c_str());
+  std::printf("  \"openblas_core\": %s\n}\n", JsonString(openblas_get_corename()).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -305,7 +325,6 @@ int main(int argc, char** argv) {
     session_over_onednn = Median(ratios);
   }
 
-  const dnnl_version_t* v = dnnl_version();
   std::printf("{\n  \"benchmark\": \"ops_matmul\",\n");
   std::printf("  \"what\": %s,\n",
               JsonString("float32 matmul (m x k) @ (k x n): GFLOP/s = 2*m*n*k / median seconds per "
@@ -324,19 +343,7 @@ int main(int argc, char** argv) {
     std::printf("  \"matmul_gflops\": null,\n");
   }
   if (!error.empty()) std::printf("  \"matmul_error\": %s,\n", JsonString(error).c_str());
-  PrintTiming("onednn", dnnl);
-  PrintTiming("openblas", blas);
-  bool dnnl_faster = dnnl.gflops >= blas.gflops;
-  std::printf("  \"reference_gflops\": %.2f,\n  \"reference\": \"%s\",\n",
-              dnnl_faster ? dnnl.gflops : blas.gflops, dnnl_faster ? "onednn" : "openblas");
-  std::printf("  \"onednn_max_abs_diff_vs_openblas\": %.3g,\n", dnnl_vs_blas);
-  std::printf("  \"interleaved\": true,\n  \"cpu_isa\": %s,\n  \"cpu_isa_detected\": %s,\n",
-              JsonString(isa.active).c_str(), JsonString(isa.detected).c_str());
-  std::printf("  \"cpu_isa_note\": %s,\n  \"onednn_isa\": \"%s\",\n", JsonString(isa.note).c_str(),
-              OneDnnIsaName(dnnl::get_effective_cpu_isa()));
-  std::printf("  \"onednn_version\": \"%d.%d.%d\",\n", v->major, v->minor, v->patch);
-  std::printf("  \"openblas_config\": %s,\n", JsonString(openblas_get_config()).c_str());
-  std::printf("  \"openblas_core\": %s\n}\n", JsonString(openblas_get_corename()).c_str());
+  PrintReferences(blas, dnnl, dnnl_vs_blas, isa);
   if (!error.empty()) {
     std::fprintf(stderr, "ops_matmul: the Session part failed: %s\n", error.c_str());
     return 2;
