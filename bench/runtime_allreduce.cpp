@@ -204,48 +204,11 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return argc % 2 == 1 && !o->devices.empty();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  if (!ParseArgs(argc, argv, &o)) {
-    std::fprintf(stderr,
-                 "usage: runtime_allreduce [--mb 64] [--devices 2,4] [--reps 9] [--warmup 2] "
-                 "[--memcpy-mb 256] [--memcpy-threads 2] [--evict-mb 128]\n");
-    return 1;
-  }
-  const std::string load_before = bench::LoadAverage();
-  const int64_t copy_bytes = o.memcpy_mb * static_cast<int64_t>(kMiB);
-  std::vector<char> src(copy_bytes, 1), dst(copy_bytes, 0);
-  MeasureMemcpy(dst.data(), src.data(), copy_bytes, o.memcpy_threads, 2);  // warm-up
-  const std::vector<double> first =
-      MeasureMemcpy(dst.data(), src.data(), copy_bytes, o.memcpy_threads, o.reps);
-  const std::vector<double> one_thread =
-      MeasureMemcpy(dst.data(), src.data(), copy_bytes, 1, o.reps);
-
-  const int64_t count = o.mb * static_cast<int64_t>(kMiB) / 4;
-  std::map<int64_t, AllReduceFigure> figs;
-  std::vector<char> scratch(o.evict_mb * static_cast<int64_t>(kMiB));
-  for (int64_t p : o.devices) {
-    figs[p] = MeasureAllReduce(p, count, o.warmup, o.reps, o.evict_mb == 0, &scratch);
-  }
-
-  const std::vector<double> last =
-      MeasureMemcpy(dst.data(), src.data(), copy_bytes, o.memcpy_threads, o.reps);
-  std::vector<double> all = first;
-  all.insert(all.end(), last.begin(), last.end());
-  const double gbps = Median(all);
-
+// The all-reduce fields of the JSON, per device count (null where it
+// failed); the errors joined, empty when none. `gbps`: memcpy's median.
+std::string PrintAllReduceFigures(const Options& o, const std::map<int64_t, AllReduceFigure>& figs,
+                                  double gbps) {
   std::string error;
-  std::printf("{\n  \"benchmark\": \"runtime_allreduce\",\n");
-  std::printf("  \"memcpy_gbps\": %.3f,\n  \"memcpy_gbps_first\": %.3f,\n", gbps, Median(first));
-  std::printf("  \"memcpy_gbps_last\": %.3f,\n  \"memcpy_1thread_gbps\": %.3f,\n", Median(last),
-              Median(one_thread));
-  std::printf("  \"memcpy_mb\": %ld,\n  \"memcpy_threads\": %d,\n", static_cast<long>(o.memcpy_mb),
-              o.memcpy_threads);
-  std::printf("  \"mb\": %ld,\n  \"dtype\": \"float32\",\n  \"reps\": %d,\n  \"warmup\": %d,\n",
-              static_cast<long>(o.mb), o.reps, o.warmup);
-  std::printf("  \"evict_mb\": %ld,\n", static_cast<long>(o.evict_mb));
   std::string eff = "{", ms = "{", bound = "{", runs = "{", gbs = "{";
   char buf[128];
   bool first_p = true;
@@ -281,6 +244,51 @@ int main(int argc, char** argv) {
   std::printf("  \"allreduce_bound_ms\": %s},\n", bound.c_str());
   std::printf("  \"allreduce_algbw_gbps\": %s},\n", gbs.c_str());
   std::printf("  \"allreduce_runs_ms\": %s},\n", runs.c_str());
+  return error;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!ParseArgs(argc, argv, &o)) {
+    std::fprintf(stderr,
+                 "usage: runtime_allreduce [--mb 64] [--devices 2,4] [--reps 9] [--warmup 2] "
+                 "[--memcpy-mb 256] [--memcpy-threads 2] [--evict-mb 128]\n");
+    return 1;
+  }
+  const std::string load_before = bench::LoadAverage();
+  const int64_t copy_bytes = o.memcpy_mb * static_cast<int64_t>(kMiB);
+  std::vector<char> src(copy_bytes, 1), dst(copy_bytes, 0);
+  MeasureMemcpy(dst.data(), src.data(), copy_bytes, o.memcpy_threads, 2);  // warm-up
+  const std::vector<double> first =
+      MeasureMemcpy(dst.data(), src.data(), copy_bytes, o.memcpy_threads, o.reps);
+  const std::vector<double> one_thread =
+      MeasureMemcpy(dst.data(), src.data(), copy_bytes, 1, o.reps);
+
+  const int64_t count = o.mb * static_cast<int64_t>(kMiB) / 4;
+  std::map<int64_t, AllReduceFigure> figs;
+  std::vector<char> scratch(o.evict_mb * static_cast<int64_t>(kMiB));
+  for (int64_t p : o.devices) {
+    figs[p] = MeasureAllReduce(p, count, o.warmup, o.reps, o.evict_mb == 0, &scratch);
+  }
+
+  const std::vector<double> last =
+      MeasureMemcpy(dst.data(), src.data(), copy_bytes, o.memcpy_threads, o.reps);
+  std::vector<double> all = first;
+  all.insert(all.end(), last.begin(), last.end());
+  const double gbps = Median(all);
+
+  std::printf("{\n  \"benchmark\": \"runtime_allreduce\",\n");
+  std::printf("  \"memcpy_gbps\": %.3f,\n  \"memcpy_gbps_first\": %.3f,\n", gbps, Median(first));
+  std::printf("  \"memcpy_gbps_last\": %.3f,\n  \"memcpy_1thread_gbps\": %.3f,\n", Median(last),
+              Median(one_thread));
+  std::printf("  \"memcpy_mb\": %ld,\n  \"memcpy_threads\": %d,\n", static_cast<long>(o.memcpy_mb),
+              o.memcpy_threads);
+  std::printf("  \"mb\": %ld,\n  \"dtype\": \"float32\",\n  \"reps\": %d,\n  \"warmup\": %d,\n",
+              static_cast<long>(o.mb), o.reps, o.warmup);
+  std::printf("  \"evict_mb\": %ld,\n", static_cast<long>(o.evict_mb));
+  const std::string error = PrintAllReduceFigures(o, figs, gbps);
   std::printf("  \"memcpy_runs_gbps\": %s,\n", Join(all, "%.3f").c_str());
   std::printf("  \"cores\": %u,\n", std::thread::hardware_concurrency());
   std::printf("  \"error\": %s,\n", error.empty() ? "null" : JsonString(error).c_str());

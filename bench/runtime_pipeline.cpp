@@ -247,6 +247,16 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return argc % 2 == 1;
 }
 
+// Adds `more`'s runs to `t` and recomputes its median and minimum.
+void MergeRuns(Timing* t, const Timing& more) {
+  t->runs_ms.insert(t->runs_ms.end(), more.runs_ms.begin(), more.runs_ms.end());
+  std::sort(t->runs_ms.begin(), t->runs_ms.end());
+  const auto& v = t->runs_ms;
+  const size_t h = v.size() / 2;
+  t->median_ms = v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+  t->min_ms = v.front();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -282,15 +292,7 @@ int main(int argc, char** argv) {
     load = Measure(o, Part::kLoad, 1, o.draws, o.reps);
   }
   // Compute again, next to the others in time, and keep all its runs.
-  const Timing compute2 = Measure(o, Part::kCompute, 1, 0, o.reps);
-  compute.runs_ms.insert(compute.runs_ms.end(), compute2.runs_ms.begin(), compute2.runs_ms.end());
-  std::sort(compute.runs_ms.begin(), compute.runs_ms.end());
-  {
-    const auto& v = compute.runs_ms;
-    const size_t h = v.size() / 2;
-    compute.median_ms = v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-    compute.min_ms = v.front();
-  }
+  MergeRuns(&compute, Measure(o, Part::kCompute, 1, 0, o.reps));
   const Timing one = Measure(o, Part::kBoth, 1, o.draws, o.reps);
   const Timing two = Measure(o, Part::kBoth, 2, o.draws, o.reps);
   const double bound = std::max(load.median_ms, compute.median_ms);
