@@ -148,7 +148,8 @@ Maybe<std::vector<char>> TcpStore::Get(const std::string& key, milliseconds time
   for (;;) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     const milliseconds wait = std::clamp(left, milliseconds(0), kWaitSlice);
-    OFL_ASSIGN_OR_RETURN(Reply r, Request(kGet, {key}, {}, wait.count(), wait, "get '" + key + "'"));
+    OFL_ASSIGN_OR_RETURN(Reply r,
+                         Request(kGet, {key}, {}, wait.count(), wait, "get '" + key + "'"));
     if (r.code != kTimeoutReply) return std::move(r.value);
     if (Clock::now() >= deadline) break;
   }

@@ -20,13 +20,23 @@ namespace ofl::tcp_store_wire {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-enum Op : uint8_t { kSet = 1, kGet = 2, kWait = 3, kCheck = 4, kAdd = 5, kWatch = 6, kLeave = 7,
-                   kSetIfAbsent = 8, kDeletePrefix = 9, kBeat = 10 };
+enum Op : uint8_t {
+  kSet = 1,
+  kGet = 2,
+  kWait = 3,
+  kCheck = 4,
+  kAdd = 5,
+  kWatch = 6,
+  kLeave = 7,
+  kSetIfAbsent = 8,
+  kDeletePrefix = 9,
+  kBeat = 10
+};
 enum Code : uint8_t { kOkReply = 0, kTimeoutReply = 1, kBadReply = 2 };
 constexpr uint32_t kMaxKeyBytes = 4096;
 constexpr uint32_t kMaxKeys = 4096;
 constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
-constexpr milliseconds kSlice(100);        // how often blocked server threads look up
+constexpr milliseconds kSlice(100);  // how often blocked server threads look up
 constexpr int64_t kMaxServerWaitMs = 24 * 3600 * 1000;
 constexpr char kNoRequest[] = "timed out reading";  // ReadAll's timeout
 
