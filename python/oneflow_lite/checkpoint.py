@@ -1,5 +1,16 @@
 """Checkpoints: logical tensors (parameters and optimizer state) on disk.
 
+One family, two formats, each kept for one job. Format 2, sharded
+(oneflow_lite.sharded_checkpoint), is what a graph on a placement writes
+(``nn.Graph.save``, the periodic saver, elastic restarts): every process
+writes its ranks' slices, nothing is gathered, and a load under any plan
+reads only its byte ranges. Format 1, logical (this module), is what one
+device and eager models write (``save_eager``, a one-device graph, or
+``save(sharded=False)``): one plain ``.npy`` file per tensor, which numpy
+alone reads, so a checkpoint leaves the framework as ordinary arrays. The
+family shares the loader (``load`` and ``nn.Graph.load`` read both), the
+variable names, the fingerprint and the save-target rule (_save_paths).
+
 A checkpoint is a directory::
 
     ckpt/

@@ -1,5 +1,6 @@
 """Sharded checkpoints (format version 2): each process writes the slices its
-ranks hold, and a load reads only the byte ranges its ranks need.
+ranks hold, and a load reads only the byte ranges its ranks need. Which
+format is written when, and why two: oneflow_lite.checkpoint's opening.
 
 A checkpoint is a directory::
 
