@@ -74,13 +74,15 @@ from oneflow_lite.nn.graph_build import OPTIMIZER_KINDS, Plan
 from oneflow_lite.nn.graph_checkpoint import GraphCheckpoint
 from oneflow_lite.nn.graph_compile import Compiled
 from oneflow_lite.nn.graph_config import GraphConfig
-from oneflow_lite.nn.graph_run import MAX_PLANS, GraphRun  # noqa: F401 (MAX_PLANS re-exported)
+from oneflow_lite.nn.graph_run import GraphRun
 from oneflow_lite.nn.graph_state import GraphState
 from oneflow_lite.nn.graph_trace import Tracer
 from oneflow_lite.nn.module import Module
 from oneflow_lite.optim.lr_scheduler import LRScheduler
 
 __all__ = ["Graph", "GraphConfig"]
+
+MAX_PLANS = 8  # plans kept per Graph (input signatures); the least recently used goes
 
 class Graph(GraphRun, GraphCheckpoint, GraphState):
     """Base class; see the module docstring."""
@@ -145,6 +147,9 @@ class Graph(GraphRun, GraphCheckpoint, GraphState):
             raise RuntimeError("load_strategy: the graph is already compiled")
         _C.load_strategy(path)  # raises now, naming the file, if it is not a strategy
         self.config.parallel.strategy_path = path
+
+    def _max_plans(self) -> int:
+        return MAX_PLANS  # read at every call (a test lowers it)
 
     def _modules(self) -> "OrderedDict[str, Module]":
         return OrderedDict((k, v) for k, v in vars(self).items() if isinstance(v, Module))

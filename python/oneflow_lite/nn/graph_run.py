@@ -4,8 +4,8 @@ mixed into ``Graph``).
 
 Inputs are named after ``build``'s arguments. A call whose inputs differ in
 shape, dtype or layout from every earlier call's compiles a plan for them
-(nn/graph_build.py; one line on stderr says so); up to ``MAX_PLANS`` plans
-are kept, sharing the state through the modules (nn/graph_share.py), so a
+(nn/graph_build.py; one line on stderr says so); up to ``MAX_PLANS``
+(nn/graph.py, read at every call) plans are kept, sharing the state through the modules (nn/graph_share.py), so a
 smaller last batch trains on.
 
 The learning rate has one source of truth: the optimizer's
@@ -36,9 +36,6 @@ from oneflow_lite.nn.graph_build import Plan
 from oneflow_lite.nn.graph_compile import Compiled
 from oneflow_lite.nn.graph_share import Holder
 
-MAX_PLANS = 8  # plans kept per Graph (input signatures); the least recently used goes
-
-
 class GraphRun:
     """The running methods of ``nn.Graph`` (see the module docstring)."""
 
@@ -52,10 +49,10 @@ class GraphRun:
             if self._plan is not None:
                 print(f"nn.Graph {type(self).__name__}: compiling a plan for input "
                       f"{graph_build.describe_change(names, self._plan.signature, sig)}; "
-                      f"{min(len(self._plans) + 1, MAX_PLANS)} plans kept", file=sys.stderr,
+                      f"{min(len(self._plans) + 1, self._max_plans())} plans kept", file=sys.stderr,
                       flush=True)
             plan = graph_build.compile_plan(self, args, arrays, names, sig)
-            if len(self._plans) >= MAX_PLANS:
+            if len(self._plans) >= self._max_plans():
                 _, evicted = self._plans.popitem(last=False)
                 evicted.holder.release_all()
                 graph_build.carry_unshared(evicted, plan)
