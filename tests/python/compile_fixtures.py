@@ -3,8 +3,8 @@ of the compile path to it bit for bit (test_compile_fixtures.py).
 
 For each case (a small float64 GPT and MLP, a searcher or a session spec,
 a mesh) it records: the strategy (every source's NdSbp and op's signature
-as text, and the strategy's one-line-per-op text), the plan report (text
-and JSON) and the planner's stats without wall-clock times, the predicted
+as text; the sha256 of the strategy's one-line-per-op text), the sha256 of the plan
+report (text and JSON), the planner's stats without wall-clock times, the predicted
 bytes, the sha256 of the lowered Plan's protobuf text (protoc --decode:
 maps in key order; the serialized bytes are not canonical, an op's
 attributes are a map), and after two SGD
@@ -124,9 +124,10 @@ def untimed(value):
 def planned_record(planned) -> dict:
     stats = {k: v for k, v in planned.stats.items() if k not in TIME_KEYS}
     return {"strategy": strategy_maps(planned.strategy),
-            "strategy_text": planned.strategy_text(),
-            "report": untimed(planned.report(full=True)),
-            "report_json": untimed(json.loads(planned.report_json())),
+            "strategy_text_sha256": sha(planned.strategy_text().encode()),
+            "report_sha256": sha(untimed(planned.report(full=True)).encode()),
+            "report_json_sha256": sha(json.dumps(untimed(json.loads(planned.report_json())),
+                                                 sort_keys=True).encode()),
             "stats": untimed(json.loads(json.dumps(stats))),
             "predicted_step_s": planned.predicted_step_s.hex(),
             "predicted_bytes": {str(k): v for k, v in sorted(planned.predicted_bytes.items())}}
@@ -138,7 +139,7 @@ def run_record(session, g, model: str) -> dict:
     params = {p: sha(np.ascontiguousarray(session.get_variable(p), np.float64).tobytes())
               for p in sorted(g.trainable)}
     return {"plan_sha256": plan_digest(session.plan_bytes()), "losses": losses, "params": params,
-            "session_strategy": session.strategy()}
+            "session_strategy_sha256": sha(session.strategy().encode())}
 
 
 def session_for(g, mesh: List[int], how: str, record: dict):
@@ -215,7 +216,8 @@ def record_graph_case() -> dict:
     c = graph.compiled
     record = planned_record(c.planned)
     record.update({"plan_sha256": plan_digest(c.session.plan_bytes()), "losses": losses,
-                   "params": params, "session_strategy": c.session.strategy()})
+                   "params": params,
+                   "session_strategy_sha256": sha(c.session.strategy().encode())})
     return record
 
 
