@@ -61,9 +61,9 @@ TEST(StrategyIo, ProtoAndFileRoundTripsAreExact) {
 
 TEST(StrategyIo, TheOlderJsonFormLoadsUnbound) {
   const std::string path = TempPath("legacy.json");
-  Write(path, R"({"kind": "manual", "sources": {"x": "(S(0))", "w": "(B)"},
+  Write(path, R"json({"kind": "manual", "sources": {"x": "(S(0))", "w": "(B)"},
                   "signatures": {"fc": "(S(0)), (B) -> (S(0))"}, "searcher": "autoddl",
-                  "placement": "cpu:[0, 1] hierarchy (2)", "predicted_step_s": 1.5})");
+                  "placement": "cpu:[0, 1] hierarchy (2)", "predicted_step_s": 1.5})json");
   proto::PlannedStrategyConf file = LoadStrategyFile(path).value();
   EXPECT_EQ(file.searcher(), "autoddl");
   EXPECT_EQ(file.predicted_step_s(), 1.5);
@@ -81,7 +81,7 @@ TEST(StrategyIo, BadFilesAreNamed) {
   Write(path, "[1, 2]");
   EXPECT_NE(LoadStrategyFile(path).status().message().find("is not a JSON object"),
             std::string::npos);
-  Write(path, R"({"strategy": {"ops": [{"op": "fc", "signature": "nonsense"}]}})");
+  Write(path, R"json({"strategy": {"ops": [{"op": "fc", "signature": "nonsense"}]}})json");
   proto::PlannedStrategyConf file = LoadStrategyFile(path).value();
   EXPECT_EQ(StrategyFromConf(file.strategy()).status().message().rfind("op 'fc': ", 0), 0u);
   EXPECT_NE(LoadStrategyFile(TempPath("no_such.json")).status().message().find("cannot open"),
