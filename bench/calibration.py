@@ -55,7 +55,7 @@ def programs() -> dict:
 
 def split_ops(planned) -> int:
     """Ops whose signature splits some input or output."""
-    return sum(1 for sig in planned.strategy["signatures"].values() if "S(" in sig)
+    return sum(1 for sig in planned.strategy.signatures.values() if "S(" in sig)
 
 
 def cross_price(prog, cluster_a, cluster_b) -> dict:

@@ -194,7 +194,8 @@ def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]
                      "proxy_memory_bytes": int(stats["memory_bytes"]),
                      "compute_s": float(stats["compute_s"]),
                      "communication_s": float(stats["communication_s"]),
-                     "_strategy": planned.strategy,
+                     "_strategy": {"sources": dict(planned.strategy.sources),
+                                   "signatures": dict(planned.strategy.signatures)},
                      "_prediction": explain.prediction_of(sim), "_trace_json": sim["trace_json"]})
         if candidates is not None:
             rows[-1]["candidates"] = candidates
@@ -218,7 +219,8 @@ def child(job_path: str, out_path: str) -> int:
         # the runtime's trace of each run (the last timed step's stays): per process
         trace = (os.path.join(job["trace_dir"], f"{name}_p{world['process']}.json")
                  if job.get("trace_dir") else "")
-        session = _C.DistributedSession(g.program, ranks, hierarchy, job["strategies"][name],
+        strategy = _C.Strategy(**job["strategies"][name])  # the layouts' text, parsed
+        session = _C.DistributedSession(g.program, ranks, hierarchy, strategy,
                                         [g.loss], num_threads=job["threads"],
                                         timeout_ms=job["timeout_ms"], num_slots=1,
                                         trace_path=trace)

@@ -88,7 +88,7 @@ def run_one(kind: str, warmup: int, steps: int, cluster: str) -> dict:
             strategy = _C.plan(g.program, [2], cluster, "data_parallel").strategy
         else:  # every batch-major activation pinned, as bench/runtime_dp.py's dist2
             from runtime_dp import batch_pins
-            strategy = {"kind": "deduce", "pinned": batch_pins(g.program, g)}
+            strategy = _C.PlanSpec.deduce(batch_pins(g.program, g))
         sess = _C.DistributedSession(g.program, [0, 1], [2], strategy, [g.loss], num_threads=1)
         lines = [ln for ln in sess.strategy().splitlines() if " = " in ln]
         out["ops"] = len(lines)

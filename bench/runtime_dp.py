@@ -11,7 +11,7 @@ total (``num_threads=--threads`` in every one):
   lowering, run as a one-rank plan on the actor runtime);
 - ``dist1``: a 1-rank ``_C.DistributedSession`` (the actor runtime, one rank);
 - ``dist2``: a 2-rank ``_C.DistributedSession`` (hierarchy [2]) running data
-  parallel: strategy ``{"kind": "deduce", "pinned": {...}}`` with ids,
+  parallel: strategy ``_C.PlanSpec.deduce({...})`` with ids,
   labels and every activation and activation gradient whose axis 0 is the
   batch (16) or batch x sequence (2048) pinned to S(0) (not the parameter
   gradients: those stay partial sums and are all-reduced). Each rank
@@ -118,7 +118,7 @@ def run_one(config: str, threads: int, warmup: int, steps: int) -> dict:
             pinned = batch_pins(g.program, g)
         else:
             pinned = {data_name: "S(0)", labels_name: "S(0)"}
-        spec = {"kind": "deduce", "pinned": pinned}
+        spec = _C.PlanSpec.deduce(pinned)
         sess = _C.DistributedSession(g.program, ranks, [len(ranks)], spec, [loss],
                                      num_threads=threads)
         strategy = sess.strategy()

@@ -53,7 +53,7 @@ def rss_bytes() -> int:
 def make_session(threads: int):
     g = trace_loss(make_model(), BATCH)
     g.builder.minimize(g.loss, "adamw", **HYPER)
-    spec = {"kind": "deduce", "pinned": {g.data: "S(0)", g.labels: "S(0)"}}
+    spec = _C.PlanSpec.deduce({g.data: "S(0)", g.labels: "S(0)"})
     sess = _C.DistributedSession(g.program, RANKS, [len(RANKS)], spec, [g.loss],
                                  num_threads=threads)
     return g, sess

@@ -2,7 +2,7 @@
 # CMakeLists because CMake's protobuf_generate names outputs relative to the
 # calling directory, and protoc names them relative to the import root: the
 # two agree only at the root.
-set(OFL_PROTOS tensor job plan cluster)
+set(OFL_PROTOS tensor job plan cluster strategy)
 list(TRANSFORM OFL_PROTOS PREPEND ${PROJECT_SOURCE_DIR}/oneflow_lite/core/proto/)
 list(TRANSFORM OFL_PROTOS APPEND .proto)
 add_library(ofl_proto STATIC ${OFL_PROTOS})

@@ -1,8 +1,11 @@
-"""atheris target: a saved strategy (JSON, nn.Graph.save_strategy /
-PlannedStrategy.save) as nn.Graph.load_strategy uses it: _C.load_strategy
-reads the file, then _C.DistributedSession builds the plan it describes for
-a small program (tiny_program.py) on 2 virtual devices, as the graph's first
-call does (graph_compile.Compiled.build). The session is not run.
+"""atheris target: a saved strategy (protobuf JSON written by
+nn.Graph.save_strategy / PlannedStrategy.save, or the older {"kind":
+"manual", ...} form) as nn.Graph.load_strategy uses it: _C.load_strategy
+reads the file into a _C.Strategy, then _C.DistributedSession builds the
+plan it describes for a small program (tiny_program.py) on 2 virtual
+devices, as the graph's first call does (graph_compile.Compiled.build:
+_C.compile with PlanSpec.given). The session is not run. Files of other
+kinds (deduce, random: session arguments, _C.PlanSpec) are refused.
 Expected: ValueError/TypeError/OSError with a message (fuzz_common.py).
 
 Both readers are C++ (the extension is not instrumented), so libFuzzer sees

@@ -191,11 +191,4 @@ Maybe<StrategyDiff> DiffPlanned(const PlannedStrategy& before, const PlannedStra
   return DiffStrategies(*before.model, before.solution.choice, after_choice);
 }
 
-StrategyText ToStrategyText(const Strategy& strategy) {
-  StrategyText text;
-  for (const auto& [tensor, sbp] : strategy.sources()) text.sources[tensor] = sbp.ToString();
-  for (const auto& [op, sig] : strategy.signatures()) text.signatures[op] = sig.ToString();
-  return text;
-}
-
 }  // namespace ofl

@@ -2,9 +2,9 @@
 // plans a strategy with graph/'s PlanStrategy, and adds what a user reads off a
 // planned strategy: its report (graph/strategy_report.h), the bytes each rank
 // is predicted to send (the boxing planner's per-rank counts over every edge
-// that boxes, x the edge's multiplier), a diff against another strategy for the
-// same graph, and the Strategy as the "manual" form DistributedSession accepts
-// (sources and signatures as text).
+// that boxes, x the edge's multiplier), and a diff against another strategy
+// for the same graph. The Strategy itself crosses to Python typed
+// (api/strategy_io.h); compiling with a session is api/compile.h.
 //
 // Pure functions over value types; thread-safe on const inputs.
 #pragma once
@@ -48,7 +48,9 @@ struct PlanRequest {
 };
 Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& request);
 
-// The CPU placement of a mesh: `ranks` (default 0 .. n-1) over `hierarchy`.
+// The CPU placement of a mesh: `ranks` (default 0 .. n-1) over `hierarchy`
+// (the binding's plan(program, hierarchy, ...) form; nn.Graph passes its own
+// Placement, device type included).
 Maybe<Placement> MeshPlacement(const std::vector<int64_t>& hierarchy,
                                const std::optional<std::vector<int64_t>>& ranks = std::nullopt);
 
@@ -101,12 +103,5 @@ Maybe<MemoryEstimate> PredictPlannedMemory(const OpGraph& graph, const PlannedSt
 // diffed. Errors: `after` has a layout that is no candidate of that model
 // (another graph or placement), named.
 Maybe<StrategyDiff> DiffPlanned(const PlannedStrategy& before, const PlannedStrategy& after);
-
-// The manual form: source tensor -> NdSbp text, op -> signature text.
-struct StrategyText {
-  std::map<std::string, std::string> sources;
-  std::map<std::string, std::string> signatures;
-};
-StrategyText ToStrategyText(const Strategy& strategy);
 
 }  // namespace ofl

@@ -1,9 +1,10 @@
-// StrategySpec: a Strategy for DistributedSession described by plain values,
-// as the Python binding's dict gives it: deduced from pinned NdSbps, drawn at
-// random (over `stages` equal pipeline stages when > 1), or written by hand
-// ("manual": source NdSbps and op signatures as text). MakeStrategy checks
-// it against the graph and the placement; errors name the tensor, the op or
-// the value. Pure; thread-safe on const inputs.
+// StrategySpec: a Strategy for DistributedSession described by plain values
+// (C++ callers and tests): deduced from pinned NdSbps, drawn at random (over
+// `stages` equal pipeline stages when > 1), or written by hand ("manual":
+// source NdSbps and op signatures as text). MakeStrategy parses it into
+// api/compile.h's PlanSpec and makes the strategy there; errors name the
+// tensor, the op or the value. A manual strategy is validated by the session
+// that runs it (once). Pure; thread-safe on const inputs.
 #pragma once
 
 #include <cstdint>

@@ -1,87 +1,29 @@
-// Binding of api/DistributedSession: a Program compiled for a placement of
-// virtual CPU devices under a strategy (deduced from pinned tensors, drawn
-// at random, or written by hand), run by the actor runtime. Pipelines:
-// {"kind": "random", "seed": s, "stages": n} splits the ranks into n equal
-// contiguous flat placements (stages) at random forward-op boundaries;
-// micro_batches=k runs k micro-batches per step, and run() then takes a
-// list of k feed dicts and returns a list of k lists of fetched arrays.
-// Sharded checkpoints: local_ranks(), variable_layout(name) (a dict),
+// Binding of api/DistributedSession and api/compile.h: a Program compiled
+// for a placement (ranks, hierarchy and device type, built once here) under
+// a strategy: a _C.Strategy (searched, loaded or written by hand) or a
+// _C.PlanSpec (deduce from pinned tensors; random(seed, stages): random
+// signatures over `stages` equal contiguous pipeline stages), run by the
+// actor runtime; and _C.compile, which also searches (PlanSpec.search) and
+// returns the strategy, the planned strategy and the session at once.
+// micro_batches=k runs k micro-batches per step, and run() then takes a list
+// of k feed dicts and returns a list of k lists of fetched arrays. Sharded
+// checkpoints: local_ranks(), variable_layout(name) (a dict),
 // get_variable_slice(name, rank) and set_variable_slice(name, rank, array).
 #include <pybind11/stl.h>
 
-#include <type_traits>
-
 #include "convert.h"
+#include "oneflow_lite/api/compile.h"
 #include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/session.h"
-#include "oneflow_lite/api/strategy_spec.h"
 #include "oneflow_lite/api/world_exchange.h"
+#include "planned.h"
+#include "strategy_types.h"
 
 namespace ofl::python {
+
+void BindWorld(py::module_& m);  // world.cpp
+
 namespace {
-
-Placement MakePlacement(const std::string& device_type, const std::vector<int64_t>& ranks,
-                        const std::vector<int64_t>& hierarchy) {
-  return Unwrap(Placement::Create(Unwrap(ParseDeviceType(device_type)), ranks, Shape(hierarchy)));
-}
-
-// The strategy's field `key`, which must be a Python `T` (a str, a dict, or
-// an int in int64 range; bool is no int here): a TypeError or ValueError
-// naming the field and the value otherwise. Strategies come from files
-// (load_strategy), so every field is user input.
-std::string Repr(const py::handle& value) { return py::repr(value).cast<std::string>(); }
-
-template <typename T>
-T Field(const py::dict& spec, const char* key) {
-  if (!spec.contains(key)) throw py::value_error(std::string("strategy: no '") + key + "'");
-  py::object value = spec[key];
-  if constexpr (std::is_same_v<T, int64_t>) {
-    if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
-      throw py::type_error(std::string("strategy: '") + key + "' is " + Repr(value) +
-                           ", not an integer");
-    }
-    try {
-      return value.cast<int64_t>();
-    } catch (const py::cast_error&) {
-      throw py::value_error(std::string("strategy: '") + key + "' is " + Repr(value) +
-                            ", outside the 64-bit range");
-    }
-  } else {
-    if (!py::isinstance<T>(value)) {
-      throw py::type_error(std::string("strategy: '") + key + "' is " + Repr(value) + ", not a " +
-                           (std::is_same_v<T, py::str> ? "str" : "dict"));
-    }
-    return value.cast<T>();
-  }
-}
-
-// {"kind": "deduce", "pinned": {tensor: "(S(0), B)"}}
-// {"kind": "random", "seed": 3, "stages": 2}
-// {"kind": "manual", "sources": {tensor: nd_sbp}, "signatures": {op: "... -> ..."}}
-// (api/strategy_spec.h checks it against the graph; here only the types).
-StrategySpec SpecFrom(const py::dict& spec) {
-  StrategySpec s;
-  if (spec.contains("kind")) s.kind = Field<py::str>(spec, "kind").cast<std::string>();
-  auto texts = [&](const char* key) {
-    std::map<std::string, std::string> out;
-    if (!spec.contains(key)) return out;
-    for (auto item : Field<py::dict>(spec, key)) out[py::str(item.first)] = py::str(item.second);
-    return out;
-  };
-  s.pinned = texts("pinned");
-  s.sources = texts("sources");
-  s.signatures = texts("signatures");
-  if (s.kind == "random") {
-    const int64_t seed = Field<int64_t>(spec, "seed");
-    s.stages = spec.contains("stages") ? Field<int64_t>(spec, "stages") : 1;
-    if (s.stages < 1 || seed < 0) {
-      throw py::value_error("strategy: random needs stages >= 1 and seed >= 0, got stages=" +
-                            std::to_string(s.stages) + " seed=" + std::to_string(seed));
-    }
-    s.seed = static_cast<uint64_t>(seed);
-  }
-  return s;
-}
 
 // {"shape", "dtype", "nd_sbp", "ranks", "hierarchy", "slices": {rank: {"offset",
 // "shape", "partial", "primary"}}}: api's VariableLayout.
@@ -106,39 +48,46 @@ py::dict LayoutDict(const VariableLayout& layout) {
   return out;
 }
 
-}  // namespace
+// The session options of the binding's keyword arguments, the world from
+// the launcher's environment.
+DistributedOptions SessionOptions(int num_threads, int64_t timeout_ms,
+                                  const std::string& trace_path, int64_t num_slots,
+                                  int64_t micro_batches, bool transactional, bool local_feeds,
+                                  int64_t gradient_bucket_bytes) {
+  DistributedOptions options;
+  options.num_threads = num_threads;
+  options.timeout = std::chrono::milliseconds(timeout_ms);
+  options.trace_path = trace_path;
+  options.num_slots = num_slots;
+  options.micro_batches = micro_batches;
+  options.transactional = transactional;
+  options.local_feeds = local_feeds;
+  options.gradient_bucket_bytes = gradient_bucket_bytes;
+  options.world = Unwrap(WorldFromEnvironment());
+  return options;
+}
 
-void BindDistributed(py::module_& m) {
-  py::class_<DistributedSession>(m, "DistributedSession")
-      .def(py::init([](const Program& program, const std::vector<int64_t>& ranks,
-                       const std::vector<int64_t>& hierarchy, const py::dict& strategy,
-                       const std::vector<std::string>& fetches, int num_threads,
-                       int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
-                       int64_t micro_batches, bool transactional, bool local_feeds,
-                       const std::string& device_type, int64_t gradient_bucket_bytes) {
-             Placement placement = MakePlacement(device_type, ranks, hierarchy);
-             Strategy s = Unwrap(MakeStrategy(program.graph(), placement, SpecFrom(strategy)));
-             DistributedOptions options;
-             options.num_threads = num_threads;
-             options.timeout = std::chrono::milliseconds(timeout_ms);
-             options.trace_path = trace_path;
-             options.num_slots = num_slots;
-             options.micro_batches = micro_batches;
-             options.transactional = transactional;
-             options.local_feeds = local_feeds;
-             options.gradient_bucket_bytes = gradient_bucket_bytes;
-             options.world = Unwrap(WorldFromEnvironment());
-             py::gil_scoped_release release;  // the processes meet (rendezvous) here
-             return Unwrap(DistributedSession::Create(program.graph(), s, fetches, options));
-           }),
-           py::arg("program"), py::arg("ranks"), py::arg("hierarchy") = std::vector<int64_t>{},
-           py::arg("strategy") = py::dict(), py::arg("fetches") = std::vector<std::string>{},
-           py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000,
-           py::arg("trace_path") = "", py::arg("num_slots") = 2, py::arg("micro_batches") = 1,
-           py::arg("transactional") = true, py::arg("local_feeds") = false,
-           py::arg("device_type") = "cpu",
-           py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes)
-      .def("run",
+CompiledGraph CompileUnlocked(const Program& program, const Placement& placement,
+                              const PlanSpec& spec, const std::vector<std::string>& fetches,
+                              const DistributedOptions& options) {
+  Maybe<CompiledGraph> compiled = CompiledGraph{};
+  {
+    py::gil_scoped_release release;  // the search runs, and the processes meet, here
+    compiled = Compile(program.graph(), placement, spec, fetches, options);
+  }
+  return Unwrap(std::move(compiled));
+}
+
+// The keyword arguments DistributedSession and compile share, after fetches.
+#define OFL_SESSION_ARGS                                                                     \
+  py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000, py::arg("trace_path") = "",    \
+      py::arg("num_slots") = 2, py::arg("micro_batches") = 1, py::arg("transactional") = true, \
+      py::arg("local_feeds") = false,                                                        \
+      py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes
+
+void BindSessionRun(py::class_<DistributedSession>& c) {
+  c.def(
+      "run",
            [](DistributedSession& s, const py::object& feeds,
               const std::vector<std::string>& fetches) -> py::object {
              auto to_map = [](const py::dict& d) {
@@ -177,8 +126,11 @@ void BindDistributed(py::module_& m) {
            },
            py::arg("feeds"), py::arg("fetches"),
            "feeds: a dict (one micro-batch) or a list of micro_batches dicts (one step); "
-           "returns the fetched arrays, or one list of them per micro-batch")
-      .def("set_detect_anomaly", &DistributedSession::set_detect_anomaly, py::arg("on"),
+           "returns the fetched arrays, or one list of them per micro-batch");
+}
+
+void BindSessionState(py::class_<DistributedSession>& c) {
+  c.def("set_detect_anomaly", &DistributedSession::set_detect_anomaly, py::arg("on"),
            "runs fail at the first op whose output holds a NaN or Inf, naming it")
       .def("get_variable",
            [](const DistributedSession& s, const std::string& name) {
@@ -221,95 +173,73 @@ void BindDistributed(py::module_& m) {
            "the strategy as Graphviz DOT (graph/strategy_dot.h)")
       .def("plan_bytes",
            [](const DistributedSession& s) { return py::bytes(s.plan().SerializeAsString()); });
-  m.def(
-      "world_info",
-      []() {
-        std::shared_ptr<ProcessWorld> w;
-        {
-          py::gil_scoped_release release;  // the processes meet here the first time
-          w = Unwrap(WorldFromEnvironment());
-        }
-        py::dict d;
-        d["process"] = w->process();
-        d["num_processes"] = w->num_processes();
-        d["devices_per_process"] = w->devices_per_process();
-        d["distributed"] = w->distributed();
-        return d;
-      },
-      "this process's world from the launcher's environment (made on the first call)");
-  m.def(
-      "world_all_gather",
-      [](const py::bytes& data, const std::string& owner) {
-        const std::string mine = data;
-        std::vector<std::vector<char>> all;
-        {
-          py::gil_scoped_release release;
-          auto w = Unwrap(WorldFromEnvironment());
-          all = Unwrap(w->AllGather(w->NextScope(owner), std::vector<char>(mine.begin(), mine.end())));
-        }
-        py::list out;
-        for (const auto& v : all) out.append(py::bytes(v.data(), v.size()));
-        return out;
-      },
-      py::arg("data"), py::arg("owner") = "py",
-      "every process's bytes, by process index (collective: every process calls it alike, in "
-      "the same order per owner; owners are numbered apart, so two threads may use two)");
-  m.def(
-      "world_publish",
-      [](const std::string& name, const py::bytes& data) {
-        const std::string value = data;
-        py::gil_scoped_release release;
-        auto w = Unwrap(WorldFromEnvironment());
-        if (w->store() == nullptr) return;
-        ThrowIfError(w->store()->Set(w->Key("py/" + name),
-                                     std::vector<char>(value.begin(), value.end())));
-      },
-      py::arg("name"), py::arg("data"),
-      "sets the job's key py/<name> (not a collective: a lost peer does not stop it)");
-  m.def(
-      "world_await",
-      [](const std::string& name) -> py::object {
-        std::vector<char> value;
-        Status status;
-        {
-          py::gil_scoped_release release;
-          auto w = Unwrap(WorldFromEnvironment());
-          if (w->store() == nullptr) return py::none();
-          auto got = w->store()->Get(w->Key("py/" + name), w->options().timeout);
-          status = got.status();
-          if (got.ok()) value = std::move(got).value();
-        }
-        if (status.code() == StatusCode::kTimeout) ThrowIfError(status);
-        if (!status.ok()) return py::none();  // the store is gone: process 0 is
-        return py::bytes(value.data(), value.size());
-      },
-      py::arg("name"),
-      "the job's key py/<name> once set (bounded by the world's timeout), or None when the "
-      "store no longer answers (process 0, its host, is gone)");
-  m.def(
-      "world_report_lost",
-      [](const std::string& master_addr, int master_port, const std::string& job_id,
-         const std::string& reason, int64_t timeout_ms) {
-        WorldOptions o;
-        o.master_addr = master_addr;
-        o.master_port = master_port;
-        o.job_id = job_id;
-        o.timeout = std::chrono::milliseconds(timeout_ms);
-        py::gil_scoped_release release;
-        ThrowIfError(ReportLostProcess(o, reason));
-      },
-      py::arg("master_addr"), py::arg("master_port"), py::arg("job_id"), py::arg("reason"),
-      py::arg("timeout_ms") = 2000,
-      "sets the job's failure key to `reason` unless a loss is there already (the launcher, "
-      "for a child that died)");
-  m.def(
-      "world_shutdown",
-      []() {
-        py::gil_scoped_release release;
-        auto w = WorldFromEnvironment();
-        if (w.ok()) w.value()->Shutdown();
-      },
-      "leaves the world's store cleanly (process 0, its host, waits for the others)");
 }
+
+// A compiled graph as Python holds it: the session is a Python object (it
+// owns the C++ session).
+struct PyCompiled {
+  Strategy strategy;
+  py::object planned;  // PlannedStrategy or None
+  py::object session;  // DistributedSession
+};
+
+void BindCompile(py::module_& m) {
+  py::class_<PyCompiled>(m, "CompiledGraph")
+      .def_readonly("strategy", &PyCompiled::strategy)
+      .def_readonly("planned", &PyCompiled::planned, "the PlannedStrategy (None: not searched)")
+      .def_readonly("session", &PyCompiled::session)
+      .def_property_readonly("plan_bytes", [](const PyCompiled& c) {
+        return py::bytes(c.session.cast<const DistributedSession&>().plan().SerializeAsString());
+      });
+  m.def(
+      "compile",
+      [](const Program& program, const Placement& placement, const PlanSpec& spec,
+         const std::vector<std::string>& fetches, int num_threads, int64_t timeout_ms,
+         const std::string& trace_path, int64_t num_slots, int64_t micro_batches,
+         bool transactional, bool local_feeds, int64_t gradient_bucket_bytes) {
+        DistributedOptions options =
+            SessionOptions(num_threads, timeout_ms, trace_path, num_slots, micro_batches,
+                           transactional, local_feeds, gradient_bucket_bytes);
+        CompiledGraph c = CompileUnlocked(program, placement, spec, fetches, options);
+        auto graph = std::make_shared<const OpGraph>(program.graph());
+        py::object planned = c.planned ? py::cast(PyPlanned{graph, std::move(*c.planned)})
+                                       : py::object(py::none());
+        return PyCompiled{std::move(c.strategy), planned, py::cast(std::move(c.session))};
+      },
+      py::arg("program"), py::arg("placement"), py::arg("spec"),
+      py::arg("fetches") = std::vector<std::string>{}, OFL_SESSION_ARGS,
+      "searches (PlanSpec.search: costed for micro_batches) or makes the strategy, and "
+      "builds its session on `placement`: a CompiledGraph (strategy, planned, session)");
+}
+
+}  // namespace
+
+void BindDistributed(py::module_& m) {
+  py::class_<DistributedSession> c(m, "DistributedSession");
+  c.def(py::init([](const Program& program, const std::vector<int64_t>& ranks,
+                    const std::vector<int64_t>& hierarchy, const py::object& strategy,
+                    const std::vector<std::string>& fetches, int num_threads,
+                    int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
+                    int64_t micro_batches, bool transactional, bool local_feeds,
+                    int64_t gradient_bucket_bytes, const std::string& device_type) {
+          Placement placement = Unwrap(
+              Placement::Create(Unwrap(ParseDeviceType(device_type)), ranks, Shape(hierarchy)));
+          DistributedOptions options =
+              SessionOptions(num_threads, timeout_ms, trace_path, num_slots, micro_batches,
+                             transactional, local_feeds, gradient_bucket_bytes);
+          return std::move(
+              CompileUnlocked(program, placement, SpecOf(strategy), fetches, options).session);
+        }),
+        py::arg("program"), py::arg("ranks"), py::arg("hierarchy") = std::vector<int64_t>{},
+        py::arg("strategy") = py::none(), py::arg("fetches") = std::vector<std::string>{},
+        OFL_SESSION_ARGS, py::arg("device_type") = "cpu",
+        "strategy: a Strategy, a PlanSpec, or None (deduce with no pins)");
+  BindSessionRun(c);
+  BindSessionState(c);
+  BindCompile(m);
+  BindWorld(m);
+}
+
+#undef OFL_SESSION_ARGS
 
 }  // namespace ofl::python

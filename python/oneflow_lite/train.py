@@ -230,6 +230,12 @@ def _train_steps(args, graph, data, searcher, label, saves, first, bar, items):
     return losses, times, compile_s
 
 
+def mesh_placement(args):
+    """The ``_C.Placement`` every plan of this run is made for (built once from
+    the arguments, as nn.Graph's auto_parallel builds its own)."""
+    return _C.Placement("cpu", list(range(args.devices)), list(args.hierarchy))
+
+
 def best_expert(program, args, cluster, skip: str, model=None):
     """(name, planned) of the rule-based preset the cost model ranks fastest
     (its full model, as reported), and a line per preset (its predicted step
@@ -243,7 +249,7 @@ def best_expert(program, args, cluster, skip: str, model=None):
             if model is not None:
                 planned = model.plan(preset)
             else:
-                planned = _C.plan(program, list(args.hierarchy), cluster, preset,
+                planned = _C.plan(program, mesh_placement(args), cluster, preset,
                                   micro_batches=args.micro_batches)
         except ValueError as e:
             lines.append(f"  {preset}: does not apply ({str(e).splitlines()[0][:100]})")
@@ -297,7 +303,7 @@ def plan_only(args, config) -> dict:
     print(f"traced {program.num_ops()} ops in {time.perf_counter() - start:.1f} s", flush=True)
     start = time.perf_counter()
     try:  # one cost model for the searcher and the presets (the model is most of the time)
-        model = _C.build_cost_model(program, list(args.hierarchy), cluster,
+        model = _C.build_cost_model(program, mesh_placement(args), cluster,
                                     micro_batches=args.micro_batches)
         with _progress.optimality_check(args.searcher, args.optimality_cap):
             planned = model.plan(args.searcher, optimality_cap_s=args.optimality_cap or None)

@@ -146,7 +146,7 @@ def test_random_strategy_matches_one_device(index):
     want_losses = train(single, g, data)
     micro, _ = build(model, case["batch"]) if k > 1 else (g, params)
     ranks = list(range(case["devices"]))
-    strategy = {"kind": "random", "seed": case["strategy_seed"], "stages": case["stages"]}
+    strategy = _C.PlanSpec.random(case["strategy_seed"], case["stages"])
     dist = _C.DistributedSession(micro.program, ranks, case["hierarchy"], strategy,
                                  [micro.loss], num_threads=2, timeout_ms=30000,
                                  micro_batches=k, gradient_bucket_bytes=case["bucket_bytes"])

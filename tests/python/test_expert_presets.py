@@ -93,13 +93,13 @@ def test_megatron_layout_of_the_traced_gpt():
     g.builder.minimize(g.loss, "sgd", **SGD)
     planned = _C.plan(g.program, [4], CLUSTER, "megatron")
     strategy = planned.strategy
-    sources = strategy["sources"]
+    sources = strategy.sources
     assert sources["h.0.attn.qkv.weight"] == "(S(0))"
     assert sources["h.0.mlp.fc.weight"] == "(S(0))"
     assert sources["h.0.attn.proj.weight"] == "(S(1))"
     assert sources["h.0.mlp.proj.weight"] == "(S(1))"
     assert sources["head.weight"] == "(S(0))"
-    signatures = strategy["signatures"]
+    signatures = strategy.signatures
     for column in ("h.0.attn.qkv/matmul", "h.0.mlp.fc/matmul", "head/matmul"):
         assert signatures[column] == "(B), (S(0)) -> (S(1))", column
     for row in ("h.0.attn.proj/matmul", "h.0.mlp.proj/matmul"):

@@ -97,23 +97,32 @@ def test_checkpoint_index_refuses_a_name_twice(tmp_path):
         checkpoint.load(path)
 
 
-@pytest.mark.parametrize("spec,error,message", [
-    ({"kind": 5, "signatures": {}}, TypeError, "strategy: 'kind' is 5, not a str"),
-    ({"kind": "random", "signatures": {}}, ValueError, "strategy: no 'seed'"),
-    ({"kind": "random", "seed": "a", "signatures": {}}, TypeError, "'seed' is 'a', not an integer"),
-    ({"kind": "random", "seed": 1, "stages": -3, "signatures": {}}, ValueError,
-     "stages >= 1 and seed >= 0"),
-    ({"kind": "manual", "signatures": [1]}, TypeError, "'signatures' is \\[1\\], not a dict"),
-], ids=["kind_int", "no_seed", "seed_str", "stages_negative", "signatures_list"])
-def test_strategy_fields_are_type_checked(tmp_path, spec, error, message):
+@pytest.mark.parametrize("spec,message", [
+    ({"kind": 5, "signatures": {}}, "is not a saved strategy: "),
+    ({"kind": "random", "seed": 1}, "holds kind 'random', not a strategy"),
+    ({"kind": "manual", "signatures": [1]}, "is not a saved strategy: "),
+    ({"kind": "manual", "signatures": {"fc1": "nonsense"}}, "op 'fc1': "),
+    ({"strategy": {"sources": [{"tensor": "x", "nd_sbp": "(Q)"}]}}, "tensor 'x': "),
+], ids=["kind_int", "random_spec", "signatures_list", "bad_signature", "bad_sbp"])
+def test_strategy_files_are_checked_when_read(tmp_path, spec, message):
     import json
 
     from oneflow_lite import _C
-    from tiny_program import tiny_program
 
-    program, loss = tiny_program()
     path = tmp_path / "strategy.json"
     path.write_text(json.dumps(spec))
-    with pytest.raises(error, match=message):
-        _C.DistributedSession(program, [0, 1], [2], _C.load_strategy(str(path)), [loss],
-                              num_threads=1)
+    with pytest.raises(ValueError, match=message):
+        _C.load_strategy(str(path))
+
+
+def test_plan_spec_arguments_are_type_checked():
+    from oneflow_lite import _C
+
+    with pytest.raises(ValueError, match="stages >= 1 and seed >= 0, got stages=-3 seed=1"):
+        _C.PlanSpec.random(1, -3)
+    with pytest.raises(ValueError, match="seed >= 0, got stages=1 seed=-1"):
+        _C.PlanSpec.random(-1)
+    with pytest.raises(TypeError):
+        _C.PlanSpec.random("a")
+    with pytest.raises(TypeError):
+        _C.PlanSpec.random(2**64)

@@ -198,6 +198,7 @@ def test_saved_strategy_loads_without_searching(tmp_path, monkeypatch):
         raise AssertionError("the planner ran although a strategy was loaded")
 
     monkeypatch.setattr(_C, "plan", no_search)
+    monkeypatch.setattr(_C.PlanSpec, "search", no_search)  # nn.Graph's compile searches so
     model = make_model("gpt")
     graph = TrainGraph(model, flow.optim.AdamW(model.named_parameters(), lr=0.01))
     graph.config.auto_parallel(cluster=CLUSTER, searcher="megatron", placement=MESH)

@@ -64,7 +64,7 @@ def numpy_train(batches, max_norm=None, lrs=None):
 
 def distributed(b, fetches, strategy=None):
     return _C.DistributedSession(b.program, [0, 1, 2, 3], [2, 2],
-                                 strategy or {"kind": "deduce", "pinned": PINNED}, fetches,
+                                 strategy or _C.PlanSpec.deduce(PINNED), fetches,
                                  num_threads=2, timeout_ms=30000)
 
 
@@ -74,7 +74,7 @@ def sessions_with_sharded_grads(b, fetches, count):
     grads = b.program.gradients()
     found = []
     for seed in range(200):
-        dist = distributed(b, fetches, {"kind": "random", "seed": seed})
+        dist = distributed(b, fetches, _C.PlanSpec.random(seed))
         sbps = [produced_sbp(dist.strategy(), grads[v]) for v in ("w1", "w2")]
         if any("P" in s for s in sbps) and any("S(" in s for s in sbps):
             found.append(dist)

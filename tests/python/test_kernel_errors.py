@@ -105,7 +105,7 @@ def test_distributed_session_rejects_bad_options(option, message):
     p.add_input("x", [4, 3])
     (y,) = p.add_op("relu", ["x"])
     with pytest.raises(ValueError, match=message):
-        _C.DistributedSession(p, [0, 1], [2], {}, [y], **option)
+        _C.DistributedSession(p, [0, 1], [2], None, [y], **option)
 
 
 class ForwardGraph(nn.Graph):

@@ -53,7 +53,7 @@ def test_data_parallel_costs_two_half_matmuls(cluster_path):
     planned = _C.plan(b.program, [2], cluster_path, "manual", pinned={"x": "S(0)"})
     assert planned.predicted_step_s == pytest.approx(48 * NS, rel=1e-9)
     assert planned.predicted_bytes == {0: 0, 1: 0}
-    assert planned.strategy["signatures"]["mm2"] == "(S(0)), (B) -> (S(0))"
+    assert planned.strategy.signatures["mm2"] == "(S(0)), (B) -> (S(0))"
     stats = planned.stats
     assert stats["ops"] == 2 and stats["searcher"] == "manual"
     assert stats["predicted_step_s"] == planned.predicted_step_s
@@ -103,8 +103,8 @@ def test_a_planned_strategy_runs_and_matches_numpy(cluster_path, tmp_path):
     path = str(tmp_path / "strategy.json")
     planned.save(path)
     loaded = _C.load_strategy(path)
-    assert loaded["signatures"] == planned.strategy["signatures"]
-    assert loaded["sources"] == planned.strategy["sources"]
+    assert loaded.signatures == planned.strategy.signatures
+    assert loaded.sources == planned.strategy.sources
     session = _C.DistributedSession(b.program, ranks=[0, 1], hierarchy=[2], strategy=loaded,
                                     fetches=[y], num_threads=1)
     x = np.arange(8, dtype=np.float32).reshape(4, 2) / 8
@@ -180,5 +180,5 @@ def test_one_cost_model_serves_several_searchers(cluster_path):
     with pytest.raises(ValueError, match="megatron_sources: no Transformer block weights"):
         model.plan("megatron_sources")
     # The rule-based megatron pairs the two matmuls: column, then row.
-    signatures = model.plan("megatron").strategy["signatures"]
+    signatures = model.plan("megatron").strategy.signatures
     assert sorted(signatures.values()) == ["(B), (S(1)) -> (S(1))", "(S(1)), (S(0)) -> (P)"]

@@ -170,7 +170,7 @@ def w_session(sbp, ranks):
     b.variable("w", W)
     y = b.matmul(x, "w")
     return _C.DistributedSession(b.program, list(ranks), [len(ranks)],
-                                 {"kind": "deduce", "pinned": {"w": f"({sbp})"}}, [y])
+                                 _C.PlanSpec.deduce({"w": f"({sbp})"}), [y])
 
 
 @pytest.fixture
@@ -229,7 +229,7 @@ def test_layout_and_slices_match_numpy():
     b.variable("w", w)
     y = b.matmul(x, "w")
     s = _C.DistributedSession(b.program, [0, 1, 2, 3], [2, 2],
-                              {"kind": "deduce", "pinned": {"w": "(S(0), B)"}}, [y])
+                              _C.PlanSpec.deduce({"w": "(S(0), B)"}), [y])
     assert s.local_ranks() == [0, 1, 2, 3]
     layout = s.variable_layout("w")
     assert (layout["shape"], layout["dtype"], layout["nd_sbp"]) == ([7, 5], "float32",

@@ -24,7 +24,7 @@ LAYOUTS = [(1, [1]), (2, [2]), (3, [3]), (4, [4]), (4, [2, 2])]
 
 
 def session(program, loss, devices, hierarchy, seed, stages):
-    strategy = {"kind": "random", "seed": seed, "stages": stages}
+    strategy = _C.PlanSpec.random(seed, stages)
     return _C.DistributedSession(program, list(range(devices)), hierarchy, strategy, [loss],
                                  num_threads=1, timeout_ms=30000)
 

@@ -31,7 +31,7 @@ def build():
 
 def session(g, **options):
     options.setdefault("timeout_ms", 30000)
-    return _C.DistributedSession(g.program, [0, 1, 2, 3], [2, 2], {"kind": "random", "seed": 5},
+    return _C.DistributedSession(g.program, [0, 1, 2, 3], [2, 2], _C.PlanSpec.random(5),
                                  [g.loss], num_threads=2, **options)
 
 

@@ -40,7 +40,7 @@ def session(b, fetches, mesh):
     whole = "(" + ", ".join(["B"] * len(mesh)) + ")"
     # The gradient pinned too: deduction would otherwise split the batch.
     pinned = {"wte": split, "ids": whole, "c": whole, b.program.gradients()["wte"]: split}
-    spec = {"kind": "deduce", "pinned": pinned}
+    spec = _C.PlanSpec.deduce(pinned)
     return _C.DistributedSession(b.program, ranks, mesh, spec, fetches, num_threads=2,
                                  timeout_ms=30000)
 
@@ -110,8 +110,7 @@ def test_a_table_sliced_by_boxing_looks_up_its_own_rows(mesh):
             signatures[name] = "(B), (B) -> (B)" if backward_mul else BOXED[op_type]
     sources = {"wte": "(B)", "wte/momentum": "(B)", "ids": "(B)", "c": "(B)"}
     dist = _C.DistributedSession(b.program, list(range(mesh[0])), mesh,
-                                 {"kind": "manual", "sources": sources,
-                                  "signatures": signatures},
+                                 _C.Strategy(sources, signatures),
                                  [out, loss], num_threads=2, timeout_ms=30000)
     got_out, got_loss = dist.run({"ids": ids, "c": c}, [out, loss])
     np.testing.assert_allclose(got_out, wte[ids], rtol=1e-12, atol=1e-12)

@@ -196,10 +196,7 @@ class Graph(GraphRun, GraphCheckpoint, GraphState):
         if c.planned is not None:
             c.planned.save(path)
         elif c.strategy is not None:
-            import json
-
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(c.strategy, f, indent=1)
+            c.strategy.save(path)
         else:
             raise ValueError("save_strategy: a one-device graph has no strategy")
 

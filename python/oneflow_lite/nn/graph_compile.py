@@ -1,12 +1,14 @@
 """What ``nn.Graph`` compiles a trace into, and the auto-parallel setting.
 
 ``ParallelConfig`` names the cluster, the searcher, the placement and the
-micro-batch count (``Graph.config.auto_parallel(...)``); ``plan`` costs and
-searches a program on it (``_C.plan``); ``Compiled`` holds the runnable
-session (``_C.Session`` on one device, ``_C.DistributedSession`` on a
-placement; both run their plan on the C++ actor runtime, the one executor of
-graphs) with the names it feeds and fetches, runs one step, and reads and
-writes the logical variables (parameters and optimizer state).
+micro-batch count (``Graph.config.auto_parallel(...)``); ``Compiled.build``
+compiles a program on it in one call, ``_C.compile`` (the placement built
+once, then the search, or a loaded strategy, and the session, in C++);
+``Compiled`` holds the runnable session (``_C.Session`` on one device, a
+``_C.DistributedSession`` on a placement; both run their plan on the C++
+actor runtime, the one executor of graphs) with the names it feeds and
+fetches, runs one step, and reads and writes the logical variables
+(parameters and optimizer state).
 
 Clusters: a preset name (``_C.cluster_presets()``), a Cluster text file, or
 "local": this machine, calibrated once per process and device count
@@ -126,15 +128,18 @@ class ParallelConfig:
     def devices(self) -> int:
         return len(self.ranks)
 
+    def placement(self):
+        """The ``_C.Placement`` of the user's ranks, hierarchy and device type."""
+        return _C.Placement(self.device_type, list(self.ranks), list(self.hierarchy))
 
-def plan(program, config: ParallelConfig, pinned: Dict[str, str]):
-    """Plans ``program`` under ``config``: a ``_C.PlannedStrategy``."""
-    cluster = resolve_cluster(config.cluster, config.devices)
-    with _progress.optimality_check(config.searcher, config.optimality_cap_s):
-        return _C.plan(program, list(config.hierarchy), cluster, config.searcher,
-                       pinned=dict(pinned), micro_batches=int(config.micro_batches),
-                       memory_limit=config.memory_limit, ranks=list(config.ranks),
-                       optimality_cap_s=config.optimality_cap_s)
+    def spec(self, pinned: Dict[str, str]):
+        """How the strategy is obtained: the saved one, else the search."""
+        if self.strategy_path is not None:
+            return _C.PlanSpec.given(_C.load_strategy(self.strategy_path))
+        cluster = resolve_cluster(self.cluster, self.devices)
+        return _C.PlanSpec.search(cluster, self.searcher, pinned=dict(pinned),
+                                  memory_limit=self.memory_limit,
+                                  optimality_cap_s=self.optimality_cap_s)
 
 
 @dataclass
@@ -148,7 +153,7 @@ class Compiled:
     variables: List[str]
     parallel: Optional[ParallelConfig] = None
     planned: object = None               # _C.PlannedStrategy, or None (loaded / one device)
-    strategy: Optional[dict] = None      # what the DistributedSession was built with
+    strategy: object = None              # the _C.Strategy the DistributedSession runs
     lr_input: Optional[str] = None       # fed every step when the graph trains
     steps: int = 0
     whole_on: Dict[str, int] = field(default_factory=dict)  # variable -> a local rank holding it
@@ -167,19 +172,16 @@ class Compiled:
             return Compiled(program, session, list(inputs), list(outputs), variables,
                             lr_input=lr_input)
         _world.check_placement(parallel.ranks)  # before planning: one line, what to pass
-        planned = None
-        if parallel.strategy_path is not None:
-            strategy = _C.load_strategy(parallel.strategy_path)
-        else:
-            planned = plan(program, parallel, pinned)
-            strategy = planned.strategy
-        session = _C.DistributedSession(
-            program, list(parallel.ranks), list(parallel.hierarchy), strategy, list(outputs),
-            num_threads=parallel.num_threads, timeout_ms=parallel.timeout_ms,
-            micro_batches=int(parallel.micro_batches), transactional=parallel.transactional,
-            device_type=parallel.device_type, trace_path=trace)
-        return Compiled(program, session, list(inputs), list(outputs), variables, parallel,
-                        planned, strategy, lr_input)
+        spec = parallel.spec(pinned)
+        searching = parallel.strategy_path is None
+        with _progress.optimality_check(parallel.searcher if searching else "",
+                                        parallel.optimality_cap_s if searching else None):
+            c = _C.compile(program, parallel.placement(), spec, list(outputs),
+                           num_threads=parallel.num_threads, timeout_ms=parallel.timeout_ms,
+                           micro_batches=int(parallel.micro_batches),
+                           transactional=parallel.transactional, trace_path=trace)
+        return Compiled(program, c.session, list(inputs), list(outputs), variables, parallel,
+                        c.planned, c.strategy, lr_input)
 
     def predicted_memory(self):
         """The predicted peak bytes per rank of this graph's session

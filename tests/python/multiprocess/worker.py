@@ -54,7 +54,7 @@ def run_case(index: int, threads: int):
     k = case["micro_batches"]
     model = td.make_model(case)
     g, params = td.build(model, case["batch"])
-    strategy = {"kind": "random", "seed": case["strategy_seed"], "stages": case["stages"]}
+    strategy = _C.PlanSpec.random(case["strategy_seed"], case["stages"])
     s = session(g, case["devices"], case["hierarchy"], strategy, k, threads,
                 bucket_bytes=case["bucket_bytes"])
     losses = td.train_micro_batches(s, g, data, k) if k > 1 else td.train(s, g, data)
@@ -82,7 +82,7 @@ def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, s
     if searcher == "autoddl":
         strategy = _C.plan(g.program, list(hierarchy), "v100_8gpu", "autoddl").strategy
     else:
-        strategy = {"kind": "random", "seed": int(searcher), "stages": 1}
+        strategy = _C.PlanSpec.random(int(searcher), 1)
     s = session(g, devices, hierarchy, strategy, 1, threads, timeout_ms=timeout_ms)
     return s, g, params, data
 
@@ -127,7 +127,7 @@ def main(argv) -> int:
     elif mode == "mismatch":
         case = model_case("gpt")
         g, _ = td.build(td.make_model(case), case["batch"])
-        strategy = {"kind": "random", "seed": 11 if PROCESS != 1 else 12, "stages": 1}
+        strategy = _C.PlanSpec.random(11 if PROCESS != 1 else 12, 1)
         try:
             session(g, 4, [4], strategy, 1, threads)
         except Exception as e:  # noqa: BLE001
@@ -158,7 +158,7 @@ def main(argv) -> int:
             case = dict(case, data_seed=case["data_seed"] + 1)
         g, params = td.build(td.make_model(case), case["batch"])
         try:
-            session(g, 4, [4], {"kind": "random", "seed": 3, "stages": 1}, 1, threads)
+            session(g, 4, [4], _C.PlanSpec.random(3, 1), 1, threads)
         except ValueError as e:
             save(out, "seeds", [], {}, error=str(e))
             return 1
@@ -189,7 +189,7 @@ def txn_session(threads: int, timeout_ms: int = 30000):
     """test_transactional_steps's GPT (Adam, dropout) on 4 ranks [2, 2]."""
     import test_transactional_steps as tt
     g = tt.build()
-    s = _C.DistributedSession(g.program, [0, 1, 2, 3], [2, 2], {"kind": "random", "seed": 5},
+    s = _C.DistributedSession(g.program, [0, 1, 2, 3], [2, 2], _C.PlanSpec.random(5),
                               [g.loss], num_threads=threads, timeout_ms=timeout_ms)
     return tt, g, s
 
