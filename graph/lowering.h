@@ -3,7 +3,9 @@
 // per logical tensor, a SOURCE task per fed input, a VARIABLE task per
 // variable and a COMPUTE task per op, in graph order, one slot per register,
 // and ctrl edges that make every in-place update act after the other
-// readers of the variable it writes (PlanBuilder::AddInPlaceCtrlEdges).
+// readers of the variable it writes (PlanBuilder::AddInPlaceCtrlEdges). A
+// matmul read only by a bias_add runs as one matmul_bias task
+// (graph/matmul_bias_fusion.h) unless options.fuse_matmul_bias is off.
 // api/Session runs it on the actor runtime as a one-rank plan; the
 // distributed lowering (SBP, boxing, several ranks) is
 // graph/distributed_lowering.h. Pure function.
@@ -14,6 +16,10 @@
 
 namespace ofl {
 
-Maybe<proto::Plan> LowerSingleDevice(const OpGraph& graph);
+struct SingleDeviceOptions {
+  bool fuse_matmul_bias = true;  // graph/matmul_bias_fusion.h
+};
+
+Maybe<proto::Plan> LowerSingleDevice(const OpGraph& graph, const SingleDeviceOptions& options = {});
 
 }  // namespace ofl
