@@ -43,7 +43,7 @@ bench/ops_gpt.py (4 layers, hidden 256, 4 heads, sequence 128, vocabulary
   communication and the second process cost nothing (every rank still
   runs the whole AdamW update).
 
-Every process has OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1; processes are not
+Each of our processes has OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1; processes are not
 pinned to cores (the machine is shared: pinning would tie a process to a core
 someone else is using). ``--rounds`` rounds, interleaved (single, dp2,
 dp2_pinned, half, dp4, emu2, torch1, ddp2, ddp4, ddp_emu2, single, ...;
