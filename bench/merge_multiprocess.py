@@ -1,8 +1,8 @@
 """Merges the parts of `bench/run.sh multiprocess` into
 bench/results/multiprocess.json: the all-reduce across 2 and 4 processes
 (bench/multiprocess_allreduce.cpp's JSON lines, one file per process count)
-and data-parallel GPT training on 2 processes over 1
-(bench/multiprocess_dp.py's JSON object).
+and data-parallel GPT training on 2 and 4 processes over 1, ours beside
+PyTorch DDP (bench/multiprocess_dp.py's JSON object).
 
 Headline fields first, with the goals they are held to and whether they
 are met; then `fields` (what each figure measured and how to rerun it
@@ -21,11 +21,13 @@ import sys
 
 from merge_results import cpu_model, git_commit
 
-GOALS = {"allreduce_over_socket_ring": 0.9, "allreduce_over_gloo_ring": 1.0, "dp2_speedup": 1.8}
+GOALS = {"allreduce_over_socket_ring": 0.9, "allreduce_over_gloo_ring": 1.0, "dp2_speedup": 1.8,
+         "ours_over_ddp": 1.0}
 HOW_TO_RERUN = ("bench/run.sh multiprocess  (builds first). Parts alone: "
                 "build/bench/multiprocess_allreduce --procs 2 --mb 64 --rounds 15; "
                 "the same with --procs 4; "
-                "PYTHONPATH=python .venv/bin/python bench/multiprocess_dp.py --rounds 5")
+                "PYTHONPATH=python .venv/bin/python bench/multiprocess_dp.py --rounds 5 "
+                "--torch-python .venv-torch/bin/python")
 
 
 def read_allreduce(path: str, rc: int, name: str, errors: dict) -> dict:
@@ -83,7 +85,14 @@ def headline(ar: dict, dp: dict) -> dict:
     for k in ("dp2_speedup", "dp2_pinned_speedup"):
         if dp.get(k) is not None:
             checks[f"{k} >= 1.8"] = dp[k] >= GOALS["dp2_speedup"]
+    for setting, ratio in (dp.get("ours_over_peer") or {}).items():
+        if ratio is not None and setting != "1":
+            checks[f"ours_over_ddp_{setting} >= 1.0"] = ratio >= GOALS["ours_over_ddp"]
     return {"allreduce_by_processes": table, "dp2_speedup": dp.get("dp2_speedup"),
+            "dp4_speedup": dp.get("dp4_speedup"),
+            "ours_over_ddp": dp.get("ours_over_peer"),
+            "ddp_speedup": {"2": dp.get("ddp2_speedup"), "4": dp.get("ddp4_speedup")},
+            "ddp_losses_agree": dp.get("peer_losses_agree"),
             "dp_samples_per_s": dp.get("median_samples_per_s"),
             "dp2_pinned_speedup": dp.get("dp2_pinned_speedup"),
             "dp_compute_ceiling": dp.get("compute_ceiling"),
@@ -108,6 +117,14 @@ FIELDS = {
     "dp2_pinned_speedup": "the same with every batch-major activation pinned to S(0) "
     "(bench/runtime_dp.py's strategy) instead of the data_parallel searcher's plan, which "
     "all-gathers the residual stream (32.5 MB sent per step and process against 17.0 MB)",
+    "ours_over_ddp": "per setting (\"1\": 1 process, no DDP; \"2\", \"4\": processes on "
+    "this machine's loopback; \"emulated2\": 2 emulated nodes of 1 process, links 860 Mbit/s, "
+    "as root), the median over rounds of our samples/s over PyTorch's in the same round: "
+    "DistributedDataParallel (Gloo, default 25 MiB buckets overlapped with backward) launched "
+    "by torchrun from .venv-torch, the same GPT, weights, batches, AdamW and 1 thread per "
+    "process, none of our environment variables (bench/multiprocess_peer.py)",
+    "ddp_speedup": "PyTorch's own: DDP samples/s on 2 (4) processes / 1 process without DDP",
+    "dp4_speedup": "as dp2_speedup on 4 processes (2 per core)",
     "dp_cpu_over_wall": "CPU seconds / wall seconds of each run's timed steps (process 0 in "
     "dp2): well below 1, the process waited for a core (the machine's load) or its peer",
     "dp_compute_ceiling": "median over rounds of 2 x (samples/s of the plain Session on 8 "
@@ -133,7 +150,8 @@ def main() -> int:
     result = {
         "what": "bench/run.sh multiprocess: all-reduce across 2 and 4 processes over TCP "
                 "loopback beside a plain-socket ring, one TCP stream and Gloo's rings; "
-                "data-parallel GPT training on 2 processes over 1",
+                "data-parallel GPT training on 2 and 4 processes (and 2 emulated nodes) over 1, "
+                "ours and PyTorch DDP",
         **headline(ar, dp),
         "fields": FIELDS,
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(),

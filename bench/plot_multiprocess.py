@@ -1,7 +1,8 @@
 """Draws bench/results/multiprocess.png from bench/results/multiprocess.json:
 all-reduce bus GB/s by process count (ours, the plain-socket ring, Gloo's two
 rings, one TCP stream), every round as a dot over the median bar; and
-data-parallel GPT samples/s on 1 and 2 processes with the speedup. Run by
+data-parallel GPT samples/s on 1 and 2 processes with the speedup; and ours
+beside PyTorch DDP on 1, 2 and 4 processes and 2 emulated nodes. Run by
 bench/run.sh multiprocess; rerun alone with
 ``.venv/bin/python bench/plot_multiprocess.py``."""
 import json
@@ -64,13 +65,44 @@ def dp_panel(ax, r):
                  fontsize=9)
 
 
+PEER_SETTINGS = [("1", "1 process", "single", "torch1"), ("2", "2 processes", "dp2", "ddp2"),
+                 ("4", "4 processes\n(2 per core)", "dp4", "ddp4"),
+                 ("emulated2", "2 emulated\nnodes", "emu2", "ddp_emu2")]
+
+
+def peer_panel(ax, r):
+    dp = r.get("multiprocess_dp") or {}
+    sps, med = dp.get("samples_per_s") or {}, dp.get("median_samples_per_s") or {}
+    ratio = dp.get("ours_over_peer") or {}
+    rows = [s for s in PEER_SETTINGS if s[2] in med and s[3] in med]
+    for j, (side, color, label) in enumerate(((2, "tab:blue", "ours"),
+                                              (3, "tab:orange", "PyTorch DDP (torchrun, Gloo)"))):
+        xs = [i + (j - 0.5) * 0.38 for i in range(len(rows))]
+        ys = [med[row[side]] for row in rows]
+        ax.bar(xs, ys, 0.38, color=color, label=label)
+        for x, row in zip(xs, rows):
+            ax.plot([x] * len(sps[row[side]]), sps[row[side]], "k.", ms=3)
+    for i, row in enumerate(rows):
+        top = max(med[row[2]], med[row[3]])
+        if ratio.get(row[0]) is not None:
+            ax.annotate(f"{ratio[row[0]]:.2f}x", (i, top), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([row[1] for row in rows], fontsize=7)
+    ax.set_ylabel("samples/s (higher is better)")
+    ax.set_title("GPT AdamW, global batch 16, 1 thread per process:\nours vs PyTorch DDP "
+                 "(label: ours / DDP, median of rounds; goal >= 1)", fontsize=9)
+    ax.legend(fontsize=7)
+
+
 def main() -> int:
     path = os.path.join(HERE, "results", "multiprocess.json")
     with open(path) as f:
         r = json.load(f)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2, 1.2]})
+    fig, axes = plt.subplots(1, 3, figsize=(18, 4.8),
+                             gridspec_kw={"width_ratios": [2, 1.2, 1.4]})
     allreduce_panel(axes[0], r)
     dp_panel(axes[1], r)
+    peer_panel(axes[2], r)
     m = r.get("machine", {})
     fig.suptitle(f"{m.get('cpu')}, {m.get('cores')} cores, load {m.get('loadavg_before')} "
                  f"(before) / {m.get('loadavg_after')} (after), commit {r.get('commit')}",

@@ -57,7 +57,9 @@
 #         Goals: GPT step >= 1.2x PyTorch, both matmuls >= 0.95x.
 #   multiprocess  bench/multiprocess_allreduce.cpp (64 MiB all-reduce across 2 and 4
 #         processes: ours vs a plain-socket ring, one TCP stream and Gloo's rings) +
-#         bench/multiprocess_dp.py (GPT data parallel on 2 processes over 1), merged by
+#         bench/multiprocess_dp.py (GPT data parallel on 2 and 4 processes over 1, and on
+#         2 emulated nodes as root; beside PyTorch DDP on the same settings, launched by
+#         torchrun from .venv-torch: bench/multiprocess_peer.py), merged by
 #         bench/merge_multiprocess.py into bench/results/multiprocess.json, plotted by
 #         bench/plot_multiprocess.py into multiprocess.png. Rounds: OFL_BENCH_AR_ROUNDS
 #         (all-reduce, default 15: a round takes about a second) and OFL_BENCH_ROUNDS
@@ -230,6 +232,7 @@ run_multiprocess() {
   local results=bench/results rounds=${OFL_BENCH_ROUNDS:-5} ar_rounds=${OFL_BENCH_AR_ROUNDS:-15}
   mkdir -p "$results"
   local load_before dp=$results/multiprocess_dp.json.tmp dp_rc=0 merge_rc=0 parts=() procs
+  local torch_py=""
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   for procs in 2 4; do
     local out=$results/multiprocess_allreduce_$procs.jsonl.tmp rc=0
@@ -238,9 +241,11 @@ run_multiprocess() {
       >"$out" || rc=$?
     parts+=("$procs:$out:$rc")
   done
-  echo "bench: multiprocess_dp.py (GPT, batch 16, 2 processes vs 1, $rounds rounds)" >&2
+  torch_py=$(torch_python) || echo "bench: no PyTorch DDP peer (its install failed)" >&2
+  echo "bench: multiprocess_dp.py (GPT, batch 16, 1, 2 and 4 processes and 2 emulated nodes" \
+    "(as root), ours and PyTorch DDP, $rounds rounds)" >&2
   PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/multiprocess_dp.py --rounds "$rounds" \
-    >"$dp" || dp_rc=$?
+    --torch-python "$torch_py" >"$dp" || dp_rc=$?
   "$OFL_PY" bench/merge_multiprocess.py --out "$results/multiprocess.json" \
     --load-before "$load_before" --allreduce "${parts[@]}" --dp "$dp" --dp-rc "$dp_rc" ||
     merge_rc=$?

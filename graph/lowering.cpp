@@ -2,11 +2,12 @@
 
 #include <map>
 
+#include "graph/matmul_bias_fusion.h"
 #include "graph/plan_builder.h"
 
 namespace ofl {
 
-Maybe<proto::Plan> LowerSingleDevice(const OpGraph& graph) {
+Maybe<proto::Plan> LowerSingleDevice(const OpGraph& graph, const SingleDeviceOptions& options) {
   PlanBuilder builder(1);
   std::map<std::string, int64_t> register_of;
   auto add_register = [&](const std::string& name, bool persistent) {
@@ -22,7 +23,12 @@ Maybe<proto::Plan> LowerSingleDevice(const OpGraph& graph) {
     int64_t reg = add_register(name, true);
     builder.AddTask(proto::TaskProto::VARIABLE, 0, 0, {}, {reg})->mutable_op_conf()->set_name(name);
   }
-  for (const OpNode& node : graph.ops()) {
+  const MatmulBiasFusion fusion =
+      options.fuse_matmul_bias ? FindMatmulBias(graph) : MatmulBiasFusion::None(graph);
+  for (int64_t i = 0; i < static_cast<int64_t>(graph.ops().size()); ++i) {
+    if (fusion.folded[i]) continue;  // runs inside the bias_add's matmul_bias task
+    const OpNode& node =
+        fusion.absorbs[i] >= 0 ? fusion.FusedNode(graph, i) : graph.ops()[i];
     std::vector<int64_t> inputs, outputs;
     for (const std::string& in : node.inputs) inputs.push_back(register_of.at(in));
     for (const std::string& out : node.outputs) outputs.push_back(add_register(out, false));

@@ -70,6 +70,7 @@ Maybe<std::vector<KernelTime>> TimeKernels(const OpGraph& graph,
   so.num_threads = options.num_threads;
   so.record_acts = true;
   so.transactional = false;
+  so.fuse_matmul_bias = false;  // each op's own time, as the distributed plans run them
   std::vector<std::unique_ptr<Session>> sessions;
   for (int d = 0; d < options.concurrent; ++d) {
     OFL_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, Session::Create(graph, so));

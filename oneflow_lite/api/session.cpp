@@ -29,7 +29,7 @@ Maybe<std::unique_ptr<Session>> Session::Create(const OpGraph& graph,
              " ms must be positive");
   std::unique_ptr<Session> s(new Session());
   s->threads_ = std::make_unique<KernelThreads>(options.num_threads);
-  OFL_ASSIGN_OR_RETURN(s->plan_, LowerSingleDevice(graph));
+  OFL_ASSIGN_OR_RETURN(s->plan_, LowerSingleDevice(graph, {options.fuse_matmul_bias}));
   RuntimeOptions ro;
   ro.num_threads = s->threads_->num_threads();
   ro.timeout = options.timeout;

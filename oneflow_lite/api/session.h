@@ -54,6 +54,7 @@ struct SessionOptions {
   // Every Run keeps its acts (start and end of each task's act) for
   // last_acts(), e.g. for kernel times (api/calibrate_kernels.h).
   bool record_acts = false;
+  bool fuse_matmul_bias = true;  // matmul + bias_add as one task (graph/matmul_bias_fusion.h)
 };
 
 class Program {

@@ -4,6 +4,12 @@
 //   matmul(a, b):       op(a) (m, k) x op(b) (k, n) -> (m, n), a and b 2-D
 //   batch_matmul(a, b): the same on the last two axes; a and b have equal
 //                       batch axes (no broadcasting), ndim >= 3
+//   matmul_bias(a, b, bias): matmul(a, b) + bias along the last axis, bias
+//                       1-D of size n, float32 or float64: matmul followed by
+//                       bias_add(axis=1) as one op, which the CPU kernel runs
+//                       as one oneDNN matmul with its bias argument (the
+//                       single-device lowering fuses the pair into it,
+//                       graph/matmul_bias_fusion.h)
 // op(x) is x, or x transposed when transpose_a / transpose_b is set.
 // bfloat16 a and b give a float32 out (float32 accumulation); the backward
 // then casts dy to bfloat16 and the input gradients back to bfloat16.
@@ -62,6 +68,22 @@ Maybe<std::vector<TensorDesc>> InferMatmulLike(const OpContext& ctx, bool batche
   return std::vector<TensorDesc>{{Shape(out), out_dtype}};
 }
 
+// matmul_bias: matmul's rules on a and b, then bias: 1-D, float32 or
+// float64 like them, of size out.shape[1].
+Maybe<std::vector<TensorDesc>> InferMatmulBias(const OpContext& ctx) {
+  OFL_ASSIGN_OR_RETURN(std::vector<TensorDesc> out, InferMatmulLike(ctx, false));
+  const TensorDesc& bias = ctx.input(2);
+  OFL_ENSURE(IsComputeFloat(ctx.input(0).dtype), ctx.where(), ": dtype ",
+             DataTypeName(ctx.input(0).dtype), " is not float32 or float64");
+  OFL_ENSURE(bias.dtype == ctx.input(0).dtype, ctx.where(), ": bias.dtype=",
+             DataTypeName(bias.dtype), " != a.dtype=", DataTypeName(ctx.input(0).dtype));
+  OFL_ENSURE(bias.shape.ndim() == 1, ctx.where(), ": bias must be 1-D, got bias.shape=",
+             bias.shape);
+  OFL_ENSURE(bias.shape[0] == out[0].shape[1], ctx.where(), ": bias.shape[0]=", bias.shape[0],
+             " != out.shape[1]=", out[0].shape[1]);
+  return out;
+}
+
 // "mk,kn->mn" with the flags applied, batch axes as extra letters up front.
 std::string MatmulSpec(const OpContext& ctx, int64_t num_batch) {
   static const std::string kBatchLetters = "abcdefghijlopqrstuvwxyz";  // no k, m, n
@@ -78,6 +100,19 @@ std::vector<SbpSignature> MatmulSbp(const OpContext& ctx) {
   int64_t num_batch = ctx.input(0).shape.ndim() - 2;
   if (num_batch > 23) return {{{Sbp::Broadcast(), Sbp::Broadcast()}, {Sbp::Broadcast()}}};
   return EinsumSignatures(MatmulSpec(ctx, num_batch));
+}
+
+// matmul's signatures with bias following the output's columns: S(0) when
+// out is S(1), P when out is P (each rank adds its addend of bias), else B.
+std::vector<SbpSignature> MatmulBiasSbp(const OpContext& ctx) {
+  std::vector<SbpSignature> sigs = MatmulSbp(ctx);
+  for (SbpSignature& sig : sigs) {
+    const Sbp& out = sig.outputs[0];
+    sig.inputs.push_back(out.is_split() && out.axis() == 1 ? Sbp::Split(0)
+                         : out.is_partial_sum()            ? Sbp::PartialSum()
+                                                           : Sbp::Broadcast());
+  }
+  return sigs;
 }
 
 // 2*m*n*k per batch element: one multiply and one add per term.
@@ -131,6 +166,17 @@ Status MatmulLikeGrad(GradContext& g, const std::string& op) {
   return Status::OK();
 }
 
+// matmul's gradients of a and b, and bias's: dy summed over its rows.
+Status MatmulBiasGrad(GradContext& g) {
+  OFL_RETURN_IF_ERROR(MatmulLikeGrad(g, "matmul"));
+  if (!g.NeedsInputGrad(2)) return Status::OK();
+  OFL_ASSIGN_OR_RETURN(std::string dbias,
+                       g.Emit1("reduce_sum", {g.OutputGrad(0)},
+                               {{"axes", std::vector<int64_t>{0}}, {"keepdims", false}}));
+  g.SetInputGrad(2, dbias);
+  return Status::OK();
+}
+
 // AttrValue(false), not a bare false: that would pick OpDef::Attr(name, int).
 OFL_REGISTER_OP("matmul")
     .Input("a")
@@ -155,6 +201,23 @@ OFL_REGISTER_OP("batch_matmul")
     .Cost(MatmulCost)
     .Grad([](GradContext& g) { return MatmulLikeGrad(g, "batch_matmul"); })
     .Doc("Matrix product over the last two axes; a and b have identical batch axes.");
+
+OFL_REGISTER_OP("matmul_bias")
+    .Input("a")
+    .Input("b")
+    .Input("bias")
+    .Output("out")
+    .Attr("transpose_a", AttrValue(false))
+    .Attr("transpose_b", AttrValue(false))
+    .InferShape(InferMatmulBias)
+    .Sbp(MatmulBiasSbp)
+    .Cost([](const OpContext& ctx, const std::vector<TensorDesc>& outs) {
+      OpCost cost = MatmulCost(ctx, outs);  // + one add per element of out
+      cost.flops += static_cast<double>(outs[0].shape.NumElements());
+      return cost;
+    })
+    .Grad(MatmulBiasGrad)
+    .Doc("matmul(a, b) + bias along the last axis (bias 1-D of size n); float32 or float64.");
 
 }  // namespace
 }  // namespace ofl

@@ -1,4 +1,4 @@
-"""Rows for the math ops: matmul, batch_matmul, add/sub/mul/div,
+"""Rows for the math ops: matmul, batch_matmul, matmul_bias, add/sub/mul/div,
 broadcast_to/sum_to, scalar_add/scalar_mul/scalar_pow, bias_add,
 reduce_sum/reduce_mean. Backward references are written in numpy from the
 calculus, independent of the ops' own gradient rules."""
@@ -105,6 +105,41 @@ MATMUL = [
     _mm_row("batch_matmul_tb", "batch_matmul", (3, 2, 4), (3, 5, 4), {"transpose_b": True}),
     _mm_row("batch_matmul_ta_tb", "batch_matmul", (2, 4, 3), (2, 5, 4),
             {"transpose_a": True, "transpose_b": True}),
+]
+
+
+# ---- matmul_bias: matmul + bias along the last axis ----------------------------
+
+def _mmb_forward(xs, a):
+    return [_mm_forward(xs[:2], a)[0] + xs[2]]
+
+
+def _mmb_backward(xs, a, dys):
+    return _mm_backward(xs[:2], a, dys) + [dys[0].sum(axis=0)]
+
+
+def _mmb_row(id, a_shape, b_shape, n, attrs, **extra):
+    return OpCase(id=id, op="matmul_bias", make_inputs=_normal(a_shape, b_shape, (n,)),
+                  forward=_mmb_forward, backward=_mmb_backward, attrs=attrs, **extra)
+
+
+MATMUL_BIAS = [
+    _mmb_row(
+        "matmul_bias", (3, 4), (4, 5), 5, {},
+        cost_inputs=[([64, 32], F32), ([32, 16], F32), ([16], F32)],
+        flops=2 * 64 * 16 * 32 + 64 * 16,  # 2*m*n*k and one add per element of out
+        memory_bytes=64 * 16 * 4,           # out (64, 16) float32 = 4096
+        errors=[
+            ErrorCase([([2, 4], F32), ([4, 3], F32), ([4], F32)], {},
+                      ["matmul_bias: bias.shape[0]=4 != out.shape[1]=3"]),
+            ErrorCase([([2, 4], F32), ([4, 3], F32), ([1, 3], F32)], {},
+                      ["matmul_bias: bias must be 1-D", "bias.shape=(1, 3)"]),
+            ErrorCase([([2, 4], F32), ([4, 3], F32), ([3], F64)], {},
+                      ["matmul_bias: bias.dtype=float64 != a.dtype=float32"]),
+            ErrorCase([([2, 4], F32), ([4, 3], F32)], {}, ["matmul_bias", "expects 3 inputs"]),
+        ]),
+    _mmb_row("matmul_bias_tb", (3, 4), (5, 4), 5, {"transpose_b": True}),
+    _mmb_row("matmul_bias_ta_tb", (4, 3), (5, 4), 5, {"transpose_a": True, "transpose_b": True}),
 ]
 
 
@@ -468,4 +503,4 @@ REDUCE = [
 ]
 
 
-CASES = MATMUL + BINARY + BROADCAST + SCALAR + BIAS + REDUCE
+CASES = MATMUL + MATMUL_BIAS + BINARY + BROADCAST + SCALAR + BIAS + REDUCE
