@@ -54,6 +54,7 @@ import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -139,7 +140,7 @@ def plan_row(model, base: dict, searcher: str) -> dict:
 def run_config(program, base, mesh, cluster, searchers, log, **cost_args) -> list:
     """One cost model for the configuration, every searcher on it. Each row's
     seconds = the model's build seconds + that searcher's search seconds."""
-    base = dict(base, mesh=list(mesh), cluster=cluster)
+    base = dict(base, mesh=list(mesh), cluster=cluster, **cpu_fields())
     started, cpu = time.perf_counter(), time.process_time()
     try:
         model = _C.build_cost_model(program, list(mesh), cluster, **cost_args)
@@ -250,7 +251,13 @@ SCALE_RUNS = 3  # timings per scale row: the median is the figure
 # (layers, mesh, micro-batches): the 96-layer GPT on 1,024 devices (global
 # batch 512, as the rows above) and 2 layers on 4,096 devices with one
 # sample per device (8 x 512 = 4,096 sequences).
-SCALE_CONFIGS = ((96, [128, 8], 64), (2, [64, 64], 512), (2, [512, 8], 512))
+SCALE_CONFIGS = ((96, [128, 8], 64, {}), (2, [64, 64], 512, {}), (2, [512, 8], 512, {}),
+                 (32, [8, 8], 64, dict(vocab=128256)))
+# The 8B-class row (32 layers, hidden 4096, LLaMA 3's vocabulary of 128,256 on
+# 64 devices) beside the public figure the issue gives for PyTorch's autoparallel.
+PUBLIC_8B = dict(tool="PyTorch autoparallel", model="LLaMA 8B", devices=64, seconds=46.8,
+                 source="as quoted in the search issue: plans an 8B LLaMA on 64 GPUs in 46.8 s, "
+                        "0.00 % off its ILP on 2-D meshes (machine not stated)")
 # The whole `python -m oneflow_lite.train --plan-only` command: its default
 # 96-layer GPT on [128, 8], and 2 layers on 4,096 devices with one sequence
 # per device (--batch 4096 as 512 micro-batches of 8).
@@ -278,6 +285,14 @@ def _isa() -> str:
     return " ".join(flag for flag in wanted if flag in flags) or "none of avx/avx2/avx512"
 
 
+def cpu_fields() -> dict:
+    """The CPU model (lscpu's model name) and vector ISA recorded beside every
+    search figure: the same machine kind without AVX-512 is about 2x slower."""
+    isa = _isa()
+    return dict(cpu=cpu_model(), cpu_isa="avx512" if "avx512f" in isa else
+                ("avx2" if "avx2" in isa else "neither avx2 nor avx512"))
+
+
 def median(values):
     values = sorted(values)
     mid = len(values) // 2
@@ -289,8 +304,9 @@ def scale_rows(log) -> list:
     included: each run builds it anew), and the whole `--plan-only` command
     of train.py's default 96-layer model on [128, 8] as a subprocess."""
     rows = []
-    for layers, mesh, micro_batches in SCALE_CONFIGS:
-        program, _ = build_program("gpt", layers=layers, batch=GPT_MICRO_BATCH, **GPT)
+    for layers, mesh, micro_batches, sizes in SCALE_CONFIGS:
+        program, _ = build_program("gpt", layers=layers, batch=GPT_MICRO_BATCH,
+                                   **dict(GPT, **sizes))
         devices = mesh[0] * mesh[1]
         batch = GPT_MICRO_BATCH * micro_batches
         row = dict(model="gpt", layers=layers, mesh=mesh, devices=devices,
@@ -298,7 +314,10 @@ def scale_rows(log) -> list:
                    searcher="autoddl", micro_batch=GPT_MICRO_BATCH, batch=batch,
                    batch_note=f"global batch {batch} sequences of 2048 = {batch / devices:g} "
                               f"per device ({micro_batches} micro-batches of {GPT_MICRO_BATCH})",
-                   build_seconds_runs=[], seconds_runs=[], cpu_seconds_runs=[])
+                   build_seconds_runs=[], seconds_runs=[], cpu_seconds_runs=[],
+                   hidden=GPT["hidden"], vocab=sizes.get("vocab", GPT["vocab"]), **cpu_fields())
+        if sizes.get("vocab") == 128256:
+            row["public_figure"] = PUBLIC_8B
         for _ in range(SCALE_RUNS):
             started, cpu = time.perf_counter(), time.process_time()
             model = _C.build_cost_model(program, mesh, "h100_8gpu", micro_batches=micro_batches,
@@ -317,12 +336,16 @@ def scale_rows(log) -> list:
         rows.append(row)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     for argv in PLAN_ONLY_ARGVS:
-        runs = []
+        runs, cpu_runs = [], []
         for _ in range(SCALE_RUNS):
             started = time.perf_counter()
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
             proc = subprocess.run([sys.executable, "-m", "oneflow_lite.train"] + argv,
                                   env=env, capture_output=True, text=True, timeout=1800)
             runs.append(round(time.perf_counter() - started, 2))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_runs.append(round(after.ru_utime + after.ru_stime - children.ru_utime
+                                  - children.ru_stime, 2))
             if proc.returncode != 0:
                 CHECKS_FAILED.append(("plan-only " + " ".join(argv), proc.stderr.strip()[-300:]))
                 break
@@ -330,8 +353,9 @@ def scale_rows(log) -> list:
         rows.append(dict(command=command, cluster_note=CLUSTER_NOTE,
                          what="the whole command: start, trace, plan, report (with its "
                               "optimality cap), expert presets",
-                         seconds_runs=runs, seconds=median(runs)))
-        log(f"  {command}: {median(runs)} s median, runs {runs}")
+                         seconds_runs=runs, seconds=median(runs), cpu_seconds_runs=cpu_runs,
+                         cpu_seconds=median(cpu_runs), **cpu_fields()))
+        log(f"  {command}: {median(runs)} s median, runs {runs}, CPU {cpu_runs}")
     return rows
 
 

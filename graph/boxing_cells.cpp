@@ -1,6 +1,7 @@
 // The SEND_RECV step priced per cell of the source and target grids
 // (graph/boxing_rules.h SendRecvByCells).
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -13,15 +14,6 @@
 namespace ofl::boxing_internal {
 
 namespace {
-
-// A tensor laid out by an NdSbp without P as a grid: per tensor axis its
-// sorted cuts (begin, size), and per rank its cell.
-struct Grid {
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> cuts;
-  std::vector<int64_t> strides;
-  int64_t cells = 1;
-  std::vector<int64_t> cell_of;  // per rank index of the placement
-};
 
 Grid GridOf(const Shape& logical, const Placement& p, const NdSbp& nd_sbp) {
   const int64_t ndim = logical.ndim();
@@ -66,13 +58,26 @@ Grid GridOf(const Shape& logical, const Placement& p, const NdSbp& nd_sbp) {
   return g;
 }
 
+// GridOf(...), from `memo` when it has it (and kept there).
+std::shared_ptr<const Grid> SharedGrid(const Shape& logical, const Placement& p,
+                                       const NdSbp& nd_sbp, SendRecvMemo* memo) {
+  if (memo == nullptr) return std::make_shared<const Grid>(GridOf(logical, p, nd_sbp));
+  SendRecvMemo::GridKey key{logical.dims(), p.hierarchy().dims(), nd_sbp};
+  auto it = memo->grids.find(key);
+  if (it == memo->grids.end()) {
+    it = memo->grids.emplace(std::move(key), std::make_shared<const Grid>(GridOf(logical, p, nd_sbp)))
+             .first;
+  }
+  return it->second;
+}
+
 // The pricer of one SEND_RECV step: the two grids, holders per box,
 // receivers per target cell, the (box, target cell) of every holder that
 // receives, and per tensor axis and source cut the target cuts it meets.
 class CellPricer {
  public:
   CellPricer(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
-             const Placement& tp, const NdSbp& target);
+             const Placement& tp, const NdSbp& target, SendRecvMemo* memo);
 
   // (busiest, total), or empty when a box with several holders gets
   // requests of different sizes (then the order of the receivers matters).
@@ -96,7 +101,9 @@ class CellPricer {
 
   int64_t ndim_;
   int64_t element_size_;
-  Grid src_, dst_;
+  std::shared_ptr<const Grid> src_grid_, dst_grid_;
+  const Grid& src_;
+  const Grid& dst_;
   std::vector<int64_t> holders_;                  // per source cell
   std::vector<int64_t> receivers_;                // per target cell
   std::vector<std::pair<int64_t, int64_t>> own_;  // (source cell, target cell), sorted
@@ -107,15 +114,23 @@ class CellPricer {
   int64_t replicas_ = -1;  // receivers of every non-empty target cell; -1 when they differ
 };
 
-CellPricer::CellPricer(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
-                       const Placement& tp, const NdSbp& target)
-    : ndim_(logical.shape.ndim()), element_size_(SizeOf(logical.dtype)) {
-  NdSbp target_splits = target;  // P target axes: only coordinate 0 receives (no kept P here)
+// P target axes: only coordinate 0 receives (no kept P here), as a B axis.
+NdSbp TargetSplits(const NdSbp& target) {
+  NdSbp splits = target;
   for (int64_t a = 0; a < target.size(); ++a) {
-    if (target[a].is_partial_sum()) target_splits = With(target_splits, a, Sbp::Broadcast());
+    if (target[a].is_partial_sum()) splits = With(splits, a, Sbp::Broadcast());
   }
-  src_ = GridOf(logical.shape, sp, source);
-  dst_ = GridOf(logical.shape, tp, target_splits);
+  return splits;
+}
+
+CellPricer::CellPricer(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
+                       const Placement& tp, const NdSbp& target, SendRecvMemo* memo)
+    : ndim_(logical.shape.ndim()),
+      element_size_(SizeOf(logical.dtype)),
+      src_grid_(SharedGrid(logical.shape, sp, source, memo)),
+      dst_grid_(SharedGrid(logical.shape, tp, TargetSplits(target), memo)),
+      src_(*src_grid_),
+      dst_(*dst_grid_) {
   CountReceivers(sp, tp, target);
   AxisMeets();
   // Receivers per target cell of positive size (the others get nothing) are
@@ -290,12 +305,12 @@ std::optional<std::pair<int64_t, int64_t>> CellPricer::Price() const {
 
 std::optional<std::pair<int64_t, int64_t>> SendRecvByCells(const TensorDesc& logical,
                                                            const Placement& sp, const NdSbp& source,
-                                                           const Placement& tp,
-                                                           const NdSbp& target) {
+                                                           const Placement& tp, const NdSbp& target,
+                                                           SendRecvMemo* memo) {
   for (int64_t a = 0; a < source.size(); ++a) {
     if (source[a].is_partial_sum()) return std::nullopt;
   }
-  return CellPricer(logical, sp, source, tp, target).Price();
+  return CellPricer(logical, sp, source, tp, target, memo).Price();
 }
 
 }  // namespace ofl::boxing_internal

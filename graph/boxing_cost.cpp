@@ -15,6 +15,7 @@ namespace {
 
 using boxing_internal::AxisKind;
 using boxing_internal::AxisStepBytes;
+using boxing_internal::SendRecvMemo;
 using boxing_internal::SliceShape;
 using boxing_internal::With;
 
@@ -184,25 +185,50 @@ bool AxisByAxis(const TensorDesc& logical, const Shape& h, const NdSbp& from, co
   return true;
 }
 
-// The SEND_RECV step from (sp, source) to (tp, target): per cell where that
-// is exact, else by the walk over the receivers.
+// The SEND_RECV step's (busiest, total) bytes: per cell where that is exact,
+// else by the walk over the receivers.
+std::pair<int64_t, int64_t> SendRecvTotals(const TensorDesc& logical, const Placement& sp,
+                                           const NdSbp& source, const Placement& tp,
+                                           const NdSbp& target, SendRecvMemo* memo) {
+  if (auto by_cells = boxing_internal::SendRecvByCells(logical, sp, source, tp, target, memo)) {
+    return *by_cells;
+  }
+  // Ranks of neither placement send nothing: the vector's max and sum are the step's.
+  std::pair<int64_t, int64_t> bytes{0, 0};
+  for (int64_t b :
+       boxing_internal::SendRecvBytes(logical, sp, source, tp, target, /*transfers=*/nullptr)) {
+    bytes.first = std::max(bytes.first, b);
+    bytes.second = SaturatingAdd(bytes.second, b);
+  }
+  return bytes;
+}
+
+// The SEND_RECV step from (sp, source) to (tp, target), from `memo` when it
+// has it (and kept there) where its key holds.
 BoxingStepCost SendRecvCost(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
-                            const Placement& tp, const NdSbp& target) {
+                            const Placement& tp, const NdSbp& target, SendRecvMemo* memo) {
   BoxingStepCost step;
   step.kind = proto::BoxingConf::SEND_RECV;
   step.from = source;
   step.to = target;
-  if (auto by_cells = boxing_internal::SendRecvByCells(logical, sp, source, tp, target)) {
-    step.max_bytes = by_cells->first;
-    step.total_bytes = by_cells->second;
-    return step;
+  std::pair<int64_t, int64_t> bytes;
+  if (memo != nullptr && sp == tp &&
+      std::is_sorted(sp.ranks().begin(), sp.ranks().end())) {
+    // Within one placement the bytes depend on it only through its hierarchy
+    // (and, in the walk, on the order of its ranks: ascending here).
+    SendRecvMemo::BytesKey key{logical.shape.dims(), SizeOf(logical.dtype), sp.hierarchy().dims(),
+                               source, target};
+    auto it = memo->bytes.find(key);
+    if (it == memo->bytes.end()) {
+      it = memo->bytes.emplace(std::move(key), SendRecvTotals(logical, sp, source, tp, target, memo))
+               .first;
+    }
+    bytes = it->second;
+  } else {
+    bytes = SendRecvTotals(logical, sp, source, tp, target, memo);
   }
-  // Ranks of neither placement send nothing: the vector's max and sum are the step's.
-  for (int64_t b :
-       boxing_internal::SendRecvBytes(logical, sp, source, tp, target, /*transfers=*/nullptr)) {
-    step.max_bytes = std::max(step.max_bytes, b);
-    step.total_bytes = SaturatingAdd(step.total_bytes, b);
-  }
+  step.max_bytes = bytes.first;
+  step.total_bytes = bytes.second;
   return step;
 }
 
@@ -230,9 +256,15 @@ std::string BoxingStepCost::ToString() const {
   return out.str();
 }
 
+BoxingCostCache::BoxingCostCache() : memo_(std::make_unique<SendRecvMemo>()) {}
+BoxingCostCache::~BoxingCostCache() = default;
+BoxingCostCache::BoxingCostCache(BoxingCostCache&&) noexcept = default;
+BoxingCostCache& BoxingCostCache::operator=(BoxingCostCache&&) noexcept = default;
+
 Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& from_placement,
                                  const NdSbp& from, const Placement& to_placement, const NdSbp& to,
-                                 const std::string& name) {
+                                 const std::string& name, BoxingCostCache* cache) {
+  SendRecvMemo* memo = cache != nullptr ? &cache->memo() : nullptr;
   OFL_RETURN_IF_ERROR(
       boxing_internal::CheckBoxing(logical, from_placement, from, to_placement, to, name));
   BoxingCost cost;
@@ -242,7 +274,8 @@ Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& fro
   std::pair<int64_t, int64_t> axis_bytes;
   if (same && AxisByAxis(logical, h, from, to, &cost, &axis_bytes)) {
     if (boxing_internal::DirectCanWin(from, to, axis_bytes)) {
-      BoxingStepCost direct = SendRecvCost(logical, from_placement, from, to_placement, to);
+      BoxingStepCost direct =
+          SendRecvCost(logical, from_placement, from, to_placement, to, memo);
       if (boxing_internal::DirectWins({direct.max_bytes, direct.total_bytes}, axis_bytes)) {
         cost.steps = {std::move(direct)};
       }
@@ -253,7 +286,7 @@ Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& fro
                             boxing_internal::ReductionSteps(logical.shape, from, same ? &to : nullptr),
                             &cost);
   if (!same || cur != to) {
-    cost.steps.push_back(SendRecvCost(logical, from_placement, cur, to_placement, to));
+    cost.steps.push_back(SendRecvCost(logical, from_placement, cur, to_placement, to, memo));
   }
   return cost;
 }

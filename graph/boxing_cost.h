@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,11 +52,33 @@ struct BoxingCost {
   std::vector<BoxingStepCost> steps;
 };
 
+namespace boxing_internal {
+struct SendRecvMemo;
+}
+
+// What PlanBoxingCost may keep between the calls of one cost-model build:
+// the slice grids of the SEND_RECV pricing per (shape, hierarchy, NdSbp) and
+// each SEND_RECV step within one placement per (shape, element size,
+// hierarchy, source, target), which is all it depends on. Not synchronised.
+class BoxingCostCache {
+ public:
+  BoxingCostCache();
+  ~BoxingCostCache();
+  BoxingCostCache(BoxingCostCache&&) noexcept;
+  BoxingCostCache& operator=(BoxingCostCache&&) noexcept;
+  boxing_internal::SendRecvMemo& memo() { return *memo_; }
+
+ private:
+  std::unique_ptr<boxing_internal::SendRecvMemo> memo_;
+};
+
 // PlanBoxingBytes's steps and byte counts, per class of ranks (above). Same
-// checks and errors as PlanBoxing.
+// checks and errors as PlanBoxing. `cache` (may be null) makes repeated
+// SEND_RECV pricings cheap; the answer is the same with or without it.
 Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& from_placement,
                                  const NdSbp& from, const Placement& to_placement, const NdSbp& to,
-                                 const std::string& name = "tensor");
+                                 const std::string& name = "tensor",
+                                 BoxingCostCache* cache = nullptr);
 
 // The same summary of a plan that visited every rank.
 BoxingCost CostOf(const BoxingPlan& plan);

@@ -7,10 +7,12 @@
 // Pure functions over value types; thread-safe. Not for use outside graph/.
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <utility>
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -76,6 +78,27 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
 BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const NdSbp& source,
                         const Placement& tp, const NdSbp& target, bool with_transfers);
 
+// A tensor laid out by an NdSbp without P as a grid: per tensor axis its
+// sorted cuts (begin, size), and per rank index of the placement its cell.
+// It depends on the placement only through its hierarchy.
+struct Grid {
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> cuts;
+  std::vector<int64_t> strides;
+  int64_t cells = 1;
+  std::vector<int64_t> cell_of;
+};
+
+// What the SEND_RECV pricings of one cost-model build share: the grids per
+// (shape, hierarchy, NdSbp), and the (busiest, total) bytes of a step within
+// one placement per (shape, element size, hierarchy, source, target), where
+// they depend on the placement only through its hierarchy. Not synchronised.
+struct SendRecvMemo {
+  using GridKey = std::tuple<std::vector<int64_t>, std::vector<int64_t>, NdSbp>;
+  using BytesKey = std::tuple<std::vector<int64_t>, int64_t, std::vector<int64_t>, NdSbp, NdSbp>;
+  std::map<GridKey, std::shared_ptr<const Grid>> grids;
+  std::map<BytesKey, std::pair<int64_t, int64_t>> bytes;
+};
+
 // The SEND_RECV step's (busiest, total) bytes without walking its
 // receivers, where that is exact (boxing_cells.cpp): the source has no P
 // axis; requests are counted per target cell (the receivers wanting that
@@ -84,10 +107,11 @@ BoxingStep SendRecvStep(const TensorDesc& logical, const Placement& sp, const Nd
 // spreads them as at most w * ceil(m / H) (least loaded, then lowest rank).
 // Empty when not exact (a box with several holders gets requests of
 // different sizes): then SendRecvBytes walks the ranks.
+// `memo` (may be null) keeps the grids between calls.
 std::optional<std::pair<int64_t, int64_t>> SendRecvByCells(const TensorDesc& logical,
                                                            const Placement& sp, const NdSbp& source,
-                                                           const Placement& tp,
-                                                           const NdSbp& target);
+                                                           const Placement& tp, const NdSbp& target,
+                                                           SendRecvMemo* memo = nullptr);
 
 // The run [lo, hi) of `cuts` (sorted, disjoint (begin, size) pairs along one
 // axis) that meets [begin, end). Both SEND_RECV walks use it.

@@ -250,7 +250,8 @@ Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_plac
   if (it != box_cache_.end()) return it->second;
   const Placement& fp = placement_list_[from_placement];
   const Placement& tp = placement_list_[to_placement];
-  OFL_ASSIGN_OR_RETURN(BoxingCost cost, PlanBoxingCost(desc, fp, from, tp, to, name));
+  OFL_ASSIGN_OR_RETURN(BoxingCost cost,
+                       PlanBoxingCost(desc, fp, from, tp, to, name, &boxing_cost_cache_));
   ++boxing_plans_;
   // Only what the runtime fuses shares a bucket's latency.
   const bool bucketed = gradient && from_placement == to_placement &&

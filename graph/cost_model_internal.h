@@ -148,6 +148,7 @@ class Builder {
   std::map<std::string, int> node_of_;            // op or source -> node
   using BoxKey = std::tuple<std::vector<int64_t>, int, NdSbp, int, NdSbp>;
   std::map<BoxKey, double> box_cache_;
+  BoxingCostCache boxing_cost_cache_;  // what PlanBoxingCost shares across conversions
   std::map<std::vector<NdSbp>, int> sbp_lists_;
   using MatrixKey =
       std::tuple<std::vector<int64_t>, int, int, int, int, int64_t, std::vector<double>>;

@@ -10,6 +10,7 @@
 
 #include "search/ball_descent.h"
 #include "search/block_alias.h"
+#include "search/cutset.h"
 #include "search/dominance.h"
 #include "search/elimination.h"
 #include "search/pair_descent.h"
@@ -141,8 +142,12 @@ std::vector<int> EliminationStart(const CostGraph& graph, int64_t max_entries, i
   return LagrangianSolve(graph, made.value(), iterations);
 }
 
-// Block aliasing (block_alias.h): autoddl over the aliased graph, its answer
-// lifted; empty when no two nodes are alike or that search fails.
+// The work cutset conditioning may spend on the aliased graph (cutset.h:
+// assignments x table entries).
+constexpr int64_t kBlockCutsetBudget = int64_t{1} << 27;
+
+// Block aliasing (block_alias.h): the aliased graph's answer lifted; empty
+// when no two nodes are alike or its search fails.
 std::vector<int> BlocksStart(const CostGraph& graph, const AxisLabels& labels,
                              const AutoddlOptions& options, int64_t* aliased_nodes) {
   NodeClasses classes = StructuralClasses(graph, labels, options.block_rounds);
@@ -157,9 +162,23 @@ std::vector<int> BlocksStart(const CostGraph& graph, const AxisLabels& labels,
   // The aliased graph is small: its "elimination" start may use larger tables.
   inner.elimination_max_entries =
       std::max(options.elimination_max_entries, options.block_max_entries);
-  Maybe<AutoddlResult> found = AutoddlSearch(aliased.graph(), inner);
-  if (!found.ok()) return {};
-  return aliased.Lift(found.value().solution.choice);
+  // The aliased graph's optimum by cutset conditioning where that is cheap
+  // (its layer-to-layer edges close rings too wide to eliminate); else, or
+  // when memory bound a solve, autoddl over it too, and the better answer.
+  const CostGraph& a = aliased.graph();
+  CutsetOptions cut;
+  cut.max_entries = options.block_max_entries;
+  cut.budget = kBlockCutsetBudget;
+  cut.lagrangian_iterations = options.lagrangian_iterations;
+  CutsetAnswer exact = CutsetSolve(a, cut);
+  if (exact.exact && !exact.choice.empty()) return aliased.Lift(exact.choice);
+  Maybe<AutoddlResult> found = AutoddlSearch(a, inner);
+  if (!found.ok()) return exact.choice.empty() ? std::vector<int>{} : aliased.Lift(exact.choice);
+  const std::vector<int>& searched = found.value().solution.choice;
+  if (!exact.choice.empty() && a.TotalSeconds(exact.choice) < a.TotalSeconds(searched)) {
+    return aliased.Lift(exact.choice);
+  }
+  return aliased.Lift(searched);
 }
 
 // Single-node sweeps as CoordinateDescent, remembering between runs what

@@ -54,9 +54,10 @@ std::string Describe(const BoxingCost& cost) {
 
 // Checks one case; returns the number of steps (for the coverage counts).
 void ExpectSameAsPerRank(const TensorDesc& x, const Placement& fp, const NdSbp& from,
-                         const Placement& tp, const NdSbp& to, int* axis_steps, int* send_recv) {
+                         const Placement& tp, const NdSbp& to, int* axis_steps, int* send_recv,
+                         BoxingCostCache* cache = nullptr) {
   auto slow = PlanBoxingBytes(x, fp, from, tp, to, "x");
-  auto fast = PlanBoxingCost(x, fp, from, tp, to, "x");
+  auto fast = PlanBoxingCost(x, fp, from, tp, to, "x", cache);
   ASSERT_EQ(slow.ok(), fast.ok()) << x.shape << " " << from << " -> " << to;
   if (!slow.ok()) return;
   const BoxingCost oracle = CostOf(slow.value());
@@ -106,6 +107,33 @@ TEST(BoxingCostTest, EqualsThePerRankPlannerOnRandomCases) {
   EXPECT_GT(axis_steps, 2000);
   EXPECT_GT(send_recv, 300);
   EXPECT_EQ(cross, 800);
+}
+
+// One cache shared by every case, each case asked twice (the second from the
+// cache), a few shapes so that keys repeat, each mesh as two placements of
+// the same hierarchy (ranks from 0 and from 3), both dtypes: the answers stay
+// the per-rank planner's.
+TEST(BoxingCostTest, ASharedCacheChangesNoAnswer) {
+  const std::vector<Shape> meshes = {Shape({2, 3}), Shape({4, 3, 2}), Shape({16, 8}),
+                                     Shape({5, 3})};
+  const std::vector<Shape> shapes = {Shape({48, 37}), Shape({7, 48, 5}), Shape({33})};
+  std::mt19937 rng(20261202);
+  BoxingCostCache cache;
+  int axis_steps = 0, send_recv = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const Shape& h = meshes[trial % meshes.size()];
+    const Shape& shape = shapes[(trial / meshes.size()) % shapes.size()];
+    const TensorDesc x{shape, trial % 3 ? DataType::kFloat32 : DataType::kBFloat16};
+    const Placement fp = Mesh(h, trial % 2 ? 0 : 3);
+    const Placement tp = trial % 7 == 6 ? Mesh(h, 1) : fp;
+    const NdSbp from = RandomNdSbp(&rng, h.ndim(), shape.ndim(), /*partial=*/true);
+    const NdSbp to = RandomNdSbp(&rng, h.ndim(), shape.ndim(), /*partial=*/fp == tp);
+    for (int again = 0; again < 2; ++again) {
+      ExpectSameAsPerRank(x, fp, from, tp, to, &axis_steps, &send_recv, &cache);
+      if (HasFailure()) return;
+    }
+  }
+  EXPECT_GT(send_recv, 200);
 }
 
 // (5, 3) float32 on [2, 2], hand-worked: (S(0), S(1)) -> (B, S(1)) gathers
