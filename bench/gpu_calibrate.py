@@ -9,7 +9,8 @@ with CUDA events):
     our runtime's own matmul against cuBLASLt is bench/gpu_matmul.cpp's;
   - memory bandwidth: a 1 GiB device-to-device copy, bytes read + written;
   - collective bandwidth and latency: on one GPU the N virtual devices of an
-    in-process group move bytes by device copies (runtime/cuda_memory.h), so
+    in-process group move bytes by device copies (CudaGroupMemory,
+    oneflow_lite/core/cuda/cuda_device_context.h), so
     the one level, "gpu_memory", is that copy's bandwidth counting the bytes
     that arrive, and its latency is a 4-byte copy's (one step).
 With several GPUs in this process, a level "nvlink" would need NCCL's

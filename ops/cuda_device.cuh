@@ -1,10 +1,10 @@
-// Device-side helpers of the CUDA kernels (ops/**/*_cuda.cu): the
-// grid-stride loop, bfloat16 as a storage type (Load widens it to float,
-// Store rounds to nearest even; float and double pass through), typed math
-// overloads for float and double, NaN-propagating
-// max/min as ops/nan_compare.h, fixed-order warp and block sums (the same
-// partition on every run, so results are deterministic), and the small
-// fixed-rank index arrays kernels take by value. Header-only; CUDA sources only.
+// Device-side helpers of the CUDA kernels (ops/**/*_cuda.cu): bfloat16 as a
+// storage type (Load widens it to float, Store rounds to nearest even; float
+// and double pass through), typed math overloads for float and double,
+// NaN-propagating max/min as ops/nan_compare.h, fixed-order warp and block sums (the same
+// partition on every run, so results are deterministic), and, from
+// core/cuda/kernel_index.cuh, the grid-stride loop and the small fixed-rank
+// index arrays kernels take by value. Header-only; CUDA sources only.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -14,10 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-// i runs over [0, n) in a grid-stride loop (64-bit index).
-#define OFL_KERNEL_LOOP(i, n)                                                            \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+#include "oneflow_lite/core/cuda/kernel_index.cuh"
 
 namespace ofl::cuda {
 
@@ -122,32 +119,6 @@ __device__ __forceinline__ T BlockReduce(T v, Op op, T* scratch) {
   T r = scratch[0];
   for (int w = 1; w < warps; ++w) r = op(r, scratch[w]);
   return r;
-}
-
-// Up to kMaxDims sizes or strides, passed to a kernel by value.
-constexpr int kMaxDims = 12;
-struct Dims {
-  int n = 0;
-  int64_t v[kMaxDims] = {};
-};
-
-inline Dims ToDims(const std::vector<int64_t>& values) {
-  CHECK_LE(values.size(), static_cast<size_t>(kMaxDims)) << "more than " << kMaxDims << " dims";
-  Dims d;
-  d.n = static_cast<int>(values.size());
-  for (size_t i = 0; i < values.size(); ++i) d.v[i] = values[i];
-  return d;
-}
-
-// The offset sum(index[a] * strides[a]) of flat row-major index `i` of `extent`.
-__device__ __forceinline__ int64_t OffsetOf(int64_t i, const Dims& extent, const Dims& strides) {
-  int64_t offset = 0;
-  for (int a = extent.n - 1; a >= 0; --a) {
-    const int64_t size = extent.v[a];
-    offset += (i % size) * strides.v[a];
-    i /= size;
-  }
-  return offset;
 }
 
 }  // namespace ofl::cuda

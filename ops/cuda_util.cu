@@ -60,14 +60,6 @@ int64_t ReleaseStreamEntries(cudaStream_t stream) {
 [[maybe_unused]] const bool kStreamReleaseRegistered =
     RegisterCudaStreamRelease(&ReleaseStreamEntries);
 
-template <typename W>
-__global__ void StridedCopyKernel(int64_t n, Dims extent, const W* src, Dims src_strides, W* dst,
-                                  Dims dst_strides) {
-  OFL_KERNEL_LOOP(i, n) {
-    dst[OffsetOf(i, extent, dst_strides)] = src[OffsetOf(i, extent, src_strides)];
-  }
-}
-
 template <typename T>
 __global__ void FillKernel(int64_t n, T value, T* out) {
   OFL_KERNEL_LOOP(i, n) { out[i] = value; }
@@ -150,37 +142,6 @@ cudnnHandle_t CudnnHandle(int device, cudaStream_t stream) {
   OFL_CUDNN_CHECK(cudnnSetStream(handle, stream));
   h.cudnn.emplace(std::make_pair(device, stream), handle);
   return handle;
-}
-
-void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const void* src,
-                 const std::vector<int64_t>& src_strides, void* dst,
-                 const std::vector<int64_t>& dst_strides, cudaStream_t stream) {
-  int64_t n = 1;
-  for (int64_t e : extent) n *= e;
-  if (n == 0) return;
-  const Dims e = ToDims(extent), s = ToDims(src_strides), d = ToDims(dst_strides);
-  const unsigned blocks = BlocksFor(n);
-  switch (element_size) {
-    case 1:
-      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(n, e, static_cast<const uint8_t*>(src), s,
-                                                         static_cast<uint8_t*>(dst), d);
-      break;
-    case 2:
-      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(n, e, static_cast<const uint16_t*>(src), s,
-                                                         static_cast<uint16_t*>(dst), d);
-      break;
-    case 4:
-      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(n, e, static_cast<const uint32_t*>(src), s,
-                                                         static_cast<uint32_t*>(dst), d);
-      break;
-    case 8:
-      StridedCopyKernel<<<blocks, kThreads, 0, stream>>>(n, e, static_cast<const uint64_t*>(src), s,
-                                                         static_cast<uint64_t*>(dst), d);
-      break;
-    default:
-      LOG(FATAL) << "StridedCopy: element size " << element_size << " is not 1, 2, 4 or 8";
-  }
-  OFL_CUDA_LAUNCH_CHECK();
 }
 
 void Fill(Tensor& t, double value, cudaStream_t stream) {

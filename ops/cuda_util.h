@@ -1,8 +1,8 @@
 // Host-side helpers the CUDA kernels (ops/**/*_cuda.cu) share: error checks
 // for cuBLAS(Lt) and cuDNN, the current-device guard, the stream of a kernel
 // call, launch sizes, stream-ordered scratch memory, the library handles
-// cached per device and stream, and the by-bytes strided copy and fill that
-// the array ops are made of.
+// cached per device and stream, and the fill that the array ops use beside
+// core's by-bytes strided copy (cuda::StridedCopy, core/cuda/device_kernels.h).
 //
 // All functions here are thread-safe.
 #pragma once
@@ -18,6 +18,7 @@
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
 #include "oneflow_lite/core/cuda/cuda_stream.h"
+#include "oneflow_lite/core/cuda/device_kernels.h"
 #include "ops/kernel.h"
 
 #define OFL_CUBLAS_CHECK(expr)                                           \
@@ -191,13 +192,6 @@ cublasLtHandle_t CublasLtHandle(int device);
 void* CublasLtWorkspace(int device, cudaStream_t stream, size_t* bytes);
 // The cuDNN handle of (device, stream), already set to `stream`.
 cudnnHandle_t CudnnHandle(int device, cudaStream_t stream);
-
-// For every index i of `extent`: dst[sum i*dst_strides] = src[sum i*src_strides],
-// elements of `element_size` bytes (1, 2, 4 or 8); strides in elements. The
-// device twin of ops/array/strided_copy.h's StridedCopy.
-void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const void* src,
-                 const std::vector<int64_t>& src_strides, void* dst,
-                 const std::vector<int64_t>& dst_strides, cudaStream_t stream);
 
 // Every element of `t` (device memory; float32/64, bfloat16, int32/64) = value.
 void Fill(Tensor& t, double value, cudaStream_t stream);

@@ -1,21 +1,10 @@
-// ParallelFor: runs fn(begin, end) over [0, n) in chunks on oneTBB's pool
-// when n is large enough to pay for it, inline otherwise (always inline
-// under ThreadSanitizer, which cannot see oneTBB join its workers). The pool's size is
-// bounded by whoever owns the process's threads (api/ sets a
-// tbb::global_control; the runtime gives each device a task_arena).
+// The kernels' threads: ParallelFor (core's, oneflow_lite/core/parallel_for.h:
+// chunks on oneTBB's pool) and KernelThreads, which bounds every kernel thread
+// pool of the process. The pool's size is bounded by whoever owns the
+// process's threads (api/ sets it; the runtime gives each device a task_arena).
 #pragma once
 
-#include <cstdint>
-#include <functional>
-
-namespace ofl {
-
-constexpr int64_t kParallelGrain = 32768;
-
-void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
-                 int64_t grain = kParallelGrain);
-
-}  // namespace ofl
+#include "oneflow_lite/core/parallel_for.h"
 
 namespace ofl {
 

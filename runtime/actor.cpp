@@ -5,7 +5,6 @@
 
 #include "oneflow_lite/core/device_context.h"
 #include "runtime/actor_thread.h"
-#include "runtime/device_support.h"
 #include "runtime/run_context.h"
 
 namespace ofl {
@@ -133,9 +132,11 @@ void Actor::WaitForOtherStreams(Stream* stream) {
   }
 }
 
-void Actor::AddFetch(bool from_input, int arg, std::vector<Tensor>* into) {
+void Actor::AddFetch(bool from_input, int arg, std::vector<Tensor>* into,
+                     DeviceContext* device) {
   CHECK_LT(arg, from_input ? num_data_inputs() : num_data_outputs());
-  fetches_.push_back({from_input, arg, into});
+  CHECK(device != nullptr) << name_ << ": a fetch needs its rank's device";
+  fetches_.push_back({from_input, arg, into, device});
 }
 
 void Actor::BeginRun(RunContext* run) {
@@ -221,8 +222,8 @@ void Actor::ActUntilFail() {
     }
     for (const Fetch& f : fetches_) {
       const Tensor* t = f.from_input ? data_input(f.arg) : data_output(f.arg);
-      if (!t->device().is_host()) thread_->device_stream()->Synchronize();  // the act's writes
-      (*f.into)[iteration(step) - first_iteration_ + period_ - 1] = CloneToHost(*t);
+      thread_->device_stream()->Synchronize();  // the act's writes (inline: done already)
+      (*f.into)[iteration(step) - first_iteration_ + period_ - 1] = f.device->CloneToHost(*t);
     }
     ++acts_;
     for (size_t o = 0; o < outputs_.size(); ++o) {

@@ -123,8 +123,9 @@ class Actor {
   // `consumer`, which sends Free back.
   static void Connect(Actor* producer, RuntimeRegister* reg, Actor* consumer);
   // Clone data input (from_input) or data output `arg` after each act into
-  // (*into)[step]; cleared after every run.
-  void AddFetch(bool from_input, int arg, std::vector<Tensor>* into);
+  // (*into)[step], a host copy made by `device` (the rank's); cleared after
+  // every run.
+  void AddFetch(bool from_input, int arg, std::vector<Tensor>* into, DeviceContext* device);
   void ClearFetches() { fetches_.clear(); }
   void set_thread(ActorThread* thread) { thread_ = thread; }
   // After every actor is connected and has its thread: the events of the
@@ -228,6 +229,7 @@ class Actor {
     bool from_input = false;
     int arg = 0;
     std::vector<Tensor>* into = nullptr;
+    DeviceContext* device = nullptr;
   };
   std::vector<Fetch> fetches_;
   int64_t num_iterations_ = 0;

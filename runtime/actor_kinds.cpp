@@ -7,7 +7,6 @@
 #include "ops/op_registry.h"
 #include "runtime/actor_thread.h"
 #include "runtime/boxing.h"
-#include "runtime/device_support.h"
 #include "runtime/run_context.h"
 
 namespace ofl {
@@ -116,7 +115,7 @@ class ComputeActor : public Actor {
     ctx_.stream->Synchronize();
     for (size_t i = 0; i < ctx_.outputs.size(); ++i) {
       const std::string bad =
-          FirstNonFinite(CloneToHost(*ctx_.outputs[i]), "output " + std::to_string(i));
+          FirstNonFinite(device_->CloneToHost(*ctx_.outputs[i]), "output " + std::to_string(i));
       if (!bad.empty()) {
         return Status(StatusCode::kInternal, StrCat("anomaly: ", ctx_.where(),
                                                     " produced a non-finite value: ", bad));
@@ -151,12 +150,10 @@ class SourceActor : public Actor {
     CHECK(!feeds_.empty()) << name() << " was not fed";
     const Tensor& feed = *feeds_[feeds_.size() == 1 ? 0 : step];
     Tensor* out = data_output(0);
-    if (out->device().is_host()) {
-      out->CopyFrom(feed);
-    } else {  // host -> device on this actor's stream, ordered with the slot's readers
-      CHECK(feed.device().is_host() && feed.nbytes() == out->nbytes()) << name() << ": feed";
-      device_->Copy(thread()->device_stream(), out->raw(), feed.raw(), out->nbytes());
-    }
+    CHECK(feed.device().is_host() && feed.shape() == out->shape() && feed.dtype() == out->dtype())
+        << name() << ": feed";
+    // On this actor's stream, ordered with the slot's readers (at once on the host).
+    device_->Copy(thread()->device_stream(), out->raw(), feed.raw(), out->nbytes());
     return Status::OK();
   }
 
@@ -195,11 +192,14 @@ class SinkActor : public Actor {
 
 // Sums its input over the acts of one value of its output (the register's
 // period, k micro-batches) and leaves the mean there: the first act copies,
-// the others add, the last divides by k. The output slot is handed on after
-// the last act (runtime/actor.h), so the consumer sees only the mean.
+// the others add, the last multiplies by 1/k. The output slot is handed on
+// after the last act (runtime/actor.h), so the consumer sees only the mean.
+// The work is its rank's DeviceContext's, on the actor's stream: on the host
+// at once, on a device enqueued (never staged through host memory).
 class AccActor : public Actor {
  public:
-  explicit AccActor(const proto::TaskProto& task) : Actor(task, TaskDisplayName(task)) {}
+  AccActor(const proto::TaskProto& task, const RankEnv& env)
+      : Actor(task, TaskDisplayName(task)), device_(env.device) {}
   Status Prepare() override {
     if (num_data_inputs() != 1 || num_data_outputs() != 1) {
       return Named(StatusCode::kInvalidArgument, "an accumulator has one input and one output");
@@ -216,43 +216,26 @@ class AccActor : public Actor {
                    StrCat("input ", in.shape(), " ", DataTypeName(in.dtype()), " != output ",
                           out->shape(), " ", DataTypeName(out->dtype())));
     }
-    if (!out->device().is_host()) return AccumulateOnHost(in, out, step);
-    Accumulate(in, out, step);
+    const int64_t k = data_output_acts_per_value(0);
+    if (k > 1 && in.dtype() != DataType::kFloat32 && in.dtype() != DataType::kFloat64) {
+      return Named(StatusCode::kInvalidArgument,
+                   StrCat("accumulates float32 or float64 values, not ", DataTypeName(in.dtype())));
+    }
+    Stream* stream = thread()->device_stream();
+    const int64_t position = step % k;
+    if (position == 0) {
+      device_->Copy(stream, out->raw(), in.raw(), in.nbytes());
+    } else {
+      device_->Accumulate(stream, out->raw(), in.raw(), in.numel(), in.dtype());
+    }
+    if (position == k - 1 && k > 1) {
+      device_->ScaleByInverse(stream, out->raw(), out->numel(), out->dtype(), k);
+    }
     return Status::OK();
   }
 
  private:
-  // A device's accumulation, staged through host copies (the stream's work
-  // finished first): correct, not fast, until a device kernel does it.
-  Status AccumulateOnHost(const Tensor& in, Tensor* out, int64_t step) {
-    thread()->device_stream()->Synchronize();
-    const Tensor host_in = CloneToHost(in);
-    Tensor host_out = CloneToHost(*out);
-    Accumulate(host_in, &host_out, step);
-    CopyBytesSync(out->device(), out->raw(), host_out.raw(), out->nbytes());
-    return Status::OK();
-  }
-
-  void Accumulate(const Tensor& in, Tensor* out, int64_t step) {
-    const int64_t k = data_output_acts_per_value(0);
-    const int64_t position = step % k;
-    if (position == 0) {
-      out->CopyFrom(in);
-    } else {
-      OFL_DISPATCH_FLOAT(in.dtype(), T, {
-        T* o = out->data<T>();
-        const T* x = in.data<T>();
-        for (int64_t e = 0; e < in.numel(); ++e) o[e] += x[e];
-      });
-    }
-    if (position == k - 1 && k > 1) {
-      OFL_DISPATCH_FLOAT(in.dtype(), T, {
-        T* o = out->data<T>();
-        const T scale = static_cast<T>(1) / static_cast<T>(k);
-        for (int64_t e = 0; e < out->numel(); ++e) o[e] *= scale;
-      });
-    }
-  }
+  DeviceContext* device_;
 };
 
 class BoxingActor : public Actor {
@@ -328,7 +311,7 @@ std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& en
     case proto::TaskProto::SINK:
       return std::make_unique<SinkActor>(task);
     case proto::TaskProto::ACC:
-      return std::make_unique<AccActor>(task);
+      return std::make_unique<AccActor>(task, env);
     case proto::TaskProto::BOXING:
       return std::make_unique<BoxingActor>(task, env);
     default:

@@ -29,7 +29,8 @@
 //             that rejects a value or throws (ops/kernel.h CallKernel)
 //             fails the run with an error naming the task; with
 //             RunContext::detect_anomaly a NaN or Inf output does too.
-//   SOURCE    copies this iteration's fed tensor into its output slot.
+//   SOURCE    copies this iteration's fed tensor into its output slot
+//             (DeviceContext::Copy on its thread's stream).
 //   VARIABLE  nothing: its persistent one-slot register keeps its value; the
 //             act only hands it to the readers of the next iteration.
 //   SINK      nothing of its own; a fetch clones its input.
@@ -43,7 +44,9 @@
 //   ACC       gradient accumulation: acts every iteration (micro-batch) and
 //             sums its input into its output slot; its output register has
 //             period k, so the slot goes on once per k acts, holding the
-//             mean of the k inputs (runtime/actor.h, act ratios).
+//             mean of the k inputs (runtime/actor.h, act ratios); the copy,
+//             sums and 1/k scaling are its rank's DeviceContext's, on its
+//             thread's stream (a device's memory never goes through the host).
 // A task's period (TaskProto.period) makes it act once per that many
 // iterations; COMPUTE kernels get the iteration of the first of them.
 // Actors are created and wired by one thread; each acts on its own thread.

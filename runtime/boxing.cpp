@@ -1,15 +1,13 @@
 #include "runtime/boxing.h"
 
 #include <algorithm>
-#include <cstring>
-#include <optional>
 #include <thread>
 #include <tuple>
 
-#include "oneflow_lite/core/caching_allocator.h"
+#include "oneflow_lite/core/device_backend.h"
 #include "oneflow_lite/core/slicing.h"
-#include "ops/array/strided_copy.h"
-#include "runtime/device_support.h"
+#include "runtime/boxing_memory.h"
+#include "runtime/device_communicators.h"
 #include "runtime/plan_check.h"
 
 namespace ofl {
@@ -50,90 +48,6 @@ Tensor View(const Tensor& flat, int64_t begin, const Shape& shape) {
   return Tensor(shape, flat.dtype(), nullptr, base + begin * SizeOf(flat.dtype()), flat.device());
 }
 
-template <typename T>
-void AddTyped(void* dst, const void* src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) static_cast<T*>(dst)[i] += static_cast<const T*>(src)[i];
-}
-
-Status HostAccumulate(void* dst, const void* src, int64_t n, DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32: AddTyped<float>(dst, src, n); break;
-    case DataType::kFloat64: AddTyped<double>(dst, src, n); break;
-    case DataType::kInt32: AddTyped<int32_t>(dst, src, n); break;
-    case DataType::kInt64: AddTyped<int64_t>(dst, src, n); break;
-    default: return Unimplemented("boxing: no sum for ", DataTypeName(dtype));
-  }
-  return Status::OK();
-}
-
-// The byte work of one step on its rank's memory (runtime/boxing.h, Devices):
-// on the host at once on this thread, as plain memcpy/CopyBox/loops; on a
-// device enqueued on the step's stream, with scratch from the rank's
-// allocator under that stream (so its reuse is ordered by the stream).
-class StepMemory {
- public:
-  explicit StepMemory(const BoxingStream& on)
-      : on_(on), device_(on.stream != nullptr && !on.stream->device().is_host()) {
-    if (device_) {
-      CHECK(on.device != nullptr) << "a boxing step on " << on.stream->device() << " needs its "
-                                  << "device context";
-      scope_.emplace(on.stream);
-    } else if (on.stream != nullptr && !on.stream->is_inline()) {
-      on.stream->Synchronize();  // a CPU worker stream: the waits for the input
-    }
-  }
-
-  Maybe<Tensor> Scratch(const Shape& shape, DataType dtype) const {
-    if (!device_) return Tensor(shape, dtype);
-    return on_.device->allocator()->NewTensor(shape, dtype);
-  }
-  void CopyBox(const Tensor& src, const Offsets& src_start, Tensor* dst, const Offsets& dst_start,
-               const Shape& box) const {
-    if (!device_) return ::ofl::CopyBox(src, src_start, dst, dst_start, box);
-    CopyBoxOn(on_.stream, src, src_start, dst, dst_start, box);
-  }
-  // A contiguous copy of one box of `src`.
-  Maybe<Tensor> Pack(const Tensor& src, const Offsets& start, const Shape& box) const {
-    OFL_ASSIGN_OR_RETURN(Tensor out, Scratch(box, src.dtype()));
-    CopyBox(src, start, &out, Zeros(box.ndim()), box);
-    return out;
-  }
-  void Copy(Tensor* dst, const Tensor& src) const {
-    if (!device_) return dst->CopyFrom(src);
-    CHECK(dst->shape() == src.shape() && dst->dtype() == src.dtype());
-    on_.device->Copy(on_.stream, dst->raw(), src.raw(), dst->nbytes());
-  }
-  void Zero(Tensor* t) const {
-    if (!device_) {
-      std::memset(t->raw(), 0, t->nbytes());
-    } else {
-      on_.device->Fill(on_.stream, t->raw(), 0, t->nbytes());
-    }
-  }
-  Status Add(void* dst, const void* src, int64_t n, DataType dtype) const {
-    if (!device_) return HostAccumulate(dst, src, n, dtype);
-    AccumulateOn(on_.stream, dst, src, n, dtype);
-    return Status::OK();
-  }
-  // Before a collective on the step's buffers: a device-native communicator
-  // enqueues it on the step's stream; a host-style one needs the stream's
-  // work on the buffers finished.
-  Communicator* Ready(Communicator* comm) const {
-    if (!device_) return comm;
-    if (comm->enqueues_on_stream()) {
-      comm->set_stream(on_.stream);
-    } else {
-      on_.stream->Synchronize();
-    }
-    return comm;
-  }
-
- private:
-  const BoxingStream on_;
-  const bool device_;
-  std::optional<CachingAllocator::StreamScope> scope_;
-};
-
 std::string Tag(const Conf& conf) {
   return StrCat("boxing/", conf.group_id(), "/", Conf::Kind_Name(conf.kind()));
 }
@@ -143,7 +57,7 @@ std::string Tag(const Conf& conf) {
 // with inner extent > 1), each rank pulls its part of every addend with an
 // all-to-all and sums them: the same bytes, T - |own part| per rank.
 Status RunReduceScatter(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm,
-                        const StepMemory& mem) {
+                        const BoxingMemory& mem) {
   const Shape& g = input.shape();
   const int64_t d = conf.split_axis(), p = comm->size(), me = comm->rank(), n = g.NumElements();
   if (n == 0) return Status::OK();
@@ -179,7 +93,7 @@ Status RunReduceScatter(const Conf& conf, const Tensor& input, Tensor* output, C
 
 // S(d) -> B: gather every rank's part, then place each at its offset along d.
 Status RunAllGather(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm,
-                    const StepMemory& mem) {
+                    const BoxingMemory& mem) {
   const Shape& g = output->shape();
   const int64_t d = conf.split_axis(), p = comm->size(), n = g.NumElements();
   if (n == 0) return Status::OK();
@@ -208,7 +122,7 @@ Status RunAllGather(const Conf& conf, const Tensor& input, Tensor* output, Commu
 // S(d) -> S(e): rank r gets, from every q, q's rows along d of r's part along
 // e.
 Status RunAllToAll(const Conf& conf, const Tensor& input, Tensor* output, Communicator* comm,
-                   const StepMemory& mem) {
+                   const BoxingMemory& mem) {
   const int64_t d = conf.split_axis(), e = conf.to_split_axis(), p = comm->size();
   const Shape& in = input.shape();
   const Shape& out = output->shape();
@@ -244,7 +158,7 @@ Shape TransferShape(const proto::Transfer& t) { return Shape(FromRepeated(t.shap
 // The general step; see the header for why the (sender, receiver) order
 // cannot deadlock.
 Status RunSendRecv(const proto::TaskProto& task, const Tensor& input, Tensor* output,
-                   Communicator* comm, const StepMemory& mem) {
+                   Communicator* comm, const BoxingMemory& mem) {
   const Conf& conf = task.boxing_conf();
   const int64_t me = task.rank();
   const std::vector<int64_t> group(conf.group().begin(), conf.group().end());
@@ -307,7 +221,7 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
     CHECK_EQ(conf.group(comm->rank()), task.rank())
         << "boxing task " << task.id() << " got another rank's communicator";
   }
-  const StepMemory mem(on);
+  const BoxingMemory mem(on);
   if (conf.kind() == Conf::SEND_RECV) return RunSendRecv(task, input, output, comm, mem);
   CHECK(output != nullptr && input.defined()) << "boxing task " << task.id();
   CHECK(input.dtype() == output->dtype()) << "boxing task " << task.id();
@@ -342,16 +256,6 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
   }
 }
 
-namespace {
-
-// The device a task runs on: its plan device, or cpu:<rank> when empty.
-Maybe<Device> TaskDevice(const proto::TaskProto& task) {
-  if (task.device().empty()) return Device{DeviceType::kCPU, static_cast<int>(task.rank())};
-  return Device::Parse(task.device());
-}
-
-}  // namespace
-
 Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& plan,
                                                           std::chrono::milliseconds timeout,
                                                           const BoxingWorld& world) {
@@ -369,7 +273,7 @@ Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& pla
     OFL_ENSURE(std::find(members.begin(), members.end(), task.rank()) != members.end(),
                "boxing task ", task.id(), ": rank ", task.rank(), " is not in its group ",
                conf.group_id());
-    OFL_ASSIGN_OR_RETURN(const Device device, TaskDevice(task));
+    OFL_ASSIGN_OR_RETURN(const Device device, DeviceOf(task));
     auto it = groups->groups_.find(conf.group_id());
     if (it == groups->groups_.end()) {
       const int64_t here = std::count_if(members.begin(), members.end(), local);
@@ -397,18 +301,15 @@ Maybe<std::unique_ptr<BoxingGroups>> BoxingGroups::Create(const proto::Plan& pla
   }
   for (auto& [id, devices] : local_devices) {
     Group& g = groups->groups_.at(id);
-    InProcessMemory memory = HostMemory();
-    if (g.device.type != DeviceType::kCPU) {
-      std::vector<Device> all;
-      for (const auto& [rank, device] : devices) all.push_back(device);
-      Maybe<InProcessMemory> made = DeviceGroupMemory(all);
-      if (!made.ok()) {  // as Runtime::Create names it: "rank 0: cuda:0: no CUDA device"
-        return Status(made.status().code(),
-                      StrCat("rank ", devices.begin()->first, ": ", made.status().message()));
-      }
-      memory = std::move(made).value();
+    std::vector<Device> all;
+    for (const auto& [rank, device] : devices) all.push_back(device);
+    Maybe<GroupMemory> memory = DeviceGroupMemory(all);  // host memory for CPU devices
+    if (!memory.ok()) {  // as Runtime::Create names it: "rank 0: cuda:0: no CUDA device"
+      return Status(memory.status().code(),
+                    StrCat("rank ", devices.begin()->first, ": ", memory.status().message()));
     }
-    g.group = std::make_unique<InProcessGroup>(g.members.size(), timeout, std::move(memory));
+    g.group =
+        std::make_unique<InProcessGroup>(g.members.size(), timeout, std::move(memory).value());
   }
   OFL_RETURN_IF_ERROR(groups->ConnectRemote());
   return groups;

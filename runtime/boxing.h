@@ -4,8 +4,8 @@
 // RunBoxingStep reads `input` (this rank's slice before the step; an empty
 // Tensor when the rank only receives) and writes `*output` (its slice after;
 // null when the rank only sends). Collectives pack the parts along the split
-// tensor axis into contiguous buffers and unpack them after (CopyBox of
-// ops/array/strided_copy.h), so any axis works.
+// tensor axis into contiguous buffers and unpack them after (the rank's
+// DeviceContext::CopyBox), so any axis works.
 #pragma once
 
 #include <atomic>
@@ -41,19 +41,20 @@
 //
 // BoxingGroups hands each rank of this process its Communicator per group_id
 // of a Plan's BOXING tasks: a group whose members all live in this process
-// gets an InProcessGroup (host memory for CPU devices; for CUDA devices the
-// copies and sum kernel of runtime/cuda_memory.h, all members on one GPU); a
-// group that spans processes (Plan.process_of_rank) gets Gloo for CPU devices
-// and NCCL for CUDA ones: one communicator per (member list, local member,
-// stream), shared by every group_id with that member list whose tasks run on
-// that stream of the rank (their calls carry distinct tags, and one stream's
-// tasks run on one thread, in one cyclic order). Groups without a member here
-// are skipped. Creating the Gloo communicators is collective: every process
-// must create its BoxingGroups for the same plan in the same order; member
-// lists connect in sorted order, the local members of one list at once. It is
-// built before the rank threads start; afterwards For() and BytesSentByRank()
-// may be called from any thread, and each returned Communicator serves one
-// thread.
+// gets an InProcessGroup (host memory for CPU devices; for others the backend's
+// DeviceGroupMemory, core/device_backend.h: CUDA members on one GPU); a group
+// that spans processes (Plan.process_of_rank) gets Gloo for CPU devices and for
+// others the communicator its device type registered
+// (runtime/device_communicators.h: NCCL for CUDA): one communicator per (member
+// list, local member, stream), shared by every group_id with that member list
+// whose tasks run on that stream of the rank (their calls carry distinct tags,
+// and one stream's tasks run on one thread, in one cyclic order). Groups
+// without a member here are skipped. Creating the Gloo communicators is
+// collective: every process must create its BoxingGroups for the same plan in
+// the same order; member lists connect in sorted order, the local members of
+// one list at once. It is built before the rank threads start; afterwards For()
+// and BytesSentByRank() may be called from any thread, and each returned
+// Communicator serves one thread.
 
 namespace ofl {
 

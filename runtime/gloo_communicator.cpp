@@ -12,7 +12,7 @@
 #include <set>
 
 #include "oneflow_lite/core/slicing.h"
-#include "runtime/reduce_sum.h"
+#include "oneflow_lite/core/reduce_sum.h"
 
 namespace ofl {
 

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "oneflow_lite/core/slicing.h"
-#include "runtime/reduce_sum.h"
 
 namespace ofl {
 
@@ -163,17 +162,8 @@ class InProcessCommunicator : public Communicator {
   int64_t rank_;
 };
 
-InProcessMemory HostMemory() {
-  InProcessMemory memory;
-  memory.copy = [](void* dst, const void* src, int64_t bytes) {
-    if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
-  };
-  memory.accumulate = &Accumulate;
-  return memory;
-}
-
 InProcessGroup::InProcessGroup(int64_t size, std::chrono::milliseconds timeout,
-                               InProcessMemory memory)
+                               GroupMemory memory)
     : size_(size),
       timeout_(timeout),
       memory_(std::move(memory)),

@@ -22,31 +22,23 @@
 #include <vector>
 
 #include "oneflow_lite/core/communicator.h"
+#include "oneflow_lite/core/device_backend.h"
 
 // Ranks meet at barriers with a timeout; a timeout or a mismatch aborts the
 // whole group, and every rank returns an error that names its rank, the
 // collective and the tag. Memory: the ranks' buffers are host memory by default
-// (memcpy and runtime/reduce_sum.h); a group made with another InProcessMemory
-// moves and sums device memory instead (runtime/cuda_memory.h: N virtual CUDA
-// devices on one GPU, device copies and a reduction kernel). Either way a
-// call's copies and sums are complete when it returns.
+// (HostGroupMemory: memcpy and core/reduce_sum.h); a group made with another
+// GroupMemory (core/device_backend.h's DeviceGroupMemory) moves and sums
+// device memory instead (CUDA: N virtual devices on one GPU, device copies and
+// a reduction kernel). Either way a call's copies and sums are complete when
+// it returns.
 
 namespace ofl {
-
-// How a group copies and sums its ranks' buffers; both synchronous.
-struct InProcessMemory {
-  std::function<void(void* dst, const void* src, int64_t bytes)> copy;
-  // As runtime/reduce_sum.h's Accumulate.
-  std::function<void(void* dst, const void* init, const std::vector<const void*>& srcs, int64_t n,
-                     DataType dtype)>
-      accumulate;
-};
-InProcessMemory HostMemory();  // memcpy and Accumulate
 
 class InProcessGroup {
  public:
   InProcessGroup(int64_t size, std::chrono::milliseconds timeout,
-                 InProcessMemory memory = HostMemory());
+                 GroupMemory memory = HostGroupMemory());
   ~InProcessGroup();
   int64_t size() const { return size_; }
   // The communicator of rank `rank`; owned by the group, valid while it lives.
@@ -84,7 +76,7 @@ class InProcessGroup {
 
   const int64_t size_;
   const std::chrono::milliseconds timeout_;
-  const InProcessMemory memory_;
+  const GroupMemory memory_;
   std::vector<Post> posts_;
   std::vector<std::unique_ptr<Communicator>> ranks_;
   std::unique_ptr<std::atomic<int64_t>[]> bytes_sent_;

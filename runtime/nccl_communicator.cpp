@@ -10,6 +10,7 @@
 #include "oneflow_lite/core/cuda/cuda_device_context.h"
 #include "oneflow_lite/core/slicing.h"
 #include "runtime/deadline.h"
+#include "runtime/device_communicators.h"
 
 namespace ofl {
 
@@ -334,4 +335,29 @@ Status NcclCommunicator::Recv(void* buffer, int64_t count, DataType dtype, int64
   return Finish(what, true);
 }
 
+namespace {
+
+// The factory runtime/device_communicators.h calls for CUDA groups.
+Maybe<std::unique_ptr<Communicator>> MakeNccl(TcpStore* store, const std::string& group,
+                                              const std::vector<int64_t>& members,
+                                              int64_t world_rank, const Device& device,
+                                              std::chrono::milliseconds timeout) {
+  if (CudaDeviceCount() == 0) {  // as Runtime::Create names it
+    return Unimplemented("rank ", world_rank, ": ", device, ": no CUDA device");
+  }
+  NcclOptions options;
+  options.timeout = timeout;
+  OFL_ASSIGN_OR_RETURN(
+      std::unique_ptr<NcclCommunicator> nccl,
+      NcclCommunicator::Create(store, group, members, world_rank, device, options));
+  return std::unique_ptr<Communicator>(std::move(nccl));
+}
+
+}  // namespace
+
 }  // namespace ofl
+
+// Named so that every link of ofl_runtime keeps this object file, and with it
+// the registration (runtime/CMakeLists.txt, --undefined).
+extern "C" const bool ofl_nccl_communicator_registered =
+    ofl::RegisterDeviceCommunicator(ofl::DeviceType::kCUDA, ofl::MakeNccl);

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "runtime/device_support.h"
+#include "oneflow_lite/core/device_backend.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan_check.h"
 #include "runtime/runtime_impl.h"
@@ -29,16 +29,16 @@ constexpr bool kThreadSanitizer = false;
 #endif
 
 // A zeroed slot of `r` on its rank's device.
-Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, Allocator* allocator) {
+Maybe<Tensor> AllocateSlot(const proto::RegisterDesc& r, DeviceContext* device) {
   std::vector<int64_t> dims(r.desc().shape().dims().begin(), r.desc().shape().dims().end());
   OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r.desc().dtype()));
-  Maybe<Tensor> slot = allocator->NewTensor(Shape(dims), dtype);
+  Maybe<Tensor> slot = device->allocator()->NewTensor(Shape(dims), dtype);
   if (!slot.ok()) {
     return Status(slot.status().code(),
                   StrCat("register '", r.name(), "': ", slot.status().message()));
   }
   Tensor t = std::move(slot).value();
-  FillBytesSync(t.device(), t.raw(), 0, t.nbytes());
+  device->FillSync(t.raw(), 0, t.nbytes());
   return t;
 }
 
@@ -92,7 +92,7 @@ Status CreateDevices(const proto::Plan& plan, const std::vector<int64_t>& local_
   devices->resize(plan.num_ranks());
   for (int64_t r : local_ranks) {
     Maybe<std::unique_ptr<DeviceContext>> context =
-        options.make_device ? options.make_device(device[r]) : MakeDeviceContext(device[r]);
+        options.make_device ? options.make_device(device[r]) : CreateDeviceContext(device[r]);
     if (!context.ok()) {
       return Status(context.status().code(), StrCat("rank ", r, ": ", context.status().message()));
     }
@@ -197,14 +197,14 @@ Status Runtime::Build(RuntimeOptions options) {
       continue;
     }
     for (int64_t s = 0; s < r.num_slots(); ++s) {
-      OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, allocators[r.rank()]));
+      OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, m.devices[r.rank()].get()));
       reg.slots.push_back(slot);
     }
   }
 
   // The undo copy runs while no kernel does: on all C kernel threads (one
   // under ThreadSanitizer, as the ranks' arenas).
-  m.undo = std::make_unique<StepUndo>(plan, &m.registers, allocators, kThreadSanitizer ? 1 : cores,
+  m.undo = std::make_unique<StepUndo>(plan, &m.registers, m.devices, kThreadSanitizer ? 1 : cores,
                                       m.options.transactional);
 
   // Actors (this process's tasks) and their registers.
@@ -279,7 +279,7 @@ Status Runtime::SetVariable(const std::string& name, int64_t rank, const Tensor&
              "' on rank ", rank, " has shape ", reg.shape(), " ", DataTypeName(reg.dtype()),
              ", got ", value.shape(), " ", DataTypeName(value.dtype()));
   if (!reg.device().is_host() && value.device().is_host()) {  // host -> device
-    CopyBytesSync(reg.device(), reg.raw(), value.raw(), reg.nbytes());
+    impl_->devices[rank]->CopySync(reg.raw(), value.raw(), reg.nbytes());
     return Status::OK();
   }
   OFL_RETURN_IF_ERROR(
@@ -294,7 +294,7 @@ Maybe<Tensor> Runtime::GetVariable(const std::string& name, int64_t rank) const 
     return NotFound("unknown variable '", name, "' on rank ", rank,
                     ProcessNote(plan_, rank, impl_->options.process));
   }
-  return CloneToHost(impl_->registers[it->second].slots[0]);
+  return impl_->devices[rank]->CloneToHost(impl_->registers[it->second].slots[0]);
 }
 
 std::vector<TensorKey> Runtime::VariableKeys() const {

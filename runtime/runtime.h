@@ -92,9 +92,9 @@ struct RuntimeOptions {
   // Runs BOXING tasks; required when the plan has any.
   BoxingFn boxing;
   // Makes the DeviceContext of each local rank's device (the Plan's); empty:
-  // MakeDeviceContext (runtime/device_support.h: CPU, and CUDA where the
-  // CUDA backend is compiled). A backend compiled outside
-  // runtime/ plugs in here, as do tests that watch the streams and events.
+  // CreateDeviceContext (oneflow_lite/core/device_backend.h: CPU, and every
+  // backend the build registered, CUDA where it is compiled). Tests that
+  // watch the streams and events plug in here.
   std::function<Maybe<std::unique_ptr<DeviceContext>>(const Device&)> make_device;
   // Called once when a run fails, on the thread that failed it, with the
   // error: e.g. to abort the communicators, so that ranks blocked in a

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "runtime/device_support.h"
 #include "runtime/plan_check.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_impl.h"
@@ -122,7 +121,9 @@ Status Runtime::PrepareFetches(const std::vector<std::string>& fetches, int64_t 
   for (size_t k = 0; k < wanted.size(); ++k) {
     const auto& [key, s] = wanted[k];
     m.fetch_keys.push_back(key);
-    m.actor_of_task[s.task]->AddFetch(s.from_input, s.arg, &m.fetch_buffers[k]);
+    Actor* actor = m.actor_of_task[s.task];
+    DeviceContext* device = m.devices[actor->task().rank()].get();
+    actor->AddFetch(s.from_input, s.arg, &m.fetch_buffers[k], device);
   }
   return Status::OK();
 }
@@ -159,7 +160,7 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   // order) unless an actor failed first. The actor threads are idle now.
   Status device_error = Status::OK();
   for (auto& t : m.threads) {
-    Status s = FinishStream(t->device_stream());
+    Status s = m.devices[t->rank()]->Finish(t->device_stream());
     if (device_error.ok() && !s.ok()) {
       device_error = Status(s.code(), StrCat("rank ", t->rank(), ": ", s.message()));
     }

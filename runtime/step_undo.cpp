@@ -9,7 +9,6 @@
 #include <set>
 
 #include "ops/op_registry.h"
-#include "runtime/device_support.h"
 
 namespace ofl {
 
@@ -37,7 +36,8 @@ std::vector<int64_t> StepUndo::UpdatedRegisters(const proto::Plan& plan) {
 }
 
 StepUndo::StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* registers,
-                   const std::vector<Allocator*>& allocators, int threads, bool keep_copy)
+                   const std::vector<std::unique_ptr<DeviceContext>>& devices, int threads,
+                   bool keep_copy)
     : keep_copy_(keep_copy),
       bytes_per_rank_(plan.num_ranks(), 0),
       arena_(std::make_unique<tbb::task_arena>(std::max(threads, 1))) {
@@ -48,10 +48,12 @@ StepUndo::StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* regist
     Tensor* live = &reg.slots[0];
     const int64_t rank = reg.desc->rank();
     if (!keep_copy) {
-      entries_.push_back({live, Tensor()});
+      entries_.push_back({live, Tensor(), nullptr});
       continue;
     }
-    entries_.push_back({live, allocators[rank]->NewTensor(live->shape(), live->dtype()).value()});
+    DeviceContext* device = devices[rank].get();
+    entries_.push_back({live, device->allocator()->NewTensor(live->shape(), live->dtype()).value(),
+                        device});
     bytes_per_rank_[rank] += live->nbytes();
   }
 }
@@ -72,7 +74,7 @@ void StepUndo::Copy(bool to_undo) {
     if (!e.live->device().is_host()) {  // device memory: one device-side copy
       const Tensor& from = to_undo ? *e.live : e.undo;
       Tensor& to = to_undo ? e.undo : *e.live;
-      CopyBytesSync(e.live->device(), to.raw(), from.raw(), e.live->nbytes());
+      e.device->CopySync(to.raw(), from.raw(), e.live->nbytes());
       continue;
     }
     char* live = static_cast<char*>(e.live->raw());

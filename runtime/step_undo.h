@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "oneflow_lite/core/allocator.h"
+#include "oneflow_lite/core/device_context.h"
 #include "oneflow_lite/core/proto/plan.pb.h"
 #include "oneflow_lite/core/status.h"
 #include "runtime/actor.h"
@@ -47,15 +47,16 @@ class StepUndo {
   // op is unknown to the registry), and any written by a non-VARIABLE task.
   static std::vector<int64_t> UpdatedRegisters(const proto::Plan& plan);
 
-  // With `keep_copy`, one undo buffer per updated register, from
-  // allocators[its rank] (host memory: chunked memcpy; a device's: one
-  // device-side copy each, runtime/device_support.h); without, none
+  // With `keep_copy`, one undo buffer per updated register, from the
+  // allocator of devices[its rank] (host memory: chunked memcpy; a device's:
+  // one DeviceContext::CopySync each); without, none
   // (Save and Restore do nothing).
   // Registers with no slot (ranks this process does not run) are skipped.
   // `registers` (by id) must outlive the StepUndo. `threads`: the copy
   // threads (>= 1).
   StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* registers,
-           const std::vector<Allocator*>& allocators, int threads, bool keep_copy);
+           const std::vector<std::unique_ptr<DeviceContext>>& devices, int threads,
+           bool keep_copy);
 
   void Save();     // registers -> undo buffers
   void Restore();  // undo buffers -> registers
@@ -69,6 +70,7 @@ class StepUndo {
   struct Entry {
     Tensor* live = nullptr;  // the register's one slot
     Tensor undo;
+    DeviceContext* device = nullptr;  // the register's rank's (with keep_copy)
   };
   // Copies every entry's bytes, `to_undo` or back, in chunks, in parallel.
   void Copy(bool to_undo);

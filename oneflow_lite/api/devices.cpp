@@ -1,15 +1,15 @@
 #include "oneflow_lite/api/devices.h"
 
-#include "runtime/device_support.h"
+#include "oneflow_lite/core/device_backend.h"
 
 namespace ofl {
 
 Status CheckDeviceUsable(const std::string& device) {
   OFL_ASSIGN_OR_RETURN(Device d, Device::Parse(device));
   if (d.is_host()) return Status::OK();
-  return MakeDeviceContext(d).status();
+  return CreateDeviceContext(d).status();
 }
 
-int VisibleCudaDevices() { return CudaDevicesVisible(); }
+int VisibleCudaDevices() { return DeviceCount(DeviceType::kCUDA); }
 
 }  // namespace ofl

@@ -10,9 +10,9 @@
 #include "graph/autodiff.h"
 #include "graph/op_graph.h"
 #include "oneflow_lite/api/eager_devices.h"
+#include "oneflow_lite/core/device_backend.h"
 #include "ops/kernel.h"
 #include "ops/op_registry.h"
-#include "runtime/device_support.h"
 
 namespace ofl {
 
@@ -297,7 +297,7 @@ Maybe<std::vector<Tensor>> Invoke(const EagerExecutor::Kernel& k, std::vector<Te
   kc.stream = lane->stream.get();
   kc.stream->BindToThread();
   const Status called = CallKernel(*k.fn, kc);
-  const Status finished = FinishStream(kc.stream);  // waits; the call's device-side error
+  const Status finished = lane->context->Finish(kc.stream);  // waits; its device-side error
   OFL_RETURN_IF_ERROR(called);
   OFL_RETURN_IF_ERROR(finished);
   return outs;
@@ -469,7 +469,11 @@ Maybe<Tensor> EagerExecutor::ToDevice(const Tensor& tensor, const Device& device
   return CopyToDevice(devices_.get(), tensor, device);
 }
 
-Tensor HostCopy(const Tensor& tensor) { return CloneToHost(tensor); }
+Tensor HostCopy(const Tensor& tensor) {
+  if (tensor.device().is_host()) return tensor.Clone();
+  // A context of the tensor's device (it exists: the tensor was made on it).
+  return CreateDeviceContext(tensor.device()).value()->CloneToHost(tensor);
+}
 
 EagerStats EagerExecutor::stats() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,6 +1,6 @@
 #include "oneflow_lite/api/eager_devices.h"
 
-#include "runtime/device_support.h"
+#include "oneflow_lite/core/device_backend.h"
 
 namespace ofl {
 
@@ -27,7 +27,7 @@ Maybe<EagerLane*> EagerDevices::Get(const Device& device) {
   auto it = lanes_.find(device);
   if (it != lanes_.end()) return it->second.get();
   auto lane = std::make_unique<EagerLane>();
-  OFL_ASSIGN_OR_RETURN(lane->context, MakeDeviceContext(device));
+  OFL_ASSIGN_OR_RETURN(lane->context, CreateDeviceContext(device));
   lane->stream = lane->context->CreateStream();
   EagerLane* raw = lane.get();
   lanes_.emplace(device, std::move(lane));

@@ -1,7 +1,7 @@
 // EagerDevices: what the eager executor (api/eager.h) needs to run a kernel
 // on a device other than the host: per device, its DeviceContext (the
 // device's allocator) and one stream that every eager call on that device
-// goes to, made on first use (runtime/device_support: "cuda:N", or an error
+// goes to, made on first use (core/device_backend.h: "cuda:N", or an error
 // naming the device: "cuda:0: no CUDA device"). Also the one-device checks
 // of an eager call and the copies between the host and a device.
 //
@@ -21,7 +21,7 @@
 #include "oneflow_lite/core/tensor.h"
 
 // An eager call on a device is synchronous: the kernel is enqueued on the
-// device's stream, then the stream is finished (FinishStream), which waits
+// device's stream, then the stream is finished (DeviceContext::Finish), which waits
 // and returns the first device-side user error of the call (an id out of
 // range), so a failed call reads as on the CPU and never leaves a sticky
 // fault. Host tensors (every cpu:N) never come here: they run on the

@@ -2,7 +2,9 @@
 // cudaStream_t behind the CudaStream interface of cuda_stream.h), CudaEvent
 // (a cudaEvent_t), CudaAllocator (the CachingAllocator of
 // core/caching_allocator.h over cudaMalloc/cudaFree) and CudaDeviceContext,
-// made by CreateCudaDeviceContext for "cuda:N".
+// whose byte work is cudaMemcpy/cudaMemset and the kernels of
+// device_kernels.h. cuda_device_context.cpp registers the CUDA backend
+// (core/device_backend.h) during static initialisation.
 //
 // Thread safety as in stream.h and allocator.h.
 #pragma once
@@ -15,6 +17,7 @@
 
 #include "oneflow_lite/core/caching_allocator.h"
 #include "oneflow_lite/core/cuda/cuda_stream.h"
+#include "oneflow_lite/core/device_backend.h"
 #include "oneflow_lite/core/device_context.h"
 
 // Devices: "cuda:N" runs on physical GPU N % CudaDeviceCount(), so N virtual
@@ -104,6 +107,17 @@ class CudaDeviceContext final : public DeviceContext {
   std::unique_ptr<Event> CreateEvent() override;
   void Copy(Stream* stream, void* destination, const void* source, int64_t bytes) override;
   void Fill(Stream* stream, void* destination, int value, int64_t bytes) override;
+  // On the legacy default stream, waited for (cudaMemcpy may return before a
+  // device-to-device copy ends).
+  void CopySync(void* destination, const void* source, int64_t bytes) override;
+  void FillSync(void* destination, int value, int64_t bytes) override;
+  // CudaStream::TakeDeviceError.
+  Status Finish(Stream* stream) override;
+  // Enqueued on `stream` (a CudaStream), not waited for.
+  void CopyBox(Stream* stream, const Tensor& src, const std::vector<int64_t>& src_start,
+               Tensor* dst, const std::vector<int64_t>& dst_start, const Shape& box) override;
+  void Accumulate(Stream* stream, void* dst, const void* src, int64_t n, DataType dtype) override;
+  void ScaleByInverse(Stream* stream, void* data, int64_t n, DataType dtype, int64_t k) override;
   int ordinal() const { return ordinal_; }
   CudaAllocator* cuda_allocator() { return allocator_.get(); }
 
@@ -120,5 +134,12 @@ int CudaOrdinalOf(const Device& device);
 // The context of "cuda:N": an error naming the device when this process sees
 // no GPU ("cuda:0: no CUDA device").
 Maybe<std::unique_ptr<DeviceContext>> CreateCudaDeviceContext(const Device& device);
+
+// The memory of an in-process group of CUDA devices (core/device_backend.h):
+// N virtual devices on one GPU copy (cudaMemcpyAsync, any direction) and sum
+// (device_kernels.h) on a stream of their own per call, waited for. Every
+// member must be on one GPU (an error names the devices otherwise); an error
+// when this process sees no GPU.
+Maybe<GroupMemory> CudaGroupMemory(const std::vector<Device>& devices);
 
 }  // namespace ofl

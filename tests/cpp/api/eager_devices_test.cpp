@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "oneflow_lite/api/eager.h"
-#include "runtime/device_support.h"
+#include "oneflow_lite/core/device_backend.h"
 
 namespace ofl {
 namespace {
@@ -68,7 +68,7 @@ TEST(EagerDevices, CommonDeviceSkipsMissingTensors) {
 }
 
 TEST(EagerDevices, ACudaOpWithoutAGpuNamesTheDevice) {
-  if (CudaDevicesVisible() > 0) GTEST_SKIP() << "a CUDA device exists here";
+  if (DeviceCount(DeviceType::kCUDA) > 0) GTEST_SKIP() << "a CUDA device exists here";
   EagerExecutor eager;
   const Tensor a = TaggedOn(Device{DeviceType::kCUDA, 1}, Shape({2}));
   const Status s = eager.Run("relu", {a}, {}).status();

@@ -12,6 +12,7 @@
 
 #include "oneflow_lite/core/allocator.h"
 #include "oneflow_lite/core/cpu_stream.h"
+#include "oneflow_lite/core/device_backend.h"
 #include "oneflow_lite/core/device_context.h"
 
 namespace ofl {

@@ -11,7 +11,7 @@
 #include "oneflow_lite/core/cuda/cuda_check.h"
 #include "tests/cpp/cuda_runtime/require_cuda.h"
 #include "oneflow_lite/core/cuda/cuda_device_context.h"
-#include "runtime/device_support.h"
+#include "oneflow_lite/core/device_backend.h"
 #include "runtime/runtime.h"
 #include "tests/cpp/runtime/plan_maker.h"
 
@@ -26,7 +26,7 @@ std::unique_ptr<DeviceContext> Context(const Device& device = kCuda0) {
 
 TEST(CudaBackendTest, WithoutADeviceTheContextIsRefusedByName) {
   if (CudaDeviceCount() > 0) GTEST_SKIP() << "a CUDA device exists here";
-  Maybe<std::unique_ptr<DeviceContext>> c = MakeDeviceContext(Device{DeviceType::kCUDA, 3});
+  Maybe<std::unique_ptr<DeviceContext>> c = CreateDeviceContext(Device{DeviceType::kCUDA, 3});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(), "cuda:3: no CUDA device");
 }

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "oneflow_lite/core/cuda/cuda_stream.h"
-#include "runtime/device_support.h"
+#include "oneflow_lite/core/device_backend.h"
 #include "runtime/nccl_communicator.h"
 #include "tests/cpp/cuda_runtime/require_cuda.h"
 #include "tests/cpp/runtime/boxing_actor_case.h"
@@ -57,7 +57,7 @@ TEST(CudaBoxingTest, VirtualCudaDevicesGiveTheCpuRunsBitsAndBytes) {
     auto want = RunBoxingActorCase(cpu.value(), {});
     ASSERT_TRUE(want.ok()) << want.status().message();
     std::atomic<int64_t> calls{0}, not_cuda{0};  // from every rank's boxing thread
-    auto got = RunBoxingActorCase(cuda.value(), MakeDeviceContext,
+    auto got = RunBoxingActorCase(cuda.value(), CreateDeviceContext,
                                   [&](const proto::TaskProto&, const BoxingStream& on) {
                                     ++calls;
                                     if (dynamic_cast<CudaStream*>(on.stream) == nullptr ||
@@ -100,12 +100,12 @@ class OneRankNcclBoxing : public testing::Test {
     NcclOptions options;
     options.timeout = std::chrono::milliseconds(20000);
     nccl_ = NcclCommunicator::Create(store_.get(), "boxing", {0}, 0, device_, options).value();
-    context_ = MakeDeviceContext(device_).value();
+    context_ = CreateDeviceContext(device_).value();
     stream_ = context_->CreateStream();
   }
   Tensor Upload(const Tensor& host) {
     Tensor d = context_->allocator()->NewTensor(host.shape(), host.dtype()).value();
-    CopyBytesSync(device_, d.raw(), host.raw(), host.nbytes());
+    context_->CopySync(d.raw(), host.raw(), host.nbytes());
     return d;
   }
   // Runs `task` on device copies of `input` into an output of `out_shape`
@@ -117,7 +117,7 @@ class OneRankNcclBoxing : public testing::Test {
     Status s = RunBoxingStep(task, in, &out, comm, BoxingStream{context_.get(), stream_.get()});
     EXPECT_TRUE(s.ok()) << s.message();
     stream_->Synchronize();
-    return CloneToHost(out);
+    return context_->CloneToHost(out);
   }
 
   const Device device_{DeviceType::kCUDA, 0};

@@ -1,4 +1,5 @@
-// In-process groups on CUDA memory (runtime/cuda_memory.h): the sum kernel
+// In-process groups on CUDA memory (CudaGroupMemory,
+// oneflow_lite/core/cuda/cuda_device_context.h): the sum kernel
 // gives the host Accumulate's bits, and the collectives of three virtual
 // devices on one GPU move device memory to where a host oracle says.
 // Skipped with "no CUDA device" without a GPU.
@@ -10,12 +11,16 @@
 #include <vector>
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
+#include "oneflow_lite/core/cuda/cuda_device_context.h"
+#include "oneflow_lite/core/reduce_sum.h"
+#include "runtime/inprocess_communicator.h"
 #include "tests/cpp/cuda_runtime/require_cuda.h"
-#include "runtime/cuda_memory.h"
-#include "runtime/reduce_sum.h"
 
 namespace ofl {
 namespace {
+
+// The group memory of virtual devices on GPU 0.
+GroupMemory Gpu0Memory() { return CudaGroupMemory({Device{DeviceType::kCUDA, 0}}).value(); }
 
 template <typename T>
 void* Upload(const std::vector<T>& values) {
@@ -47,7 +52,7 @@ TEST(CudaInProcessTest, TheSumKernelGivesTheHostSumsBits) {
   std::vector<void*> dev;
   for (auto& v : host) dev.push_back(Upload(v));
   void* out = Upload(std::vector<float>(n, -1.0f));
-  CudaAccumulate(0, out, dev[0], {dev[1], dev[2], dev[3]}, n, DataType::kFloat32);
+  Gpu0Memory().accumulate(out, dev[0], {dev[1], dev[2], dev[3]}, n, DataType::kFloat32);
   EXPECT_EQ(Download<float>(out, n), want);  // bit for bit
   for (void* d : dev) OFL_CUDA_CHECK(cudaFree(d));
   OFL_CUDA_CHECK(cudaFree(out));
@@ -63,7 +68,7 @@ TEST(CudaInProcessTest, MoreSourcesThanOneLaunchTakesAreAllAdded) {
     srcs.push_back(dev.back());
   }
   void* out = Upload(std::vector<int64_t>{1000, 2000});
-  CudaAccumulate(0, out, nullptr, srcs, 2, DataType::kInt64);
+  Gpu0Memory().accumulate(out, nullptr, srcs, 2, DataType::kInt64);
   // By hand: 1000 + (0 + 1 + ... + 19) = 1190; 2000 + 100 * 190 = 21000.
   EXPECT_EQ(Download<int64_t>(out, 2), (std::vector<int64_t>{1190, 21000}));
   for (void* d : dev) OFL_CUDA_CHECK(cudaFree(d));
@@ -72,7 +77,7 @@ TEST(CudaInProcessTest, MoreSourcesThanOneLaunchTakesAreAllAdded) {
 
 TEST(CudaInProcessTest, ThreeVirtualDevicesOfOneGpuRunTheCollectives) {
   OFL_SKIP_WITHOUT_CUDA();
-  InProcessGroup group(3, std::chrono::milliseconds(10000), CudaMemory(0));
+  InProcessGroup group(3, std::chrono::milliseconds(10000), Gpu0Memory());
   std::vector<std::vector<float>> reduced(3), gathered(3), swapped(3), received(3);
   auto rank_main = [&](int64_t r) {
     Communicator* c = group.Rank(r);

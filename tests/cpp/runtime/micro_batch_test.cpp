@@ -107,6 +107,38 @@ TEST_P(MicroBatchTest, AccumulatesMeanAndUpdatesOncePerStep) {
 
 INSTANTIATE_TEST_SUITE_P(K, MicroBatchTest, ::testing::Values(1, 2, 4));
 
+// x (fed) -> ACC g (period k) -> sink of period k: the fetched g of a step is
+// the mean of its k micro-batches, rounded as (sum) * (1/k) in float32. The
+// same plan runs on a GPU in tests/cpp/cuda_runtime/cuda_device_ops_test.cpp.
+TEST(MicroBatchAccTest, TheAccumulatorLeavesTheMeanOfEachStep) {
+  const int64_t k = 4;
+  PlanMaker m(1);
+  const int64_t x = m.Register("x", 0, {2}, 2);
+  const int64_t g = m.Register("g", 0, {2}, 1);
+  m.plan().mutable_registers(g)->set_period(k);
+  m.Source("x", 0, 0, x);
+  m.Task(proto::TaskProto::ACC, 0, 0, "g", "", {x}, {g});
+  m.Sink("g", 0, 0, g)->set_period(k);
+  RuntimeOptions options;
+  options.timeout = milliseconds(20000);
+  auto rt = Runtime::Create(m.plan(), options);
+  ASSERT_TRUE(rt.ok()) << rt.status().message();
+  std::vector<TensorMap> feeds;
+  for (int64_t i = 0; i < 2 * k; ++i) {  // micro-batch i: {i, -2i}
+    const Tensor t = MakeTensor({2}, [&](int64_t e) { return e == 0 ? 1.0 * i : -2.0 * i; });
+    feeds.push_back({{{"x", 0}, t}});
+  }
+  auto result = rt.value()->Run(2 * k, feeds, {"g"});
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  // Step 0: (0 + 1 + 2 + 3) * 0.25 = 1.5, -3; step 1: (4 + ... + 7) * 0.25 = 5.5, -11.
+  const Tensor& s0 = result.value().fetched[k - 1].at({"g", 0});
+  const Tensor& s1 = result.value().fetched[2 * k - 1].at({"g", 0});
+  EXPECT_EQ(s0.data<float>()[0], 1.5f);
+  EXPECT_EQ(s0.data<float>()[1], -3.0f);
+  EXPECT_EQ(s1.data<float>()[0], 5.5f);
+  EXPECT_EQ(s1.data<float>()[1], -11.0f);
+}
+
 TEST(MicroBatchChecks, RunMustBeWholeSteps) {
   MicroBatchPlan m = MakePlan(2);
   RuntimeOptions options;

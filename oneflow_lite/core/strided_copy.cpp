@@ -2,12 +2,12 @@
 // neighbouring axes contiguous in both layouts merged; the last axis is then
 // copied with one memcpy when contiguous on both sides, element by element
 // otherwise; the other axes are split into parallel chunks.
-#include "ops/array/strided_copy.h"
+#include "oneflow_lite/core/strided_copy.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "ops/parallel.h"
+#include "oneflow_lite/core/parallel_for.h"
 
 namespace ofl {
 
