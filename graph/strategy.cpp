@@ -215,6 +215,20 @@ Maybe<Strategy> DeduceStrategy(const OpGraph& graph, const Placement& placement,
   return s;
 }
 
+Maybe<Strategy> ReplicatedStrategy(const OpGraph& graph, const Placement& placement) {
+  const NdSbp whole = AllBroadcast(placement.hierarchy().ndim());
+  Strategy s(placement);
+  for (const std::string& name : graph.input_names()) s.SetSourceSbp(name, whole);
+  for (const std::string& name : graph.variable_names()) s.SetSourceSbp(name, whole);
+  for (const OpNode& node : graph.ops()) {
+    NdSbpSignature sig{std::vector<NdSbp>(node.inputs.size(), whole),
+                       std::vector<NdSbp>(node.outputs.size(), whole)};
+    s.SetSignature(node.name, std::move(sig));
+  }
+  OFL_RETURN_IF_ERROR(s.Validate(graph));
+  return s;
+}
+
 namespace {
 
 // Random source NdSbps and op signatures on each one's own placement.
