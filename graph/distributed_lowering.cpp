@@ -7,6 +7,7 @@
 #include "graph/boxing.h"
 #include "graph/boxing_tasks.h"
 #include "graph/gradient_buckets.h"
+#include "graph/matmul_bias_fusion.h"
 #include "graph/plan_builder.h"
 #include "oneflow_lite/core/slicing.h"
 
@@ -50,12 +51,23 @@ class Lowerer {
       AddSource(name, proto::TaskProto::VARIABLE);
     }
     bool bucketed = false;
-    for (const OpNode& node : graph_.ops()) {
+    const MatmulBiasFusion fusion = Fusion();
+    for (size_t i = 0; i < graph_.ops().size(); ++i) {
+      const OpNode& node = graph_.ops()[i];
       if (!bucketed && HasMutableInput(node)) {  // every gradient exists by now
         OFL_RETURN_IF_ERROR(BucketGradients());
         bucketed = true;
       }
-      OFL_RETURN_IF_ERROR(AddOp(node));
+      if (fusion.folded[i]) continue;  // runs inside its bias_add's matmul_bias task
+      if (fusion.absorbs[i] < 0) {
+        OFL_RETURN_IF_ERROR(AddOp(node, strategy_.signature(node.name)));
+        continue;
+      }
+      const OpNode fused = fusion.FusedNode(graph_, static_cast<int64_t>(i));
+      const NdSbpSignature& mm = strategy_.signature(fused.name);
+      NdSbpSignature sig = strategy_.signature(node.name);
+      sig.inputs = {mm.inputs[0], mm.inputs[1], sig.inputs[1]};
+      OFL_RETURN_IF_ERROR(AddOp(fused, sig, node.name));
     }
     for (const std::string& f : fetches) AddSink(f);
     builder_.AddInPlaceCtrlEdges();
@@ -271,9 +283,25 @@ class Lowerer {
     return acc;
   }
 
-  Status AddOp(const OpNode& node) {
-    const NdSbpSignature& sig = strategy_.signature(node.name);
-    const Placement& placement = strategy_.PlacementOf(node.name);
+  // The pairs options_.fuse_matmul_bias fuses: both ops on one one-rank placement.
+  MatmulBiasFusion Fusion() const {
+    MatmulBiasFusion f = MatmulBiasFusion::None(graph_);
+    if (!options_.fuse_matmul_bias) return f;
+    const MatmulBiasFusion found = FindMatmulBias(graph_);
+    for (size_t i = 0; i < found.absorbs.size(); ++i) {
+      if (found.absorbs[i] < 0) continue;
+      const Placement& p = strategy_.PlacementOf(graph_.ops()[i].name);
+      const Placement& q = strategy_.PlacementOf(graph_.ops()[found.absorbs[i]].name);
+      if (p.ranks().size() != 1 || !(p == q)) continue;
+      f.absorbs[i] = found.absorbs[i];
+      f.folded[found.absorbs[i]] = true;
+    }
+    return f;
+  }
+
+  // `placed_as`: the op whose placement the task takes (a fused task: its bias_add's).
+  Status AddOp(const OpNode& node, const NdSbpSignature& sig, const std::string& placed_as = "") {
+    const Placement& placement = strategy_.PlacementOf(placed_as.empty() ? node.name : placed_as);
     const int64_t period = HasMutableInput(node) ? StepPeriod() : 1;
     std::vector<std::vector<int64_t>> inputs;
     for (size_t i = 0; i < node.inputs.size(); ++i) {

@@ -1,12 +1,12 @@
-// Distributed lowering: an OpGraph and a Strategy become the Plan the actor
-// runtime executes on every rank of the strategy's placement (DESIGN.md
-// sections 1, 5, 7). Per rank: a SOURCE task per fed input and a VARIABLE task
-// per variable holding its slice, a COMPUTE task per op on stream 0 with
-// physical shapes from slicing, BOXING tasks (graph/boxing_tasks.h, stream 1)
-// wherever a consumer needs another NdSbp than its producer made (one boxing
-// per (tensor, target NdSbp), shared by its consumers), SINK tasks for the
-// fetched tensors, and ctrl edges that make every in-place update act after all
-// other readers of the variable it writes.
+// The lowering: an OpGraph and a Strategy become the Plan the actor runtime
+// executes on every rank of the strategy's placement (DESIGN.md sections 1, 5,
+// 7); one device is the one-rank case (api/session.h). Per rank: a SOURCE task
+// per fed input and a VARIABLE task per variable holding its slice, a COMPUTE
+// task per op on stream 0 in graph order with physical shapes from slicing,
+// BOXING tasks (graph/boxing_tasks.h, stream 1) where a consumer needs another
+// NdSbp than its producer made (one per (tensor, target NdSbp)), SINK tasks for
+// the fetched tensors, and ctrl edges that make every in-place update act after
+// all other readers of the variable it writes.
 #pragma once
 
 #include <string>
@@ -46,6 +46,9 @@ struct LoweringOptions {
   // soon as its last gradient is ready, on the boxing stream, while backward
   // goes on. 0: each gradient boxed alone.
   int64_t gradient_bucket_bytes = 0;
+  // A matmul whose output only a bias_add reads, both on one same one-rank
+  // placement, runs as one matmul_bias task (graph/matmul_bias_fusion.h).
+  bool fuse_matmul_bias = false;
 };
 
 constexpr int64_t kStepBoxingStream = 2;  // boxing of once-per-step tensors

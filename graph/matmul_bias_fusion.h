@@ -1,4 +1,4 @@
-// Matmul-bias fusion for the single-device lowering (graph/lowering.h): a
+// Matmul-bias fusion for one-rank ops (graph/distributed_lowering.h): a
 // 2-D float32 or float64 `matmul` whose output only a `bias_add` along its
 // last axis reads (nn.functional.linear's pair) runs as one `matmul_bias`
 // task (ops/math/matmul.cpp), whose CPU kernel passes the bias to oneDNN's

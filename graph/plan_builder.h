@@ -1,9 +1,9 @@
 // PlanBuilder: appends registers and tasks to a proto::Plan with dense ids.
-// Lowering (graph/lowering*.cpp) and the boxing planner's task emission
-// (graph/boxing*.cpp) both build through it. Every register and task gets
-// its rank's device (RegisterDesc.device, TaskProto.device): "<type>:<rank>",
-// the type cpu unless set_device_type gave the rank another. Not
-// synchronised.
+// The lowering (graph/distributed_lowering.cpp) and the boxing planner's
+// task emission (graph/boxing*.cpp) both build through it. Every register and
+// task gets its rank's device (RegisterDesc.device, TaskProto.device):
+// "<type>:<rank>", the type cpu unless set_device_type gave the rank another.
+// Not synchronised.
 #pragma once
 
 #include <string>

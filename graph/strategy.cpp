@@ -52,6 +52,18 @@ NdSbp StateSbp(const OpGraph& graph, const std::string& state, const std::string
   return AllBroadcast(param_sbp.size());
 }
 
+// Every input and output B on every axis.
+bool IsWhole(const NdSbpSignature& sig) {
+  auto whole = [](const NdSbp& sbp) {
+    for (const Sbp& s : sbp.axes()) {
+      if (!s.is_broadcast()) return false;
+    }
+    return true;
+  };
+  return std::all_of(sig.inputs.begin(), sig.inputs.end(), whole) &&
+         std::all_of(sig.outputs.begin(), sig.outputs.end(), whole);
+}
+
 Status CheckSource(const OpGraph& graph, const Placement& placement, const std::string& name,
                    const NdSbp& sbp) {
   TensorDesc desc = graph.Desc(name).value();
@@ -134,7 +146,9 @@ Status Strategy::Validate(const OpGraph& graph) const {
                ") has no signature");
     const Placement& placement = PlacementOf(node.name);
     OFL_ASSIGN_OR_RETURN(auto candidates, CandidateSignatures(graph, node, placement));
-    bool known = false;
+    // One device holds every tensor whole: all-B is then every op's signature,
+    // listed by its rules or not (an op may declare none).
+    bool known = placement.size() == 1 && IsWhole(it->second);
     for (const NdSbpSignature& c : candidates) known = known || c == it->second;
     OFL_ENSURE(known, "strategy: op '", node.name, "' (", node.type, ") has no signature ",
                it->second.ToString(), " on hierarchy ", placement.hierarchy());
@@ -210,6 +224,20 @@ Maybe<Strategy> DeduceStrategy(const OpGraph& graph, const Placement& placement,
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       current[node.outputs[o]] = candidates[best].outputs[o];
     }
+  }
+  OFL_RETURN_IF_ERROR(s.Validate(graph));
+  return s;
+}
+
+Maybe<Strategy> ReplicatedStrategy(const OpGraph& graph, const Placement& placement) {
+  const NdSbp whole = AllBroadcast(placement.hierarchy().ndim());
+  Strategy s(placement);
+  for (const std::string& name : graph.input_names()) s.SetSourceSbp(name, whole);
+  for (const std::string& name : graph.variable_names()) s.SetSourceSbp(name, whole);
+  for (const OpNode& node : graph.ops()) {
+    NdSbpSignature sig{std::vector<NdSbp>(node.inputs.size(), whole),
+                       std::vector<NdSbp>(node.outputs.size(), whole)};
+    s.SetSignature(node.name, std::move(sig));
   }
   OFL_RETURN_IF_ERROR(s.Validate(graph));
   return s;

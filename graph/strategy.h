@@ -73,6 +73,11 @@ class Strategy {
 Maybe<Strategy> DeduceStrategy(const OpGraph& graph, const Placement& placement,
                                const std::map<std::string, NdSbp>& pinned = {});
 
+// Every source and every op whole on every rank of `placement` (B on every
+// axis): on a placement of one device, the strategy of a one-device Session.
+// Errors name an op that has no all-B signature.
+Maybe<Strategy> ReplicatedStrategy(const OpGraph& graph, const Placement& placement);
+
 // A valid strategy with a random signature per op (seeded), for property tests.
 Maybe<Strategy> RandomStrategy(const OpGraph& graph, const Placement& placement, uint64_t seed);
 

@@ -134,25 +134,34 @@ Maybe<std::unique_ptr<Runtime>> Runtime::Create(const proto::Plan& plan, Runtime
 Status Runtime::Build(RuntimeOptions options) {
   Impl& m = *impl_;
   m.options = std::move(options);
-  const proto::Plan& plan = plan_;
-  const int64_t ranks = plan.num_ranks();
   OFL_ENSURE(m.options.timeout.count() > 0, "runtime: timeout must be positive");
   // Before anything is allocated; producer[register] = its writing task, over
   // every process's tasks.
-  OFL_ASSIGN_OR_RETURN(m.producer, CheckPlan(plan));
-
-  // This process's ranks (all of them in a world of one process).
-  for (int64_t r = 0; r < ranks; ++r) {
-    if (ProcessOfRank(plan, r) == m.options.process) m.local_ranks.push_back(r);
+  OFL_ASSIGN_OR_RETURN(m.producer, CheckPlan(plan_));
+  // This process's ranks (all of them in a world of one process). A process
+  // may own no rank of a plan (a placement smaller than the world): its runs
+  // do nothing and return at once.
+  for (int64_t r = 0; r < plan_.num_ranks(); ++r) {
+    if (m.IsLocal(plan_, r)) m.local_ranks.push_back(r);
   }
-  // A process may own no rank of a plan (a placement smaller than the
-  // world): its runs do nothing and return at once.
-  auto local = [&](int64_t rank) { return ProcessOfRank(plan, rank) == m.options.process; };
-
-  // Kernel threads and allocators, per local rank (other ranks: share 0).
   int cores = m.options.num_threads > 0 ? m.options.num_threads
                                         : static_cast<int>(std::thread::hardware_concurrency());
   cores = std::max(cores, 1);
+  OFL_RETURN_IF_ERROR(m.CreateRanks(plan_, cores, &shares_));
+  OFL_RETURN_IF_ERROR(m.CreateRegisters(plan_, cores));
+  OFL_RETURN_IF_ERROR(m.CreateActors(plan_));
+  m.CreateThreads(plan_, shares_);
+  OFL_RETURN_IF_ERROR(m.PrepareActors(plan_));
+  for (auto& thread : m.threads) thread->Start();
+  return Status::OK();
+}
+
+bool Runtime::Impl::IsLocal(const proto::Plan& plan, int64_t rank) const {
+  return ProcessOfRank(plan, rank) == options.process;
+}
+
+Status Runtime::Impl::CreateRanks(const proto::Plan& plan, int cores, std::vector<int>* shares) {
+  const int64_t ranks = plan.num_ranks();
   // Each stream of a rank that runs kernels has a master slot of its own in
   // the rank's arena (so no stream waits for another to leave it); workers
   // fill the rest of the share.
@@ -160,113 +169,121 @@ Status Runtime::Build(RuntimeOptions options) {
   for (const auto& t : plan.tasks()) {
     if (t.kind() == proto::TaskProto::COMPUTE) compute_streams[t.rank()].insert(t.stream());
   }
-  const int64_t num_local = static_cast<int64_t>(m.local_ranks.size());
-  shares_.assign(ranks, 0);
-  m.arenas.resize(ranks);
-  m.envs.resize(ranks);
-  OFL_RETURN_IF_ERROR(CreateDevices(plan, m.local_ranks, m.options, &m.devices));
-  std::vector<Allocator*> allocators(ranks, nullptr);
-  for (int64_t r : m.local_ranks) allocators[r] = m.devices[r]->allocator();
+  const int64_t num_local = static_cast<int64_t>(local_ranks.size());
+  shares->assign(ranks, 0);  // other processes' ranks: share 0
+  arenas.resize(ranks);
+  envs.resize(ranks);
+  OFL_RETURN_IF_ERROR(CreateDevices(plan, local_ranks, options, &devices));
   // More ranks than threads: one thread each, and at most `cores` kernels at once.
-  if (!kThreadSanitizer && num_local > cores) m.kernel_slots = std::make_unique<KernelSlots>(cores);
+  if (!kThreadSanitizer && num_local > cores) kernel_slots = std::make_unique<KernelSlots>(cores);
   for (int64_t i = 0; i < num_local; ++i) {
-    const int64_t r = m.local_ranks[i];
-    shares_[r] = kThreadSanitizer ? 1 : KernelShare(cores, num_local, i);
+    const int64_t r = local_ranks[i];
+    (*shares)[r] = kThreadSanitizer ? 1 : KernelShare(cores, num_local, i);
     const int masters = std::max<int>(1, static_cast<int>(compute_streams[r].size()));
-    m.arenas[r] = std::make_unique<tbb::task_arena>(std::max(shares_[r], masters), masters);
-    m.envs[r] =
-        RankEnv{m.arenas[r].get(), &m.options.boxing, m.devices[r].get(), m.kernel_slots.get()};
+    arenas[r] = std::make_unique<tbb::task_arena>(std::max((*shares)[r], masters), masters);
+    envs[r] = RankEnv{arenas[r].get(), &options.boxing, devices[r].get(), kernel_slots.get()};
   }
+  return Status::OK();
+}
 
-  // Registers: control ones (some task's ctrl_outputs) carry no data.
+Status Runtime::Impl::CreateRegisters(const proto::Plan& plan, int cores) {
+  std::vector<Allocator*> allocators(plan.num_ranks(), nullptr);
+  for (int64_t r : local_ranks) allocators[r] = devices[r]->allocator();
+  // Control registers (some task's ctrl_outputs) carry no data.
   std::set<int64_t> control;
   for (const auto& t : plan.tasks())
     control.insert(t.ctrl_outputs().begin(), t.ctrl_outputs().end());
-  m.registers.resize(plan.registers_size());
-  OFL_ASSIGN_OR_RETURN(std::vector<RankArena> arenas,
-                       CreateArenas(plan, m.local_ranks, allocators, m.producer,
-                                    m.options.plan_memory));
+  registers.resize(plan.registers_size());
+  OFL_ASSIGN_OR_RETURN(std::vector<RankArena> rank_arenas,
+                       CreateArenas(plan, local_ranks, allocators, producer, options.plan_memory));
   for (const auto& r : plan.registers()) {
-    RuntimeRegister& reg = m.registers[r.id()];
+    RuntimeRegister& reg = registers[r.id()];
     reg.desc = &r;
     reg.control = control.count(r.id()) > 0;
-    if (!local(r.rank())) continue;
-    const RankArena& arena = arenas[r.rank()];
+    if (!IsLocal(plan, r.rank())) continue;
+    const RankArena& arena = rank_arenas[r.rank()];
     if (arena.plan.offset[r.id()] >= 0) {
       reg.slots.push_back(ArenaSlot(r, arena, allocators[r.rank()]->device()));
       continue;
     }
     for (int64_t s = 0; s < r.num_slots(); ++s) {
-      OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, m.devices[r.rank()].get()));
+      OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, devices[r.rank()].get()));
       reg.slots.push_back(slot);
     }
   }
-
   // The undo copy runs while no kernel does: on all C kernel threads (one
   // under ThreadSanitizer, as the ranks' arenas).
-  m.undo = std::make_unique<StepUndo>(plan, &m.registers, m.devices, kThreadSanitizer ? 1 : cores,
-                                      m.options.transactional);
+  undo = std::make_unique<StepUndo>(plan, &registers, devices, kThreadSanitizer ? 1 : cores,
+                                    options.transactional);
+  return Status::OK();
+}
 
-  // Actors (this process's tasks) and their registers.
-  m.actor_of_task.assign(plan.tasks_size(), nullptr);
+Status Runtime::Impl::CreateActors(const proto::Plan& plan) {
+  actor_of_task.assign(plan.tasks_size(), nullptr);
   for (const auto& t : plan.tasks()) {
-    m.task_names.push_back(TaskDisplayName(t));
-    if (!local(t.rank())) continue;
-    std::unique_ptr<Actor> actor = MakeActor(t, m.envs[t.rank()]);
+    task_names.push_back(TaskDisplayName(t));
+    if (!IsLocal(plan, t.rank())) continue;
+    std::unique_ptr<Actor> actor = MakeActor(t, envs[t.rank()]);
     OFL_ENSURE(actor != nullptr, "plan: task ", t.id(), " has unknown kind ", t.kind());
     std::vector<int64_t> written(t.outputs().begin(), t.outputs().end());
     written.insert(written.end(), t.ctrl_outputs().begin(), t.ctrl_outputs().end());
-    for (int64_t id : written) actor->AddOutput(&m.registers[id]);
-    for (int64_t id : t.inputs()) actor->AddInput(&m.registers[id], true);
-    for (int64_t id : t.ctrl_inputs()) actor->AddInput(&m.registers[id], false);
-    m.task_names.back() = actor->name();
-    m.actor_of_task[t.id()] = actor.get();
-    m.actors.push_back(std::move(actor));
+    for (int64_t id : written) actor->AddOutput(&registers[id]);
+    for (int64_t id : t.inputs()) actor->AddInput(&registers[id], true);
+    for (int64_t id : t.ctrl_inputs()) actor->AddInput(&registers[id], false);
+    task_names.back() = actor->name();
+    actor_of_task[t.id()] = actor.get();
+    actors.push_back(std::move(actor));
   }
+  // Each register's reader meets its writer.
   for (const auto& t : plan.tasks()) {
-    if (!local(t.rank())) continue;
+    if (!IsLocal(plan, t.rank())) continue;
     std::set<int64_t> read(t.inputs().begin(), t.inputs().end());
     read.insert(t.ctrl_inputs().begin(), t.ctrl_inputs().end());
     for (int64_t id : read) {
-      OFL_ENSURE(m.producer[id] >= 0, "plan: task ", t.id(), " (", m.task_names[t.id()],
+      OFL_ENSURE(producer[id] >= 0, "plan: task ", t.id(), " (", task_names[t.id()],
                  ") reads register '", plan.registers(id).name(), "' that no task writes");
-      Actor::Connect(m.actor_of_task[m.producer[id]], &m.registers[id], m.actor_of_task[t.id()]);
+      Actor::Connect(actor_of_task[producer[id]], &registers[id], actor_of_task[t.id()]);
     }
   }
+  return Status::OK();
+}
+
+void Runtime::Impl::CreateThreads(const proto::Plan& plan, const std::vector<int>& shares) {
   // One thread per (rank, stream), each with a stream of the rank's device;
   // actors join in plan order. Then the events of registers between streams.
   std::map<std::pair<int64_t, int64_t>, ActorThread*> by_stream;
   for (const auto& t : plan.tasks()) {
-    if (!local(t.rank())) continue;
+    if (!IsLocal(plan, t.rank())) continue;
     ActorThread*& thread = by_stream[{t.rank(), t.stream()}];
     if (thread == nullptr) {
-      m.threads.push_back(std::make_unique<ActorThread>(t.rank(), t.stream(), shares_[t.rank()],
-                                                        m.options.spin_us,
-                                                        m.devices[t.rank()]->CreateStream()));
-      thread = m.threads.back().get();
+      threads.push_back(std::make_unique<ActorThread>(t.rank(), t.stream(), shares[t.rank()],
+                                                      options.spin_us,
+                                                      devices[t.rank()]->CreateStream()));
+      thread = threads.back().get();
     }
-    thread->AddActor(m.actor_of_task[t.id()]);
+    thread->AddActor(actor_of_task[t.id()]);
   }
   for (const auto& t : plan.tasks()) {
-    if (local(t.rank())) m.actor_of_task[t.id()]->CreateEvents(m.devices[t.rank()].get());
+    if (IsLocal(plan, t.rank())) actor_of_task[t.id()]->CreateEvents(devices[t.rank()].get());
   }
+}
+
+Status Runtime::Impl::PrepareActors(const proto::Plan& plan) {
   for (const auto& t : plan.tasks()) {
-    if (!local(t.rank())) continue;
-    OFL_RETURN_IF_ERROR(m.actor_of_task[t.id()]->Prepare());
+    if (!IsLocal(plan, t.rank())) continue;
+    OFL_RETURN_IF_ERROR(actor_of_task[t.id()]->Prepare());
     const TensorKey key{t.op_conf().name(), t.rank()};
     if (t.kind() == proto::TaskProto::SOURCE) {
-      OFL_ENSURE(m.sources.emplace(key, t.id()).second, "plan: two sources '", key.name,
+      OFL_ENSURE(sources.emplace(key, t.id()).second, "plan: two sources '", key.name,
                  "' on rank ", key.rank);
     } else if (t.kind() == proto::TaskProto::VARIABLE) {
       const proto::RegisterDesc& r = plan.registers(t.outputs(0));
       OFL_ENSURE(r.num_slots() == 1, "plan: variable '", key.name, "' has a register of ",
                  r.num_slots(), " slots, not 1");
-      OFL_ENSURE(m.variables.emplace(key, r.id()).second, "plan: two variables '", key.name,
+      OFL_ENSURE(variables.emplace(key, r.id()).second, "plan: two variables '", key.name,
                  "' on rank ", key.rank);
     }
   }
-
-  for (auto& thread : m.threads) thread->Start();
   return Status::OK();
 }
 

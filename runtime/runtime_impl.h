@@ -41,6 +41,19 @@ struct Runtime::Impl {
   // One run's fetches: keys[k] is filled from buffers[k][step].
   std::vector<TensorKey> fetch_keys;
   std::vector<std::vector<Tensor>> fetch_buffers;
+
+  // Runtime::Build's steps (runtime.cpp), in this order, after options,
+  // producer and local_ranks are set.
+  bool IsLocal(const proto::Plan& plan, int64_t rank) const;  // of this process
+  // Per local rank: its device, kernel share (into `shares`), arena and env.
+  Status CreateRanks(const proto::Plan& plan, int cores, std::vector<int>* shares);
+  // Every register's slots (local ranks: allocated, or in the rank's arena)
+  // and the undo copy.
+  Status CreateRegisters(const proto::Plan& plan, int cores);
+  Status CreateActors(const proto::Plan& plan);  // this process's, wired to their registers
+  void CreateThreads(const proto::Plan& plan, const std::vector<int>& shares);
+  // Each actor's own checks; sources and variables indexed by (name, rank).
+  Status PrepareActors(const proto::Plan& plan);
 };
 
 }  // namespace ofl

@@ -30,12 +30,23 @@ LoweringOptions SessionLowering(const DistributedOptions& options) {
   lowering.num_slots = options.num_slots;
   lowering.micro_batches = options.micro_batches;
   lowering.gradient_bucket_bytes = options.gradient_bucket_bytes;
+  lowering.fuse_matmul_bias = options.fuse_matmul_bias;
   return lowering;
 }
 
 Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
     const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
     const DistributedOptions& options) {
+  std::unique_ptr<DistributedSession> s(new DistributedSession());
+  OFL_RETURN_IF_ERROR(s->Init(graph, strategy, fetches, options));
+  return s;
+}
+
+DistributedSession::~DistributedSession() = default;
+
+Status DistributedSession::Init(const OpGraph& graph, const Strategy& strategy,
+                                const std::vector<std::string>& fetches,
+                                const DistributedOptions& options) {
   OFL_ENSURE(options.num_slots >= 1, "DistributedSession: num_slots=", options.num_slots,
              " must be >= 1 (buffers per register)");
   OFL_ENSURE(options.micro_batches >= 1, "DistributedSession: micro_batches=",
@@ -44,76 +55,87 @@ Maybe<std::unique_ptr<DistributedSession>> DistributedSession::Create(
              " must be >= 0 (0: every core)");
   OFL_ENSURE(options.timeout.count() > 0, "DistributedSession: timeout=", options.timeout.count(),
              " ms must be > 0");
-  std::unique_ptr<DistributedSession> s(new DistributedSession());
-  s->graph_ = graph;
-  s->strategy_ = strategy;
-  s->fetches_ = fetches;
   OFL_ENSURE(options.gradient_bucket_bytes >= 0, "DistributedSession: gradient_bucket_bytes=",
              options.gradient_bucket_bytes, " must be >= 0 (0: no buckets)");
-  const LoweringOptions lowering = SessionLowering(options);
-  s->micro_batches_ = options.micro_batches;
-  OFL_ASSIGN_OR_RETURN(s->plan_, LowerDistributed(graph, strategy, fetches, lowering));
-  s->world_ = options.world;
-  s->local_feeds_ = options.local_feeds && options.world != nullptr && options.world->distributed();
-  ProcessWorld* world = s->world_.get();
-  int64_t process = 0;
-  if (world != nullptr && world->distributed()) {
-    const int64_t k = world->devices_per_process();
-    const int64_t devices = world->num_processes() * k;
-    OFL_ENSURE(s->plan_.num_ranks() <= devices, "DistributedSession: the placement uses rank ",
-               s->plan_.num_ranks() - 1, " but the world has ", devices, " devices (",
-               world->num_processes(), " processes x ", k, " devices per process)");
-    for (int64_t r = 0; r < s->plan_.num_ranks(); ++r) s->plan_.add_process_of_rank(r / k);
-    process = world->process();
-    s->name_ = StrCat("s", world->NextSequence("session"));
-    OFL_RETURN_IF_ERROR(CheckSamePlan(world, s->name_ + "/plan", s->plan_));
+  graph_ = graph;
+  strategy_ = strategy;
+  fetches_ = fetches;
+  micro_batches_ = options.micro_batches;
+  OFL_ASSIGN_OR_RETURN(plan_,
+                       LowerDistributed(graph, strategy, fetches, SessionLowering(options)));
+  OFL_RETURN_IF_ERROR(JoinWorld(options));
+  OFL_RETURN_IF_ERROR(StartRuntime(options));
+  for (const proto::TaskProto& t : plan_.tasks()) {
+    if (t.kind() != proto::TaskProto::SOURCE && t.kind() != proto::TaskProto::VARIABLE) continue;
+    source_registers_[t.op_conf().name()].push_back(&plan_.registers(t.outputs(0)));
   }
-  OFL_ASSIGN_OR_RETURN(s->groups_, BoxingGroups::Create(s->plan_, options.timeout,
-                                                        BoxingWorld{world, process, s->name_}));
+  return SetInitialVariables();
+}
+
+Status DistributedSession::JoinWorld(const DistributedOptions& options) {
+  world_ = options.world;
+  local_feeds_ = options.local_feeds && world_ != nullptr && world_->distributed();
+  if (world_ == nullptr || !world_->distributed()) return Status::OK();
+  const int64_t k = world_->devices_per_process();
+  const int64_t devices = world_->num_processes() * k;
+  OFL_ENSURE(plan_.num_ranks() <= devices, "DistributedSession: the placement uses rank ",
+             plan_.num_ranks() - 1, " but the world has ", devices, " devices (",
+             world_->num_processes(), " processes x ", k, " devices per process)");
+  for (int64_t r = 0; r < plan_.num_ranks(); ++r) plan_.add_process_of_rank(r / k);
+  name_ = StrCat("s", world_->NextSequence("session"));
+  return CheckSamePlan(world_.get(), name_ + "/plan", plan_);
+}
+
+Status DistributedSession::StartRuntime(const DistributedOptions& options) {
+  ProcessWorld* world = world_.get();
+  const bool distributed = world != nullptr && world->distributed();
+  const int64_t process = distributed ? world->process() : 0;
+  OFL_ASSIGN_OR_RETURN(groups_, BoxingGroups::Create(plan_, options.timeout,
+                                                     BoxingWorld{world, process, name_}));
   RuntimeOptions ro;
   ro.timeout = options.timeout;
   ro.trace_path = options.trace_path;
   ro.num_threads = options.num_threads;
   ro.process = process;
   ro.transactional = options.transactional;
-  BoxingGroups* g = s->groups_.get();
-  DistributedSession* self = s.get();
+  ro.plan_memory = options.plan_memory;
+  ro.record_acts = options.record_acts;
+  BoxingGroups* g = groups_.get();
   // A failed rank (a kernel rejecting a value) wakes the ranks blocked in a
   // collective now, here and (through the store) in the other processes;
   // RunStep resets the groups before the next run.
-  ro.on_failure = [g, self](const Status& error) {
+  ro.on_failure = [g, this](const Status& error) {
     g->AbortAll(error.message());
-    if (self->world_ != nullptr) {
-      std::lock_guard<std::mutex> lock(self->scope_mu_);
-      self->world_->Fail(self->scope_, StrCat("process ", self->world_->process(), ": ",
-                                              error.message()));
+    if (world_ != nullptr) {
+      std::lock_guard<std::mutex> lock(scope_mu_);
+      world_->Fail(scope_, StrCat("process ", world_->process(), ": ", error.message()));
     }
   };
-  if (world != nullptr && world->distributed()) {
+  if (distributed) {
     // The commit point: the runtime keeps this run's updates only when every
     // process's run succeeded, else restores them (transactional steps).
-    ro.commit = [self](const Status& local) { return self->Vote(local); };
+    ro.commit = [this](const Status& local) { return Vote(local); };
   }
   ro.boxing = [g](const proto::TaskProto& task, const Tensor& input, Tensor* output,
                   const BoxingStream& on) {
     return RunBoxingStep(task, input, output, g->For(task.boxing_conf().group_id(), task.rank()),
                          on);
   };
-  OFL_ASSIGN_OR_RETURN(s->runtime_, Runtime::Create(s->plan_, ro));
-  for (const proto::TaskProto& t : s->plan_.tasks()) {
-    if (t.kind() != proto::TaskProto::SOURCE && t.kind() != proto::TaskProto::VARIABLE) continue;
-    s->source_registers_[t.op_conf().name()].push_back(&s->plan_.registers(t.outputs(0)));
-  }
+  OFL_ASSIGN_OR_RETURN(runtime_, Runtime::Create(plan_, ro));
+  return Status::OK();
+}
+
+Status DistributedSession::SetInitialVariables() {
   std::vector<std::pair<std::string, Tensor>> initial;
-  for (const std::string& v : graph.variable_names()) {
-    OFL_ASSIGN_OR_RETURN(Tensor init, graph.InitialValue(v));
-    OFL_RETURN_IF_ERROR(s->SetVariable(v, init));
+  for (const std::string& v : graph_.variable_names()) {
+    OFL_ASSIGN_OR_RETURN(Tensor init, graph_.InitialValue(v));
+    OFL_RETURN_IF_ERROR(SetVariable(v, init));
     initial.emplace_back(v, init);
   }
-  if (world != nullptr && world->distributed()) {
-    OFL_RETURN_IF_ERROR(CheckSameValues(world, s->name_ + "/initial", initial));
+  if (world_ != nullptr && world_->distributed()) {
+    OFL_RETURN_IF_ERROR(CheckSameValues(world_.get(), name_ + "/initial", initial));
   }
-  return s;
+  return Status::OK();
 }
 
 Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& name,
@@ -149,6 +171,10 @@ Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& na
     OFL_ENSURE(dtype == given.dtype(), "'", name, "' expects dtype ", DataTypeName(dtype),
                ", got ", DataTypeName(given.dtype()));
     Shape local(Dims(r->desc().shape()));
+    if (local == given.shape()) {  // the whole tensor (B, or one rank): no copy
+      parts[r->rank()] = given;
+      continue;
+    }
     Tensor part(local, dtype);
     CopyBox(given, offset, &part, std::vector<int64_t>(local.ndim(), 0), local);
     parts[r->rank()] = part;
@@ -161,6 +187,11 @@ Maybe<Tensor> DistributedSession::Assemble(const std::string& name,
   OFL_ASSIGN_OR_RETURN(TensorDesc desc, graph_.Desc(name));
   OFL_ASSIGN_OR_RETURN(NdSbp sbp, strategy_.ProducedSbp(graph_, name));
   OFL_ASSIGN_OR_RETURN(Placement p, strategy_.ProducedPlacement(graph_, name));
+  bool partial = false;
+  for (const Sbp& axis : sbp.axes()) partial |= axis.is_partial_sum();
+  if (parts.size() == 1 && parts.begin()->second.shape() == desc.shape && !partial) {
+    return parts.begin()->second;  // the whole tensor from one rank (one device, or B)
+  }
   Tensor out = Tensor::Zeros(desc.shape, desc.dtype);
   Tensor part_sum = Tensor::Zeros(desc.shape, desc.dtype);
   for (int64_t i = 0; i < p.size(); ++i) {
@@ -204,14 +235,32 @@ Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tenso
                                    const std::vector<std::string>& fetches,
                                    std::vector<std::vector<Tensor>>* results) {
   std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
-  OFL_ENSURE(lock.owns_lock(), "DistributedSession.run: already running on another thread (a "
-             "session runs one call at a time)");
-  for (const std::string& f : fetches) {
-    OFL_ENSURE(std::find(fetches_.begin(), fetches_.end(), f) != fetches_.end(), "run: '", f,
-               "' was not named as a fetch when the session was created");
-  }
+  OFL_ENSURE(lock.owns_lock(), "Session.run: already running on another thread (a Session runs "
+             "one call at a time)");
   OFL_ENSURE(static_cast<int64_t>(feeds.size()) == micro_batches_, "run: ", feeds.size(),
              " feed maps for ", micro_batches_, " micro-batches (one per micro-batch)");
+  OFL_ASSIGN_OR_RETURN(std::vector<TensorMap> per_rank, SliceFeeds(feeds));
+  // What the runtime fetches: each tensor once, variables read after the step apart.
+  std::vector<std::string> made;
+  for (const std::string& f : fetches) {
+    OFL_ENSURE(graph_.HasTensor(f), "run: cannot fetch unknown tensor '", f, "'");
+    if (!ReadAfterStep(f) && std::find(made.begin(), made.end(), f) == made.end()) {
+      made.push_back(f);
+    }
+  }
+  OFL_ASSIGN_OR_RETURN(RunResult r, RunAndVote(per_rank, made));
+  last_acts_ = std::move(r.acts);
+  if (world_ != nullptr && world_->distributed()) {  // every process gets every part
+    for (int64_t m = 0; m < micro_batches_; ++m) {
+      OFL_ASSIGN_OR_RETURN(r.fetched[m], GatherTensors(world_.get(), StrCat(scope_, "/fetch", m),
+                                                       r.fetched[m], scope_));
+    }
+  }
+  return AssembleFetches(fetches, &r, results);
+}
+
+Maybe<std::vector<TensorMap>> DistributedSession::SliceFeeds(
+    const std::vector<std::map<std::string, Tensor>>& feeds) const {
   std::vector<TensorMap> per_rank(feeds.size());
   for (size_t m = 0; m < feeds.size(); ++m) {
     for (const std::string& in : graph_.input_names()) {
@@ -220,22 +269,42 @@ Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tenso
     }
     for (const auto& [name, logical] : feeds[m]) {
       OFL_ENSURE(graph_.IsInput(name), "run: '", name, "' is not an input of the graph");
+      if (!local_feeds_) {  // the logical value (local_feeds: Slice checks the process's rows)
+        const TensorDesc d = graph_.Desc(name).value();
+        OFL_ENSURE(logical.shape() == d.shape && logical.dtype() == d.dtype, "run: input '",
+                   name, "' expects shape ", d.shape, " ", DataTypeName(d.dtype), ", got ",
+                   logical.shape(), " ", DataTypeName(logical.dtype()));
+      }
       OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, logical, local_feeds_));
-      for (auto& [rank, t] : parts) per_rank[m][{name, rank}] = t;
+      for (auto& [rank, t] : parts) per_rank[m][{name, rank}] = std::move(t);
     }
   }
-  OFL_ASSIGN_OR_RETURN(RunResult r, RunAndVote(per_rank, fetches));
+  return per_rank;
+}
+
+bool DistributedSession::ReadAfterStep(const std::string& fetch) const {
+  return graph_.IsVariable(fetch) &&
+         std::find(fetches_.begin(), fetches_.end(), fetch) == fetches_.end();
+}
+
+Status DistributedSession::AssembleFetches(const std::vector<std::string>& fetches,
+                                           RunResult* run,
+                                           std::vector<std::vector<Tensor>>* results) {
   results->assign(micro_batches_, {});
-  if (world_ != nullptr && world_->distributed()) {  // every process gets every part
-    for (int64_t m = 0; m < micro_batches_; ++m) {
-      OFL_ASSIGN_OR_RETURN(r.fetched[m], GatherTensors(world_.get(), StrCat(scope_, "/fetch", m),
-                                                       r.fetched[m], scope_));
-    }
-  }
   for (int64_t m = 0; m < micro_batches_; ++m) {
+    std::set<std::string> taken;  // each result owns its buffer, also for a fetch named twice
     for (const std::string& f : fetches) {
       std::map<int64_t, Tensor> parts;
-      for (const auto& [key, t] : r.fetched[m]) {
+      if (ReadAfterStep(f)) {
+        if (m + 1 < micro_batches_) {  // the value after the step: in the last micro-batch
+          (*results)[m].emplace_back();
+          continue;
+        }
+        OFL_ASSIGN_OR_RETURN(Tensor v, GetVariable(f));
+        (*results)[m].push_back(std::move(v));
+        continue;
+      }
+      for (const auto& [key, t] : run->fetched[m]) {
         if (key.name == f) parts[key.rank] = t;
       }
       if (parts.empty()) {  // made once per step: only the last micro-batch has it
@@ -243,14 +312,14 @@ Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tenso
         continue;
       }
       OFL_ASSIGN_OR_RETURN(Tensor t, Assemble(f, parts));
-      (*results)[m].push_back(t);
+      (*results)[m].push_back(taken.insert(f).second ? std::move(t) : t.Clone());
     }
   }
   return Status::OK();
 }
 
 Maybe<Tensor> DistributedSession::GetVariable(const std::string& name) const {
-  OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
+  if (!graph_.IsVariable(name)) return NotFound("unknown variable '", name, "'");
   TensorMap mine;
   for (const proto::RegisterDesc* r : source_registers_.at(name)) {
     if (!IsLocal(r->rank())) continue;
@@ -268,6 +337,10 @@ Maybe<Tensor> DistributedSession::GetVariable(const std::string& name) const {
 
 Status DistributedSession::SetVariable(const std::string& name, const Tensor& value) {
   OFL_ENSURE(graph_.IsVariable(name), "unknown variable '", name, "'");
+  const TensorDesc d = graph_.Desc(name).value();
+  OFL_ENSURE(value.shape() == d.shape && value.dtype() == d.dtype, "variable '", name,
+             "' has shape ", d.shape, " ", DataTypeName(d.dtype), ", got ", value.shape(), " ",
+             DataTypeName(value.dtype()));
   OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, value, false));
   for (const auto& [rank, t] : parts) OFL_RETURN_IF_ERROR(runtime_->SetVariable(name, rank, t));
   return Status::OK();

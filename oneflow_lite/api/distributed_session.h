@@ -1,12 +1,12 @@
-// DistributedSession: a logical graph compiled for a placement under a Strategy
-// and run by the actor runtime on every rank (virtual devices of this process,
-// CPU or CUDA, and of other processes: options.world). The caller speaks in logical tensors:
+// DistributedSession: the one session class. A logical graph compiled for a
+// placement under a Strategy (graph/distributed_lowering.h, the one lowering)
+// and run by the actor runtime on every rank: virtual devices of this process,
+// CPU or CUDA, and of other processes (options.world). One device is the
+// one-rank case (api/session.h: Session). The caller speaks in logical tensors:
 // feeds and variables are sliced per rank by their NdSbp, fetches and variables
 // are assembled back (S parts placed, P addends summed, B taken once). It also
-// reports what the run really did: bytes each rank's communicators sent, and
-// each rank's peak register bytes.
-//
-// One call at a time (a RunStep while another is in progress fails with an
+// reports the bytes each rank's communicators sent and each rank's peak bytes.
+// One call at a time (a Run while another is in progress fails with an
 // error); the runtime's threads are internal.
 #pragma once
 
@@ -69,6 +69,13 @@ struct DistributedOptions {
   // Data-parallel gradients' all-reduces fused into buckets of this many
   // bytes (LoweringOptions::gradient_bucket_bytes); 0: each on its own.
   int64_t gradient_bucket_bytes = int64_t{25} << 20;
+  // Registers the dataflow orders share one arena (RuntimeOptions::plan_memory).
+  bool plan_memory = true;
+  // Every run keeps its acts for last_acts() (RuntimeOptions::record_acts).
+  bool record_acts = false;
+  // Single-rank ops: a matmul and the bias_add that alone reads it run as one
+  // matmul_bias task (LoweringOptions::fuse_matmul_bias).
+  bool fuse_matmul_bias = false;
 };
 
 // The lowering DistributedSession::Create uses for `options` (also what
@@ -95,18 +102,22 @@ struct VariableLayout {
 
 class DistributedSession {
  public:
-  // `fetches` are the logical tensors Run may return.
+  // `fetches`: the tensors a SINK task takes as the step runs (a variable
+  // named here: its value as the step read it).
   static Maybe<std::unique_ptr<DistributedSession>> Create(
       const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
       const DistributedOptions& options = {});
+  virtual ~DistributedSession();
 
-  // One step of one micro-batch (micro_batches must be 1); `fetches` must
-  // be among Create's.
+  // One step of one micro-batch (micro_batches must be 1).
   Status Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetches,
              std::vector<Tensor>* results);
-  // One optimizer step: feeds[m] feeds micro-batch m (micro_batches maps);
-  // (*results)[m][f] is fetch f of micro-batch m (an empty tensor for a
-  // tensor made once per step, except in the last micro-batch).
+  // One optimizer step: feeds[m] feeds micro-batch m (micro_batches maps: every
+  // input, by name, of its logical shape and dtype); (*results)[m][f] is fetch
+  // f of micro-batch m (an empty tensor for a tensor made once per step, except
+  // in the last micro-batch). A fetch is any tensor of the graph: one named at
+  // Create from its SINK task, another variable as it is after the step, any
+  // other tensor from the task that made it.
   Status RunStep(const std::vector<std::map<std::string, Tensor>>& feeds,
                  const std::vector<std::string>& fetches,
                  std::vector<std::vector<Tensor>>* results);
@@ -133,9 +144,32 @@ class DistributedSession {
   std::vector<int64_t> PeakBytes() const { return runtime_->peak_bytes(); }
   // Per rank: the undo copy of transactional steps (part of PeakBytes).
   std::vector<int64_t> UndoBytes() const { return runtime_->undo_bytes(); }
+  int kernel_threads(int64_t rank) const { return runtime_->kernel_threads(rank); }
+  // The acts of the last run when DistributedOptions::record_acts (task ids
+  // index plan().tasks()); else empty.
+  const std::vector<ActRecord>& last_acts() const { return last_acts_; }
+
+ protected:
+  DistributedSession() = default;
+  // Create's steps, in order: lowers, joins the world, starts the runtime,
+  // sets the variables' initial values.
+  Status Init(const OpGraph& graph, const Strategy& strategy,
+              const std::vector<std::string>& fetches, const DistributedOptions& options);
 
  private:
-  DistributedSession() = default;
+  // Several processes: each rank's process in the plan, this session's name
+  // in the store, and the plans' hashes compared.
+  Status JoinWorld(const DistributedOptions& options);
+  Status StartRuntime(const DistributedOptions& options);
+  Status SetInitialVariables();
+  // The feeds of every micro-batch, checked, as each local rank's parts.
+  Maybe<std::vector<TensorMap>> SliceFeeds(
+      const std::vector<std::map<std::string, Tensor>>& feeds) const;
+  // (*results)[m]: `fetches` of micro-batch m, assembled from the run's
+  // parts (`run`) or, for variables read after the step, GetVariable.
+  Status AssembleFetches(const std::vector<std::string>& fetches, RunResult* run,
+                         std::vector<std::vector<Tensor>>* results);
+  bool ReadAfterStep(const std::string& fetch) const;
   Maybe<Tensor> Assemble(const std::string& name, const std::map<int64_t, Tensor>& parts) const;
   // Runs the steps' iterations with the world's failure watch (the runtime's
   // commit hook votes).
@@ -164,6 +198,7 @@ class DistributedSession {
   std::mutex run_mutex_;  // held by RunStep: a second thread's run fails
   std::mutex scope_mu_;   // guards scope_ (read by the runtime's failure hook)
   std::string scope_;     // the running step's key scope
+  std::vector<ActRecord> last_acts_;
 };
 
 }  // namespace ofl

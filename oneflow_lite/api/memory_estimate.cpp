@@ -6,7 +6,6 @@
 #include <cctype>
 #include <sstream>
 
-#include "graph/lowering.h"
 #include "oneflow_lite/core/checked_math.h"
 #include "runtime/memory_estimate.h"
 #include "search/cost_graph.h"  // FormatBytes
@@ -130,16 +129,14 @@ Maybe<MemoryEstimate> PredictSessionMemory(const OpGraph& graph, const Strategy&
                        LowerDistributed(graph, strategy, fetches, SessionLowering(options)));
   MemoryEstimateOptions estimate_options;
   estimate_options.transactional = options.transactional;
+  estimate_options.plan_memory = options.plan_memory;
   return EstimateOf(graph, plan, estimate_options);
 }
 
 Maybe<MemoryEstimate> PredictSingleDeviceMemory(const OpGraph& graph,
                                                 const SessionOptions& options) {
-  OFL_ASSIGN_OR_RETURN(proto::Plan plan, LowerSingleDevice(graph));
-  MemoryEstimateOptions estimate_options;
-  estimate_options.transactional = options.transactional;
-  estimate_options.plan_memory = options.plan_memory;
-  return EstimateOf(graph, plan, estimate_options);
+  OFL_ASSIGN_OR_RETURN(Strategy strategy, OneDeviceStrategy(graph));
+  return PredictSessionMemory(graph, strategy, {}, OneDeviceOptions(options));
 }
 
 }  // namespace ofl

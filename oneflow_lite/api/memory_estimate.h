@@ -67,14 +67,14 @@ struct MemoryEstimate {
 };
 
 // The peak bytes per rank of DistributedSession::Create(graph, strategy,
-// fetches, options) (plan_memory on, as sessions run). Errors: what the
-// lowering or the runtime's plan check would refuse.
+// fetches, options) (plan_memory and transactional as the options say).
+// Errors: what the lowering or the runtime's plan check would refuse.
 Maybe<MemoryEstimate> PredictSessionMemory(const OpGraph& graph, const Strategy& strategy,
                                            const std::vector<std::string>& fetches,
                                            const DistributedOptions& options);
 
-// The same for a single-device Session::Create(graph, options) (its plan:
-// graph/lowering.h; plan_memory and transactional as the options say).
+// The same for a one-device Session::Create(graph, options): its strategy and
+// options (OneDeviceStrategy, OneDeviceOptions) through the one lowering.
 Maybe<MemoryEstimate> PredictSingleDeviceMemory(const OpGraph& graph,
                                                 const SessionOptions& options);
 

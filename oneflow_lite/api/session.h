@@ -1,26 +1,23 @@
-// Session: the C++ facade (DESIGN.md section 2). A Program collects a logical
-// graph (inputs, variables, ops), appends backward and optimizer when asked,
-// and compiles into a Session that runs it on one device: the graph is lowered
-// to a one-rank Plan (graph/lowering.h) and run by the actor runtime
-// (runtime/runtime.h), the same executor a DistributedSession uses for several
-// ranks; one Run is one iteration. api/ is the only layer that sees both graph/
-// and runtime/. A Program and a Session are used by one thread at a time (a
-// Run while another thread's Run is in progress fails with an error).
+// Program and Session: the C++ facade's one-device entry (DESIGN.md section 2).
+// A Program collects a logical graph (inputs, variables, ops) and appends
+// backward and optimizer when asked. A Session is the one-rank use of the one
+// session class (api/distributed_session.h): the graph on a placement of one
+// CPU device (rank 0) with every tensor whole, lowered by the one lowering
+// (graph/distributed_lowering.h) and run by the actor runtime; one Run is one
+// iteration. A Program and a Session are used by one thread at a time (a Run
+// while another thread's Run is in progress fails with an error).
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <vector>
 
 #include "graph/op_graph.h"
 #include "graph/optimizer_pass.h"
-#include "oneflow_lite/core/proto/plan.pb.h"
+#include "graph/strategy.h"
+#include "oneflow_lite/api/distributed_session.h"
 #include "ops/parallel.h"
-#include "runtime/runtime.h"
 
 // Threads: the runtime's one actor thread per stream runs the kernels in a
 // oneTBB arena of SessionOptions::num_threads (runtime/runtime.h, one rank gets
@@ -39,7 +36,7 @@ struct SessionOptions {
   int num_threads = 0;  // kernel threads; 0 = every core of the machine
   // RuntimeOptions::timeout: the longest an actor thread waits for a
   // message from another thread before the step fails naming the task. The
-  // single-device plan has one stream, so one thread runs every task and
+  // one-device plan has one stream, so one thread runs every task and
   // never waits on another: this bounds only a plan of several streams
   // (kept generous so that no long kernel trips it). Must be positive.
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
@@ -72,40 +69,29 @@ class Program {
   bool minimized_ = false;
 };
 
-class Session {
+// The one-device Strategy (cpu rank 0, every tensor B) and the session
+// options a Session runs `options` with: one slot per register, one
+// micro-batch, no gradient buckets, a world of one process.
+Maybe<Strategy> OneDeviceStrategy(const OpGraph& graph);
+DistributedOptions OneDeviceOptions(const SessionOptions& options);
+
+// A DistributedSession of one device. Run (inherited: one Run path for every
+// session) feeds every input (by name, of its declared shape and dtype) and
+// returns copies of `fetches` in order: any tensor of the graph by name
+// (inputs, intermediate values, outputs) as the step made it, or a variable
+// as it is after the step (in-place updates included).
+class Session : public DistributedSession {
  public:
   static Maybe<std::unique_ptr<Session>> Create(const OpGraph& graph,
                                                 const SessionOptions& options = {});
 
-  // One step: feeds every input (each by name, of its declared shape and
-  // dtype), returns copies of `fetches` in order: any tensor of the graph by
-  // name (inputs, intermediate values, outputs) as the step made it, or a
-  // variable as it is after the step (in-place updates included).
-  Status Run(const std::map<std::string, Tensor>& feeds, const std::vector<std::string>& fetches,
-             std::vector<Tensor>* results);
-  Maybe<Tensor> GetVariable(const std::string& name) const;  // a copy
-  Status SetVariable(const std::string& name, const Tensor& value);
-  // Run fails at the first op whose output holds a NaN or Inf, naming it.
-  void set_detect_anomaly(bool on) { runtime_->set_detect_anomaly(on); }
-  const proto::Plan& plan() const { return plan_; }
-  int kernel_threads() const { return runtime_->kernel_threads(0); }
-  int64_t peak_bytes() const { return runtime_->peak_bytes()[0]; }
-  // The acts of the last Run when SessionOptions::record_acts (task ids
-  // index plan().tasks()); else empty.
-  const std::vector<ActRecord>& last_acts() const { return last_acts_; }
+  using DistributedSession::kernel_threads;
+  int kernel_threads() const { return kernel_threads(0); }  // the device's
+  int64_t peak_bytes() const { return PeakBytes()[0]; }      // the device's
 
  private:
   Session() = default;
-  Status CheckFeeds(const std::map<std::string, Tensor>& feeds) const;
-
   std::unique_ptr<KernelThreads> threads_;
-  proto::Plan plan_;
-  std::unique_ptr<Runtime> runtime_;
-  std::map<std::string, TensorDesc> inputs_;     // fed SOURCE registers
-  std::map<std::string, TensorDesc> variables_;  // persistent registers
-  std::set<std::string> fetchable_;              // every other data register
-  std::mutex run_mutex_;                         // held by Run: a second thread's Run fails
-  std::vector<ActRecord> last_acts_;
 };
 
 }  // namespace ofl

@@ -2,7 +2,8 @@
 // variable of 7 rows laid out (S(0), B) on a [2, 2] mesh has the balanced
 // row split worked out by hand (4 + 3 rows), primary slices at coordinate 0
 // of the B axis, and Get/SetVariableSlice read and write one rank's slice,
-// with errors that name the variable, the rank and both shapes.
+// with errors that name the variable, the rank and both shapes. Run fetches
+// any tensor of the graph, named at Create or not.
 #include <gtest/gtest.h>
 
 #include "oneflow_lite/api/distributed_session.h"
@@ -46,6 +47,29 @@ TEST(DistributedSessionSlices, LayoutIsTheBalancedSplitWithOnePrimaryPerSlice) {
     EXPECT_EQ(l.primary[i], i % 2 == 0) << i;
   }
   EXPECT_EQ(session->VariableLayoutOf("v").status().message(), "unknown variable 'v'");
+}
+
+// Run fetches any tensor: y named at Create (x of ones: y[i][j] = sum over k
+// of w[k][j] = 5k + j, so 105 + 7j), the input x not named there, and the
+// variable w (its value after the step: untouched, nothing trains it); a
+// tensor fetched twice comes twice in buffers of its own.
+TEST(DistributedSessionSlices, RunFetchesAnyTensorOfTheGraph) {
+  auto session = RowSplitSession();
+  const Tensor x = Tensor::Full({4, 7}, DataType::kFloat32, 1.0);
+  std::vector<Tensor> out;
+  Status run = session->Run({{"x", x}}, {"fc/out_0", "x", "w", "fc/out_0"}, &out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  ASSERT_EQ(out.size(), 4u);
+  for (int64_t i = 0; i < 4; ++i) {
+    for (int64_t j = 0; j < 5; ++j) EXPECT_FLOAT_EQ(out[0].data<float>()[i * 5 + j], 105 + 7 * j);
+  }
+  EXPECT_EQ(out[1].shape(), Shape({4, 7}));
+  EXPECT_FLOAT_EQ(out[1].data<float>()[27], 1.0f);
+  EXPECT_FLOAT_EQ(out[2].data<float>()[34], 34.0f);
+  EXPECT_NE(out[0].raw(), out[3].raw());
+  EXPECT_FLOAT_EQ(out[3].data<float>()[19], 105 + 7 * 4);
+  EXPECT_EQ(session->Run({{"x", x}}, {"nope"}, &out).message(),
+            "run: cannot fetch unknown tensor 'nope'");
 }
 
 TEST(DistributedSessionSlices, GetAndSetOneRanksSlice) {

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include "graph/lowering.h"
 #include "oneflow_lite/api/planning.h"
 #include "oneflow_lite/api/strategy_spec.h"
 #include "tests/cpp/graph/model_makers.h"
@@ -61,7 +60,8 @@ int64_t MeasuredSingleDevicePeak(const OpGraph& g, const SessionOptions& options
   return session.value()->peak_bytes();
 }
 
-// One device (Session: graph/lowering.h's plan, one slot per register).
+// One device (Session: the one lowering on cpu rank 0, every tensor whole,
+// one slot per register).
 // Tasks (T = compute), registers and their bytes:
 //   src: x -> X [16, 8] 512          T1 fc1: X, w1 -> Y1 [16, 32] 2048
 //   T2 relu: Y1 -> A 2048            T3 fc2: A, w2 -> Y2 [16, 4] 256

@@ -4,13 +4,24 @@
 #include <gtest/gtest.h>
 
 #include "graph/autodiff.h"
-#include "graph/lowering.h"
+#include "graph/distributed_lowering.h"
+#include "graph/strategy.h"
 #include "graph/op_graph.h"
 #include "graph/optimizer_pass.h"
 #include "runtime/runtime.h"
 
 namespace ofl {
 namespace {
+
+// What a one-device Session runs: every tensor whole on cpu rank 0, one slot
+// per register.
+Maybe<proto::Plan> OneDevicePlan(const OpGraph& g) {
+  OFL_ASSIGN_OR_RETURN(Placement device, Placement::Create(DeviceType::kCPU, {0}));
+  OFL_ASSIGN_OR_RETURN(Strategy strategy, ReplicatedStrategy(g, device));
+  LoweringOptions options;
+  options.num_slots = 1;
+  return LowerDistributed(g, strategy, {}, options);
+}
 
 TEST(OpGraphTest, RejectsBadOpsAndChangesNothing) {
   OpGraph g;
@@ -89,7 +100,7 @@ TEST(AutodiffTest, AccumulatesFanOutAndSkipsNonTrainable) {
   ASSERT_EQ(grads.size(), 1u);
   ASSERT_EQ(grads.count("w"), 1u);
 
-  auto rt = Runtime::Create(LowerSingleDevice(g).value()).value();
+  auto rt = Runtime::Create(OneDevicePlan(g).value()).value();
   ASSERT_TRUE(rt->SetVariable("w", 0, Tensor::Full({4}, DataType::kFloat32, 1)).ok());
   Tensor seed({4}, DataType::kFloat32);
   for (int i = 0; i < 4; ++i) seed.data<float>()[i] = static_cast<float>(i) - 1.5f;
@@ -118,8 +129,8 @@ TEST(OptimizerPassTest, SgdStepsTheParameter) {
   conf.lr = 0.5;
   ASSERT_TRUE(AppendOptimizer(&g, conf, grads).ok());
   EXPECT_TRUE(g.IsVariable("w/momentum"));
-  // The single-device lowering orders the update after the loss's read of w.
-  auto rt = Runtime::Create(LowerSingleDevice(g).value());
+  // The one-device plan orders the update after the loss's read of w.
+  auto rt = Runtime::Create(OneDevicePlan(g).value());
   ASSERT_TRUE(rt.ok()) << rt.status().message();
   ASSERT_TRUE(rt.value()->SetVariable("w", 0, Tensor::Full({1}, DataType::kFloat32, 3)).ok());
   ASSERT_TRUE(rt.value()->Run(1, {}, {}).ok());

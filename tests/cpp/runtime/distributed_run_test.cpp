@@ -3,8 +3,9 @@
 // under data parallelism on [2] and seeded random strategies on [2, 2], with
 // runtime/boxing.h's RunBoxingStep behind the boxing hook; its losses over
 // several iterations equal a plain-loop reference's (mlp_reference.h), with
-// 1 and 2 slots; so does the single-device lowering on one rank (what
-// api/Session runs). Every run has a runtime timeout, the
+// 1 and 2 slots; so does the one-device plan (every tensor whole on one rank,
+// one slot: what api/Session runs), which holds one task per source and op in
+// graph order and nothing else. Every run has a runtime timeout, the
 // communicators theirs, and ctest its own.
 #include <gtest/gtest.h>
 
@@ -12,7 +13,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/distributed_lowering.h"
-#include "graph/lowering.h"
+#include "graph/strategy.h"
 #include "graph/optimizer_pass.h"
 #include "oneflow_lite/core/slicing.h"
 #include "ops/array/strided_copy.h"
@@ -176,7 +177,26 @@ TEST(DistributedRunTest, BucketedGradientsEqualTheReference) {
 
 TEST(DistributedRunTest, SingleDeviceLoweringOnOneRankEqualsTheReference) {
   const OpGraph g = MlpGraph();
-  const proto::Plan plan = LowerSingleDevice(g).value();
+  LoweringOptions one_slot;
+  one_slot.num_slots = 1;
+  const Placement device = Placement::Create(DeviceType::kCPU, {0}).value();
+  const proto::Plan plan =
+      LowerDistributed(g, ReplicatedStrategy(g, device).value(), {}, one_slot).value();
+  // Its tasks: a SOURCE per input, a VARIABLE per variable, then a COMPUTE
+  // per op in graph order, all on rank 0's stream 0; no boxing, sink or ACC.
+  std::vector<std::pair<int, std::string>> want, got;
+  for (const std::string& in : g.input_names()) want.emplace_back(proto::TaskProto::SOURCE, in);
+  for (const std::string& v : g.variable_names()) {
+    want.emplace_back(proto::TaskProto::VARIABLE, v);
+  }
+  for (const OpNode& op : g.ops()) want.emplace_back(proto::TaskProto::COMPUTE, op.name);
+  for (const proto::TaskProto& t : plan.tasks()) {
+    got.emplace_back(t.kind(), t.op_conf().name());
+    EXPECT_EQ(t.rank(), 0);
+    EXPECT_EQ(t.stream(), 0);
+  }
+  EXPECT_EQ(got, want);
+  for (const proto::RegisterDesc& r : plan.registers()) EXPECT_EQ(r.num_slots(), 1) << r.name();
   RuntimeOptions options;
   options.timeout = milliseconds(20000);
   auto rt = Runtime::Create(plan, options);
