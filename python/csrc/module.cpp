@@ -195,11 +195,11 @@ void BindEager(py::module_& m) {
 void BindDistributed(py::module_& m);  // distributed.cpp
 void BindGlobal(py::module_& m);       // global_tensor.cpp
 void BindPlanning(py::module_& m);     // planning.cpp
+void BindSearchers(py::module_& m);    // searchers.cpp
 void BindSimulation(py::module_& m);   // simulation.cpp (after BindPlanning)
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
-
   py::class_<Program>(m, "Program")
       .def(py::init<>())
       .def("add_input",
@@ -287,6 +287,7 @@ PYBIND11_MODULE(_C, m) {
   BindDistributed(m);
   BindGlobal(m);
   BindPlanning(m);
+  BindSearchers(m);
   BindSimulation(m);
   m.def("list_ops", &OpTypes);
   // An unknown OFL_CPU_ISA / ONEDNN_MAX_CPU_ISA fails the import, naming it.
