@@ -85,7 +85,8 @@ class _ListSearchers(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         info = _C.searcher_info()
         width = max(map(len, info))
-        parser.exit(0, "".join(f"{name:<{width}}  {text}\n" for name, text in info.items()))
+        print("".join(f"{name:<{width}}  {text}\n" for name, text in info.items()), end="")
+        parser.exit(0)
 
 
 def _float(positive: bool):
