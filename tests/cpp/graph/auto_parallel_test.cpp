@@ -147,6 +147,7 @@ TEST(AutoParallelTest, PinnedNdSbpIsHonouredByEverySearcher) {
   o.pinned["h.0.ln1.weight"] = Sbp1("(S(0), S(0))");
   int planned = 0;
   for (const std::string& name : SearcherNames()) {
+    if (name.rfind("toy_", 0) == 0) continue;  // searcher_registry_test's, in this binary
     SCOPED_TRACE(name);
     o.searcher = name;
     auto p = PlanStrategy(g, Mesh({2, 2}), TwoLevelCluster(), o);
@@ -187,9 +188,14 @@ TEST(AutoParallelTest, UnknownSearcherListsTheValidNames) {
   o.searcher = "alpa";
   auto p = PlanStrategy(g, Mesh({4}), TwoLevelCluster(), o);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().message(),
-            "plan: unknown searcher 'alpa'; valid: autoddl, exact, data_parallel, megatron, 2d, "
-            "zero, vgg, data_parallel_sources, megatron_sources, 2d_sources, vgg_sources, manual");
+  // Built-in first; searcher_registry_test's toy follows in this binary.
+  EXPECT_EQ(p.status().message().rfind(
+                "plan: unknown searcher 'alpa'; valid: autoddl, exact, data_parallel, megatron, "
+                "2d, zero, vgg, data_parallel_sources, megatron_sources, 2d_sources, vgg_sources, "
+                "manual",
+                0),
+            0u)
+      << p.status().message();
 }
 
 TEST(AutoParallelTest, ManualCostsTheUsersStrategy) {
