@@ -1,13 +1,10 @@
-// Auto-parallel planning: builds the cost model (cost_model.h), runs one
-// searcher and turns its Solution back into a Strategy (DESIGN.md section 6).
-// Searchers: "autoddl" and "exact" (search/), the rule-based expert presets
-// "data_parallel", "megatron", "2d", "zero", "vgg" (expert_presets.h: every
-// source and op by the expert's rule, nothing searched), the source presets
-// "data_parallel_sources", "megatron_sources", "2d_sources", "vgg_sources"
-// (sources by the rule, the ops' signatures then chosen cost-optimally), and
-// "manual" (options.manual as given, or deduced from the pinned NdSbps).
-//
-// Stateless functions; thread-safe on const inputs.
+// Auto-parallel planning: builds the cost model (cost_model.h), runs the
+// searcher options.searcher names (graph/searcher.h: a registry of searchers,
+// one file each under graph/searchers/, with their options) and turns its
+// choice back into a Strategy (DESIGN.md section 6). Pinned NdSbps are
+// honoured by every built-in searcher; pipeline stages and micro-batch counts
+// are inputs (options.stages, options.cost.micro_batches), nothing here
+// searches them. Stateless functions; thread-safe on const inputs.
 #pragma once
 
 #include <cstdint>
@@ -18,18 +15,9 @@
 #include <vector>
 
 #include "graph/cost_model.h"
+#include "graph/searcher_options.h"
 #include "graph/strategy_report.h"
 #include "search/autoddl.h"
-#include "search/exact.h"
-
-// Pinned NdSbps are honoured by every searcher: a pinned source (or op output)
-// keeps only the candidates that produce it. "autoddl" also starts from the
-// best applicable expert preset's choice, so it is never worse than its own
-// starts nor than that preset (of either family), and from each "replicate one
-// mesh axis" optimum. "exact" starts from "autoddl"'s answer when elimination
-// does not prove its own, so it is never worse than autoddl. Pipeline stages
-// and micro-batch counts are inputs (options.stages,
-// options.cost.micro_batches); nothing here searches them.
 
 namespace ofl {
 
@@ -43,29 +31,16 @@ struct PlanOptions {
   // the default for anything AssignStages leaves).
   std::vector<Placement> stages;
   std::vector<int64_t> stage_boundaries;
-  // "manual": this strategy's signatures and source NdSbps when it has any,
-  // else DeduceStrategy from `pinned`.
-  Strategy manual;
-  // "autoddl": also start from the best applicable expert preset.
-  bool autoddl_starts_from_presets = true;
-  // "autoddl": also start, for each hierarchy axis, from the best choice that
-  // replicates that axis (the problem on the other axes alone: a plan for
-  // [8] is one for [2, 8] with the outer axis B, which descent from the
-  // built-in starts does not always find).
-  bool autoddl_starts_from_submeshes = true;
-  // "exact": when elimination does not prove the optimum, start from the
-  // "autoddl" answer (presets and per-axis starts included), so an unproved
-  // exact is never worse than autoddl; replaces exact's plain autoddl start.
-  bool exact_starts_from_autoddl = true;
   // Every searcher but "exact" (which measures its own): when > 0, exact
-  // runs from the chosen plan, under options.exact and options.pinned, for at
-  // most this many seconds (its Lagrangian and branch and bound; pruning and
-  // elimination come first) and PlanStats::optimality says how far the plan
-  // is from the proven optimum, or at most from the best lower bound. 0: not
-  // measured.
+  // runs from the chosen plan, under exact's options (ExactSearcherOptions)
+  // and options.pinned, for at most this many seconds (its Lagrangian and
+  // branch and bound; pruning and elimination come first) and
+  // PlanStats::optimality says how far the plan is from the proven optimum,
+  // or at most from the best lower bound. 0: not measured.
   double optimality_cap_seconds = 0;
-  AutoddlOptions autoddl;
-  ExactOptions exact;
+  // Each searcher's own options by type, e.g.
+  // searcher_options.Mutable<AutoddlSearcherOptions>() (graph/searchers/).
+  SearcherOptions searcher_options;
 };
 
 struct PlanStats {
@@ -95,11 +70,11 @@ struct PlannedStrategy {
   PlanStats stats;
 };
 
-// The valid searcher names, in the order above.
+// The registered searchers' names, in listing order (graph/searcher.h).
 std::vector<std::string> SearcherNames();
 
 // Builds the cost model and plans. Errors: an unknown searcher (listing the
-// valid names), a preset that does not apply (saying why), a bad pin, an
+// registered names), a preset that does not apply (saying why), a bad pin, an
 // infeasible memory limit (the smallest need and the limit in GiB).
 Maybe<PlannedStrategy> PlanStrategy(const OpGraph& graph, const Placement& placement,
                                     const Cluster& cluster, const PlanOptions& options = {});

@@ -71,8 +71,8 @@
 // Source presets (ExpertSourcePresetNames: the names above with
 // "_sources", zero excepted) fix only the sources by the same rules (the
 // LM head and the MLP pairs aside: megatron_sources needs Transformer
-// weights) and let the cost model choose every op (auto_parallel.h runs
-// autoddl on the cost graph restricted to them).
+// weights) and let the cost model choose every op (searchers/source_presets.cpp
+// runs autoddl's descent on the cost graph restricted to them).
 // Errors say why a preset does not apply (callers skip it). Pure functions.
 
 namespace ofl {

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <set>
 
+#include "graph/searchers/autoddl_searcher.h"
+#include "graph/searchers/exact_searcher.h"
 #include "oneflow_lite/core/checked_math.h"
 
 namespace ofl {
@@ -33,18 +35,20 @@ Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& r) {
     options.cost.gradient_bucket_bytes = *r.gradient_bucket_bytes;
   }
   options.cost.overlap_gradients = r.overlap_gradients;
-  if (r.exact_time_budget) options.exact.time_budget_seconds = *r.exact_time_budget;
+  auto& exact = options.searcher_options.Mutable<ExactSearcherOptions>();
+  if (r.exact_time_budget) exact.exact.time_budget_seconds = *r.exact_time_budget;
   if (r.exact_max_table_entries) {
     OFL_ENSURE(*r.exact_max_table_entries >= 1,
                "plan: exact_max_table_entries=", *r.exact_max_table_entries, " (needs >= 1)");
-    options.exact.max_table_entries = *r.exact_max_table_entries;
-    options.exact.max_total_entries =
-        std::max(options.exact.max_total_entries, 8 * *r.exact_max_table_entries);
+    exact.exact.max_table_entries = *r.exact_max_table_entries;
+    exact.exact.max_total_entries =
+        std::max(exact.exact.max_total_entries, 8 * *r.exact_max_table_entries);
   }
   OFL_ENSURE(r.autoddl_random_starts >= 0,
              "plan: autoddl_random_starts=", r.autoddl_random_starts, " (needs >= 0)");
-  options.autoddl.num_random_starts = r.autoddl_random_starts;
-  options.exact_starts_from_autoddl = r.exact_starts_from_autoddl;
+  options.searcher_options.Mutable<AutoddlSearcherOptions>().descent.num_random_starts =
+      r.autoddl_random_starts;
+  exact.starts_from_autoddl = r.exact_starts_from_autoddl;
   if (r.optimality_cap) {
     OFL_ENSURE(*r.optimality_cap > 0, "plan: optimality_cap_s=", *r.optimality_cap,
                " (seconds, > 0; None: not measured)");

@@ -195,6 +195,7 @@ void BindEager(py::module_& m) {
 void BindDistributed(py::module_& m);  // distributed.cpp
 void BindGlobal(py::module_& m);       // global_tensor.cpp
 void BindPlanning(py::module_& m);     // planning.cpp
+void BindSearchers(py::module_& m);    // searchers.cpp
 void BindSimulation(py::module_& m);   // simulation.cpp (after BindPlanning)
 
 namespace {
@@ -434,6 +435,7 @@ PYBIND11_MODULE(_C, m) {
   BindDistributed(m);
   BindGlobal(m);
   BindPlanning(m);
+  BindSearchers(m);
   BindSimulation(m);
   BindDevices(m);
   BindOpTools(m);

@@ -75,6 +75,20 @@ def _int(minimum: int):
     return parse
 
 
+class _ListSearchers(argparse.Action):
+    """--list-searchers: prints each registered searcher and its one-line
+    description (_C.searcher_info, in listing order), then exits 0, as --help does."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        info = _C.searcher_info()
+        width = max(map(len, info))
+        print("".join(f"{name:<{width}}  {text}\n" for name, text in info.items()), end="")
+        parser.exit(0)
+
+
 def _float(positive: bool):
     def parse(text: str) -> float:
         try:
@@ -115,8 +129,10 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
     p.add_argument("--hierarchy", type=_ints, default=None,
                    help="mesh, e.g. 2,2 (default: flat, [--devices])")
     p.add_argument("--searcher", default="autoddl",
-                   help="autoddl, exact, a preset (data_parallel, megatron, 2d, zero, "
-                        "vgg, or one of them + _sources) or manual")
+                   help="a registered searcher: " + ", ".join(_C.searchers())
+                        + " (--list-searchers describes each)")
+    p.add_argument("--list-searchers", action=_ListSearchers,
+                   help="list the registered searchers with a line on each, and exit")
     p.add_argument("--cluster", default=None,
                    help="local, local_kernels (with the kernel table), a preset or a Cluster "
                         "file (default: local for runs, "

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from oneflow_lite import train_args
+from oneflow_lite import _C, train_args
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -84,7 +84,7 @@ def test_help_shows_every_default_and_no_local_path(tmp_path):
     parser = train_args.build_parser()
     formatter = parser._get_formatter()
     for action in parser._actions:
-        if action.dest != "help":
+        if action.dest not in ("help", "list_searchers"):  # both print and exit
             assert "default" in formatter._get_help_string(action), action.dest
     r = run(["--help"], tmp_path)
     assert r.returncode == 0 and "Traceback" not in r.stderr
@@ -93,3 +93,12 @@ def test_help_shows_every_default_and_no_local_path(tmp_path):
     assert "(default: 0.01)" in r.stdout and "(default: autoddl)" in r.stdout
     for local in ("/work", REPO, os.path.expanduser("~"), str(tmp_path)):
         assert local not in r.stdout, local
+    assert "--list-searchers" in r.stdout and "megatron_sources" in r.stdout
+
+
+def test_list_searchers_shows_the_registry(tmp_path):
+    r = run(["--list-searchers"], tmp_path)
+    assert r.returncode == 0 and r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(_C.searchers())
+    assert lines[0].startswith("autoddl ") and len(lines[0].split()) > 3  # name, description

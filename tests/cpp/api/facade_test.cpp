@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <string>
 
+#include "graph/searchers/autoddl_searcher.h"
+#include "graph/searchers/exact_searcher.h"
 #include "oneflow_lite/api/op_tools.h"
 #include "oneflow_lite/api/planning.h"
 #include "oneflow_lite/api/strategy_spec.h"
@@ -54,9 +56,10 @@ TEST(PlanRequest, CheckedValuesReachThePlanOptions) {
   EXPECT_EQ(options.value().cost.micro_batches, 4);
   EXPECT_EQ(options.value().cost.compute_dtype, DataType::kFloat64);
   EXPECT_EQ(options.value().cost.memory_limit_bytes, kNoMemoryLimit);
-  EXPECT_EQ(options.value().exact.max_table_entries, 1000);
-  EXPECT_GE(options.value().exact.max_total_entries, 8000);
-  EXPECT_EQ(options.value().autoddl.num_random_starts, 3);
+  const SearcherOptions& searchers = options.value().searcher_options;
+  EXPECT_EQ(searchers.Get<ExactSearcherOptions>().exact.max_table_entries, 1000);
+  EXPECT_GE(searchers.Get<ExactSearcherOptions>().exact.max_total_entries, 8000);
+  EXPECT_EQ(searchers.Get<AutoddlSearcherOptions>().descent.num_random_starts, 3);
   r.memory_limit = 123;
   EXPECT_EQ(PlanOptionsFrom(r).value().cost.memory_limit_bytes, 123);
 }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "graph/auto_parallel.h"
+#include "graph/searchers/autoddl_searcher.h"
 #include "model_makers.h"
 
 namespace ofl {
@@ -57,8 +58,9 @@ TEST(CostModelScaleTest, DISABLED_Gpt96LayersBuildAndSearchSeconds) {
     const CostModelStats& st = model.value()->stats();
     auto planned = PlanWithModel(g, model.value(), o);
     ASSERT_TRUE(planned.ok()) << planned.status().message();
-    o.autoddl_starts_from_presets = false;
-    o.autoddl_starts_from_submeshes = false;
+    auto& autoddl = o.searcher_options.Mutable<AutoddlSearcherOptions>();
+    autoddl.starts_from_presets = false;
+    autoddl.starts_from_submeshes = false;
     auto plain = PlanWithModel(g, model.value(), o);
     ASSERT_TRUE(plain.ok()) << plain.status().message();
     std::printf(
