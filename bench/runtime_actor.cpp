@@ -24,7 +24,6 @@
 //
 // Rerun: build/bench/runtime_actor [--tasks 10000 --iterations 20
 //        --hop-iterations 20000 --reps 7 --spin-us 50]
-#include "bench/bench_util.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "ops/kernel.h"
 #include "runtime/runtime.h"
 

@@ -32,7 +32,6 @@
 // Rerun: bench/run.sh runtime, or build/bench/runtime_allreduce [--mb 64
 //        --devices 2,4 --reps 9 --warmup 2 --memcpy-mb 256 --memcpy-threads 2
 //        --evict-mb 128]
-#include "bench/bench_util.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -47,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "runtime/inprocess_communicator.h"
 
 namespace {

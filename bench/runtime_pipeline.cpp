@@ -42,7 +42,6 @@
 //
 // Rerun: bench/run.sh runtime, or build/bench/runtime_pipeline [--batch 256
 //        --dim 1024 --layers 4 --iterations 30 --reps 5 --draws N]
-#include "bench/bench_util.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -54,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "oneflow_lite/core/random.h"
 #include "ops/kernel.h"
 #include "runtime/runtime.h"

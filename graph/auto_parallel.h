@@ -47,19 +47,19 @@ struct PlanStats {
   int64_t ops = 0;  // OpGraph ops: forward, backward, updates
   int64_t cost_nodes = 0;
   int64_t cost_edges = 0;
-  double mean_candidates = 0;     // per cost node
-  double mean_op_candidates = 0;  // per op node (and folded update): signatures per op
-  int64_t pruned = 0;             // dominated candidates the searcher removed
-  double build_seconds = 0;       // cost model
-  double search_seconds = 0;      // searcher (presets included) + conversion
-  double seconds = 0;             // in-memory graph to Strategy
-  bool exact_proved = false;      // "exact" only
-  double lower_bound = 0;         // "exact" only
-  std::string autoddl_start;      // "autoddl": the start whose result was kept
+  double mean_candidates = 0;                // per cost node
+  double mean_op_candidates = 0;             // per op node (and folded update): signatures per op
+  int64_t pruned = 0;                        // dominated candidates the searcher removed
+  double build_seconds = 0;                  // cost model
+  double search_seconds = 0;                 // searcher (presets included) + conversion
+  double seconds = 0;                        // in-memory graph to Strategy
+  bool exact_proved = false;                 // "exact" only
+  double lower_bound = 0;                    // "exact" only
+  std::string autoddl_start;                 // "autoddl": the start whose result was kept
   std::vector<AutoddlStart> autoddl_starts;  // "autoddl": every start, before and after descent
-  double exact_start_seconds = -1;  // "exact": autoddl's total it started from; -1: none asked
+  double exact_start_seconds = -1;       // "exact": autoddl's total it started from; -1: none asked
   std::optional<Optimality> optimality;  // "exact", or options.optimality_cap_seconds > 0
-  std::string note;               // e.g. why exact did not prove, which preset was used
+  std::string note;                      // e.g. why exact did not prove, which preset was used
 };
 
 struct PlannedStrategy {

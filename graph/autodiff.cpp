@@ -13,8 +13,11 @@ class GraphGradContext : public GradContext {
  public:
   GraphGradContext(OpGraph* graph, const OpNode& node, std::vector<std::string> output_grads,
                    std::vector<bool> needs)
-      : graph_(graph), node_(node), forward_(graph->ContextOf(node)),
-        output_grads_(std::move(output_grads)), needs_(std::move(needs)),
+      : graph_(graph),
+        node_(node),
+        forward_(graph->ContextOf(node)),
+        output_grads_(std::move(output_grads)),
+        needs_(std::move(needs)),
         input_grads_(node.inputs.size()) {}
 
   const OpContext& forward() const override { return forward_; }

@@ -161,16 +161,26 @@ std::string BytesToString(const std::map<int64_t, int64_t>& bytes) {
 
 const char* BoxingKindName(proto::BoxingConf::Kind kind) {
   switch (kind) {
-    case Conf::IDENTITY: return "IDENTITY";
-    case Conf::ALL_REDUCE: return "ALL_REDUCE";
-    case Conf::REDUCE_SCATTER: return "REDUCE_SCATTER";
-    case Conf::ALL_GATHER: return "ALL_GATHER";
-    case Conf::ALL_TO_ALL: return "ALL_TO_ALL";
-    case Conf::LOCAL_SLICE: return "LOCAL_SLICE";
-    case Conf::ZERO_FILL: return "ZERO_FILL";
-    case Conf::SCATTER_LOCAL: return "SCATTER_LOCAL";
-    case Conf::SEND_RECV: return "SEND_RECV";
-    default: return "UNKNOWN";
+    case Conf::IDENTITY:
+      return "IDENTITY";
+    case Conf::ALL_REDUCE:
+      return "ALL_REDUCE";
+    case Conf::REDUCE_SCATTER:
+      return "REDUCE_SCATTER";
+    case Conf::ALL_GATHER:
+      return "ALL_GATHER";
+    case Conf::ALL_TO_ALL:
+      return "ALL_TO_ALL";
+    case Conf::LOCAL_SLICE:
+      return "LOCAL_SLICE";
+    case Conf::ZERO_FILL:
+      return "ZERO_FILL";
+    case Conf::SCATTER_LOCAL:
+      return "SCATTER_LOCAL";
+    case Conf::SEND_RECV:
+      return "SEND_RECV";
+    default:
+      return "UNKNOWN";
   }
 }
 

@@ -66,7 +66,7 @@ struct BoxingStep {
   // global rank -> bytes it sends (saturating at INT64_MAX: a cost, for
   // tensors too large to move, rather than a wrapped count)
   std::map<int64_t, int64_t> bytes_sent;
-  std::vector<BoxTransfer> transfers;     // SEND_RECV only, local copies included
+  std::vector<BoxTransfer> transfers;  // SEND_RECV only, local copies included
   std::string ToString() const;
 };
 
@@ -97,8 +97,8 @@ Maybe<BoxingPlan> PlanBoxing(const TensorDesc& logical, const Placement& from_pl
 // every step's `transfers` left empty. What the cost model charges; it skips
 // the per-box allocations (millions on a 1,024-rank mesh).
 Maybe<BoxingPlan> PlanBoxingBytes(const TensorDesc& logical, const Placement& from_placement,
-                                  const NdSbp& from, const Placement& to_placement,
-                                  const NdSbp& to, const std::string& name = "tensor");
+                                  const NdSbp& from, const Placement& to_placement, const NdSbp& to,
+                                  const std::string& name = "tensor");
 
 const char* BoxingKindName(proto::BoxingConf::Kind kind);  // "ALL_GATHER"
 

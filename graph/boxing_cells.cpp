@@ -65,7 +65,8 @@ std::shared_ptr<const Grid> SharedGrid(const Shape& logical, const Placement& p,
   SendRecvMemo::GridKey key{logical.dims(), p.hierarchy().dims(), nd_sbp};
   auto it = memo->grids.find(key);
   if (it == memo->grids.end()) {
-    it = memo->grids.emplace(std::move(key), std::make_shared<const Grid>(GridOf(logical, p, nd_sbp)))
+    it = memo->grids
+             .emplace(std::move(key), std::make_shared<const Grid>(GridOf(logical, p, nd_sbp)))
              .first;
   }
   return it->second;

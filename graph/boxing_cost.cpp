@@ -212,16 +212,16 @@ BoxingStepCost SendRecvCost(const TensorDesc& logical, const Placement& sp, cons
   step.from = source;
   step.to = target;
   std::pair<int64_t, int64_t> bytes;
-  if (memo != nullptr && sp == tp &&
-      std::is_sorted(sp.ranks().begin(), sp.ranks().end())) {
+  if (memo != nullptr && sp == tp && std::is_sorted(sp.ranks().begin(), sp.ranks().end())) {
     // Within one placement the bytes depend on it only through its hierarchy
     // (and, in the walk, on the order of its ranks: ascending here).
     SendRecvMemo::BytesKey key{logical.shape.dims(), SizeOf(logical.dtype), sp.hierarchy().dims(),
                                source, target};
     auto it = memo->bytes.find(key);
     if (it == memo->bytes.end()) {
-      it = memo->bytes.emplace(std::move(key), SendRecvTotals(logical, sp, source, tp, target, memo))
-               .first;
+      it =
+          memo->bytes.emplace(std::move(key), SendRecvTotals(logical, sp, source, tp, target, memo))
+              .first;
     }
     bytes = it->second;
   } else {
@@ -274,17 +274,16 @@ Maybe<BoxingCost> PlanBoxingCost(const TensorDesc& logical, const Placement& fro
   std::pair<int64_t, int64_t> axis_bytes;
   if (same && AxisByAxis(logical, h, from, to, &cost, &axis_bytes)) {
     if (boxing_internal::DirectCanWin(from, to, axis_bytes)) {
-      BoxingStepCost direct =
-          SendRecvCost(logical, from_placement, from, to_placement, to, memo);
+      BoxingStepCost direct = SendRecvCost(logical, from_placement, from, to_placement, to, memo);
       if (boxing_internal::DirectWins({direct.max_bytes, direct.total_bytes}, axis_bytes)) {
         cost.steps = {std::move(direct)};
       }
     }
     return cost;
   }
-  const NdSbp cur = RunPath(logical, h, from,
-                            boxing_internal::ReductionSteps(logical.shape, from, same ? &to : nullptr),
-                            &cost);
+  const NdSbp cur =
+      RunPath(logical, h, from,
+              boxing_internal::ReductionSteps(logical.shape, from, same ? &to : nullptr), &cost);
   if (!same || cur != to) {
     cost.steps.push_back(SendRecvCost(logical, from_placement, cur, to_placement, to, memo));
   }

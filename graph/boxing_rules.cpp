@@ -1,12 +1,12 @@
 // The boxing planner's shared rules (graph/boxing_rules.h).
 #include "graph/boxing_rules.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <tuple>
-
-#include <glog/logging.h>
 
 #include "oneflow_lite/core/checked_math.h"
 #include "oneflow_lite/core/slicing.h"
@@ -76,7 +76,8 @@ int64_t AxisStepBytes(Conf::Kind kind, const Shape& before, const Shape& after, 
       elements = SaturatingMul(ProductExcept(before, e), before[e] - after[e]);
       break;
     }
-    default: break;  // local steps move nothing
+    default:
+      break;  // local steps move nothing
   }
   return SaturatingMul(elements, element_size);
 }
@@ -171,9 +172,8 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
     TensorSlice s = SliceOf(logical.shape, sp.hierarchy(), source, source_coords[si]);
     source_boxes[si] = Box{s.offset, s.shape};
   }
-  int64_t max_rank = 0;
-  for (int64_t r : sp.ranks()) max_rank = std::max(max_rank, r);
-  for (int64_t r : tp.ranks()) max_rank = std::max(max_rank, r);
+  const int64_t max_rank = std::max(*std::max_element(sp.ranks().begin(), sp.ranks().end()),
+                                    *std::max_element(tp.ranks().begin(), tp.ranks().end()));
   // Each source rank holds one box of one class: its holder id (-1: none yet).
   std::vector<int64_t> holder_id(max_rank + 1, -1);
   int64_t next_id = 0;
@@ -226,7 +226,8 @@ std::vector<int64_t> SendRecvBytes(const TensorDesc& logical, const Placement& s
     const int64_t ndim = logical.shape.ndim();
     c.cuts.assign(ndim, {});
     for (const auto& h : c.holders) {
-      for (int64_t d = 0; d < ndim; ++d) c.cuts[d].emplace_back(h.first.offset[d], h.first.shape[d]);
+      for (int64_t d = 0; d < ndim; ++d)
+        c.cuts[d].emplace_back(h.first.offset[d], h.first.shape[d]);
     }
     int64_t cells = 1;
     c.strides.assign(ndim, 1);

@@ -119,7 +119,8 @@ template <typename Cuts>
 std::pair<int64_t, int64_t> CutsMeeting(const Cuts& cuts, int64_t begin, int64_t end) {
   const auto lo = std::partition_point(cuts.begin(), cuts.end(),
                                        [&](const auto& x) { return x.first + x.second <= begin; });
-  const auto hi = std::partition_point(lo, cuts.end(), [&](const auto& x) { return x.first < end; });
+  const auto hi =
+      std::partition_point(lo, cuts.end(), [&](const auto& x) { return x.first < end; });
   return {lo - cuts.begin(), hi - cuts.begin()};
 }
 

@@ -25,10 +25,13 @@ int64_t SplitAxisOf(const BoxingStep& step) {
   switch (step.kind) {
     case Conf::ALL_GATHER:
     case Conf::ALL_TO_ALL:
-    case Conf::SCATTER_LOCAL: return x.axis();
+    case Conf::SCATTER_LOCAL:
+      return x.axis();
     case Conf::REDUCE_SCATTER:
-    case Conf::LOCAL_SLICE: return y.axis();
-    default: return -1;
+    case Conf::LOCAL_SLICE:
+      return y.axis();
+    default:
+      return -1;
   }
 }
 

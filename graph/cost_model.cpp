@@ -94,7 +94,7 @@ const NdSbp& CostModel::WantedSbp(int edge, int candidate) const {
 }
 
 Maybe<std::shared_ptr<const BoxingPlan>> CostModel::EdgeBoxing(int edge, int producer_candidate,
-                                                                int consumer_candidate) const {
+                                                               int consumer_candidate) const {
   OFL_ENSURE(edge >= 0 && edge < static_cast<int>(edges_.size()), "cost model: no edge ", edge);
   const CostEdgeInfo& e = edges_[edge];
   OFL_ENSURE(producer_candidate >= 0 && producer_candidate < graph_.num_candidates(e.producer) &&
@@ -115,8 +115,8 @@ Maybe<std::shared_ptr<const BoxingPlan>> CostModel::EdgeBoxing(int edge, int pro
                 WantedSbp(edge, consumer_candidate)};
   auto it = boxing_cache_.find(key);
   if (it != boxing_cache_.end()) return it->second;
-  OFL_ASSIGN_OR_RETURN(BoxingPlan plan,
-                       PlanBoxingBytes(e.desc, from, std::get<2>(key), to, std::get<4>(key), e.tensor));
+  OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxingBytes(e.desc, from, std::get<2>(key), to,
+                                                        std::get<4>(key), e.tensor));
   auto shared = std::make_shared<const BoxingPlan>(std::move(plan));
   boxing_cache_.emplace(std::move(key), shared);
   return shared;
@@ -238,8 +238,8 @@ Maybe<std::shared_ptr<const CostModel>> BuildCostModel(const OpGraph& graph,
         need == kInt64Max ? "more than int64 can hold (8 EiB)"
                           : StrCat(internal::GiB(need), " GiB"),
         ", above the limit of ", internal::GiB(limit), " GiB (cluster '", cluster.name(), "', ",
-        options.micro_batches, " micro-batch(es)); largest: ",
-        LargestNeeds(graph, *model, builder.node_needs(), 3),
+        options.micro_batches,
+        " micro-batch(es)); largest: ", LargestNeeds(graph, *model, builder.node_needs(), 3),
         "; use more devices, pipeline stages or micro-batches");
   }
   model->stats_.ops = static_cast<int64_t>(graph.ops().size());

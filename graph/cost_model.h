@@ -67,12 +67,11 @@
 //    (the bucket's one latency spread over its bytes; buffer = the busiest
 //    rank's slice of the gradient before the step, bytes = what it sends);
 //    other steps, and the gradients the runtime boxes alone (reduce-scatters
-//    P -> S, gradients split on some axis), as above. With options.overlap_gradients the entry is then
-//    max(0, that - the producer candidate's compute seconds for one
-//    execution): as much backward compute as produced the gradient follows
-//    it and hides it. The full model (cost_model_buckets.h: real buckets in
-//    order of readiness, one serial communication stream, exposure past the
-//    end of backward) prices a chosen plan for reports and benches.
+//    P -> S, gradients split on some axis), as above. With options.overlap_gradients the entry is
+//    then max(0, that - the producer candidate's compute seconds for one execution): as much
+//    backward compute as produced the gradient follows it and hides it. The full model
+//    (cost_model_buckets.h: real buckets in order of readiness, one serial communication stream,
+//    exposure past the end of backward) prices a chosen plan for reports and benches.
 //  - Feeding a fed input: its candidate's "compute" is multiplier x (its
 //    slice bytes / the innermost level's bandwidth (a stand-in for the host
 //    link, which the Cluster does not describe) + the seconds of the boxing

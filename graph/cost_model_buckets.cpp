@@ -71,8 +71,8 @@ class Bucketer {
     // What the runtime fuses: every step of the conversion runs once per bucket.
     const bool runtime_fuses =
         cap > 0 && from == to && FusedIntoBuckets(produced, wanted, e.desc.dtype);
-    const std::string group = from.ToString() + produced.ToString() + wanted.ToString() +
-                              DataTypeName(e.desc.dtype);
+    const std::string group =
+        from.ToString() + produced.ToString() + wanted.ToString() + DataTypeName(e.desc.dtype);
     for (const BoxingStepCost& step : cost.steps) {
       const bool fusable = runtime_fuses && step.hierarchy_axis >= 0 &&
                            (step.kind == proto::BoxingConf::ALL_REDUCE ||
@@ -117,10 +117,9 @@ class Bucketer {
       });
       Close(first);
     }
-    std::stable_sort(closed_.begin(), closed_.end(),
-                     [](const GradientBucket& a, const GradientBucket& b) {
-                       return a.ready_s < b.ready_s;
-                     });
+    std::stable_sort(
+        closed_.begin(), closed_.end(),
+        [](const GradientBucket& a, const GradientBucket& b) { return a.ready_s < b.ready_s; });
     return std::move(closed_);
   }
 

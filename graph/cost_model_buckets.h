@@ -30,10 +30,10 @@
 //    options.gradient_bucket_bytes, and the open ones close at the end.
 //    Other steps, every step of a gradient the runtime boxes alone (a
 //    reduce-scatter P -> S, a gradient split on some axis), and every step
-//    when the bucket size is 0, are a bucket of their own. A bucket is ready when its last member is, and
-//    takes CollectiveSeconds(kind, its members' busiest-rank bytes summed,
-//    group, level): one latency per bucket. Steps of one gradient after the
-//    first are treated as ready with it (approximation).
+//    when the bucket size is 0, are a bucket of their own. A bucket is ready when its last member
+//    is, and takes CollectiveSeconds(kind, its members' busiest-rank bytes summed, group, level):
+//    one latency per bucket. Steps of one gradient after the first are treated as ready with it
+//    (approximation).
 //  - One communication stream: in order of readiness, a bucket starts at
 //    max(its ready time, the previous end); with options.overlap_gradients
 //    off, no earlier than B. Exposed = max(0, last end - B).
@@ -48,8 +48,8 @@ struct GradientBucket {
   int64_t hierarchy_axis = -1;  // -1: a SEND_RECV step
   int64_t group_size = 1;       // 0: the SEND_RECV's union of placements
   std::string level;            // the cluster level of an axis step's groups
-  int64_t buffer_bytes = 0;  // the busiest rank's gradient bytes in the bucket
-  int64_t sent_bytes = 0;    // members' busiest-rank bytes sent, summed
+  int64_t buffer_bytes = 0;     // the busiest rank's gradient bytes in the bucket
+  int64_t sent_bytes = 0;       // members' busiest-rank bytes sent, summed
   std::vector<std::string> gradients;
   double ready_s = 0;  // from the start of the last micro-batch's backward
   double start_s = 0;
@@ -57,13 +57,13 @@ struct GradientBucket {
 };
 
 struct StepEstimate {
-  double compute_s = 0;           // every node's chosen compute
-  double transfer_s = 0;          // every edge but the gradients'
-  double backward_s = 0;          // B: the last micro-batch's backward
-  double gradient_s = 0;          // the buckets' seconds, summed
-  double exposed_gradient_s = 0;  // gradient communication past B
-  double total_s = 0;             // compute_s + transfer_s + exposed_gradient_s
-  double proxy_total_s = 0;       // the CostGraph's total for the same choice
+  double compute_s = 0;                 // every node's chosen compute
+  double transfer_s = 0;                // every edge but the gradients'
+  double backward_s = 0;                // B: the last micro-batch's backward
+  double gradient_s = 0;                // the buckets' seconds, summed
+  double exposed_gradient_s = 0;        // gradient communication past B
+  double total_s = 0;                   // compute_s + transfer_s + exposed_gradient_s
+  double proxy_total_s = 0;             // the CostGraph's total for the same choice
   std::vector<GradientBucket> buckets;  // in launch order
 };
 

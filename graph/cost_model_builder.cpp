@@ -98,8 +98,8 @@ int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks) {
   return cluster.num_levels() - 1;
 }
 
-double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes,
-                       int64_t bucket_bytes, int64_t group_size, const LinkLevel& level) {
+double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes, int64_t bucket_bytes,
+                       int64_t group_size, const LinkLevel& level) {
   if (bytes <= 0 || group_size <= 1) return 0.0;
   const double share = std::min(1.0, buffer_bytes / static_cast<double>(bucket_bytes));
   const CollectiveFigure figure = FigureOf(kind, level);
@@ -141,13 +141,15 @@ Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_pl
         OFL_ASSIGN_OR_RETURN(levels, cluster.AxisLevels(h.dims()));
       }
       const LinkLevel& level = cluster.level((*levels)[step.hierarchy_axis]);
-      const bool fused = bucketed != nullptr && bucket_bytes > 0 &&
-                         (kind == CollectiveKind::kAllReduce ||
-                          kind == CollectiveKind::kReduceScatter);
+      const bool fused =
+          bucketed != nullptr && bucket_bytes > 0 &&
+          (kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter);
       if (fused) {
-        const double buffer = static_cast<double>(LargestSliceElements(bucketed->shape, h, step.from)) *
-                              static_cast<double>(SizeOf(bucketed->dtype));
-        seconds += BucketedSeconds(kind, bytes, buffer, bucket_bytes, h[step.hierarchy_axis], level);
+        const double buffer =
+            static_cast<double>(LargestSliceElements(bucketed->shape, h, step.from)) *
+            static_cast<double>(SizeOf(bucketed->dtype));
+        seconds +=
+            BucketedSeconds(kind, bytes, buffer, bucket_bytes, h[step.hierarchy_axis], level);
       } else {
         seconds += CollectiveSeconds(kind, bytes, h[step.hierarchy_axis], level);
       }
@@ -254,8 +256,8 @@ Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_plac
                        PlanBoxingCost(desc, fp, from, tp, to, name, &boxing_cost_cache_));
   ++boxing_plans_;
   // Only what the runtime fuses shares a bucket's latency.
-  const bool bucketed = gradient && from_placement == to_placement &&
-                        FusedIntoBuckets(from, to, desc.dtype);
+  const bool bucketed =
+      gradient && from_placement == to_placement && FusedIntoBuckets(from, to, desc.dtype);
   OFL_ASSIGN_OR_RETURN(double seconds,
                        BoxingCostSeconds(cluster_, fp, tp, cost, bucketed ? &desc : nullptr,
                                          options_.gradient_bucket_bytes));
@@ -289,7 +291,12 @@ Maybe<EdgeMatrixPtr> Builder::Matrix(const CostEdgeInfo& edge, const CostNodeInf
   // Gradient edges key on their discounts (identical layers share them);
   // {-1} marks every other edge (a discount is never negative).
   const bool gradient = overlap != nullptr;
-  MatrixKey key{key_desc,         from_pl, to_pl, intern(produced), intern(wanted), edge.multiplier,
+  MatrixKey key{key_desc,
+                from_pl,
+                to_pl,
+                intern(produced),
+                intern(wanted),
+                edge.multiplier,
                 gradient ? *overlap : std::vector<double>{-1.0}};
   auto it = matrix_cache_.find(key);
   if (it != matrix_cache_.end()) return it->second;

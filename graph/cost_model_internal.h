@@ -53,8 +53,8 @@ Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_pl
 
 // One collective's share of a bucket: latency x steps x min(1, buffer_bytes
 // / bucket_bytes) + bytes / bandwidth; 0 for no bytes or one rank.
-double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes,
-                       int64_t bucket_bytes, int64_t group_size, const LinkLevel& level);
+double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes, int64_t bucket_bytes,
+                       int64_t group_size, const LinkLevel& level);
 
 // The same for a plan that visited every rank (BoxingCostSeconds of CostOf(plan)).
 Maybe<double> BoxingPlanSeconds(const Cluster& cluster, const BoxingPlan& plan);
@@ -125,8 +125,8 @@ class Builder {
   Status AddVariableNode(CostGraph* g, std::vector<CostNodeInfo>* nodes, const std::string& name,
                          const OpNode* update);
   Status AddUpdateCandidates(const OpNode& op, const VariableInfo& var,
-                             const std::function<int64_t(const NdSbp&)>& memory,
-                             CostNodeInfo* info, std::vector<Candidate>* candidates);
+                             const std::function<int64_t(const NdSbp&)>& memory, CostNodeInfo* info,
+                             std::vector<Candidate>* candidates);
   Status AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes);
   Status AddEdges(CostGraph* g, const std::vector<CostNodeInfo>& nodes,
                   std::vector<CostEdgeInfo>* edges);

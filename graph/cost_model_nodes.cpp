@@ -3,9 +3,8 @@
 #include <cmath>
 #include <functional>
 
-#include "oneflow_lite/core/checked_math.h"
-
 #include "graph/cost_model_internal.h"
+#include "oneflow_lite/core/checked_math.h"
 
 namespace ofl::internal {
 
@@ -64,12 +63,12 @@ Maybe<NdSbp> Builder::ArrivalOf(const std::string& input, const TensorDesc& desc
   const Shape& h = placement.hierarchy();
   auto it = options_.input_arrival.find(input);
   if (it == options_.input_arrival.end()) {
-    return NdSbp(std::vector<Sbp>(h.ndim(), desc.shape.ndim() > 0 ? Sbp::Split(0)
-                                                                  : Sbp::Broadcast()));
+    return NdSbp(
+        std::vector<Sbp>(h.ndim(), desc.shape.ndim() > 0 ? Sbp::Split(0) : Sbp::Broadcast()));
   }
   const NdSbp& s = it->second;
-  OFL_ENSURE(s.size() == h.ndim(), "cost model: input '", input, "' arrives as ", s, ", ",
-             s.size(), " axes for a mesh of ", h.ndim());
+  OFL_ENSURE(s.size() == h.ndim(), "cost model: input '", input, "' arrives as ", s, ", ", s.size(),
+             " axes for a mesh of ", h.ndim());
   for (const Sbp& a : s.axes()) {
     OFL_ENSURE(!a.is_partial_sum(), "cost model: input '", input, "' arrives as ", s,
                ": a fed tensor holds values, not partial sums");
@@ -227,8 +226,8 @@ Status Builder::AddOps(CostGraph* g, std::vector<CostNodeInfo>* nodes) {
         for (size_t o = 0; o < outs.size(); ++o) {
           const TensorDesc d = Costed(outs[o]);
           memory = SaturatingAdd(
-              memory, SaturatingMul(LargestSliceElements(d.shape, h, sig.outputs[o]),
-                                    SizeOf(d.dtype)));
+              memory,
+              SaturatingMul(LargestSliceElements(d.shape, h, sig.outputs[o]), SizeOf(d.dtype)));
         }
       }
       info.flops.push_back(f);

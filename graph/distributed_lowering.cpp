@@ -174,8 +174,7 @@ class Lowerer {
   // Fuses data-parallel gradients' all-reduces into buckets
   // (gradient_buckets.h); see distributed_lowering.h.
   Status BucketGradients() {
-    const auto buckets =
-        PlanGradientBuckets(graph_, strategy_, options_.gradient_bucket_bytes);
+    const auto buckets = PlanGradientBuckets(graph_, strategy_, options_.gradient_bucket_bytes);
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<std::string> keys;
       for (const std::string& t : buckets[b].tensors) {
@@ -199,9 +198,9 @@ class Lowerer {
       fused.push_back(Concatenate(bucket, keys, name, i));
     }
     SetStepRate(first_task, first.period);
-    OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxing({flat, bucket.dtype}, first.placement,
-                                                     bucket.from, first.placement, bucket.to,
-                                                     name));
+    OFL_ASSIGN_OR_RETURN(BoxingPlan plan,
+                         PlanBoxing({flat, bucket.dtype}, first.placement, bucket.from,
+                                    first.placement, bucket.to, name));
     const int boxing_task = builder_.plan().tasks_size();
     std::vector<int64_t> reduced = EmitBoxing(plan, name, fused, &builder_, options_.num_slots);
     SetStepRate(boxing_task, first.period);
@@ -242,16 +241,14 @@ class Lowerer {
 
   // Elements [offset, offset + n) of `reduced` on `rank`, in `tensor`'s
   // shape: its register, laid out as bucket.to.
-  int64_t SliceOut(const FusedGradients& bucket, const std::string& tensor,
-                   const std::string& name, int64_t offset, int64_t n, int64_t rank,
-                   int64_t reduced) {
+  int64_t SliceOut(const FusedGradients& bucket, const std::string& tensor, const std::string& name,
+                   int64_t offset, int64_t n, int64_t rank, int64_t reduced) {
     const std::string part = name + "/" + tensor;
-    const int64_t sliced =
-        AddLocalOp(part + "/slice", "slice",
-                   AttrMap({{"start", std::vector<int64_t>{offset}},
-                            {"stop", std::vector<int64_t>{offset + n}},
-                            {"step", std::vector<int64_t>{1}}}),
-                   rank, {reduced}, {Shape{n}, bucket.dtype});
+    const int64_t sliced = AddLocalOp(part + "/slice", "slice",
+                                      AttrMap({{"start", std::vector<int64_t>{offset}},
+                                               {"stop", std::vector<int64_t>{offset + n}},
+                                               {"step", std::vector<int64_t>{1}}}),
+                                      rank, {reduced}, {Shape{n}, bucket.dtype});
     const TensorDesc desc = graph_.Desc(tensor).value();
     const int64_t out = AddLocalOp(part + "/reshape", "reshape",
                                    AttrMap({{"shape", desc.shape.dims()}}), rank, {sliced}, desc);

@@ -36,7 +36,7 @@
 namespace ofl {
 
 struct LoweringOptions {
-  int64_t num_slots = 2;     // slots of non-persistent registers: 2 overlaps iterations
+  int64_t num_slots = 2;      // slots of non-persistent registers: 2 overlaps iterations
   int64_t micro_batches = 1;  // k: iterations (micro-batches) per optimizer step
   // > 0: gradients whose boxing only sums P axes into B (data-parallel
   // gradients) are fused, in the order their producers run, into buckets of

@@ -78,8 +78,8 @@ Maybe<std::map<std::string, int64_t>> MegatronSplits(const OpGraph& graph, bool 
   // Megatron's VocabParallelEmbedding: a table a forward embedding reads
   // (the token embedding) split on the vocabulary, its output P.
   for (const OpNode& op : graph.ops()) {
-    if (rules && op.type == "embedding" && RoleOf(op) == OpRole::kForward &&
-        !splits.empty() && graph.IsVariable(op.inputs[0])) {
+    if (rules && op.type == "embedding" && RoleOf(op) == OpRole::kForward && !splits.empty() &&
+        graph.IsVariable(op.inputs[0])) {
       splits[op.inputs[0]] = 0;
     }
   }

@@ -24,15 +24,13 @@
 // mesh axis and summed: S or B kept 0; B -> S (a local slice) 1; -> B
 // (all-gather, all-reduce) or a P kept by a signature with a P output 2
 // (kept by one without, as the seed of backward reads a partial loss, 0);
-// anything else (all-to-all, -> P) 3; a layout an earlier reader already boxed the tensor to 0 (lowering
-// boxes a tensor once per layout). Ties: the least conversion of a weight
-// gradient the op makes to its update's layout, then fewer outputs with P, then fewer
-// split output axes (an op on whole inputs splits nothing by itself), then
-// the registry's order. So elementwise ops, reductions and norms over
-// non-split axes keep the split, a matmul follows its weight
-// (column-parallel: input B, output split; row-parallel: input split,
-// output P), a P meets its first nonlinear consumer as an all-reduce to B,
-// and backward ops, being ops on the gradients, follow the same rule. An
+// anything else (all-to-all, -> P) 3; a layout an earlier reader already boxed the tensor to 0
+// (lowering boxes a tensor once per layout). Ties: the least conversion of a weight gradient the op
+// makes to its update's layout, then fewer outputs with P, then fewer split output axes (an op on
+// whole inputs splits nothing by itself), then the registry's order. So elementwise ops, reductions
+// and norms over non-split axes keep the split, a matmul follows its weight (column-parallel: input
+// B, output split; row-parallel: input split, output P), a P meets its first nonlinear consumer as
+// an all-reduce to B, and backward ops, being ops on the gradients, follow the same rule. An
 // optimizer update takes its weight's stored layout on every input of the
 // weight's shape (the gradient is boxed to it: P -> B all-reduce, or
 // P -> S reduce-scatter for zero), B elsewhere. When no signature keeps

@@ -13,7 +13,7 @@ namespace {
 struct Candidate {
   int producer = 0;  // index of the producing op in graph order
   std::string tensor;
-  std::string group;  // placement, NdSbps, dtype
+  std::string group;     // placement, NdSbps, dtype
   FusedGradients shape;  // placement, from, to, dtype of its group
 };
 
@@ -39,8 +39,8 @@ std::vector<Candidate> Fusable(const OpGraph& graph, const Strategy& strategy) {
       const TensorDesc desc = graph.Desc(node.inputs[i]).value();
       const bool fusable = strategy.PlacementOf(made_by.name) == placement &&
                            FusedIntoBuckets(from, sig.inputs[i], desc.dtype);
-      const std::string group = placement.ToString() + from.ToString() +
-                                sig.inputs[i].ToString() + DataTypeName(desc.dtype);
+      const std::string group = placement.ToString() + from.ToString() + sig.inputs[i].ToString() +
+                                DataTypeName(desc.dtype);
       if (!fusable || !seen.insert(node.inputs[i] + "|" + group).second) continue;
       FusedGradients shape;
       shape.placement = placement;

@@ -3,11 +3,10 @@
 // and the strategy, so that the lowering and the planner's byte count
 // (api/planning.h PredictedBytesSent) agree. A gradient is fusable when an
 // update reads it (a non-in-place input produced by an op) on the placement
-// that produced it, and FusedIntoBuckets holds: its boxing only sums. Fusable gradients, in the graph
-// order of their producers, fill buckets per (placement, NdSbps, dtype)
-// until a bucket's bytes (whole tensors: P and B slices are whole) reach
-// `bucket_bytes`; the open buckets close at the end. Buckets of one
-// gradient are not returned (it is boxed alone). Pure; thread-safe.
+// that produced it, and FusedIntoBuckets holds: its boxing only sums. Fusable gradients, in the
+// graph order of their producers, fill buckets per (placement, NdSbps, dtype) until a bucket's
+// bytes (whole tensors: P and B slices are whole) reach `bucket_bytes`; the open buckets close at
+// the end. Buckets of one gradient are not returned (it is boxed alone). Pure; thread-safe.
 #pragma once
 
 #include <cstdint>

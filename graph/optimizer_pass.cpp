@@ -13,8 +13,8 @@ Status CheckConf(const OptimizerConf& c) {
   OFL_ENSURE(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "optimizer ", c.kind,
              ": betas (", c.beta1, ", ", c.beta2, ") must lie in [0, 1)");
   OFL_ENSURE(c.eps > 0, "optimizer ", c.kind, ": eps=", c.eps, " must be positive");
-  OFL_ENSURE(c.clip_grad_max_norm >= 0, "optimizer ", c.kind, ": clip_grad_max_norm=",
-             c.clip_grad_max_norm, " is negative");
+  OFL_ENSURE(c.clip_grad_max_norm >= 0, "optimizer ", c.kind,
+             ": clip_grad_max_norm=", c.clip_grad_max_norm, " is negative");
   return Status::OK();
 }
 
@@ -31,17 +31,17 @@ Maybe<std::map<std::string, std::string>> AppendClipping(
     if (g == grads.end()) continue;
     OFL_ASSIGN_OR_RETURN(auto square, graph->AddOp("scalar_pow", {g->second}, {{"exponent", 2.0}},
                                                    "clip/square/" + var));
-    OFL_ASSIGN_OR_RETURN(auto sum, graph->AddOp("reduce_sum", {square[0]}, {},
-                                                "clip/sum_squares/" + var));
+    OFL_ASSIGN_OR_RETURN(auto sum,
+                         graph->AddOp("reduce_sum", {square[0]}, {}, "clip/sum_squares/" + var));
     sums.push_back(sum[0]);
   }
   OFL_ENSURE(!sums.empty(), "gradient clipping: no trainable variable has a gradient");
   OFL_ASSIGN_OR_RETURN(auto total, graph->AddOp("add_n", sums, {}, "clip/total"));
-  OFL_ASSIGN_OR_RETURN(auto norm, graph->AddOp("scalar_pow", {total[0]}, {{"exponent", 0.5}},
-                                               "clip/global_norm"));
+  OFL_ASSIGN_OR_RETURN(
+      auto norm, graph->AddOp("scalar_pow", {total[0]}, {{"exponent", 0.5}}, "clip/global_norm"));
   CHECK_EQ(norm[0], kGlobalNormTensor);
-  OFL_ASSIGN_OR_RETURN(auto factor, graph->AddOp("clip_factor", {norm[0]},
-                                                 {{"max_norm", max_norm}}, "clip/factor"));
+  OFL_ASSIGN_OR_RETURN(
+      auto factor, graph->AddOp("clip_factor", {norm[0]}, {{"max_norm", max_norm}}, "clip/factor"));
   std::map<std::string, std::string> clipped;
   for (const std::string& var : variables) {
     auto g = grads.find(var);
@@ -79,8 +79,8 @@ Status AppendOptimizer(OpGraph* graph, const OptimizerConf& conf,
   }
   std::vector<std::string> lr;  // the optional last input of every update
   if (!conf.lr_input.empty()) {
-    OFL_RETURN_IF_ERROR(graph->AddInput(
-        conf.lr_input, {Shape{}, FedLearningRateType(*graph, variables, used)}));
+    OFL_RETURN_IF_ERROR(
+        graph->AddInput(conf.lr_input, {Shape{}, FedLearningRateType(*graph, variables, used)}));
     lr.push_back(conf.lr_input);
   }
   auto with_lr = [&lr](std::vector<std::string> inputs) {

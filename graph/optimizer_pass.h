@@ -16,9 +16,9 @@ namespace ofl {
 struct OptimizerConf {
   std::string kind = "sgd";  // "sgd", "adam" or "adamw"
   double lr = 0.01;
-  double momentum = 0.0;     // sgd
+  double momentum = 0.0;  // sgd
   double weight_decay = 0.0;
-  double beta1 = 0.9;        // adam, adamw
+  double beta1 = 0.9;  // adam, adamw
   double beta2 = 0.999;
   double eps = 1e-8;
   // > 0: scale every gradient by min(1, max_norm / (global L2 norm + 1e-6))

@@ -1,12 +1,12 @@
 // The searcher registry (searcher.h).
 #include "graph/searcher.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
 #include <sstream>
-
-#include <glog/logging.h>
 
 namespace ofl {
 

@@ -74,6 +74,6 @@ Maybe<std::vector<int>> RunSearcher(const SearchInput& input);
 
 // Registers a searcher (an expression giving a std::shared_ptr<const
 // Searcher>) during static initialisation, listed at `order`.
-#define OFL_REGISTER_SEARCHER(order, searcher)                                       \
+#define OFL_REGISTER_SEARCHER(order, searcher)                                             \
   static const bool OFL_CONCAT(ofl_searcher_registration_, __COUNTER__) [[maybe_unused]] = \
       ::ofl::SearcherRegistry::RegisterStatic(searcher, order)

@@ -44,8 +44,8 @@ Maybe<StrategyDiff> DiffStrategies(const CostModel& model, const std::vector<int
     c.before = LayoutOf(info, before[i]);
     c.after = LayoutOf(info, after[i]);
     c.compute_delta = b.node_seconds[i] - a.node_seconds[i];
-    c.memory_delta = g.node(i).candidates[after[i]].memory_bytes -
-                     g.node(i).candidates[before[i]].memory_bytes;
+    c.memory_delta =
+        g.node(i).candidates[after[i]].memory_bytes - g.node(i).candidates[before[i]].memory_bytes;
     diff.nodes.push_back(std::move(c));
   }
   for (int e = 0; e < g.num_edges(); ++e) {
@@ -65,21 +65,23 @@ Maybe<StrategyDiff> DiffStrategies(const CostModel& model, const std::vector<int
     c.after_seconds = b.edge_seconds[e];
     diff.edges.push_back(std::move(c));
   }
-  std::stable_sort(diff.nodes.begin(), diff.nodes.end(), [](const NodeChange& x, const NodeChange& y) {
-    return std::fabs(x.compute_delta) > std::fabs(y.compute_delta);
-  });
-  std::stable_sort(diff.edges.begin(), diff.edges.end(), [](const EdgeChange& x, const EdgeChange& y) {
-    return std::fabs(x.delta()) > std::fabs(y.delta());
-  });
+  std::stable_sort(diff.nodes.begin(), diff.nodes.end(),
+                   [](const NodeChange& x, const NodeChange& y) {
+                     return std::fabs(x.compute_delta) > std::fabs(y.compute_delta);
+                   });
+  std::stable_sort(diff.edges.begin(), diff.edges.end(),
+                   [](const EdgeChange& x, const EdgeChange& y) {
+                     return std::fabs(x.delta()) > std::fabs(y.delta());
+                   });
   return diff;
 }
 
 std::string StrategyDiff::ToText(bool full, int max_rows) const {
   std::ostringstream out;
-  out << "predicted step " << FormatSeconds(before_seconds) << " -> " << FormatSeconds(after_seconds)
-      << " (" << Signed(delta()) << "); memory " << FormatBytes(before_memory) << " -> "
-      << FormatBytes(after_memory) << "; " << nodes.size() << " node(s) and " << edges.size()
-      << " edge(s) changed\n";
+  out << "predicted step " << FormatSeconds(before_seconds) << " -> "
+      << FormatSeconds(after_seconds) << " (" << Signed(delta()) << "); memory "
+      << FormatBytes(before_memory) << " -> " << FormatBytes(after_memory) << "; " << nodes.size()
+      << " node(s) and " << edges.size() << " edge(s) changed\n";
   const size_t node_rows = full ? nodes.size() : std::min<size_t>(nodes.size(), max_rows);
   for (size_t i = 0; i < node_rows; ++i) {
     const NodeChange& c = nodes[i];
@@ -101,14 +103,14 @@ std::string StrategyDiff::ToText(bool full, int max_rows) const {
 
 std::string StrategyDiff::ToJson() const {
   std::ostringstream out;
-  out << "{\"before_s\": " << JsonNumber(before_seconds) << ", \"after_s\": "
-      << JsonNumber(after_seconds) << ", \"delta_s\": " << JsonNumber(delta())
+  out << "{\"before_s\": " << JsonNumber(before_seconds)
+      << ", \"after_s\": " << JsonNumber(after_seconds) << ", \"delta_s\": " << JsonNumber(delta())
       << ", \"before_memory_bytes\": " << before_memory
       << ", \"after_memory_bytes\": " << after_memory << ", \"nodes\": [";
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeChange& c = nodes[i];
-    out << (i ? ", " : "") << "{\"name\": " << JsonString(c.name) << ", \"kind\": "
-        << JsonString(c.kind) << ", \"before\": " << JsonString(c.before)
+    out << (i ? ", " : "") << "{\"name\": " << JsonString(c.name)
+        << ", \"kind\": " << JsonString(c.kind) << ", \"before\": " << JsonString(c.before)
         << ", \"after\": " << JsonString(c.after)
         << ", \"compute_delta_s\": " << JsonNumber(c.compute_delta)
         << ", \"memory_delta_bytes\": " << c.memory_delta << "}";

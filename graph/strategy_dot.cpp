@@ -37,7 +37,8 @@ std::string StrategyToDot(const OpGraph& graph, const Strategy& strategy) {
   std::map<std::string, std::string> producer;  // tensor -> DOT node id
   auto source = [&](const std::string& name) {
     auto sbp = strategy.sources().find(name);
-    std::string label = name + "\n" + (sbp == strategy.sources().end() ? "?" : sbp->second.ToString());
+    std::string label =
+        name + "\n" + (sbp == strategy.sources().end() ? "?" : sbp->second.ToString());
     const Placement& p = strategy.SourcePlacement(name);
     if (!(p == home)) label += "\non " + p.ToString();
     out << "  " << Quote("src:" + name) << " [shape=ellipse, label=" << Quote(label) << "];\n";
@@ -60,8 +61,8 @@ std::string StrategyToDot(const OpGraph& graph, const Strategy& strategy) {
       Maybe<NdSbp> made = strategy.ProducedSbp(graph, tensor);
       std::string made_text = made.ok() ? made.value().ToString() : "?";
       std::string edge = "  " + Quote(from->second) + " -> " + Quote("op:" + node.name);
-      if (sig != strategy.signatures().end() && i < sig->second.inputs.size() &&
-          made.ok() && !(sig->second.inputs[i] == made.value())) {
+      if (sig != strategy.signatures().end() && i < sig->second.inputs.size() && made.ok() &&
+          !(sig->second.inputs[i] == made.value())) {
         out << edge << " [color=red, fontcolor=red, label="
             << Quote("boxing " + made_text + " -> " + sig->second.inputs[i].ToString()) << "];\n";
       } else {

@@ -174,8 +174,8 @@ Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& mode
              " nodes, the cost model has ", cost.num_nodes());
   for (int i = 0; i < cost.num_nodes(); ++i) {
     OFL_ENSURE(solution.choice[i] >= 0 && solution.choice[i] < cost.num_candidates(i),
-               "strategy report: node '", cost.node(i).name, "' has candidate ",
-               solution.choice[i], " of ", cost.num_candidates(i));
+               "strategy report: node '", cost.node(i).name, "' has candidate ", solution.choice[i],
+               " of ", cost.num_candidates(i));
   }
   OFL_ASSIGN_OR_RETURN(Solution eval, cost.Evaluate(solution.choice));
   StrategyReport report;
@@ -202,8 +202,8 @@ Maybe<StrategyReport> ReportStrategy(const OpGraph& graph, const CostModel& mode
     report.undo_bytes = SaturatingAdd(report.undo_bytes, UndoBytes(graph, model.nodes()[i], c));
   }
   for (int e = 0; e < cost.num_edges(); ++e) {
-    OFL_ASSIGN_OR_RETURN(std::optional<EdgeReport> edge, ReportEdge(model, solution, eval, e,
-                                                                    &nodes));
+    OFL_ASSIGN_OR_RETURN(std::optional<EdgeReport> edge,
+                         ReportEdge(model, solution, eval, e, &nodes));
     if (edge) report.edges.push_back(std::move(*edge));
   }
   SetMatmulBounds(&nodes);
@@ -244,8 +244,8 @@ std::string Optimality::ToText(double total_seconds) const {
   const std::string cap = cap_seconds > 0 ? "cap " + FormatSeconds(cap_seconds) : "no time cap";
   if (proved) {
     out << "optimality: " << PercentText(gap) << " above the proven optimum "
-        << FormatSeconds(bound_seconds) << " (exact, " << bound << "; "
-        << FormatSeconds(seconds) << ", " << cap << ")";
+        << FormatSeconds(bound_seconds) << " (exact, " << bound << "; " << FormatSeconds(seconds)
+        << ", " << cap << ")";
   } else if (gap <= 1) {
     out << "optimality: not proved (exact: " << FormatSeconds(seconds) << ", " << cap
         << "); at most " << PercentText(gap) << " above the optimum: lower bound "
@@ -280,7 +280,8 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
   out << "predicted step " << FormatSeconds(total_seconds) << " = compute "
       << FormatSeconds(compute_seconds) << " + communication " << FormatSeconds(transfer_seconds)
       << "; memory (search proxy) " << FormatBytes(memory_bytes) << " per device";
-  if (memory_limit_bytes != kNoMemoryLimit) out << " (limit " << FormatBytes(memory_limit_bytes) << ")";
+  if (memory_limit_bytes != kNoMemoryLimit)
+    out << " (limit " << FormatBytes(memory_limit_bytes) << ")";
   out << "\nfull model (gradient buckets overlapped with backward): step "
       << FormatSeconds(full_seconds) << "; " << gradient_buckets << " bucket(s), "
       << FormatSeconds(gradient_seconds) << " of gradient communication, "
@@ -305,9 +306,10 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
   out << "\ncluster " << cluster << ", " << placement << ", " << micro_batches
       << " micro-batch(es)\n";
   const size_t node_rows = full ? nodes.size() : std::min<size_t>(nodes.size(), max_rows);
-  out << "\n" << Pad(simulated_seconds ? "simulated" : "seconds", 12, true)
-      << Pad("compute", 12, true) << Pad("comm", 12, true) << Pad("memory", 12, true) << "  "
-      << Pad("kind", 12) << Pad("op", 28) << "signature\n";
+  out << "\n"
+      << Pad(simulated_seconds ? "simulated" : "seconds", 12, true) << Pad("compute", 12, true)
+      << Pad("comm", 12, true) << Pad("memory", 12, true) << "  " << Pad("kind", 12)
+      << Pad("op", 28) << "signature\n";
   for (size_t i = 0; i < node_rows; ++i) {
     const NodeReport& r = nodes[i];
     std::string seconds = FormatSeconds(r.seconds());
@@ -315,29 +317,30 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
       auto it = simulated_op_seconds.find(r.name);
       seconds = it == simulated_op_seconds.end() ? "-" : FormatSeconds(it->second);
     }
-    out << Pad(" " + seconds, 12, true)
-        << Pad(" " + FormatSeconds(r.compute_seconds), 12, true)
+    out << Pad(" " + seconds, 12, true) << Pad(" " + FormatSeconds(r.compute_seconds), 12, true)
         << Pad(" " + FormatSeconds(r.communication_seconds), 12, true)
         << Pad(" " + FormatBytes(r.memory_bytes), 12, true) << "  "
         << Pad((r.op_type.empty() ? r.kind : r.op_type) + " ", 12) << Pad(r.name + " ", 28)
         << r.signature;
     if (r.matmul) {
       out << "  [matmul " << r.matmul->m << "x" << r.matmul->k << "x" << r.matmul->n << " on "
-          << r.matmul->processors << ": moves " << FormatBytes(static_cast<int64_t>(r.matmul->bytes))
-          << ", SPAA bound " << FormatBytes(static_cast<int64_t>(r.matmul->lower_bound_bytes))
-          << " (" << r.matmul->bound_case << ")]";
+          << r.matmul->processors << ": moves "
+          << FormatBytes(static_cast<int64_t>(r.matmul->bytes)) << ", SPAA bound "
+          << FormatBytes(static_cast<int64_t>(r.matmul->lower_bound_bytes)) << " ("
+          << r.matmul->bound_case << ")]";
     }
     out << "\n";
   }
   if (node_rows < nodes.size()) out << "  ... " << nodes.size() - node_rows << " more (full)\n";
   const size_t edge_rows = full ? edges.size() : std::min<size_t>(edges.size(), max_rows);
-  out << "\n" << Pad("seconds", 12, true) << Pad("bytes", 12, true) << "  "
-      << Pad("tensor", 36) << "boxing\n";
+  out << "\n"
+      << Pad("seconds", 12, true) << Pad("bytes", 12, true) << "  " << Pad("tensor", 36)
+      << "boxing\n";
   for (size_t i = 0; i < edge_rows; ++i) {
     const EdgeReport& r = edges[i];
     out << Pad(" " + FormatSeconds(r.seconds), 12, true)
-        << Pad(" " + FormatBytes(r.max_bytes), 12, true) << "  " << Pad(r.tensor + " ", 36) << r.from
-        << " -> " << r.to << " into " << r.consumer << ":";
+        << Pad(" " + FormatBytes(r.max_bytes), 12, true) << "  " << Pad(r.tensor + " ", 36)
+        << r.from << " -> " << r.to << " into " << r.consumer << ":";
     for (const BoxingStepReport& s : r.steps) {
       out << " " << s.kind;
       if (s.hierarchy_axis >= 0) out << "@axis" << s.hierarchy_axis;
@@ -378,8 +381,7 @@ std::string StrategyReport::ToJson() const {
       << (memory_limit_bytes == kNoMemoryLimit ? std::string("null")
                                                : std::to_string(memory_limit_bytes))
       << ", \"optimality\": "
-      << (optimality ? optimality->ToJson(total_seconds) : std::string("null"))
-      << ",\n \"ops\": [";
+      << (optimality ? optimality->ToJson(total_seconds) : std::string("null")) << ",\n \"ops\": [";
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeReport& r = nodes[i];
     out << (i ? ",\n  " : "\n  ") << "{\"name\": " << JsonString(r.name)

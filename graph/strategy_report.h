@@ -43,9 +43,9 @@
 namespace ofl {
 
 struct BoxingStepReport {
-  std::string kind;            // "ALL_REDUCE", ...
+  std::string kind;             // "ALL_REDUCE", ...
   int64_t hierarchy_axis = -1;  // -1: SEND_RECV over the placements
-  int64_t max_bytes = 0;       // busiest rank of this step
+  int64_t max_bytes = 0;        // busiest rank of this step
 };
 
 struct EdgeReport {
@@ -64,7 +64,7 @@ struct EdgeReport {
 struct MatmulBoundReport {
   int64_t m = 0, n = 0, k = 0, processors = 0;
   int64_t element_bytes = 0;
-  double bytes = 0;              // the strategy's: per boxing its busiest rank, summed; one execution
+  double bytes = 0;  // the strategy's: per boxing its busiest rank, summed; one execution
   double lower_bound_bytes = 0;  // SPAA 2022 words x element_bytes
   std::string bound_case;        // "1d", "2d", "3d"
 };
@@ -124,8 +124,8 @@ struct StrategyReport {
   // in buckets, overlapped with backward; total_seconds is the searchers' proxy.
   double full_seconds = 0;
   int64_t gradient_buckets = 0;
-  double gradient_seconds = 0;          // the buckets' seconds, summed
-  double exposed_gradient_seconds = 0;  // past the end of backward
+  double gradient_seconds = 0;           // the buckets' seconds, summed
+  double exposed_gradient_seconds = 0;   // past the end of backward
   std::optional<Optimality> optimality;  // when measured
   // Set by api/ when asked (api/step_simulation.h): the simulated step of a
   // session running this plan (its very Plan as the runtime runs it) and, by

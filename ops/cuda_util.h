@@ -65,37 +65,37 @@
 
 // Runs `body` with `T` bound to the device type of a float32, float64,
 // int32, int64 or bool `dtype` (the kernels that compare, select or move).
-#define OFL_CUDA_DISPATCH_VALUE(dtype, T, ...)                               \
-  do {                                                                       \
-    switch (dtype) {                                                         \
-      case ::ofl::DataType::kFloat32: {                                      \
-        using T = float;                                                     \
-        __VA_ARGS__;                                                         \
-        break;                                                               \
-      }                                                                      \
-      case ::ofl::DataType::kFloat64: {                                      \
-        using T = double;                                                    \
-        __VA_ARGS__;                                                         \
-        break;                                                               \
-      }                                                                      \
-      case ::ofl::DataType::kInt32: {                                        \
-        using T = int32_t;                                                   \
-        __VA_ARGS__;                                                         \
-        break;                                                               \
-      }                                                                      \
-      case ::ofl::DataType::kInt64: {                                        \
-        using T = int64_t;                                                   \
-        __VA_ARGS__;                                                         \
-        break;                                                               \
-      }                                                                      \
-      case ::ofl::DataType::kBool: {                                         \
-        using T = bool;                                                      \
-        __VA_ARGS__;                                                         \
-        break;                                                               \
-      }                                                                      \
-      default:                                                               \
+#define OFL_CUDA_DISPATCH_VALUE(dtype, T, ...)                              \
+  do {                                                                      \
+    switch (dtype) {                                                        \
+      case ::ofl::DataType::kFloat32: {                                     \
+        using T = float;                                                    \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      case ::ofl::DataType::kFloat64: {                                     \
+        using T = double;                                                   \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      case ::ofl::DataType::kInt32: {                                       \
+        using T = int32_t;                                                  \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      case ::ofl::DataType::kInt64: {                                       \
+        using T = int64_t;                                                  \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      case ::ofl::DataType::kBool: {                                        \
+        using T = bool;                                                     \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      default:                                                              \
         ::ofl::ThrowNoKernelFor("float32/float64/int32/int64/bool", dtype); \
-    }                                                                        \
+    }                                                                       \
   } while (0)
 
 // Handles: one cuBLASLt handle per device (cuBLASLt handles may be shared by

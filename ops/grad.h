@@ -20,7 +20,7 @@ class GradContext {
   int num_inputs() const { return forward().num_inputs(); }
   virtual int num_outputs() const = 0;
 
-  virtual const std::string& Input(int i) const = 0;   // tensor names of the forward op
+  virtual const std::string& Input(int i) const = 0;  // tensor names of the forward op
   virtual const std::string& Output(int i) const = 0;
   virtual const TensorDesc& OutputDesc(int i) const = 0;
   const TensorDesc& InputDesc(int i) const { return forward().input(i); }

@@ -66,9 +66,9 @@ struct KernelContext {
     return known ? input_logical_shapes[i] : in(i).shape();
   }
   std::vector<int64_t> input_logical_offset(int i) const {
-    const bool known = i < static_cast<int>(input_logical_offsets.size()) &&
-                       static_cast<int64_t>(input_logical_offsets[i].size()) ==
-                           in(i).shape().ndim();
+    const bool known =
+        i < static_cast<int>(input_logical_offsets.size()) &&
+        static_cast<int64_t>(input_logical_offsets[i].size()) == in(i).shape().ndim();
     return known ? input_logical_offsets[i] : std::vector<int64_t>(in(i).shape().ndim(), 0);
   }
   // "embedding" or "embedding 'emb'": the prefix of a kernel's messages.
@@ -109,40 +109,79 @@ class KernelRegistry {
 
 }  // namespace ofl
 
-#define OFL_REGISTER_KERNEL(op_type, device, fn)                           \
-  static bool OFL_CONCAT(ofl_kernel_registration_, __COUNTER__) =          \
+#define OFL_REGISTER_KERNEL(op_type, device, fn)                  \
+  static bool OFL_CONCAT(ofl_kernel_registration_, __COUNTER__) = \
       ::ofl::KernelRegistry::Register(op_type, device, fn)
 
 // Runs `body` with `T` bound to the C++ type of a float32/float64 `dtype`.
-#define OFL_DISPATCH_FLOAT(dtype, T, ...)                                          \
-  do {                                                                             \
-    switch (dtype) {                                                               \
-      case ::ofl::DataType::kFloat32: { using T = float; __VA_ARGS__; break; }     \
-      case ::ofl::DataType::kFloat64: { using T = double; __VA_ARGS__; break; }    \
-      default: ::ofl::ThrowNoKernelFor("float32/float64", dtype);                  \
-    }                                                                              \
+#define OFL_DISPATCH_FLOAT(dtype, T, ...)                  \
+  do {                                                     \
+    switch (dtype) {                                       \
+      case ::ofl::DataType::kFloat32: {                    \
+        using T = float;                                   \
+        __VA_ARGS__;                                       \
+        break;                                             \
+      }                                                    \
+      case ::ofl::DataType::kFloat64: {                    \
+        using T = double;                                  \
+        __VA_ARGS__;                                       \
+        break;                                             \
+      }                                                    \
+      default:                                             \
+        ::ofl::ThrowNoKernelFor("float32/float64", dtype); \
+    }                                                      \
   } while (0)
 
 // Runs `body` with `T` bound to the C++ type of an int32/int64 `dtype`.
-#define OFL_DISPATCH_INDEX(dtype, T, ...)                                                \
-  do {                                                                                   \
-    switch (dtype) {                                                                     \
-      case ::ofl::DataType::kInt32: { using T = int32_t; __VA_ARGS__; break; }           \
-      case ::ofl::DataType::kInt64: { using T = int64_t; __VA_ARGS__; break; }           \
-      default: ::ofl::ThrowNoKernelFor("int32/int64", dtype);                            \
-    }                                                                                    \
+#define OFL_DISPATCH_INDEX(dtype, T, ...)              \
+  do {                                                 \
+    switch (dtype) {                                   \
+      case ::ofl::DataType::kInt32: {                  \
+        using T = int32_t;                             \
+        __VA_ARGS__;                                   \
+        break;                                         \
+      }                                                \
+      case ::ofl::DataType::kInt64: {                  \
+        using T = int64_t;                             \
+        __VA_ARGS__;                                   \
+        break;                                         \
+      }                                                \
+      default:                                         \
+        ::ofl::ThrowNoKernelFor("int32/int64", dtype); \
+    }                                                  \
   } while (0)
 
 // Runs `body` with `T` bound to the C++ type of a float32/float64/int32/
 // int64/bool `dtype`: the kernels that compare, select or move values.
-#define OFL_DISPATCH_VALUE(dtype, T, ...)                                               \
-  do {                                                                                  \
-    switch (dtype) {                                                                    \
-      case ::ofl::DataType::kFloat32: { using T = float; __VA_ARGS__; break; }          \
-      case ::ofl::DataType::kFloat64: { using T = double; __VA_ARGS__; break; }         \
-      case ::ofl::DataType::kInt32: { using T = int32_t; __VA_ARGS__; break; }          \
-      case ::ofl::DataType::kInt64: { using T = int64_t; __VA_ARGS__; break; }          \
-      case ::ofl::DataType::kBool: { using T = bool; __VA_ARGS__; break; }              \
-      default: ::ofl::ThrowNoKernelFor("float32/float64/int32/int64/bool", dtype);      \
-    }                                                                                   \
+#define OFL_DISPATCH_VALUE(dtype, T, ...)                                   \
+  do {                                                                      \
+    switch (dtype) {                                                        \
+      case ::ofl::DataType::kFloat32: {                                     \
+        using T = float;                                                    \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      case ::ofl::DataType::kFloat64: {                                     \
+        using T = double;                                                   \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      case ::ofl::DataType::kInt32: {                                       \
+        using T = int32_t;                                                  \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      case ::ofl::DataType::kInt64: {                                       \
+        using T = int64_t;                                                  \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      case ::ofl::DataType::kBool: {                                        \
+        using T = bool;                                                     \
+        __VA_ARGS__;                                                        \
+        break;                                                              \
+      }                                                                     \
+      default:                                                              \
+        ::ofl::ThrowNoKernelFor("float32/float64/int32/int64/bool", dtype); \
+    }                                                                       \
   } while (0)

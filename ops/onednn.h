@@ -6,7 +6,6 @@
 #pragma once
 
 #include <dnnl.hpp>
-
 #include <map>
 #include <memory>
 #include <mutex>

@@ -81,12 +81,30 @@ OpDef& OpDef::RequiredAttr(const std::string& name, AttrValue example) {
   return *this;
 }
 
-OpDef& OpDef::InferShape(InferFn fn) { infer_ = std::move(fn); return *this; }
-OpDef& OpDef::Sbp(SbpFn fn) { sbp_ = std::move(fn); return *this; }
-OpDef& OpDef::NdSbpFilter(NdSbpFilterFn fn) { nd_sbp_filter_ = std::move(fn); return *this; }
-OpDef& OpDef::Cost(CostFn fn) { cost_ = std::move(fn); return *this; }
-OpDef& OpDef::Grad(GradFn fn) { grad_ = std::move(fn); return *this; }
-OpDef& OpDef::Doc(const std::string& doc) { doc_ = doc; return *this; }
+OpDef& OpDef::InferShape(InferFn fn) {
+  infer_ = std::move(fn);
+  return *this;
+}
+OpDef& OpDef::Sbp(SbpFn fn) {
+  sbp_ = std::move(fn);
+  return *this;
+}
+OpDef& OpDef::NdSbpFilter(NdSbpFilterFn fn) {
+  nd_sbp_filter_ = std::move(fn);
+  return *this;
+}
+OpDef& OpDef::Cost(CostFn fn) {
+  cost_ = std::move(fn);
+  return *this;
+}
+OpDef& OpDef::Grad(GradFn fn) {
+  grad_ = std::move(fn);
+  return *this;
+}
+OpDef& OpDef::Doc(const std::string& doc) {
+  doc_ = doc;
+  return *this;
+}
 
 bool OpDef::is_mutable_input(int i) const {
   if (variadic_input_) return input_mutable_[0];

@@ -35,9 +35,9 @@ struct TensorDesc {
 // What inference, SBP and cost functions see of one op instance.
 struct OpContext {
   std::string op_type;
-  std::string op_name;              // the instance's name in its graph
-  std::vector<TensorDesc> inputs;   // in argument order
-  AttrMap attrs;                    // complete: defaults filled in
+  std::string op_name;             // the instance's name in its graph
+  std::vector<TensorDesc> inputs;  // in argument order
+  AttrMap attrs;                   // complete: defaults filled in
   // The mesh (outer axis first) the SBP signatures are asked for; empty when
   // unknown. Signatures whose soundness depends on divisibility (reshape's
   // merge and split of a split axis) are offered only when it is known.
@@ -163,5 +163,6 @@ std::string ArgName(const OpDef& def, int input_index);
 
 }  // namespace ofl
 
-#define OFL_REGISTER_OP(type) \
-  static ::ofl::OpDef& OFL_CONCAT(ofl_op_registration_, __COUNTER__) = ::ofl::OpRegistry::Register(type)
+#define OFL_REGISTER_OP(type)                                          \
+  static ::ofl::OpDef& OFL_CONCAT(ofl_op_registration_, __COUNTER__) = \
+      ::ofl::OpRegistry::Register(type)

@@ -44,8 +44,8 @@ SbpFn Elementwise(PartialRule rule) {
       sig.outputs.assign(num_outputs, Sbp::Split(a));
       sigs.push_back(sig);
     }
-    sigs.push_back({std::vector<Sbp>(n, Sbp::Broadcast()),
-                    std::vector<Sbp>(num_outputs, Sbp::Broadcast())});
+    sigs.push_back(
+        {std::vector<Sbp>(n, Sbp::Broadcast()), std::vector<Sbp>(num_outputs, Sbp::Broadcast())});
     AddPartialSignatures(rule, n, num_outputs, &sigs);
     return sigs;
   };

@@ -132,8 +132,7 @@ void Actor::WaitForOtherStreams(Stream* stream) {
   }
 }
 
-void Actor::AddFetch(bool from_input, int arg, std::vector<Tensor>* into,
-                     DeviceContext* device) {
+void Actor::AddFetch(bool from_input, int arg, std::vector<Tensor>* into, DeviceContext* device) {
   CHECK_LT(arg, from_input ? num_data_inputs() : num_data_outputs());
   CHECK(device != nullptr) << name_ << ": a fetch needs its rank's device";
   fetches_.push_back({from_input, arg, into, device});

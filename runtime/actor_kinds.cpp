@@ -117,8 +117,8 @@ class ComputeActor : public Actor {
       const std::string bad =
           FirstNonFinite(device_->CloneToHost(*ctx_.outputs[i]), "output " + std::to_string(i));
       if (!bad.empty()) {
-        return Status(StatusCode::kInternal, StrCat("anomaly: ", ctx_.where(),
-                                                    " produced a non-finite value: ", bad));
+        return Status(StatusCode::kInternal,
+                      StrCat("anomaly: ", ctx_.where(), " produced a non-finite value: ", bad));
       }
     }
     return Status::OK();

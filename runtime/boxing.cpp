@@ -228,7 +228,9 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
   const Offsets in_offset = FromRepeated(conf.in_offset());
   const Offsets out_offset = FromRepeated(conf.out_offset());
   switch (conf.kind()) {
-    case Conf::IDENTITY: mem.Copy(output, input); return Status::OK();
+    case Conf::IDENTITY:
+      mem.Copy(output, input);
+      return Status::OK();
     case Conf::LOCAL_SLICE:  // keep this rank's part of the replica
       mem.CopyBox(input, Minus(out_offset, in_offset), output, Zeros(output->shape().ndim()),
                   output->shape());
@@ -249,10 +251,14 @@ Status RunBoxingStep(const proto::TaskProto& task, const Tensor& input, Tensor* 
       mem.Copy(output, input);
       if (output->numel() == 0) return Status::OK();
       return mem.Ready(comm)->AllReduce(output->raw(), output->numel(), output->dtype(), Tag(conf));
-    case Conf::REDUCE_SCATTER: return RunReduceScatter(conf, input, output, comm, mem);
-    case Conf::ALL_GATHER: return RunAllGather(conf, input, output, comm, mem);
-    case Conf::ALL_TO_ALL: return RunAllToAll(conf, input, output, comm, mem);
-    default: return Unimplemented("boxing task ", task.id(), ": unknown kind ", conf.kind());
+    case Conf::REDUCE_SCATTER:
+      return RunReduceScatter(conf, input, output, comm, mem);
+    case Conf::ALL_GATHER:
+      return RunAllGather(conf, input, output, comm, mem);
+    case Conf::ALL_TO_ALL:
+      return RunAllToAll(conf, input, output, comm, mem);
+    default:
+      return Unimplemented("boxing task ", task.id(), ": unknown kind ", conf.kind());
   }
 }
 

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <set>
 
-#include "oneflow_lite/core/slicing.h"
 #include "oneflow_lite/core/reduce_sum.h"
+#include "oneflow_lite/core/slicing.h"
 
 namespace ofl {
 

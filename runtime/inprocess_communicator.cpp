@@ -147,12 +147,12 @@ class InProcessCommunicator : public Communicator {
                              StrCat("rank ", q, " called ", other.kind, " '", other.tag,
                                     "' instead: the collective order differs between ranks"));
       }
-      if (other.dtype != post.dtype || (post.kind != "all_gather" && post.kind != "all_to_all" &&
-                                        other.count != post.count)) {
-        return group_->Abort(rank_, What(post),
-                             StrCat("rank ", q, " passed ", other.count, " ",
-                                    DataTypeName(other.dtype), ", this rank ", post.count, " ",
-                                    DataTypeName(post.dtype)));
+      if (other.dtype != post.dtype ||
+          (post.kind != "all_gather" && post.kind != "all_to_all" && other.count != post.count)) {
+        return group_->Abort(
+            rank_, What(post),
+            StrCat("rank ", q, " passed ", other.count, " ", DataTypeName(other.dtype),
+                   ", this rank ", post.count, " ", DataTypeName(post.dtype)));
       }
     }
     return Status::OK();
@@ -162,8 +162,7 @@ class InProcessCommunicator : public Communicator {
   int64_t rank_;
 };
 
-InProcessGroup::InProcessGroup(int64_t size, std::chrono::milliseconds timeout,
-                               GroupMemory memory)
+InProcessGroup::InProcessGroup(int64_t size, std::chrono::milliseconds timeout, GroupMemory memory)
     : size_(size),
       timeout_(timeout),
       memory_(std::move(memory)),
@@ -220,9 +219,8 @@ Status InProcessGroup::Barrier(int64_t rank, const std::string& what) {
     cv_.notify_all();
     return Status::OK();
   }
-  bool done = cv_.wait_for(lock, timeout_, [&] {
-    return generation_ != generation || !abort_reason_.empty();
-  });
+  bool done = cv_.wait_for(lock, timeout_,
+                           [&] { return generation_ != generation || !abort_reason_.empty(); });
   if (done && abort_reason_.empty()) return Status::OK();
   if (!done) {
     std::string missing;
@@ -232,9 +230,9 @@ Status InProcessGroup::Barrier(int64_t rank, const std::string& what) {
     abort_reason_ = StrCat("timed out after ", timeout_.count(), " ms waiting for rank(s) ",
                            missing, " (rank ", rank, " was waiting)");
     cv_.notify_all();
-    return Status(StatusCode::kTimeout, StrCat("rank ", rank, ": ", what, " timed out after ",
-                                               timeout_.count(), " ms waiting for rank(s) ",
-                                               missing));
+    return Status(StatusCode::kTimeout,
+                  StrCat("rank ", rank, ": ", what, " timed out after ", timeout_.count(),
+                         " ms waiting for rank(s) ", missing));
   }
   return Status(StatusCode::kInternal, StrCat("rank ", rank, ": ", what, ": ", abort_reason_));
 }
@@ -268,8 +266,8 @@ Status InProcessCommunicator::Send(const void* buffer, int64_t count, DataType d
     return Status(StatusCode::kTimeout, StrCat("rank ", rank_, ": ", what, " timed out after ",
                                                group_->timeout_.count(), " ms"));
   }
-  return Status(StatusCode::kInternal, StrCat("rank ", rank_, ": ", what, ": ",
-                                              group_->abort_reason_));
+  return Status(StatusCode::kInternal,
+                StrCat("rank ", rank_, ": ", what, ": ", group_->abort_reason_));
 }
 
 Status InProcessCommunicator::Recv(void* buffer, int64_t count, DataType dtype, int64_t peer_rank,
@@ -289,8 +287,8 @@ Status InProcessCommunicator::Recv(void* buffer, int64_t count, DataType dtype, 
                                                group_->timeout_.count(), " ms"));
   }
   if (!group_->abort_reason_.empty()) {
-    return Status(StatusCode::kInternal, StrCat("rank ", rank_, ": ", what, ": ",
-                                                group_->abort_reason_));
+    return Status(StatusCode::kInternal,
+                  StrCat("rank ", rank_, ": ", what, ": ", group_->abort_reason_));
   }
   auto& mail = group_->mailbox_[key];
   const int64_t bytes = count * SizeOf(dtype);
@@ -298,8 +296,8 @@ Status InProcessCommunicator::Recv(void* buffer, int64_t count, DataType dtype, 
     group_->abort_reason_ = StrCat("rank ", peer_rank, " sent ", mail.bytes, " bytes of '", tag,
                                    "', rank ", rank_, " expected ", bytes);
     group_->cv_.notify_all();
-    return Status(StatusCode::kInternal, StrCat("rank ", rank_, ": ", what, ": ",
-                                                group_->abort_reason_));
+    return Status(StatusCode::kInternal,
+                  StrCat("rank ", rank_, ": ", what, ": ", group_->abort_reason_));
   }
   group_->memory_.copy(buffer, mail.buffer, bytes);
   group_->AddBytes(peer_rank, bytes);

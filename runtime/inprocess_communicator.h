@@ -64,7 +64,7 @@ class InProcessGroup {
     void* output = nullptr;
     int64_t count = 0;
     DataType dtype = DataType::kFloat32;
-    const int64_t* counts = nullptr;   // all-gather: per rank; all-to-all: send counts
+    const int64_t* counts = nullptr;  // all-gather: per rank; all-to-all: send counts
     int64_t root = 0;
   };
 

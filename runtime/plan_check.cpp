@@ -200,8 +200,8 @@ Maybe<std::vector<int64_t>> CheckPlan(const proto::Plan& plan) {
         const int64_t rank = plan.registers(id).rank();
         OFL_ENSURE(ProcessOfRank(plan, rank) == process, "plan: task ", t.id(), " (",
                    TaskDisplayName(t), ") on rank ", t.rank(), " (process ", process,
-                   ") uses register '", plan.registers(id).name(), "' of rank ", rank,
-                   " (process ", ProcessOfRank(plan, rank), ")");
+                   ") uses register '", plan.registers(id).name(), "' of rank ", rank, " (process ",
+                   ProcessOfRank(plan, rank), ")");
       }
     }
   }

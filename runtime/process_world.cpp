@@ -74,21 +74,21 @@ Maybe<WorldOptions> ProcessWorld::OptionsFromEnv() {
     o.master_port = address.port;
   }
   o.job_id = EnvOr("OFL_JOB_ID", StrCat("port", o.master_port));
-  OFL_ASSIGN_OR_RETURN(o.heartbeat, MillisecondsFromEnv("OFL_HEARTBEAT_TIMEOUT_S", o.heartbeat,
-                                                       0, "0: no heartbeat"));
+  OFL_ASSIGN_OR_RETURN(o.heartbeat, MillisecondsFromEnv("OFL_HEARTBEAT_TIMEOUT_S", o.heartbeat, 0,
+                                                        "0: no heartbeat"));
   OFL_ASSIGN_OR_RETURN(o.timeout, MillisecondsFromEnv("OFL_WORLD_TIMEOUT_S", o.timeout, 0.001,
-                                                     "joining and store collectives"));
+                                                      "joining and store collectives"));
   o.gloo.iface = EnvOr("OFL_IFACE", "");
   o.gloo.hostname = EnvOr("OFL_BIND_ADDR", IsLoopback(o.master_addr) ? "127.0.0.1" : "");
   return o;
 }
 
 Maybe<std::shared_ptr<ProcessWorld>> ProcessWorld::Create(const WorldOptions& options) {
-  OFL_ENSURE(options.num_processes >= 1 && options.process >= 0 &&
-                 options.process < options.num_processes,
-             "world: process ", options.process, " of ", options.num_processes);
-  OFL_ENSURE(options.devices_per_process >= 1, "world: devices_per_process=",
-             options.devices_per_process, " must be >= 1");
+  OFL_ENSURE(
+      options.num_processes >= 1 && options.process >= 0 && options.process < options.num_processes,
+      "world: process ", options.process, " of ", options.num_processes);
+  OFL_ENSURE(options.devices_per_process >= 1,
+             "world: devices_per_process=", options.devices_per_process, " must be >= 1");
   OFL_ENSURE(options.heartbeat.count() >= 0, "world: heartbeat=", options.heartbeat.count(),
              " ms must be >= 0 (0: none)");
   std::shared_ptr<ProcessWorld> w(new ProcessWorld(options));
@@ -109,10 +109,10 @@ Maybe<std::shared_ptr<ProcessWorld>> ProcessWorld::Create(const WorldOptions& op
     }
     w->server_ = std::move(server).value();
   }
-  OFL_ASSIGN_OR_RETURN(w->store_, TcpStore::Connect(options.master_addr, options.master_port,
-                                                    options.timeout));
-  OFL_ASSIGN_OR_RETURN(w->monitor_, TcpStore::Connect(options.master_addr, options.master_port,
-                                                      options.timeout));
+  OFL_ASSIGN_OR_RETURN(
+      w->store_, TcpStore::Connect(options.master_addr, options.master_port, options.timeout));
+  OFL_ASSIGN_OR_RETURN(
+      w->monitor_, TcpStore::Connect(options.master_addr, options.master_port, options.timeout));
   OFL_RETURN_IF_ERROR(w->CheckStoreJob());
   OFL_RETURN_IF_ERROR(w->Claim());
   Status joined = w->Join();
@@ -129,8 +129,8 @@ Status ProcessWorld::CheckStoreJob() {
   auto job = store_->Get(key, options_.timeout);
   OFL_RETURN_IF_ERROR(job.status());
   const std::string owner = Text(job.value());
-  OFL_ENSURE(owner == options_.job_id, "process ", options_.process, " of job '",
-             options_.job_id, "': the store at ", store_->address(), " belongs to job '", owner,
+  OFL_ENSURE(owner == options_.job_id, "process ", options_.process, " of job '", options_.job_id,
+             "': the store at ", store_->address(), " belongs to job '", owner,
              "' (another job's process 0 hosts it on MASTER_PORT=", options_.master_port,
              "): give each job its own MASTER_PORT");
   return Status::OK();
@@ -138,15 +138,16 @@ Status ProcessWorld::CheckStoreJob() {
 
 Status ProcessWorld::Claim() {
   const std::string me = StrCat("pid ", ::getpid(), " on ", HostName());
-  OFL_ASSIGN_OR_RETURN(bool mine, store_->SetIfAbsent(Key(StrCat("member/", options_.process)),
-                                                      Bytes(me)));
+  OFL_ASSIGN_OR_RETURN(bool mine,
+                       store_->SetIfAbsent(Key(StrCat("member/", options_.process)), Bytes(me)));
   if (mine) return Status::OK();
   auto other = store_->Get(Key(StrCat("member/", options_.process)), options_.timeout);
-  const std::string reason = StrCat(
-      "two processes claim to be process ", options_.process, " of job '", options_.job_id,
-      "' at the store ", store_->address(), " (", other.ok() ? Text(other.value()) : "?", " and ",
-      me, "): two jobs share MASTER_ADDR:MASTER_PORT and the job id; give each job its own "
-      "MASTER_PORT or OFL_JOB_ID");
+  const std::string reason =
+      StrCat("two processes claim to be process ", options_.process, " of job '", options_.job_id,
+             "' at the store ", store_->address(), " (", other.ok() ? Text(other.value()) : "?",
+             " and ", me,
+             "): two jobs share MASTER_ADDR:MASTER_PORT and the job id; give each job its own "
+             "MASTER_PORT or OFL_JOB_ID");
   // A job still assembling cannot tell its own processes from the other
   // job's: it stops too. A running job is left alone.
   OFL_ASSIGN_OR_RETURN(bool started, store_->Check({Key("started")}));
@@ -180,12 +181,13 @@ Status ProcessWorld::Join() {
       auto here = store_->Check({Key(StrCat("member/", p))});
       if (here.ok() && !here.value()) absent.push_back(std::to_string(p));
     }
-    return Status(StatusCode::kTimeout,
-                  StrCat("process ", o.process, " of job '", o.job_id, "': process(es) ",
-                         absent.empty() ? "?" : JoinText(absent, ", "), " of ", o.num_processes,
-                         " did not join the store at ", store_->address(), " within ",
-                         o.timeout.count(), " ms (did they start, with the same MASTER_ADDR, "
-                         "MASTER_PORT, WORLD_SIZE and OFL_JOB_ID?)"));
+    return Status(
+        StatusCode::kTimeout,
+        StrCat("process ", o.process, " of job '", o.job_id, "': process(es) ",
+               absent.empty() ? "?" : JoinText(absent, ", "), " of ", o.num_processes,
+               " did not join the store at ", store_->address(), " within ", o.timeout.count(),
+               " ms (did they start, with the same MASTER_ADDR, "
+               "MASTER_PORT, WORLD_SIZE and OFL_JOB_ID?)"));
   }
   OFL_RETURN_IF_ERROR(s);
   joined_ = true;
@@ -214,10 +216,10 @@ void ProcessWorld::StopBeating() {
 }
 
 Status ProcessWorld::ReportLost(const WorldOptions& options, const std::string& reason) {
-  OFL_ASSIGN_OR_RETURN(auto store, TcpStore::Connect(options.master_addr, options.master_port,
-                                                     options.timeout));
-  OFL_ASSIGN_OR_RETURN(bool set, store->SetIfAbsent(StrCat("ofl/", options.job_id, "/lost"),
-                                                    Bytes(reason)));
+  OFL_ASSIGN_OR_RETURN(
+      auto store, TcpStore::Connect(options.master_addr, options.master_port, options.timeout));
+  OFL_ASSIGN_OR_RETURN(bool set,
+                       store->SetIfAbsent(StrCat("ofl/", options.job_id, "/lost"), Bytes(reason)));
   (void)set;  // a loss seen first (by the store's watch) stays
   return Status::OK();
 }
@@ -309,8 +311,8 @@ Status ProcessWorld::WaitOrFail(const std::vector<std::string>& keys, const std:
     if (s.code() != StatusCode::kTimeout) return s;  // the store is gone
     const std::string failure = CheckFailure(scope);
     if (!failure.empty()) {
-      return Status(StatusCode::kInternal, StrCat("process ", options_.process, ": ", what,
-                                                  " stopped: ", failure));
+      return Status(StatusCode::kInternal,
+                    StrCat("process ", options_.process, ": ", what, " stopped: ", failure));
     }
     if (Clock::now() >= deadline) {
       return Status(StatusCode::kTimeout,
@@ -335,10 +337,9 @@ Maybe<std::vector<std::vector<char>>> ProcessWorld::AllGather(const std::string&
       if (here.ok() && !here.value()) late.push_back(std::to_string(p));
     }
     return Status(StatusCode::kTimeout,
-                  StrCat("process ", options_.process, ": all-gather '", name,
-                         "': process(es) ", late.empty() ? "?" : JoinText(late, ", "),
-                         " did not arrive within ", options_.timeout.count(),
-                         " ms (hung, or busy elsewhere)"));
+                  StrCat("process ", options_.process, ": all-gather '", name, "': process(es) ",
+                         late.empty() ? "?" : JoinText(late, ", "), " did not arrive within ",
+                         options_.timeout.count(), " ms (hung, or busy elsewhere)"));
   }
   OFL_RETURN_IF_ERROR(waited);
   std::vector<std::vector<char>> out;

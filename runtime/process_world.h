@@ -140,7 +140,7 @@ class ProcessWorld {
   std::unique_ptr<TcpStoreServer> server_;
   std::unique_ptr<TcpStore> store_;    // requests
   std::unique_ptr<TcpStore> monitor_;  // CheckFailure's polls; carries the watch
-  std::mutex mu_;  // guards the three below
+  std::mutex mu_;                      // guards the three below
   std::map<std::string, int64_t> sequences_;
   bool shut_down_ = false;
   bool beating_ = false;

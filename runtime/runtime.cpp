@@ -98,8 +98,8 @@ Status CreateDevices(const proto::Plan& plan, const std::vector<int64_t>& local_
     }
     (*devices)[r] = std::move(context).value();
     CHECK((*devices)[r] != nullptr) << "make_device(" << device[r] << ") made nothing";
-    CHECK((*devices)[r]->device() == device[r]) << "make_device(" << device[r] << ") made "
-                                                << (*devices)[r]->device();
+    CHECK((*devices)[r]->device() == device[r])
+        << "make_device(" << device[r] << ") made " << (*devices)[r]->device();
   }
   return Status::OK();
 }
@@ -274,8 +274,8 @@ Status Runtime::Impl::PrepareActors(const proto::Plan& plan) {
     OFL_RETURN_IF_ERROR(actor_of_task[t.id()]->Prepare());
     const TensorKey key{t.op_conf().name(), t.rank()};
     if (t.kind() == proto::TaskProto::SOURCE) {
-      OFL_ENSURE(sources.emplace(key, t.id()).second, "plan: two sources '", key.name,
-                 "' on rank ", key.rank);
+      OFL_ENSURE(sources.emplace(key, t.id()).second, "plan: two sources '", key.name, "' on rank ",
+                 key.rank);
     } else if (t.kind() == proto::TaskProto::VARIABLE) {
       const proto::RegisterDesc& r = plan.registers(t.outputs(0));
       OFL_ENSURE(r.num_slots() == 1, "plan: variable '", key.name, "' has a register of ",
@@ -330,9 +330,7 @@ std::vector<int64_t> Runtime::peak_bytes() const {
   return out;
 }
 
-std::vector<int64_t> Runtime::undo_bytes() const {
-  return impl_->undo->bytes_per_rank();
-}
+std::vector<int64_t> Runtime::undo_bytes() const { return impl_->undo->bytes_per_rank(); }
 
 std::vector<int64_t> Runtime::live_bytes() const {
   std::vector<int64_t> out;

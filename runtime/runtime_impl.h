@@ -23,19 +23,19 @@ namespace ofl {
 
 struct Runtime::Impl {
   RuntimeOptions options;
-  std::unique_ptr<KernelSlots> kernel_slots;  // when local ranks outnumber the threads
-  std::vector<std::unique_ptr<DeviceContext>> devices;       // per rank (null: not local)
-  std::vector<std::unique_ptr<tbb::task_arena>> arenas;      // per rank (null: not local)
-  std::vector<RankEnv> envs;                                 // per rank
-  std::vector<int64_t> local_ranks;                          // this process's, ascending
-  std::vector<RuntimeRegister> registers;                    // by register id
-  std::vector<int64_t> producer;                             // by register id: task, or -1
-  std::vector<std::unique_ptr<Actor>> actors;                // this process's, in task order
-  std::vector<Actor*> actor_of_task;                         // by task id; null: not local
-  std::vector<std::unique_ptr<ActorThread>> threads;         // by (rank, stream)
-  std::map<TensorKey, int64_t> sources;                      // -> task id
-  std::map<TensorKey, int64_t> variables;                    // -> register id
-  std::vector<std::string> task_names;                       // by task id
+  std::unique_ptr<KernelSlots> kernel_slots;             // when local ranks outnumber the threads
+  std::vector<std::unique_ptr<DeviceContext>> devices;   // per rank (null: not local)
+  std::vector<std::unique_ptr<tbb::task_arena>> arenas;  // per rank (null: not local)
+  std::vector<RankEnv> envs;                             // per rank
+  std::vector<int64_t> local_ranks;                      // this process's, ascending
+  std::vector<RuntimeRegister> registers;                // by register id
+  std::vector<int64_t> producer;                         // by register id: task, or -1
+  std::vector<std::unique_ptr<Actor>> actors;            // this process's, in task order
+  std::vector<Actor*> actor_of_task;                     // by task id; null: not local
+  std::vector<std::unique_ptr<ActorThread>> threads;     // by (rank, stream)
+  std::map<TensorKey, int64_t> sources;                  // -> task id
+  std::map<TensorKey, int64_t> variables;                // -> register id
+  std::vector<std::string> task_names;                   // by task id
   std::unique_ptr<StepUndo> undo;  // the updated variables (and their undo copy)
 
   // One run's fetches: keys[k] is filled from buffers[k][step].

@@ -186,8 +186,7 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   }
   // Every actor thread has stopped: the outcome may restore the variables.
   const Status local = !run.error().ok() ? run.error() : !device_error.ok() ? device_error : trace;
-  const Status outcome = ConcludeRun(local, m.options.commit,
-                                     m.undo.get());
+  const Status outcome = ConcludeRun(local, m.options.commit, m.undo.get());
   if (outcome.ok() || !m.options.transactional) iteration_ += num_iterations;
   OFL_RETURN_IF_ERROR(outcome);
   result.fetched.resize(num_iterations);

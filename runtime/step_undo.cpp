@@ -52,8 +52,8 @@ StepUndo::StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* regist
       continue;
     }
     DeviceContext* device = devices[rank].get();
-    entries_.push_back({live, device->allocator()->NewTensor(live->shape(), live->dtype()).value(),
-                        device});
+    entries_.push_back(
+        {live, device->allocator()->NewTensor(live->shape(), live->dtype()).value(), device});
     bytes_per_rank_[rank] += live->nbytes();
   }
 }

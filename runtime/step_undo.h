@@ -55,8 +55,7 @@ class StepUndo {
   // `registers` (by id) must outlive the StepUndo. `threads`: the copy
   // threads (>= 1).
   StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* registers,
-           const std::vector<std::unique_ptr<DeviceContext>>& devices, int threads,
-           bool keep_copy);
+           const std::vector<std::unique_ptr<DeviceContext>>& devices, int threads, bool keep_copy);
 
   void Save();     // registers -> undo buffers
   void Restore();  // undo buffers -> registers

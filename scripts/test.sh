@@ -4,7 +4,8 @@
 #   0. the module-arrow lint (scripts/check_arrows.py: every include, and
 #      the Python extension's calls, against DESIGN.md's arrows) and the
 #      size lint (scripts/check_sizes.py: files <= 500 lines, functions <= 80,
-#      tests apart, against scripts/size_allowlist.txt, which only shrinks);
+#      tests apart, against scripts/size_allowlist.txt, which only shrinks)
+#      and the format lint (scripts/format.sh --check: .clang-format, applied);
 #   1. the C++ tests (ctest) on that build (the `arrows` ones compile a
 #      forbidden include on purpose and expect it to fail);
 #   2. the core and runtime tests again in ThreadSanitizer and
@@ -30,6 +31,7 @@ export PYTHONPATH="$OFL_ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 lint_rc=0
 "$OFL_PY" scripts/check_arrows.py || lint_rc=$?
 "$OFL_PY" scripts/check_sizes.py || lint_rc=$?
+scripts/format.sh --check || lint_rc=$?
 
 ctest_rc=0
 ctest --test-dir "$OFL_BUILD_DIR" --output-on-failure --no-tests=error -j "$OFL_JOBS" || ctest_rc=$?

@@ -73,8 +73,8 @@ Status CheckLevel(const std::string& cluster, const proto::LinkLevel& level, int
 }
 
 LinkLevel ToLinkLevel(const proto::LinkLevel& level) {
-  LinkLevel l{level.name(), level.size(), level.bandwidth_gbps() * 1e9, level.latency_us() * 1e-6,
-              {}};
+  LinkLevel l{
+      level.name(), level.size(), level.bandwidth_gbps() * 1e9, level.latency_us() * 1e-6, {}};
   for (const proto::CollectiveFigure& c : level.collectives()) {
     l.collectives[c.kind()] = {c.bandwidth_gbps() * 1e9, c.latency_us() * 1e-6};
   }

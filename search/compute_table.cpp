@@ -97,8 +97,8 @@ double ComputeTable::Contention(int64_t devices) const {
   for (const auto& [k, factor] : contention_) {
     if (k == devices) return factor;
     if (k > devices) {
-      const double t = static_cast<double>(devices - below.first) /
-                       static_cast<double>(k - below.first);
+      const double t =
+          static_cast<double>(devices - below.first) / static_cast<double>(k - below.first);
       return below.second + t * (factor - below.second);
     }
     below = {k, factor};

@@ -112,7 +112,8 @@ CutsetAnswer CutsetSolve(const CostGraph& g, const CutsetOptions& options) {
     for (size_t i = 0; i < at.size(); ++i) fixed[answer.cutset[i]] = at[i];
     Conditioned rest = Condition(g, fixed, local);
     const int64_t limit = g.memory_limit();
-    const bool room = limit == kNoMemoryLimit || rest.memory + rest.graph.SmallestMemoryNeed() <= limit;
+    const bool room =
+        limit == kNoMemoryLimit || rest.memory + rest.graph.SmallestMemoryNeed() <= limit;
     if (room) {
       if (limit != kNoMemoryLimit) CHECK(rest.graph.SetMemoryLimit(limit - rest.memory).ok());
       Maybe<EliminationPlan> made =

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -28,10 +28,7 @@ class BranchAndBound {
   // `weight` >= 0: seconds per byte of memory for the second bound (0: off).
   BranchAndBound(const CostGraph& graph, int64_t budget, double time_budget_seconds,
                  double weight = 0)
-      : graph_(graph),
-        budget_(budget),
-        time_budget_seconds_(time_budget_seconds),
-        weight_(weight) {
+      : graph_(graph), budget_(budget), time_budget_seconds_(time_budget_seconds), weight_(weight) {
     int n = graph.num_nodes();
     std::vector<int> position(n, -1);
     for (int s = 0; s < n; ++s) {  // breadth-first order, components by index
@@ -168,8 +165,7 @@ class BranchAndBound {
       double rest_before = rest_, weighted_before = weighted_rest_;
       for (const Later& l : later_[j]) Apply(l, c);
       choice_[j] = c;
-      if (!Prunes(here + rest_) &&
-          !(weight_ > 0 && Prunes(WeightedBound(here, used + memory)))) {
+      if (!Prunes(here + rest_) && !(weight_ > 0 && Prunes(WeightedBound(here, used + memory)))) {
         Visit(depth + 1, here, used + memory);
       }
       for (auto it = later_[j].rbegin(); it != later_[j].rend(); ++it) Undo(*it);
@@ -217,8 +213,8 @@ class BranchAndBound {
   std::vector<int> order_;
   std::vector<std::vector<double>> partial_;  // exact against assigned earlier neighbours
   std::vector<std::vector<Later>> later_;
-  std::vector<double> bound_;  // min of partial_ per node
-  double rest_ = 0;            // sum of bound_ over unassigned nodes
+  std::vector<double> bound_;     // min of partial_ per node
+  double rest_ = 0;               // sum of bound_ over unassigned nodes
   std::vector<double> weighted_;  // min of partial_ + weight x memory per node
   double weighted_rest_ = 0;      // sum of weighted_ over unassigned nodes
   double root_bound_ = 0;
@@ -240,9 +236,9 @@ struct Incumbent {
   const CostGraph* graph;
   std::vector<int> choice;
   double cost = std::numeric_limits<double>::infinity();
-  double lower = 0;  // costs are >= 0
+  double lower = 0;                             // costs are >= 0
   const char* bound = "zero (costs are >= 0)";  // what gave `lower`
-  double weight = 0;  // the memory weight of the best Lagrangian bound
+  double weight = 0;                            // the memory weight of the best Lagrangian bound
 
   void Raise(double value, const char* name) {
     if (value > lower) lower = value, bound = name;

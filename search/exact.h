@@ -76,10 +76,10 @@ struct ExactResult {
   // Lagrangian weight)", "branch and bound
   // (finished)", or "zero (costs are >= 0)".
   std::string bound;
-  std::string method;      // what found and proved the answer
+  std::string method;            // what found and proved the answer
   bool answer_is_start = false;  // the answer is options.start's, unimproved
   double start_seconds = -1;     // options.start's total; -1 when not asked for
-  std::string note;        // why it is not proved (empty when proved)
+  std::string note;              // why it is not proved (empty when proved)
   int64_t num_pruned = 0;
   int64_t largest_table = 0;  // of the elimination; 0 when it could not run
   int width = -1;             // most neighbours at an elimination; -1 likewise

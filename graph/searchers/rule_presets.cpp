@@ -72,12 +72,14 @@ OFL_REGISTER_SEARCHER(10, Preset("data_parallel",
 OFL_REGISTER_SEARCHER(11, Preset("megatron",
                                  "expert preset: Megatron tensor parallelism on every axis "
                                  "(column then row parallel), inputs replicated"));
-OFL_REGISTER_SEARCHER(12, Preset("2d", "expert preset: data parallel on the outer mesh axis, "
-                                       "megatron on the inner"));
+OFL_REGISTER_SEARCHER(12, Preset("2d",
+                                 "expert preset: data parallel on the outer mesh axis, "
+                                 "megatron on the inner"));
 OFL_REGISTER_SEARCHER(13, Preset("zero",
                                  "expert preset: data parallel with weights, gradients and "
                                  "optimizer state sharded (ZeRO stage 2)"));
-OFL_REGISTER_SEARCHER(14, Preset("vgg", "expert preset: convolutions data parallel, classifier "
-                                        "weights split on their output features"));
+OFL_REGISTER_SEARCHER(14, Preset("vgg",
+                                 "expert preset: convolutions data parallel, classifier "
+                                 "weights split on their output features"));
 
 }  // namespace ofl

@@ -187,8 +187,8 @@ Status CheckOptions(const CalibrationOptions& o) {
   OFL_ENSURE(o.memcpy_bytes >= o.num_threads, "calibrate: memcpy_bytes=", o.memcpy_bytes,
              " is smaller than num_threads=", o.num_threads);
   OFL_ENSURE(o.matmul_size >= 1, "calibrate: matmul_size=", o.matmul_size, " (needs >= 1)");
-  OFL_ENSURE(o.allreduce_bytes >= 4 * o.devices, "calibrate: allreduce_bytes=",
-             o.allreduce_bytes, " (needs at least one float32 per device, ", 4 * o.devices, ")");
+  OFL_ENSURE(o.allreduce_bytes >= 4 * o.devices, "calibrate: allreduce_bytes=", o.allreduce_bytes,
+             " (needs at least one float32 per device, ", 4 * o.devices, ")");
   OFL_ENSURE(o.reps >= 1, "calibrate: reps=", o.reps, " (needs >= 1)");
   OFL_ENSURE(!o.name.empty(), "calibrate: the cluster name is empty");
   OFL_ENSURE(o.levels.empty() || o.collectives.empty(),
@@ -321,8 +321,9 @@ std::string Describe(const CalibrationOptions& o, const Calibration& c,
     << " bytes: " << c.memcpy_gbps << " GB/s (ceiling of any in-process transfer).\n"
     << "# flops float32: the registered matmul op, " << o.matmul_size << "^3, through a Session "
     << "with " << o.num_threads << " kernel thread(s): " << c.matmul_flops / 1e9 << " GFLOP/s.\n"
-    << (o.collectives.empty() ? "" : "# (in-process figures, kept as comments: the level uses "
-                                     "the collectives measured across processes, below)\n")
+    << (o.collectives.empty() ? ""
+                              : "# (in-process figures, kept as comments: the level uses "
+                                "the collectives measured across processes, below)\n")
     << "# latency: InProcessCommunicator all-reduce of " << o.devices << " floats, "
     << tiny.seconds * 1e6 << " us over " << steps << " ring steps.\n"
     << "# bandwidth: all-reduce of " << o.allreduce_bytes << " bytes per device in "

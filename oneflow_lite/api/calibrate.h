@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "graph/op_graph.h"
-
 #include "oneflow_lite/core/status.h"
 #include "search/cluster.h"
 #include "search/collective_time.h"
@@ -49,18 +48,18 @@
 namespace ofl {
 
 struct CalibrationOptions {
-  int64_t devices = 2;                   // virtual devices of the all-reduce (>= 2)
-  int num_threads = 1;                   // memcpy threads and matmul kernel threads (>= 1)
-  int64_t memcpy_bytes = 64 << 20;       // per copy
-  int64_t matmul_size = 512;             // m = n = k of the float32 matmul
-  int64_t allreduce_bytes = 16 << 20;    // float32 buffer per device
-  int reps = 5;                          // timed runs per figure (median), after one warm-up
-  std::string name = "local";            // the Cluster's name
-  bool per_collective = true;            // each collective's own latency and bandwidth
+  int64_t devices = 2;                 // virtual devices of the all-reduce (>= 2)
+  int num_threads = 1;                 // memcpy threads and matmul kernel threads (>= 1)
+  int64_t memcpy_bytes = 64 << 20;     // per copy
+  int64_t matmul_size = 512;           // m = n = k of the float32 matmul
+  int64_t allreduce_bytes = 16 << 20;  // float32 buffer per device
+  int reps = 5;                        // timed runs per figure (median), after one warm-up
+  std::string name = "local";          // the Cluster's name
+  bool per_collective = true;          // each collective's own latency and bandwidth
   // Graphs whose ops' kernel times make the compute table (not owned; alive
   // during Calibrate); none: the FLOP/s figure prices every op.
   std::vector<const OpGraph*> kernel_probes;
-  int64_t contention_devices = 0;        // contention measured for 2..this (0: devices)
+  int64_t contention_devices = 0;  // contention measured for 2..this (0: devices)
   // Collective figures measured elsewhere (CalibrateProcessCollectives):
   // they are the level's, the all-reduce's as its latency and bandwidth, in
   // place of the in-process ones; `collectives_source` says how, in the text.
@@ -83,18 +82,18 @@ struct CalibrationOptions {
 int CalibrationSteps(const CalibrationOptions& options);
 
 struct Calibration {
-  double memcpy_gbps = 0;           // 1e9 bytes per second
-  double matmul_flops = 0;          // float32, FLOP/s of one device
-  double allreduce_seconds = 0;     // median, large buffer
-  double allreduce_bytes_sent = 0;  // busiest rank, large buffer
-  double latency_seconds = 0;       // per ring step
-  double bandwidth_bytes_per_s = 0;  // per device
-  int64_t memory_bytes = 0;          // per device
-  int64_t compute_entries = 0;       // entries of the compute table
+  double memcpy_gbps = 0;                              // 1e9 bytes per second
+  double matmul_flops = 0;                             // float32, FLOP/s of one device
+  double allreduce_seconds = 0;                        // median, large buffer
+  double allreduce_bytes_sent = 0;                     // busiest rank, large buffer
+  double latency_seconds = 0;                          // per ring step
+  double bandwidth_bytes_per_s = 0;                    // per device
+  int64_t memory_bytes = 0;                            // per device
+  int64_t compute_entries = 0;                         // entries of the compute table
   std::vector<std::pair<int64_t, double>> contention;  // devices at once -> factor
-  std::string measured_at;           // UTC, ISO 8601
-  std::string description;           // the comment block of the text form
-  std::optional<Cluster> cluster;    // what Save() writes; set by Calibrate
+  std::string measured_at;                             // UTC, ISO 8601
+  std::string description;                             // the comment block of the text form
+  std::optional<Cluster> cluster;                      // what Save() writes; set by Calibrate
 
   // The Cluster text with the comment block in front (parses with Cluster::Parse).
   std::string ToText() const;

@@ -123,8 +123,8 @@ std::vector<proto::ComputeEntry> ToComputeEntries(const std::vector<KernelTime>&
     // Pool adjacent violators: a point slower than the next one is pooled
     // with it (weighted mean of seconds, at the larger FLOPs' position kept
     // for each), until seconds never decrease with FLOPs.
-    std::vector<Point> blocks;    // pooled seconds per block
-    std::vector<size_t> counts;   // points per block
+    std::vector<Point> blocks;   // pooled seconds per block
+    std::vector<size_t> counts;  // points per block
     for (const Point& p : points) {
       blocks.push_back(p);
       counts.push_back(1);

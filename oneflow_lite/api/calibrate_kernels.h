@@ -32,7 +32,7 @@ struct KernelTimingOptions {
 };
 
 struct KernelTime {
-  std::string op;       // op name
+  std::string op;  // op name
   std::string op_type;
   DataType dtype = DataType::kFloat32;  // the cost model's compute dtype for it
   double flops = 0;                     // OpDef cost on the whole tensors

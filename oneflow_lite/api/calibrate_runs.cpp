@@ -13,8 +13,8 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
-Status RunCollective(Communicator* comm, CollectiveKind kind, int64_t count,
-                     std::vector<float>* in, std::vector<float>* out, const std::string& tag) {
+Status RunCollective(Communicator* comm, CollectiveKind kind, int64_t count, std::vector<float>* in,
+                     std::vector<float>* out, const std::string& tag) {
   const int64_t p = comm->size();
   const int64_t part = count / p;
   std::vector<int64_t> counts(p, part);

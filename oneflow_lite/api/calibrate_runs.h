@@ -24,8 +24,8 @@ double Median(std::vector<double> v);
 // whole buffer (all-reduce's buffer, reduce-scatter's input, all-gather's
 // output, all-to-all's input and output), split in comm->size() equal parts;
 // `in` and `out` hold count elements. SEND_RECV has no such call (CHECK).
-Status RunCollective(Communicator* comm, CollectiveKind kind, int64_t count,
-                     std::vector<float>* in, std::vector<float>* out, const std::string& tag);
+Status RunCollective(Communicator* comm, CollectiveKind kind, int64_t count, std::vector<float>* in,
+                     std::vector<float>* out, const std::string& tag);
 
 // One size of a collective: the bytes one rank sent per call (the
 // communicator's own count) and the median seconds of a call.

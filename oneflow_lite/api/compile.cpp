@@ -34,8 +34,10 @@ PlanSpec PlanSpec::Deduce(std::map<std::string, NdSbp> pinned) {
 }
 
 Maybe<PlanSpec> PlanSpec::Random(int64_t seed, int64_t stages) {
-  OFL_ENSURE(stages >= 1 && seed >= 0, "strategy: random needs stages >= 1 and seed >= 0, got "
-             "stages=", stages, " seed=", seed);
+  OFL_ENSURE(stages >= 1 && seed >= 0,
+             "strategy: random needs stages >= 1 and seed >= 0, got "
+             "stages=",
+             stages, " seed=", seed);
   PlanSpec s;
   s.kind = Kind::kRandom;
   s.seed = static_cast<uint64_t>(seed);
@@ -62,14 +64,15 @@ std::string PlanSpec::ToString() const {
   switch (kind) {
     case Kind::kDeduce: {
       std::string pins;
-      for (const auto& [t, sbp] : pinned) pins += (pins.empty() ? "" : ", ") + t + ": " + sbp.ToString();
+      for (const auto& [t, sbp] : pinned)
+        pins += (pins.empty() ? "" : ", ") + t + ": " + sbp.ToString();
       return "deduce(" + pins + ")";
     }
     case Kind::kRandom:
       return StrCat("random(seed=", seed, ", stages=", stages, ")");
     case Kind::kGiven:
-      return StrCat("given(", strategy.sources().size(), " sources, ",
-                    strategy.signatures().size(), " ops)");
+      return StrCat("given(", strategy.sources().size(), " sources, ", strategy.signatures().size(),
+                    " ops)");
     case Kind::kSearch:
       return "search(" + request.searcher + (cluster ? ", " + cluster->name() : "") + ")";
   }
@@ -82,8 +85,7 @@ Maybe<Strategy> StrategyFor(const OpGraph& graph, const Placement& placement,
     case PlanSpec::Kind::kDeduce:
       return DeduceStrategy(graph, placement, spec.pinned);
     case PlanSpec::Kind::kRandom:
-      OFL_ENSURE(spec.stages >= 1, "strategy: random needs stages >= 1, got stages=",
-                 spec.stages);
+      OFL_ENSURE(spec.stages >= 1, "strategy: random needs stages >= 1, got stages=", spec.stages);
       if (spec.stages == 1) return RandomStrategy(graph, placement, spec.seed);
       return RandomStages(graph, placement, spec.seed, spec.stages);
     case PlanSpec::Kind::kGiven:
@@ -94,8 +96,8 @@ Maybe<Strategy> StrategyFor(const OpGraph& graph, const Placement& placement,
   return InvalidArgument("strategy: a search spec plans (Compile), it makes no strategy alone");
 }
 
-Maybe<CompiledGraph> Compile(const OpGraph& graph, const Placement& placement,
-                             const PlanSpec& spec, const std::vector<std::string>& fetches,
+Maybe<CompiledGraph> Compile(const OpGraph& graph, const Placement& placement, const PlanSpec& spec,
+                             const std::vector<std::string>& fetches,
                              const DistributedOptions& options) {
   CompiledGraph compiled;
   if (spec.kind == PlanSpec::Kind::kSearch) {

@@ -40,20 +40,19 @@ struct PlanSpec {
 
 // The strategy a non-search spec gives on `placement` (not yet validated;
 // deduced and drawn ones are valid by construction). Errors name the value.
-Maybe<Strategy> StrategyFor(const OpGraph& graph, const Placement& placement,
-                            const PlanSpec& spec);
+Maybe<Strategy> StrategyFor(const OpGraph& graph, const Placement& placement, const PlanSpec& spec);
 
 struct CompiledGraph {
-  Strategy strategy;                       // what the session runs
-  std::optional<PlannedStrategy> planned;  // searched: its cost model, stats, report
+  Strategy strategy;                            // what the session runs
+  std::optional<PlannedStrategy> planned;       // searched: its cost model, stats, report
   std::unique_ptr<DistributedSession> session;  // session->plan(): the lowered Plan
 };
 
 // Searches (kSearch, costed for options.micro_batches) or makes the
 // strategy, then builds the session with `fetches` and `options` on
 // `placement`. Errors: the search's, the spec's, the session's (validation).
-Maybe<CompiledGraph> Compile(const OpGraph& graph, const Placement& placement,
-                             const PlanSpec& spec, const std::vector<std::string>& fetches,
+Maybe<CompiledGraph> Compile(const OpGraph& graph, const Placement& placement, const PlanSpec& spec,
+                             const std::vector<std::string>& fetches,
                              const DistributedOptions& options);
 
 }  // namespace ofl

@@ -1,17 +1,17 @@
 #include "oneflow_lite/api/distributed_session.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <thread>
-#include <algorithm>
 #include <set>
+#include <thread>
 
 #include "graph/strategy_dot.h"
 #include "oneflow_lite/api/world_exchange.h"
 #include "oneflow_lite/core/slicing.h"
-#include "runtime/plan_check.h"
 #include "ops/array/strided_copy.h"
 #include "ops/kernel.h"  // OFL_DISPATCH_FLOAT
+#include "runtime/plan_check.h"
 
 namespace ofl {
 
@@ -49,20 +49,20 @@ Status DistributedSession::Init(const OpGraph& graph, const Strategy& strategy,
                                 const DistributedOptions& options) {
   OFL_ENSURE(options.num_slots >= 1, "DistributedSession: num_slots=", options.num_slots,
              " must be >= 1 (buffers per register)");
-  OFL_ENSURE(options.micro_batches >= 1, "DistributedSession: micro_batches=",
-             options.micro_batches, " must be >= 1");
+  OFL_ENSURE(options.micro_batches >= 1,
+             "DistributedSession: micro_batches=", options.micro_batches, " must be >= 1");
   OFL_ENSURE(options.num_threads >= 0, "DistributedSession: num_threads=", options.num_threads,
              " must be >= 0 (0: every core)");
   OFL_ENSURE(options.timeout.count() > 0, "DistributedSession: timeout=", options.timeout.count(),
              " ms must be > 0");
-  OFL_ENSURE(options.gradient_bucket_bytes >= 0, "DistributedSession: gradient_bucket_bytes=",
-             options.gradient_bucket_bytes, " must be >= 0 (0: no buckets)");
+  OFL_ENSURE(options.gradient_bucket_bytes >= 0,
+             "DistributedSession: gradient_bucket_bytes=", options.gradient_bucket_bytes,
+             " must be >= 0 (0: no buckets)");
   graph_ = graph;
   strategy_ = strategy;
   fetches_ = fetches;
   micro_batches_ = options.micro_batches;
-  OFL_ASSIGN_OR_RETURN(plan_,
-                       LowerDistributed(graph, strategy, fetches, SessionLowering(options)));
+  OFL_ASSIGN_OR_RETURN(plan_, LowerDistributed(graph, strategy, fetches, SessionLowering(options)));
   OFL_RETURN_IF_ERROR(JoinWorld(options));
   OFL_RETURN_IF_ERROR(StartRuntime(options));
   for (const proto::TaskProto& t : plan_.tasks()) {
@@ -90,8 +90,8 @@ Status DistributedSession::StartRuntime(const DistributedOptions& options) {
   ProcessWorld* world = world_.get();
   const bool distributed = world != nullptr && world->distributed();
   const int64_t process = distributed ? world->process() : 0;
-  OFL_ASSIGN_OR_RETURN(groups_, BoxingGroups::Create(plan_, options.timeout,
-                                                     BoxingWorld{world, process, name_}));
+  OFL_ASSIGN_OR_RETURN(
+      groups_, BoxingGroups::Create(plan_, options.timeout, BoxingWorld{world, process, name_}));
   RuntimeOptions ro;
   ro.timeout = options.timeout;
   ro.trace_path = options.trace_path;
@@ -150,7 +150,8 @@ Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& na
     std::vector<int64_t> offset(r->logical_offset().begin(), r->logical_offset().end());
     Shape expected = logical;
     if (local_rows) {  // `given` holds this process's balanced part of axis 0
-      OFL_ENSURE(logical.ndim() >= 1, "input '", name, "' is a scalar: it cannot be fed in "
+      OFL_ENSURE(logical.ndim() >= 1, "input '", name,
+                 "' is a scalar: it cannot be fed in "
                  "parts (local_feeds)");
       const Range rows = BalancedPart(logical[0], world_->num_processes(), world_->process());
       std::vector<int64_t> dims = logical.dims();
@@ -168,8 +169,8 @@ Maybe<std::map<int64_t, Tensor>> DistributedSession::Slice(const std::string& na
     OFL_ENSURE(expected == given.shape(), "'", name, "' expects shape ", expected, ", got ",
                given.shape(), local_rows ? " (this process's rows of the global batch)" : "");
     OFL_ASSIGN_OR_RETURN(DataType dtype, ParseDataType(r->desc().dtype()));
-    OFL_ENSURE(dtype == given.dtype(), "'", name, "' expects dtype ", DataTypeName(dtype),
-               ", got ", DataTypeName(given.dtype()));
+    OFL_ENSURE(dtype == given.dtype(), "'", name, "' expects dtype ", DataTypeName(dtype), ", got ",
+               DataTypeName(given.dtype()));
     Shape local(Dims(r->desc().shape()));
     if (local == given.shape()) {  // the whole tensor (B, or one rank): no copy
       parts[r->rank()] = given;
@@ -235,7 +236,8 @@ Status DistributedSession::RunStep(const std::vector<std::map<std::string, Tenso
                                    const std::vector<std::string>& fetches,
                                    std::vector<std::vector<Tensor>>* results) {
   std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
-  OFL_ENSURE(lock.owns_lock(), "Session.run: already running on another thread (a Session runs "
+  OFL_ENSURE(lock.owns_lock(),
+             "Session.run: already running on another thread (a Session runs "
              "one call at a time)");
   OFL_ENSURE(static_cast<int64_t>(feeds.size()) == micro_batches_, "run: ", feeds.size(),
              " feed maps for ", micro_batches_, " micro-batches (one per micro-batch)");
@@ -271,8 +273,8 @@ Maybe<std::vector<TensorMap>> DistributedSession::SliceFeeds(
       OFL_ENSURE(graph_.IsInput(name), "run: '", name, "' is not an input of the graph");
       if (!local_feeds_) {  // the logical value (local_feeds: Slice checks the process's rows)
         const TensorDesc d = graph_.Desc(name).value();
-        OFL_ENSURE(logical.shape() == d.shape && logical.dtype() == d.dtype, "run: input '",
-                   name, "' expects shape ", d.shape, " ", DataTypeName(d.dtype), ", got ",
+        OFL_ENSURE(logical.shape() == d.shape && logical.dtype() == d.dtype, "run: input '", name,
+                   "' expects shape ", d.shape, " ", DataTypeName(d.dtype), ", got ",
                    logical.shape(), " ", DataTypeName(logical.dtype()));
       }
       OFL_ASSIGN_OR_RETURN(auto parts, Slice(name, logical, local_feeds_));
@@ -287,8 +289,7 @@ bool DistributedSession::ReadAfterStep(const std::string& fetch) const {
          std::find(fetches_.begin(), fetches_.end(), fetch) == fetches_.end();
 }
 
-Status DistributedSession::AssembleFetches(const std::vector<std::string>& fetches,
-                                           RunResult* run,
+Status DistributedSession::AssembleFetches(const std::vector<std::string>& fetches, RunResult* run,
                                            std::vector<std::vector<Tensor>>* results) {
   results->assign(micro_batches_, {});
   for (int64_t m = 0; m < micro_batches_; ++m) {
@@ -328,7 +329,8 @@ Maybe<Tensor> DistributedSession::GetVariable(const std::string& name) const {
   }
   TensorMap all = mine;
   if (world_ != nullptr && world_->distributed()) {
-    OFL_ASSIGN_OR_RETURN(all, GatherTensors(world_.get(), world_->NextScope(name_) + "/read", mine));
+    OFL_ASSIGN_OR_RETURN(all,
+                         GatherTensors(world_.get(), world_->NextScope(name_) + "/read", mine));
   }
   std::map<int64_t, Tensor> parts;
   for (auto& [key, t] : all) parts[key.rank] = std::move(t);
@@ -388,8 +390,8 @@ Maybe<RunResult> DistributedSession::RunAndVote(const std::vector<TensorMap>& fe
 Status DistributedSession::Vote(const Status& local) {
   const std::string outcome =
       local.ok() ? "" : StrCat("process ", world_->process(), ": ", local.message());
-  auto votes = world_->AllGather(scope_ + "/vote", std::vector<char>(outcome.begin(), outcome.end()),
-                                 scope_);
+  auto votes = world_->AllGather(scope_ + "/vote",
+                                 std::vector<char>(outcome.begin(), outcome.end()), scope_);
   if (!local.ok() && local.code() == StatusCode::kTimeout && !votes.ok()) {
     // A step that timed out here, perhaps because a peer hangs: the others
     // vote soon after (their steps time out too); name those that do not.
@@ -405,8 +407,8 @@ Status DistributedSession::Vote(const Status& local) {
     if (v.empty()) continue;
     groups_->AbortAll("another process failed");
     return Status(StatusCode::kInternal,
-                  StrCat("process ", world_->process(), ": the step failed elsewhere: ",
-                         std::string(v.begin(), v.end())));
+                  StrCat("process ", world_->process(),
+                         ": the step failed elsewhere: ", std::string(v.begin(), v.end())));
   }
   return Status::OK();
 }

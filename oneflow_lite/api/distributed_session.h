@@ -104,9 +104,10 @@ class DistributedSession {
  public:
   // `fetches`: the tensors a SINK task takes as the step runs (a variable
   // named here: its value as the step read it).
-  static Maybe<std::unique_ptr<DistributedSession>> Create(
-      const OpGraph& graph, const Strategy& strategy, const std::vector<std::string>& fetches,
-      const DistributedOptions& options = {});
+  static Maybe<std::unique_ptr<DistributedSession>> Create(const OpGraph& graph,
+                                                           const Strategy& strategy,
+                                                           const std::vector<std::string>& fetches,
+                                                           const DistributedOptions& options = {});
   virtual ~DistributedSession();
 
   // One step of one micro-batch (micro_batches must be 1).
@@ -124,7 +125,7 @@ class DistributedSession {
   int64_t micro_batches() const { return micro_batches_; }
   // Runs fail at the first op whose output holds a NaN or Inf, naming it.
   void set_detect_anomaly(bool on) { runtime_->set_detect_anomaly(on); }
-  Maybe<Tensor> GetVariable(const std::string& name) const;  // collective (see above)
+  Maybe<Tensor> GetVariable(const std::string& name) const;          // collective (see above)
   Status SetVariable(const std::string& name, const Tensor& value);  // this process's ranks
   // This process's ranks of the plan (every rank in a world of one process).
   const std::vector<int64_t>& LocalRanks() const { return runtime_->local_ranks(); }

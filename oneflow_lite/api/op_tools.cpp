@@ -20,8 +20,8 @@ Status CheckLogicalPlace(const std::string& op_type, const std::string& what, co
   OFL_ENSURE(local.ndim() == logical.ndim(), op_type, ": ", what, " shape=", local,
              " and logical_shape=", logical, " differ in rank");
   for (int64_t a = 0; a < logical.ndim(); ++a) {
-    OFL_ENSURE(offset[a] >= 0 && offset[a] + local[a] <= logical[a], op_type,
-               ": ", what, " shape=", local, " at logical_offset[", a, "]=", offset[a],
+    OFL_ENSURE(offset[a] >= 0 && offset[a] + local[a] <= logical[a], op_type, ": ", what,
+               " shape=", local, " at logical_offset[", a, "]=", offset[a],
                " does not fit in logical_shape=", logical);
   }
   return Status::OK();
@@ -125,17 +125,16 @@ Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vect
     OFL_RETURN_IF_ERROR(
         CheckShape(kc.logical_shape, outputs[0].dtype, op_type + ": logical_shape"));
     kc.logical_offset = logical_offset.value_or(std::vector<int64_t>(kc.logical_shape.ndim(), 0));
-    OFL_RETURN_IF_ERROR(
-        CheckLogicalPlace(op_type, "output 0", outputs[0].shape, kc.logical_shape,
-                          kc.logical_offset));
+    OFL_RETURN_IF_ERROR(CheckLogicalPlace(op_type, "output 0", outputs[0].shape, kc.logical_shape,
+                                          kc.logical_offset));
   }
   if (!input_places.empty()) {
     OFL_ENSURE(input_places.size() == inputs.size(), op_type, ": ", input_places.size(),
                " input places given for ", inputs.size(), " inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
       const std::string what = "input " + ArgName(*def, static_cast<int>(i));
-      OFL_RETURN_IF_ERROR(CheckLogicalPlace(op_type, what, inputs[i].shape(),
-                                            input_places[i].shape, input_places[i].offset));
+      OFL_RETURN_IF_ERROR(CheckLogicalPlace(op_type, what, inputs[i].shape(), input_places[i].shape,
+                                            input_places[i].offset));
       kc.input_logical_shapes.push_back(input_places[i].shape);
       kc.input_logical_offsets.push_back(input_places[i].offset);
     }
@@ -182,7 +181,7 @@ std::vector<std::string> OpTypes() { return OpRegistry::ListOps(); }
 KernelIsa KernelCpuIsa() {
   const CpuIsaInfo info = GetCpuIsaInfo();
   return {CpuIsaName(info.active), CpuIsaName(info.detected), info.requested,
-          info.onednn_requested, info.onednn_cap, info.note};
+          info.onednn_requested,   info.onednn_cap,           info.note};
 }
 
 Status CheckKernelCpuIsaRequest() { return CheckCpuIsaRequest(); }

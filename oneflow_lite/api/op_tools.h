@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "oneflow_lite/core/tensor.h"
 #include "ops/cpu_isa.h"
 #include "ops/nd_sbp.h"
 #include "ops/op_registry.h"
-#include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
 
@@ -83,13 +83,12 @@ struct LogicalPlace {
   Shape shape;
   std::vector<int64_t> offset;
 };
-Maybe<std::vector<Tensor>> RunKernel(const std::string& op_type, const std::vector<Tensor>& inputs,
-                                     const AttrMap& attrs, const std::vector<TensorDesc>& outputs,
-                                     const std::optional<Shape>& logical_shape = std::nullopt,
-                                     const std::optional<std::vector<int64_t>>& logical_offset =
-                                         std::nullopt,
-                                     int64_t iteration = 0,
-                                     const std::vector<LogicalPlace>& input_places = {});
+Maybe<std::vector<Tensor>> RunKernel(
+    const std::string& op_type, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+    const std::vector<TensorDesc>& outputs,
+    const std::optional<Shape>& logical_shape = std::nullopt,
+    const std::optional<std::vector<int64_t>>& logical_offset = std::nullopt, int64_t iteration = 0,
+    const std::vector<LogicalPlace>& input_places = {});
 
 struct OpInfo {
   std::vector<TensorDesc> outputs;

@@ -30,8 +30,9 @@ Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& r) {
     options.cost.memory_limit_bytes = *r.memory_limit < 0 ? kNoMemoryLimit : *r.memory_limit;
   }
   if (r.gradient_bucket_bytes) {
-    OFL_ENSURE(*r.gradient_bucket_bytes >= 0, "plan: gradient_bucket_bytes=",
-               *r.gradient_bucket_bytes, " (needs >= 0; 0: no bucketing)");
+    OFL_ENSURE(*r.gradient_bucket_bytes >= 0,
+               "plan: gradient_bucket_bytes=", *r.gradient_bucket_bytes,
+               " (needs >= 0; 0: no bucketing)");
     options.cost.gradient_bucket_bytes = *r.gradient_bucket_bytes;
   }
   options.cost.overlap_gradients = r.overlap_gradients;
@@ -44,8 +45,8 @@ Maybe<PlanOptions> PlanOptionsFrom(const PlanRequest& r) {
     exact.exact.max_total_entries =
         std::max(exact.exact.max_total_entries, 8 * *r.exact_max_table_entries);
   }
-  OFL_ENSURE(r.autoddl_random_starts >= 0,
-             "plan: autoddl_random_starts=", r.autoddl_random_starts, " (needs >= 0)");
+  OFL_ENSURE(r.autoddl_random_starts >= 0, "plan: autoddl_random_starts=", r.autoddl_random_starts,
+             " (needs >= 0)");
   options.searcher_options.Mutable<AutoddlSearcherOptions>().descent.num_random_starts =
       r.autoddl_random_starts;
   exact.starts_from_autoddl = r.exact_starts_from_autoddl;
@@ -126,8 +127,8 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
   // Fused gradients: one all-reduce of each bucket's concatenation.
   std::set<std::string> fused;
   std::map<int64_t, int64_t> bucket_bytes;
-  for (const FusedGradients& b : PlanGradientBuckets(graph, planned.strategy,
-                                                     gradient_bucket_bytes)) {
+  for (const FusedGradients& b :
+       PlanGradientBuckets(graph, planned.strategy, gradient_bucket_bytes)) {
     for (const std::string& t : b.tensors) {
       fused.insert(t + "|" + b.placement.ToString() + "|" + b.to.ToString());
     }
@@ -154,7 +155,8 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
         model.nodes()[info.producer].placement == to) {
       continue;
     }
-    const std::string key = info.tensor + "|" + to.ToString() + "|" + model.WantedSbp(e, cc).ToString();
+    const std::string key =
+        info.tensor + "|" + to.ToString() + "|" + model.WantedSbp(e, cc).ToString();
     if (fused.count(key) > 0 || !boxed.insert(key).second) continue;
     OFL_ASSIGN_OR_RETURN(std::shared_ptr<const BoxingPlan> plan, model.EdgeBoxing(e, pc, cc));
     for (const auto& [rank, sent] : plan->bytes_sent) {  // saturating, as the plan's bytes

@@ -42,7 +42,7 @@ struct PlanRequest {
   std::optional<int64_t> exact_max_table_entries;
   int autoddl_random_starts = 0;
   bool exact_starts_from_autoddl = true;
-  std::optional<double> optimality_cap;  // seconds; unset: the distance is not measured
+  std::optional<double> optimality_cap;          // seconds; unset: the distance is not measured
   std::optional<int64_t> gradient_bucket_bytes;  // unset: CostOptions' default (25 MiB)
   bool overlap_gradients = true;
 };

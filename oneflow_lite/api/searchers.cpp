@@ -14,8 +14,7 @@ namespace {
 Maybe<SearchProblem> ProblemOf(const SearchInput& input) {
   const CostModel& model = input.model;
   const CostGraph& graph = model.graph();
-  OFL_ASSIGN_OR_RETURN(auto allowed,
-                       AllowedCandidates(input.graph, model, input.options.pinned));
+  OFL_ASSIGN_OR_RETURN(auto allowed, AllowedCandidates(input.graph, model, input.options.pinned));
   SearchProblem p;
   p.searcher = input.options.searcher;
   p.memory_limit_bytes = graph.memory_limit();
@@ -49,18 +48,18 @@ Maybe<SearchProblem> ProblemOf(const SearchInput& input) {
 
 // One candidate per node, each one the pins allow.
 Status CheckChoice(const SearchProblem& p, const std::vector<int>& choice) {
-  OFL_ENSURE(choice.size() == p.nodes.size(), "searcher '", p.searcher, "' chose ",
-             choice.size(), " candidates for ", p.nodes.size(), " cost nodes");
+  OFL_ENSURE(choice.size() == p.nodes.size(), "searcher '", p.searcher, "' chose ", choice.size(),
+             " candidates for ", p.nodes.size(), " cost nodes");
   for (size_t u = 0; u < choice.size(); ++u) {
     const SearchProblem::Node& n = p.nodes[u];
     const int c = choice[u];
     OFL_ENSURE(c >= 0 && c < static_cast<int>(n.layouts.size()), "searcher '", p.searcher,
                "': node ", u, " ('", n.name, "') has no candidate ", c, " (it has ",
                n.layouts.size(), ")");
-    OFL_ENSURE(n.allowed.empty() || std::find(n.allowed.begin(), n.allowed.end(), c) !=
-                                        n.allowed.end(),
-               "searcher '", p.searcher, "': node ", u, " ('", n.name, "') candidate ", c, " ",
-               n.layouts[c], " breaks a pin (allowed: ", n.allowed.size(), " candidates)");
+    OFL_ENSURE(
+        n.allowed.empty() || std::find(n.allowed.begin(), n.allowed.end(), c) != n.allowed.end(),
+        "searcher '", p.searcher, "': node ", u, " ('", n.name, "') candidate ", c, " ",
+        n.layouts[c], " breaks a pin (allowed: ", n.allowed.size(), " candidates)");
   }
   return Status::OK();
 }

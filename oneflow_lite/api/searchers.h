@@ -21,8 +21,8 @@ namespace ofl {
 // transfers, with the chosen memory summed within memory_limit_bytes.
 struct SearchProblem {
   struct Node {
-    std::string name;  // op or source tensor
-    std::string kind;  // "input", "variable" or "op"
+    std::string name;                  // op or source tensor
+    std::string kind;                  // "input", "variable" or "op"
     std::vector<std::string> layouts;  // per candidate: "(S(0), B)" or a signature
     std::vector<double> compute_seconds;
     std::vector<int64_t> memory_bytes;

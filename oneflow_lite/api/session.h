@@ -87,7 +87,7 @@ class Session : public DistributedSession {
 
   using DistributedSession::kernel_threads;
   int kernel_threads() const { return kernel_threads(0); }  // the device's
-  int64_t peak_bytes() const { return PeakBytes()[0]; }      // the device's
+  int64_t peak_bytes() const { return PeakBytes()[0]; }     // the device's
 
  private:
   Session() = default;

@@ -171,10 +171,9 @@ std::map<std::string, std::string> SignatureTexts(const Strategy& strategy) {
 
 Maybe<Strategy> BindStrategy(const Strategy& strategy, const Placement& placement) {
   if (strategy.placement() == placement) return strategy;
-  OFL_ENSURE(!Bound(strategy.placement()) || OnDefaultPlacement(strategy),
-             "strategy: made for ", strategy.placement().ToString(),
-             " with placements of its own (pipeline stages), cannot run on ",
-             placement.ToString());
+  OFL_ENSURE(!Bound(strategy.placement()) || OnDefaultPlacement(strategy), "strategy: made for ",
+             strategy.placement().ToString(),
+             " with placements of its own (pipeline stages), cannot run on ", placement.ToString());
   Strategy bound(placement);
   for (const auto& [tensor, sbp] : strategy.sources()) bound.SetSourceSbp(tensor, sbp);
   for (const auto& [op, sig] : strategy.signatures()) bound.SetSignature(op, sig);
@@ -233,9 +232,9 @@ Maybe<proto::PlannedStrategyConf> LoadStrategyFile(const std::string& path) {
     return FromLegacy(legacy, path);
   }
   return InvalidArgument("strategy file '", path, "' is not a saved strategy: ",
-                         status.ok() ? std::string("no strategy in it")
-                                     : std::string(status.message().data(),
-                                                   status.message().size()));
+                         status.ok()
+                             ? std::string("no strategy in it")
+                             : std::string(status.message().data(), status.message().size()));
 }
 
 }  // namespace ofl

@@ -106,8 +106,8 @@ Maybe<TensorMap> UnpackTensors(const std::vector<char>& bytes) {
   return out;
 }
 
-Maybe<TensorMap> GatherTensors(ProcessWorld* world, const std::string& name,
-                               const TensorMap& mine, const std::string& scope) {
+Maybe<TensorMap> GatherTensors(ProcessWorld* world, const std::string& name, const TensorMap& mine,
+                               const std::string& scope) {
   if (world == nullptr || !world->distributed()) return mine;
   OFL_ASSIGN_OR_RETURN(auto all, world->AllGather(name, PackTensors(mine), scope));
   TensorMap out;
@@ -178,8 +178,8 @@ Status CheckSameValues(ProcessWorld* world, const std::string& name,
     const std::vector<uint64_t> other = Unpack64(all[p]);
     for (size_t i = 0; i < values.size() && i < other.size() && i < first.size(); ++i) {
       if (other[i] == first[i]) continue;
-      return InvalidArgument("initial values differ: process ", p, "'s variable '",
-                             values[i].first, "' is not process 0's (every process must build "
+      return InvalidArgument("initial values differ: process ", p, "'s variable '", values[i].first,
+                             "' is not process 0's (every process must build "
                              "the same initial weights: the same seed and initialisers, or load "
                              "the same checkpoint)");
     }

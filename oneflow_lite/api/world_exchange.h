@@ -21,8 +21,8 @@ Maybe<TensorMap> UnpackTensors(const std::vector<char>& bytes);
 
 // Every process's `mine`, merged (keys are (name, rank): no two processes
 // hold the same). `name` must be new (see ProcessWorld::AllGather).
-Maybe<TensorMap> GatherTensors(ProcessWorld* world, const std::string& name,
-                               const TensorMap& mine, const std::string& scope = "");
+Maybe<TensorMap> GatherTensors(ProcessWorld* world, const std::string& name, const TensorMap& mine,
+                               const std::string& scope = "");
 
 // One hash per task (deterministic serialisation), then one for the
 // registers and the rank-to-process map.

@@ -73,15 +73,20 @@ proto::AttrValue AttrToProto(const AttrValue& value) {
 
 AttrValue AttrFromProto(const proto::AttrValue& p) {
   switch (p.value_case()) {
-    case proto::AttrValue::kI: return p.i();
-    case proto::AttrValue::kF: return p.f();
-    case proto::AttrValue::kB: return p.b();
-    case proto::AttrValue::kS: return p.s();
+    case proto::AttrValue::kI:
+      return p.i();
+    case proto::AttrValue::kF:
+      return p.f();
+    case proto::AttrValue::kB:
+      return p.b();
+    case proto::AttrValue::kS:
+      return p.s();
     case proto::AttrValue::kInts:
       return std::vector<int64_t>(p.ints().values().begin(), p.ints().values().end());
     case proto::AttrValue::kFloats:
       return std::vector<double>(p.floats().values().begin(), p.floats().values().end());
-    default: LOG(FATAL) << "AttrValue proto with no value";
+    default:
+      LOG(FATAL) << "AttrValue proto with no value";
   }
   return int64_t{0};
 }

@@ -14,8 +14,8 @@
 
 namespace ofl {
 
-using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
-                               std::vector<double>>;
+using AttrValue =
+    std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>>;
 
 const char* AttrTypeName(const AttrValue& value);
 std::string AttrToString(const AttrValue& value);

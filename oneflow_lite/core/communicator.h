@@ -41,20 +41,18 @@ class Communicator {
   virtual void set_stream(Stream* /*stream*/) {}
 
   // Sums `count` elements of every rank's `buffer` into every rank's `buffer`.
-  virtual Status AllReduce(void* buffer, int64_t count, DataType dtype,
-                           const std::string& tag) = 0;
+  virtual Status AllReduce(void* buffer, int64_t count, DataType dtype, const std::string& tag) = 0;
   // Sums every rank's `input` (count elements) and leaves on rank r its
   // balanced part r (slicing.h BalancedPart over `count`) in `output`.
   virtual Status ReduceScatter(const void* input, void* output, int64_t count, DataType dtype,
                                const std::string& tag) = 0;
   // Concatenates every rank's `input` (counts[r] elements) into `output`.
-  virtual Status AllGather(const void* input, void* output, const int64_t* counts,
-                           DataType dtype, const std::string& tag) = 0;
+  virtual Status AllGather(const void* input, void* output, const int64_t* counts, DataType dtype,
+                           const std::string& tag) = 0;
   // Rank r sends send_counts[q] elements (consecutive in `input`, in rank
   // order) to rank q and receives recv_counts[q] from q into `output`.
   virtual Status AllToAll(const void* input, const int64_t* send_counts, void* output,
-                          const int64_t* recv_counts, DataType dtype,
-                          const std::string& tag) = 0;
+                          const int64_t* recv_counts, DataType dtype, const std::string& tag) = 0;
   // Copies `root`'s buffer into every rank's buffer.
   virtual Status Broadcast(void* buffer, int64_t count, DataType dtype, int64_t root,
                            const std::string& tag) = 0;

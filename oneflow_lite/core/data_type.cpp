@@ -4,13 +4,20 @@ namespace ofl {
 
 int64_t SizeOf(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return 4;
-    case DataType::kFloat64: return 8;
-    case DataType::kInt32: return 4;
-    case DataType::kInt64: return 8;
-    case DataType::kBFloat16: return 2;
-    case DataType::kFloat16: return 2;
-    case DataType::kBool: return 1;
+    case DataType::kFloat32:
+      return 4;
+    case DataType::kFloat64:
+      return 8;
+    case DataType::kInt32:
+      return 4;
+    case DataType::kInt64:
+      return 8;
+    case DataType::kBFloat16:
+      return 2;
+    case DataType::kFloat16:
+      return 2;
+    case DataType::kBool:
+      return 1;
   }
   LOG(FATAL) << "unknown DataType " << static_cast<int>(dtype);
   return 0;
@@ -18,13 +25,20 @@ int64_t SizeOf(DataType dtype) {
 
 const char* DataTypeName(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return "float32";
-    case DataType::kFloat64: return "float64";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kFloat16: return "float16";
-    case DataType::kBool: return "bool";
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kFloat64:
+      return "float64";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kBool:
+      return "bool";
   }
   LOG(FATAL) << "unknown DataType " << static_cast<int>(dtype);
   return "";

@@ -23,22 +23,32 @@ enum class DataType : int {
 };
 
 int64_t SizeOf(DataType dtype);
-const char* DataTypeName(DataType dtype);          // "float32"
+const char* DataTypeName(DataType dtype);                // "float32"
 Maybe<DataType> ParseDataType(const std::string& name);  // accepts DataTypeName's output
-bool IsFloating(DataType dtype);                   // float32/64, bfloat16, float16
-bool IsComputeFloat(DataType dtype);               // float32 or float64: has CPU kernels
+bool IsFloating(DataType dtype);                         // float32/64, bfloat16, float16
+bool IsComputeFloat(DataType dtype);                     // float32 or float64: has CPU kernels
 
 template <typename T>
 struct DataTypeOf;
 template <>
-struct DataTypeOf<float> { static constexpr DataType value = DataType::kFloat32; };
+struct DataTypeOf<float> {
+  static constexpr DataType value = DataType::kFloat32;
+};
 template <>
-struct DataTypeOf<double> { static constexpr DataType value = DataType::kFloat64; };
+struct DataTypeOf<double> {
+  static constexpr DataType value = DataType::kFloat64;
+};
 template <>
-struct DataTypeOf<int32_t> { static constexpr DataType value = DataType::kInt32; };
+struct DataTypeOf<int32_t> {
+  static constexpr DataType value = DataType::kInt32;
+};
 template <>
-struct DataTypeOf<int64_t> { static constexpr DataType value = DataType::kInt64; };
+struct DataTypeOf<int64_t> {
+  static constexpr DataType value = DataType::kInt64;
+};
 template <>
-struct DataTypeOf<bool> { static constexpr DataType value = DataType::kBool; };
+struct DataTypeOf<bool> {
+  static constexpr DataType value = DataType::kBool;
+};
 
 }  // namespace ofl

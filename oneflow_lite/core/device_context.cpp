@@ -31,8 +31,8 @@ void DeviceContext::FillSync(void* destination, int value, int64_t bytes) {
 
 Tensor DeviceContext::CloneToHost(const Tensor& tensor) {
   if (tensor.device().is_host()) return tensor.Clone();
-  CHECK(tensor.device() == device()) << "a clone of a " << tensor.device() << " tensor by the "
-                                     << device() << " context";
+  CHECK(tensor.device() == device())
+      << "a clone of a " << tensor.device() << " tensor by the " << device() << " context";
   Tensor host(tensor.shape(), tensor.dtype());
   CopySync(host.raw(), tensor.raw(), tensor.nbytes());
   return host;

@@ -19,9 +19,12 @@ Maybe<Sbp> Sbp::Parse(const std::string& raw) {
 
 std::string Sbp::ToString() const {
   switch (kind_) {
-    case Kind::kSplit: return "S(" + std::to_string(axis_) + ")";
-    case Kind::kBroadcast: return "B";
-    case Kind::kPartialSum: return "P";
+    case Kind::kSplit:
+      return "S(" + std::to_string(axis_) + ")";
+    case Kind::kBroadcast:
+      return "B";
+    case Kind::kPartialSum:
+      return "P";
   }
   return "?";
 }

@@ -58,7 +58,7 @@ Status Unimplemented(const Args&... args) {
 template <typename T>
 class [[nodiscard]] Maybe {
  public:
-  Maybe(T value) : data_(std::move(value)) {}  // NOLINT: implicit on purpose
+  Maybe(T value) : data_(std::move(value)) {}        // NOLINT: implicit on purpose
   Maybe(Status status) : data_(std::move(status)) {  // NOLINT
     CHECK(!std::get<Status>(data_).ok()) << "Maybe<T> built from an OK status";
   }
@@ -87,10 +87,10 @@ class [[nodiscard]] Maybe {
 #define OFL_CONCAT(a, b) OFL_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the enclosing function if it is not OK.
-#define OFL_RETURN_IF_ERROR(expr)               \
-  do {                                          \
-    ::ofl::Status ofl_status_ = (expr);         \
-    if (!ofl_status_.ok()) return ofl_status_;  \
+#define OFL_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::ofl::Status ofl_status_ = (expr);        \
+    if (!ofl_status_.ok()) return ofl_status_; \
   } while (0)
 
 // `lhs = value of expr`, or return its Status.
@@ -102,7 +102,7 @@ class [[nodiscard]] Maybe {
   lhs = std::move(tmp).value()
 
 // Returns InvalidArgument(message...) when `cond` is false.
-#define OFL_ENSURE(cond, ...) \
-  do {                        \
+#define OFL_ENSURE(cond, ...)                                \
+  do {                                                       \
     if (!(cond)) return ::ofl::InvalidArgument(__VA_ARGS__); \
   } while (0)

@@ -111,7 +111,8 @@ BoxCopy LayoutBoxCopy(const Tensor& src, const std::vector<int64_t>& src_start, 
   CHECK(src.dtype() == dst.dtype()) << "CopyBox: dtypes differ";
   const int64_t nd = box.ndim();
   CHECK(src.shape().ndim() == nd && dst.shape().ndim() == nd &&
-        static_cast<int64_t>(src_start.size()) == nd && static_cast<int64_t>(dst_start.size()) == nd)
+        static_cast<int64_t>(src_start.size()) == nd &&
+        static_cast<int64_t>(dst_start.size()) == nd)
       << "CopyBox: rank mismatch";
   BoxCopy b{0, 0, ContiguousStrides(src.shape()), ContiguousStrides(dst.shape())};
   if (box.NumElements() == 0) return b;

@@ -83,11 +83,21 @@ Status Tensor::CheckCopy(const Tensor& to, const Tensor& from, const std::string
 void Tensor::Fill(double value) {
   CHECK(device_.is_host()) << "Fill of a tensor on " << device_ << ": host tensors only";
   switch (dtype_) {
-    case DataType::kFloat32: FillTyped<float>(data_, numel(), value); break;
-    case DataType::kFloat64: FillTyped<double>(data_, numel(), value); break;
-    case DataType::kInt32: FillTyped<int32_t>(data_, numel(), value); break;
-    case DataType::kInt64: FillTyped<int64_t>(data_, numel(), value); break;
-    case DataType::kBool: FillTyped<bool>(data_, numel(), value); break;
+    case DataType::kFloat32:
+      FillTyped<float>(data_, numel(), value);
+      break;
+    case DataType::kFloat64:
+      FillTyped<double>(data_, numel(), value);
+      break;
+    case DataType::kInt32:
+      FillTyped<int32_t>(data_, numel(), value);
+      break;
+    case DataType::kInt64:
+      FillTyped<int64_t>(data_, numel(), value);
+      break;
+    case DataType::kBool:
+      FillTyped<bool>(data_, numel(), value);
+      break;
     default:
       CHECK(value == 0.0) << "Fill of " << DataTypeName(dtype_) << " supports only zero";
       std::memset(data_, 0, nbytes());

@@ -22,29 +22,39 @@ __device__ __forceinline__ double Widen(bool v) { return v ? 1.0 : 0.0; }
 template <typename To>
 __device__ __forceinline__ To Narrow(double v);
 template <>
-__device__ __forceinline__ float Narrow<float>(double v) { return static_cast<float>(v); }
+__device__ __forceinline__ float Narrow<float>(double v) {
+  return static_cast<float>(v);
+}
 template <>
-__device__ __forceinline__ double Narrow<double>(double v) { return v; }
+__device__ __forceinline__ double Narrow<double>(double v) {
+  return v;
+}
 template <>
 __device__ __forceinline__ __nv_bfloat16 Narrow<__nv_bfloat16>(double v) {
   return __float2bfloat16_rn(static_cast<float>(v));
 }
 template <>
-__device__ __forceinline__ int32_t Narrow<int32_t>(double v) { return static_cast<int32_t>(v); }
+__device__ __forceinline__ int32_t Narrow<int32_t>(double v) {
+  return static_cast<int32_t>(v);
+}
 template <>
-__device__ __forceinline__ int64_t Narrow<int64_t>(double v) { return static_cast<int64_t>(v); }
+__device__ __forceinline__ int64_t Narrow<int64_t>(double v) {
+  return static_cast<int64_t>(v);
+}
 template <>
-__device__ __forceinline__ bool Narrow<bool>(double v) { return v != 0.0; }
+__device__ __forceinline__ bool Narrow<bool>(double v) {
+  return v != 0.0;
+}
 
 // Runs `body` with `T` bound to the device type of any castable dtype.
-#define OFL_CAST_DISPATCH(dtype, T, ...)                                   \
-  do {                                                                     \
-    if ((dtype) == DataType::kBFloat16) {                                  \
-      using T = __nv_bfloat16;                                             \
-      __VA_ARGS__;                                                         \
-    } else {                                                               \
-      OFL_CUDA_DISPATCH_VALUE(dtype, T, __VA_ARGS__);                      \
-    }                                                                      \
+#define OFL_CAST_DISPATCH(dtype, T, ...)              \
+  do {                                                \
+    if ((dtype) == DataType::kBFloat16) {             \
+      using T = __nv_bfloat16;                        \
+      __VA_ARGS__;                                    \
+    } else {                                          \
+      OFL_CUDA_DISPATCH_VALUE(dtype, T, __VA_ARGS__); \
+    }                                                 \
   } while (0)
 
 template <typename From, typename To>
@@ -61,8 +71,8 @@ void CastKernel(KernelContext& k) {
   if (n == 0) return;
   OFL_CAST_DISPATCH(x.dtype(), From, {
     OFL_CAST_DISPATCH(out.dtype(), To, {
-      CastLoop<From, To><<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(
-          n, cuda::Data<From>(x), cuda::Data<To>(out));
+      CastLoop<From, To><<<cuda::BlocksFor(n), cuda::kThreads, 0, stream>>>(n, cuda::Data<From>(x),
+                                                                            cuda::Data<To>(out));
       OFL_CUDA_LAUNCH_CHECK();
     });
   });

@@ -27,10 +27,10 @@ Maybe<std::vector<TensorDesc>> InferConcat(const OpContext& ctx) {
     }
     OFL_ENSURE(same, ctx.where(), ": inputs[", i, "].shape=", d.shape,
                " does not match inputs[0].shape=", first.shape, " off axis ", axis);
-    OFL_ASSIGN_OR_RETURN(dims[axis], CheckedAdd(dims[axis], d.shape[axis],
-                                                ctx.where() + ": the extent of axis " +
-                                                    std::to_string(axis) + " after inputs[" +
-                                                    std::to_string(i) + "]"));
+    OFL_ASSIGN_OR_RETURN(dims[axis],
+                         CheckedAdd(dims[axis], d.shape[axis],
+                                    ctx.where() + ": the extent of axis " + std::to_string(axis) +
+                                        " after inputs[" + std::to_string(i) + "]"));
   }
   return std::vector<TensorDesc>{{Shape(dims), first.dtype}};
 }

@@ -22,8 +22,9 @@ Maybe<std::vector<TensorDesc>> InferAddN(const OpContext& ctx) {
     const TensorDesc& d = ctx.input(i);
     OFL_ENSURE(d.shape == first.shape, ctx.where(), ": inputs[", i, "].shape=", d.shape,
                " != inputs[0].shape=", first.shape);
-    OFL_ENSURE(d.dtype == first.dtype, ctx.where(), ": inputs[", i, "].dtype=",
-               DataTypeName(d.dtype), " != inputs[0].dtype=", DataTypeName(first.dtype));
+    OFL_ENSURE(d.dtype == first.dtype, ctx.where(), ": inputs[", i,
+               "].dtype=", DataTypeName(d.dtype),
+               " != inputs[0].dtype=", DataTypeName(first.dtype));
   }
   OFL_ENSURE(IsComputeFloat(first.dtype), ctx.where(), ": dtype ", DataTypeName(first.dtype),
              " is not float32 or float64");

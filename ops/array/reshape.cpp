@@ -124,34 +124,34 @@ void AppendMergeSplits(const Shape& in, const Shape& out, const std::vector<int6
 
 // Infers the output shape again (the filter sees only the context).
 NdSbpFilterFn ReshapeNdFilter(Maybe<std::vector<TensorDesc>> (*infer)(const OpContext&)) {
-  return [infer](const OpContext& ctx, const std::vector<NdSbp>& ins,
-                 const std::vector<NdSbp>& outs) {
-    Maybe<std::vector<TensorDesc>> out = infer(ctx);
-    if (!out.ok()) return true;
-    const Shape& in_shape = ctx.input(0).shape;
-    const Shape& out_shape = out.value()[0].shape;
-    int64_t shared = 0;
-    while (shared < std::min(in_shape.ndim(), out_shape.ndim()) &&
-           in_shape[shared] == out_shape[shared]) {
-      ++shared;
-    }
-    std::map<int64_t, std::pair<int64_t, int64_t>> split;  // input axis -> (output axis, ranks)
-    for (size_t m = 0; m < ctx.hierarchy.size(); ++m) {
-      const Sbp& x = ins[0].axes()[m];
-      const Sbp& y = outs[0].axes()[m];
-      if (!x.is_split()) continue;
-      if (!y.is_split()) return false;  // reshape's signatures pair S with S
-      auto [it, fresh] = split.emplace(x.axis(), std::make_pair(y.axis(), int64_t{1}));
-      if (!fresh && it->second.first != y.axis()) return false;
-      it->second.second *= ctx.hierarchy[m];
-    }
-    for (const auto& [a, to] : split) {
-      const auto& [b, ranks] = to;
-      if (a == b && a < shared) continue;  // unchanged leading axis: always sound
-      if (in_shape[a] % ranks != 0 || out_shape[b] % ranks != 0) return false;
-    }
-    return true;
-  };
+  return
+      [infer](const OpContext& ctx, const std::vector<NdSbp>& ins, const std::vector<NdSbp>& outs) {
+        Maybe<std::vector<TensorDesc>> out = infer(ctx);
+        if (!out.ok()) return true;
+        const Shape& in_shape = ctx.input(0).shape;
+        const Shape& out_shape = out.value()[0].shape;
+        int64_t shared = 0;
+        while (shared < std::min(in_shape.ndim(), out_shape.ndim()) &&
+               in_shape[shared] == out_shape[shared]) {
+          ++shared;
+        }
+        std::map<int64_t, std::pair<int64_t, int64_t>> split;  // input axis -> (output axis, ranks)
+        for (size_t m = 0; m < ctx.hierarchy.size(); ++m) {
+          const Sbp& x = ins[0].axes()[m];
+          const Sbp& y = outs[0].axes()[m];
+          if (!x.is_split()) continue;
+          if (!y.is_split()) return false;  // reshape's signatures pair S with S
+          auto [it, fresh] = split.emplace(x.axis(), std::make_pair(y.axis(), int64_t{1}));
+          if (!fresh && it->second.first != y.axis()) return false;
+          it->second.second *= ctx.hierarchy[m];
+        }
+        for (const auto& [a, to] : split) {
+          const auto& [b, ranks] = to;
+          if (a == b && a < shared) continue;  // unchanged leading axis: always sound
+          if (in_shape[a] % ranks != 0 || out_shape[b] % ranks != 0) return false;
+        }
+        return true;
+      };
 }
 
 // Splits on the leading axes that input and output share, merge/split

@@ -49,8 +49,8 @@ inline Shape SlicedShape(const std::vector<AxisRange>& ranges) {
   return Shape(dims);
 }
 
-// The sliced block of a tensor (slice and slice_grad, CPU and CUDA) of `shape`: its first element's offset and
-// the strides that step through it.
+// The sliced block of a tensor (slice and slice_grad, CPU and CUDA) of `shape`: its first element's
+// offset and the strides that step through it.
 struct SlicedBlockOf {
   int64_t offset = 0;
   std::vector<int64_t> strides;

@@ -21,16 +21,16 @@ struct CachedPool {
   dnnl::pooling_backward backward;
 };
 
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t>;
+using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t>;
 
 std::shared_ptr<const CachedPool> Create(PoolKind kind, const Pool2dGeometry& g, int64_t n) {
   auto c = std::make_shared<CachedPool>();
   const int64_t channels = g.planes / n;
-  c->src = dnnl::memory::desc({n, channels, g.height, g.width}, dnnl::memory::data_type::f32,
-                              tag::nchw);
-  c->dst = dnnl::memory::desc({n, channels, g.out_h, g.out_w}, dnnl::memory::data_type::f32,
-                              tag::nchw);
+  c->src =
+      dnnl::memory::desc({n, channels, g.height, g.width}, dnnl::memory::data_type::f32, tag::nchw);
+  c->dst =
+      dnnl::memory::desc({n, channels, g.out_h, g.out_w}, dnnl::memory::data_type::f32, tag::nchw);
   // The right padding that makes oneDNN's output size equal the floored one
   // (it may be negative: the last rows that no window reaches are skipped).
   dims pad_l = {g.pad_h, g.pad_w};
@@ -41,8 +41,8 @@ std::shared_ptr<const CachedPool> Create(PoolKind kind, const Pool2dGeometry& g,
   dims strides = {g.stride_h, g.stride_w}, kernel = {g.kernel_h, g.kernel_w};
   dnnl::pooling_forward::desc fwd(dnnl::prop_kind::forward_training, algorithm, c->src, c->dst,
                                   strides, kernel, pad_l, pad_r);
-  c->forward_pd = dnnl::pooling_forward::primitive_desc(fwd, onednn::UserScratchpad(),
-                                                        onednn::Engine());
+  c->forward_pd =
+      dnnl::pooling_forward::primitive_desc(fwd, onednn::UserScratchpad(), onednn::Engine());
   c->forward = dnnl::pooling_forward(c->forward_pd);
   dnnl::pooling_backward::desc bwd(algorithm, c->src, c->dst, strides, kernel, pad_l, pad_r);
   c->backward_pd = dnnl::pooling_backward::primitive_desc(bwd, onednn::UserScratchpad(),
@@ -53,8 +53,18 @@ std::shared_ptr<const CachedPool> Create(PoolKind kind, const Pool2dGeometry& g,
 
 std::shared_ptr<const CachedPool> Get(PoolKind kind, const Pool2dGeometry& g, int64_t n) {
   static onednn::PrimitiveCache<Key, CachedPool> cache;
-  Key key{static_cast<int>(kind), n, g.planes, g.height, g.width, g.kernel_h, g.kernel_w,
-          g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.out_h};
+  Key key{static_cast<int>(kind),
+          n,
+          g.planes,
+          g.height,
+          g.width,
+          g.kernel_h,
+          g.kernel_w,
+          g.stride_h,
+          g.stride_w,
+          g.pad_h,
+          g.pad_w,
+          g.out_h};
   return cache.Get(key, [&] { return Create(kind, g, n); });
 }
 

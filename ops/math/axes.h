@@ -26,11 +26,11 @@ inline Maybe<std::vector<int64_t>> NormalizeAxes(const std::vector<int64_t>& axe
   std::vector<int64_t> out;
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t a = axes[i];
-    OFL_ENSURE(a >= -rank && a < rank, where, ": axes[", i, "]=", a, " is out of range for ",
-               rank, " dims (", tensor, ")");
+    OFL_ENSURE(a >= -rank && a < rank, where, ": axes[", i, "]=", a, " is out of range for ", rank,
+               " dims (", tensor, ")");
     const int64_t n = a < 0 ? a + rank : a;
-    OFL_ENSURE(std::find(out.begin(), out.end(), n) == out.end(), where, ": axes=",
-               AxesToString(axes), " names axis ", n, " twice");
+    OFL_ENSURE(std::find(out.begin(), out.end(), n) == out.end(), where,
+               ": axes=", AxesToString(axes), " names axis ", n, " twice");
     out.push_back(n);
   }
   std::sort(out.begin(), out.end());
@@ -64,8 +64,8 @@ inline std::vector<int64_t> SourceAxes(int64_t small_ndim, int64_t rank,
   std::vector<int64_t> src(rank, -1);
   int64_t next = 0;
   for (int64_t p = 0; p < rank; ++p) {
-    bool inserted = axes.empty() ? p < rank - small_ndim
-                                 : std::binary_search(axes.begin(), axes.end(), p);
+    bool inserted =
+        axes.empty() ? p < rank - small_ndim : std::binary_search(axes.begin(), axes.end(), p);
     if (!inserted) src[p] = next++;
   }
   return src;

@@ -26,8 +26,8 @@ Maybe<std::vector<TensorDesc>> InferBiasAdd(const OpContext& ctx) {
   OFL_ENSURE(IsComputeFloat(x.dtype), ctx.where(), ": dtype ", DataTypeName(x.dtype),
              " is not float32 or float64");
   OFL_ASSIGN_OR_RETURN(int64_t axis, BiasAxis(ctx));
-  OFL_ENSURE(bias.shape.ndim() == 1, ctx.where(), ": bias must be 1-D, got bias.shape=",
-             bias.shape);
+  OFL_ENSURE(bias.shape.ndim() == 1, ctx.where(),
+             ": bias must be 1-D, got bias.shape=", bias.shape);
   OFL_ENSURE(bias.shape[0] == x.shape[axis], ctx.where(), ": bias.shape[0]=", bias.shape[0],
              " != x.shape[", axis, "]=", x.shape[axis]);
   return std::vector<TensorDesc>{x};

@@ -47,8 +47,8 @@ Maybe<std::vector<int64_t>> CheckBroadcastable(const OpContext& ctx, const Shape
   } else {
     OFL_ENSURE(p.small.ndim() + static_cast<int64_t>(axes.size()) == p.big.ndim(), ctx.where(),
                ": ", p.small_name, "=", p.small, " plus axes=", math::AxesToString(raw_axes),
-               " gives ", p.small.ndim() + static_cast<int64_t>(axes.size()), " dims, ",
-               p.big_name, "=", p.big, " has ", p.big.ndim());
+               " gives ", p.small.ndim() + static_cast<int64_t>(axes.size()), " dims, ", p.big_name,
+               "=", p.big, " has ", p.big.ndim());
   }
   const Shape expanded = math::ExpandRank(p.small, p.big.ndim(), axes);
   for (int64_t i = 0; i < p.big.ndim(); ++i) {
@@ -79,15 +79,15 @@ Maybe<std::vector<TensorDesc>> InferSumTo(const OpContext& ctx) {
 // its split; sum_to turns the split into P. Both ops are linear: P -> P.
 std::vector<SbpSignature> PairSbp(const OpContext& ctx, const Shape& small, const Shape& big,
                                   bool large_is_output) {
-  std::vector<int64_t> axes = math::NormalizedAxesUnchecked(
-      ctx.attrs.Get<std::vector<int64_t>>("axes"), big.ndim());
+  std::vector<int64_t> axes =
+      math::NormalizedAxesUnchecked(ctx.attrs.Get<std::vector<int64_t>>("axes"), big.ndim());
   const std::vector<int64_t> source = math::SourceAxes(small.ndim(), big.ndim(), axes);
   std::vector<SbpSignature> sigs;
   for (int64_t j = 0; j < big.ndim(); ++j) {
     if (big[j] == 1) continue;
     const bool kept = source[j] >= 0 && small[source[j]] == big[j];
-    Sbp small_sbp = kept ? Sbp::Split(source[j])
-                         : (large_is_output ? Sbp::Broadcast() : Sbp::PartialSum());
+    Sbp small_sbp =
+        kept ? Sbp::Split(source[j]) : (large_is_output ? Sbp::Broadcast() : Sbp::PartialSum());
     if (large_is_output) {
       sigs.push_back({{small_sbp}, {Sbp::Split(j)}});
     } else {

@@ -41,8 +41,8 @@ void BroadcastToKernel(KernelContext& kc) {
 void SumToKernel(KernelContext& kc) {
   const Tensor& x = kc.in(0);
   Tensor& out = kc.out(0);
-  const auto axes = math::NormalizedAxesUnchecked(kc.attr().Get<std::vector<int64_t>>("axes"),
-                                                  x.shape().ndim());
+  const auto axes =
+      math::NormalizedAxesUnchecked(kc.attr().Get<std::vector<int64_t>>("axes"), x.shape().ndim());
   const Shape kept = math::ExpandRank(out.shape(), x.shape().ndim(), axes);
   OFL_DISPATCH_FLOAT(out.dtype(), T,
                      math::ReduceSumTo<T>(x.data<T>(), x.shape(), kept, out.data<T>(), 1.0));

@@ -12,10 +12,30 @@ namespace ofl {
 
 namespace {
 
-struct AddOp { template <typename T> T operator()(T a, T b) const { return a + b; } };
-struct SubOp { template <typename T> T operator()(T a, T b) const { return a - b; } };
-struct MulOp { template <typename T> T operator()(T a, T b) const { return a * b; } };
-struct DivOp { template <typename T> T operator()(T a, T b) const { return a / b; } };
+struct AddOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct SubOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+struct MulOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+struct DivOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a / b;
+  }
+};
 
 // y[i] = op(a[i * sa], b[i * sb]) for i < len; strides 0 or 1 get their own
 // loops so that the compiler vectorises them.

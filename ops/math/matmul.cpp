@@ -36,10 +36,10 @@ Maybe<std::vector<TensorDesc>> InferMatmulLike(const OpContext& ctx, bool batche
   OFL_ENSURE(IsComputeFloat(a.dtype) || a.dtype == DataType::kBFloat16, ctx.where(), ": dtype ",
              DataTypeName(a.dtype), " is not float32, float64 or bfloat16");
   if (batched) {
-    OFL_ENSURE(a.shape.ndim() >= 3, ctx.where(), ": a must have at least 3 dims, got a.shape=",
-               a.shape);
-    OFL_ENSURE(b.shape.ndim() >= 3, ctx.where(), ": b must have at least 3 dims, got b.shape=",
-               b.shape);
+    OFL_ENSURE(a.shape.ndim() >= 3, ctx.where(),
+               ": a must have at least 3 dims, got a.shape=", a.shape);
+    OFL_ENSURE(b.shape.ndim() >= 3, ctx.where(),
+               ": b must have at least 3 dims, got b.shape=", b.shape);
     std::vector<int64_t> batch_a(a.shape.dims().begin(), a.shape.dims().end() - 2);
     std::vector<int64_t> batch_b(b.shape.dims().begin(), b.shape.dims().end() - 2);
     OFL_ENSURE(batch_a == batch_b, ctx.where(), ": batch dims a.shape[:-2]=", Shape(batch_a),
@@ -58,8 +58,8 @@ Maybe<std::vector<TensorDesc>> InferMatmulLike(const OpContext& ctx, bool batche
   };
   OFL_ENSURE(a.shape[a_k_axis] == b.shape[b_k_axis], ctx.where(), ": a.shape[",
              axis_name(a_k_axis, a.shape.ndim()), "]=", a.shape[a_k_axis], " != b.shape[",
-             axis_name(b_k_axis, b.shape.ndim()), "]=", b.shape[b_k_axis], " (transpose_a=",
-             Flag(ta), ", transpose_b=", Flag(tb), ")");
+             axis_name(b_k_axis, b.shape.ndim()), "]=", b.shape[b_k_axis],
+             " (transpose_a=", Flag(ta), ", transpose_b=", Flag(tb), ")");
   std::vector<int64_t> out(a.shape.dims().begin(), a.shape.dims().end() - 2);
   out.push_back(ta ? a.shape[ra + 1] : a.shape[ra]);
   out.push_back(tb ? b.shape[rb] : b.shape[rb + 1]);
@@ -75,10 +75,11 @@ Maybe<std::vector<TensorDesc>> InferMatmulBias(const OpContext& ctx) {
   const TensorDesc& bias = ctx.input(2);
   OFL_ENSURE(IsComputeFloat(ctx.input(0).dtype), ctx.where(), ": dtype ",
              DataTypeName(ctx.input(0).dtype), " is not float32 or float64");
-  OFL_ENSURE(bias.dtype == ctx.input(0).dtype, ctx.where(), ": bias.dtype=",
-             DataTypeName(bias.dtype), " != a.dtype=", DataTypeName(ctx.input(0).dtype));
-  OFL_ENSURE(bias.shape.ndim() == 1, ctx.where(), ": bias must be 1-D, got bias.shape=",
-             bias.shape);
+  OFL_ENSURE(bias.dtype == ctx.input(0).dtype, ctx.where(),
+             ": bias.dtype=", DataTypeName(bias.dtype),
+             " != a.dtype=", DataTypeName(ctx.input(0).dtype));
+  OFL_ENSURE(bias.shape.ndim() == 1, ctx.where(),
+             ": bias must be 1-D, got bias.shape=", bias.shape);
   OFL_ENSURE(bias.shape[0] == out[0].shape[1], ctx.where(), ": bias.shape[0]=", bias.shape[0],
              " != out.shape[1]=", out[0].shape[1]);
   return out;

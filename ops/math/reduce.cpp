@@ -19,8 +19,8 @@ namespace {
 Maybe<std::vector<int64_t>> ReducedAxes(const OpContext& ctx) {
   const Shape& x = ctx.input(0).shape;
   OFL_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                       math::NormalizeAxes(ctx.attrs.Get<std::vector<int64_t>>("axes"),
-                                           x.ndim(), ctx.where(), "x.shape=" + x.ToString()));
+                       math::NormalizeAxes(ctx.attrs.Get<std::vector<int64_t>>("axes"), x.ndim(),
+                                           ctx.where(), "x.shape=" + x.ToString()));
   if (axes.empty()) {
     for (int64_t a = 0; a < x.ndim(); ++a) axes.push_back(a);
   }
@@ -99,8 +99,7 @@ GradFn ReduceGrad(bool is_sum) {
       OFL_ASSIGN_OR_RETURN(dy, g.Emit1("scalar_mul", {dy}, {{"value", scale}}));
     }
     const bool keepdims = g.attrs().Get<bool>("keepdims");
-    AttrMap attrs{{"shape", x.dims()},
-                  {"axes", keepdims ? std::vector<int64_t>{} : axes}};
+    AttrMap attrs{{"shape", x.dims()}, {"axes", keepdims ? std::vector<int64_t>{} : axes}};
     OFL_ASSIGN_OR_RETURN(std::string dx, g.Emit1("broadcast_to", {dy}, attrs));
     g.SetInputGrad(0, dx);
     return Status::OK();

@@ -13,9 +13,9 @@ void ReduceKernel(KernelContext& kc, bool is_mean) {
   const Tensor& x = kc.in(0);
   Tensor& out = kc.out(0);
   const ReducePlan plan = PlanReduce(kc, is_mean);
-  OFL_DISPATCH_FLOAT(out.dtype(), T,
-                     math::ReduceSumTo<T>(x.data<T>(), x.shape(), plan.kept, out.data<T>(),
-                                          plan.scale));
+  OFL_DISPATCH_FLOAT(
+      out.dtype(), T,
+      math::ReduceSumTo<T>(x.data<T>(), x.shape(), plan.kept, out.data<T>(), plan.scale));
 }
 
 OFL_REGISTER_KERNEL("reduce_sum", DeviceType::kCPU,

@@ -53,8 +53,8 @@ Status ScalarPowGrad(GradContext& g) {
   if (e == 0.0) {
     OFL_ASSIGN_OR_RETURN(dx, g.Emit1("scalar_mul", {dy}, {{"value", 0.0}}));
   } else {
-    OFL_ASSIGN_OR_RETURN(std::string p, g.Emit1("scalar_pow", {g.Input(0)},
-                                                {{"exponent", e - 1.0}}));
+    OFL_ASSIGN_OR_RETURN(std::string p,
+                         g.Emit1("scalar_pow", {g.Input(0)}, {{"exponent", e - 1.0}}));
     OFL_ASSIGN_OR_RETURN(std::string scaled, g.Emit1("scalar_mul", {p}, {{"value", e}}));
     OFL_ASSIGN_OR_RETURN(dx, g.Emit1("mul", {dy, scaled}));
   }

@@ -72,14 +72,13 @@ bool RegisterActivation(const std::string& name, bool through_output, double flo
   return true;
 }
 
-const bool kRegistered = RegisterActivation("relu", true, 1, 1, "max(x, 0), elementwise.") &&
-                         RegisterActivation("gelu", false, 4, 10,
-                                            "x * Phi(x) with the exact normal CDF Phi(x) = "
-                                            "(1 + erf(x / sqrt(2))) / 2.") &&
-                         RegisterActivation("tanh", true, 1, 3,
-                                            "Hyperbolic tangent, elementwise.") &&
-                         RegisterActivation("sigmoid", true, 3, 3,
-                                            "1 / (1 + exp(-x)), elementwise.");
+const bool kRegistered =
+    RegisterActivation("relu", true, 1, 1, "max(x, 0), elementwise.") &&
+    RegisterActivation("gelu", false, 4, 10,
+                       "x * Phi(x) with the exact normal CDF Phi(x) = "
+                       "(1 + erf(x / sqrt(2))) / 2.") &&
+    RegisterActivation("tanh", true, 1, 3, "Hyperbolic tangent, elementwise.") &&
+    RegisterActivation("sigmoid", true, 3, 3, "1 / (1 + exp(-x)), elementwise.");
 
 }  // namespace
 

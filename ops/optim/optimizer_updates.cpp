@@ -17,8 +17,8 @@ Status SameAsParam(const OpContext& ctx, int i) {
   static const char* kNames[] = {"param", "grad", "state", "state", "step"};
   OFL_ENSURE(d.shape == p.shape, ctx.where(), ": ", kNames[std::min(i, 4)], ".shape=", d.shape,
              " != param.shape=", p.shape);
-  OFL_ENSURE(d.dtype == p.dtype, ctx.where(), ": ", kNames[std::min(i, 4)], ".dtype=",
-             DataTypeName(d.dtype), " != param.dtype=", DataTypeName(p.dtype));
+  OFL_ENSURE(d.dtype == p.dtype, ctx.where(), ": ", kNames[std::min(i, 4)],
+             ".dtype=", DataTypeName(d.dtype), " != param.dtype=", DataTypeName(p.dtype));
   return Status::OK();
 }
 
@@ -102,8 +102,9 @@ OFL_REGISTER_OP("sgd_update")
     .InferShape(InferSgd)
     .Sbp(UpdateSbp(3, 0))
     .Cost([](const OpContext& c, const auto&) { return PerElement(c, kSgdFlopsPerElement); })
-    .Doc("SGD step in place: g += wd*p; buf = momentum*buf + g; p -= lr*buf (PyTorch). "
-         "The optional scalar input lr replaces the lr attribute.");
+    .Doc(
+        "SGD step in place: g += wd*p; buf = momentum*buf + g; p -= lr*buf (PyTorch). "
+        "The optional scalar input lr replaces the lr attribute.");
 
 OFL_REGISTER_OP("adam_update")
     .MutableInput("param")
@@ -121,8 +122,9 @@ OFL_REGISTER_OP("adam_update")
     .InferShape(InferAdam)
     .Sbp(UpdateSbp(4, 1))
     .Cost([](const OpContext& c, const auto&) { return PerElement(c, kAdamFlopsPerElement); })
-    .Doc("Adam step in place (AdamW when decoupled_weight_decay): step += 1, bias-corrected "
-         "moments, p -= lr * m_hat / (sqrt(v_hat) + eps). The optional scalar input lr "
-         "replaces the lr attribute.");
+    .Doc(
+        "Adam step in place (AdamW when decoupled_weight_decay): step += 1, bias-corrected "
+        "moments, p -= lr * m_hat / (sqrt(v_hat) + eps). The optional scalar input lr "
+        "replaces the lr attribute.");
 
 }  // namespace ofl

@@ -43,8 +43,9 @@ std::vector<proto::LinkLevel> LevelsFrom(
         *l.add_collectives() = FigureFromDict(figure);
       }
     } catch (const std::out_of_range&) {
-      throw py::value_error("calibrate: each of levels needs name, size, bandwidth_gbps, "
-                            "latency_us and collectives");
+      throw py::value_error(
+          "calibrate: each of levels needs name, size, bandwidth_gbps, "
+          "latency_us and collectives");
     }
     out.push_back(std::move(l));
   }
@@ -72,9 +73,10 @@ void BindClusterClass(py::module_& m) {
   py::class_<Cluster>(m, "Cluster")
       .def_property_readonly("name", &Cluster::name)
       .def_property_readonly("memory_bytes", &Cluster::memory_bytes)
-      .def("flops", [](const Cluster& c, const std::string& dtype) {
-        return Unwrap(c.Flops(Unwrap(ParseDataType(dtype))));
-      })
+      .def("flops",
+           [](const Cluster& c, const std::string& dtype) {
+             return Unwrap(c.Flops(Unwrap(ParseDataType(dtype))));
+           })
       .def("levels",
            [](const Cluster& c) {
              py::list out;
@@ -91,17 +93,16 @@ void BindClusterClass(py::module_& m) {
            })
       .def(
           "compute_seconds",
-          [](const Cluster& c, const std::string& op_type, const std::string& dtype,
-             double flops) {
+          [](const Cluster& c, const std::string& op_type, const std::string& dtype, double flops) {
             return c.compute_table().Seconds(op_type, Unwrap(ParseDataType(dtype)), flops);
           },
           py::arg("op_type"), py::arg("dtype"), py::arg("flops"),
           "the measured kernel seconds interpolated at `flops` (None: not in the table)")
-      .def("compute_table_op_types",
-           [](const Cluster& c) { return c.compute_table().OpTypes(); })
-      .def("contention", [](const Cluster& c, int64_t devices) {
-        return c.compute_table().Contention(devices);
-      }, py::arg("devices"))
+      .def("compute_table_op_types", [](const Cluster& c) { return c.compute_table().OpTypes(); })
+      .def(
+          "contention",
+          [](const Cluster& c, int64_t devices) { return c.compute_table().Contention(devices); },
+          py::arg("devices"))
       .def("save", [](const Cluster& c, const std::string& path) { ThrowIfError(c.Save(path)); })
       .def("__str__", &Cluster::ToText);
 }
@@ -156,8 +157,7 @@ void BindCalibrate(py::module_& m) {
       py::arg("devices") = 2, py::arg("num_threads") = 1, py::arg("memcpy_bytes") = 64 << 20,
       py::arg("matmul_size") = 512, py::arg("allreduce_bytes") = 16 << 20, py::arg("reps") = 5,
       py::arg("name") = "local", py::arg("per_collective") = true,
-      py::arg("kernel_probes") = std::vector<const Program*>{},
-      py::arg("contention_devices") = 0,
+      py::arg("kernel_probes") = std::vector<const Program*>{}, py::arg("contention_devices") = 0,
       py::arg("collectives") = std::vector<std::map<std::string, py::object>>{},
       py::arg("collectives_source") = "",
       py::arg("levels") = std::vector<std::map<std::string, py::object>>{},
@@ -167,7 +167,6 @@ void BindCalibrate(py::module_& m) {
       "progress(what, done, total), when given, is called after each measurement. "
       "kernel_probes: Programs whose ops' kernel times (one device, then 2..contention_devices "
       "at once) make the compute table and contention factors (api/calibrate.h)");
-
 }
 
 void BindCalibrateProcesses(py::module_& m) {
@@ -206,10 +205,12 @@ void BindCalibrateProcesses(py::module_& m) {
 
 void BindClusters(py::module_& m) {
   BindClusterClass(m);
-  m.def("load_cluster", [](const std::string& path) { return Unwrap(LoadCluster(path)); },
-        py::arg("path"));
-  m.def("preset_cluster", [](const std::string& name) { return Unwrap(PresetCluster(name)); },
-        py::arg("name"));
+  m.def(
+      "load_cluster", [](const std::string& path) { return Unwrap(LoadCluster(path)); },
+      py::arg("path"));
+  m.def(
+      "preset_cluster", [](const std::string& name) { return Unwrap(PresetCluster(name)); },
+      py::arg("name"));
   m.def("cluster_presets", &ClusterPresets);
   BindCalibrate(m);
   BindCalibrateProcesses(m);

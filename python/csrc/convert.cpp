@@ -20,13 +20,19 @@ Maybe<DataType> DataTypeOfArray(const py::array& a, const std::string& what) {
 
 py::dtype NumpyDtype(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return py::dtype::of<float>();
-    case DataType::kFloat64: return py::dtype::of<double>();
-    case DataType::kInt32: return py::dtype::of<int32_t>();
-    case DataType::kInt64: return py::dtype::of<int64_t>();
+    case DataType::kFloat32:
+      return py::dtype::of<float>();
+    case DataType::kFloat64:
+      return py::dtype::of<double>();
+    case DataType::kInt32:
+      return py::dtype::of<int32_t>();
+    case DataType::kInt64:
+      return py::dtype::of<int64_t>();
     case DataType::kBFloat16:
-    case DataType::kFloat16: return py::dtype("uint16");  // raw storage bits
-    case DataType::kBool: return py::dtype::of<bool>();
+    case DataType::kFloat16:
+      return py::dtype("uint16");  // raw storage bits
+    case DataType::kBool:
+      return py::dtype::of<bool>();
   }
   return py::dtype::of<float>();
 }
@@ -35,14 +41,17 @@ py::dtype NumpyDtype(DataType t) {
 void ThrowIfError(const Status& status) {
   if (status.ok()) return;
   switch (status.code()) {
-    case StatusCode::kInvalidArgument: throw py::value_error(status.message());
-    case StatusCode::kNotFound: throw py::value_error(status.message());
+    case StatusCode::kInvalidArgument:
+      throw py::value_error(status.message());
+    case StatusCode::kNotFound:
+      throw py::value_error(status.message());
     case StatusCode::kUnimplemented: {
       py::gil_scoped_acquire gil;  // callers may have released it around a run
       PyErr_SetString(PyExc_NotImplementedError, status.message().c_str());
       throw py::error_already_set();
     }
-    default: throw std::runtime_error(status.message());
+    default:
+      throw std::runtime_error(status.message());
   }
 }
 

@@ -1,6 +1,6 @@
 // Conversions between Python/numpy values and oneflow_lite's: ndarray <->
-// Tensor (copies, or views that share the buffer), dict <-> AttrMap, and Status -> Python exception (the one
-// place where a Status becomes an exception). Called with the GIL held.
+// Tensor (copies, or views that share the buffer), dict <-> AttrMap, and Status -> Python exception
+// (the one place where a Status becomes an exception). Called with the GIL held.
 #pragma once
 
 #include <pybind11/numpy.h>

@@ -63,39 +63,40 @@ void BindCostModelClass(py::module_& m) {
                              [](const PyModel& p) { return p.model->graph().num_edges(); })
       .def_property_readonly("smallest_memory_need_bytes",
                              [](const PyModel& p) { return p.model->graph().SmallestMemoryNeed(); })
-      .def("cost_graph", [](const PyModel& p) { return CostGraphDict(p.model->graph()); },
-           "the cost graph as the searchers get it, before pruning: {'nodes': [{'name', "
-           "'compute_s', 'memory_bytes'}], 'edges': [{'from', 'to', 'seconds' (rows: from's "
-           "candidates)}], 'memory_limit' (bytes per device or None)}")
-      .def("plan",
-           [](const PyModel& p, const std::string& searcher,
-              const std::map<std::string, std::string>& pinned,
-              const std::optional<double>& exact_time_budget_s,
-              const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
-              bool exact_starts_from_autoddl, const std::optional<double>& optimality_cap_s) {
-             PlanRequest a;
-             a.searcher = searcher;
-             a.exact_starts_from_autoddl = exact_starts_from_autoddl;
-             a.optimality_cap = optimality_cap_s;
-             a.pinned = pinned;
-             a.exact_time_budget = exact_time_budget_s;
-             a.exact_max_table_entries = exact_max_table_entries;
-             a.autoddl_random_starts = autoddl_random_starts;
-             Maybe<PlannedStrategy> planned = PlannedStrategy{};
-             {
-               py::gil_scoped_release release;
-               planned = PlanOnModel(*p.graph, p.model, a);
-             }
-             return PyPlanned{p.graph, Unwrap(std::move(planned))};
-           },
-           py::arg("searcher") = "autoddl",
-           py::arg("pinned") = std::map<std::string, std::string>{},
-           py::arg("exact_time_budget_s") = py::none(),
-           py::arg("exact_max_table_entries") = py::none(), py::arg("autoddl_random_starts") = 0,
-           py::arg("exact_starts_from_autoddl") = true, py::arg("optimality_cap_s") = py::none(),
-           "plans on this model (built once, reused across searchers); stats['seconds'] "
-           "includes the model's build time. exact_starts_from_autoddl=False: exact's "
-           "unproved answer comes from its own plain descent (for comparison)");
+      .def(
+          "cost_graph", [](const PyModel& p) { return CostGraphDict(p.model->graph()); },
+          "the cost graph as the searchers get it, before pruning: {'nodes': [{'name', "
+          "'compute_s', 'memory_bytes'}], 'edges': [{'from', 'to', 'seconds' (rows: from's "
+          "candidates)}], 'memory_limit' (bytes per device or None)}")
+      .def(
+          "plan",
+          [](const PyModel& p, const std::string& searcher,
+             const std::map<std::string, std::string>& pinned,
+             const std::optional<double>& exact_time_budget_s,
+             const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
+             bool exact_starts_from_autoddl, const std::optional<double>& optimality_cap_s) {
+            PlanRequest a;
+            a.searcher = searcher;
+            a.exact_starts_from_autoddl = exact_starts_from_autoddl;
+            a.optimality_cap = optimality_cap_s;
+            a.pinned = pinned;
+            a.exact_time_budget = exact_time_budget_s;
+            a.exact_max_table_entries = exact_max_table_entries;
+            a.autoddl_random_starts = autoddl_random_starts;
+            Maybe<PlannedStrategy> planned = PlannedStrategy{};
+            {
+              py::gil_scoped_release release;
+              planned = PlanOnModel(*p.graph, p.model, a);
+            }
+            return PyPlanned{p.graph, Unwrap(std::move(planned))};
+          },
+          py::arg("searcher") = "autoddl", py::arg("pinned") = std::map<std::string, std::string>{},
+          py::arg("exact_time_budget_s") = py::none(),
+          py::arg("exact_max_table_entries") = py::none(), py::arg("autoddl_random_starts") = 0,
+          py::arg("exact_starts_from_autoddl") = true, py::arg("optimality_cap_s") = py::none(),
+          "plans on this model (built once, reused across searchers); stats['seconds'] "
+          "includes the model's build time. exact_starts_from_autoddl=False: exact's "
+          "unproved answer comes from its own plain descent (for comparison)");
 }
 
 }  // namespace

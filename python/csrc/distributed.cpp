@@ -79,59 +79,59 @@ CompiledGraph CompileUnlocked(const Program& program, const Placement& placement
 }
 
 // The keyword arguments DistributedSession and compile share, after fetches.
-#define OFL_SESSION_ARGS                                                                     \
-  py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000, py::arg("trace_path") = "",    \
-      py::arg("num_slots") = 2, py::arg("micro_batches") = 1, py::arg("transactional") = true, \
-      py::arg("local_feeds") = false,                                                        \
-      py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes
+#define OFL_SESSION_ARGS                                                                   \
+  py::arg("num_threads") = 0, py::arg("timeout_ms") = 60000, py::arg("trace_path") = "",   \
+  py::arg("num_slots") = 2, py::arg("micro_batches") = 1, py::arg("transactional") = true, \
+  py::arg("local_feeds") = false,                                                          \
+  py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes
 
 void BindSessionRun(py::class_<DistributedSession>& c) {
   c.def(
       "run",
-           [](DistributedSession& s, const py::object& feeds,
-              const std::vector<std::string>& fetches) -> py::object {
-             auto to_map = [](const py::dict& d) {
-               std::map<std::string, Tensor> in;
-               for (auto item : d) {
-                 std::string name = py::str(item.first);
-                 in[name] = TensorFromArray(item.second.cast<py::array>(), "input '" + name + "'");
-               }
-               return in;
-             };
-             const bool per_micro_batch = !py::isinstance<py::dict>(feeds);
-             std::vector<std::map<std::string, Tensor>> in;
-             if (per_micro_batch) {
-               for (auto d : feeds.cast<py::list>()) in.push_back(to_map(d.cast<py::dict>()));
-             } else {
-               in.push_back(to_map(feeds.cast<py::dict>()));
-             }
-             std::vector<std::vector<Tensor>> out;
-             {
-               py::gil_scoped_release release;
-               ThrowIfError(s.RunStep(in, fetches, &out));
-             }
-             py::list result;
-             for (const auto& micro_batch : out) {
-               py::list fetched;
-               for (const Tensor& t : micro_batch) {
-                 if (t.defined()) {
-                   fetched.append(ArrayFromTensor(t));
-                 } else {
-                   fetched.append(py::none());
-                 }
-               }
-               result.append(fetched);
-             }
-             return per_micro_batch ? py::object(result) : py::object(result[0]);
-           },
-           py::arg("feeds"), py::arg("fetches"),
-           "feeds: a dict (one micro-batch) or a list of micro_batches dicts (one step); "
-           "returns the fetched arrays, or one list of them per micro-batch");
+      [](DistributedSession& s, const py::object& feeds,
+         const std::vector<std::string>& fetches) -> py::object {
+        auto to_map = [](const py::dict& d) {
+          std::map<std::string, Tensor> in;
+          for (auto item : d) {
+            std::string name = py::str(item.first);
+            in[name] = TensorFromArray(item.second.cast<py::array>(), "input '" + name + "'");
+          }
+          return in;
+        };
+        const bool per_micro_batch = !py::isinstance<py::dict>(feeds);
+        std::vector<std::map<std::string, Tensor>> in;
+        if (per_micro_batch) {
+          for (auto d : feeds.cast<py::list>()) in.push_back(to_map(d.cast<py::dict>()));
+        } else {
+          in.push_back(to_map(feeds.cast<py::dict>()));
+        }
+        std::vector<std::vector<Tensor>> out;
+        {
+          py::gil_scoped_release release;
+          ThrowIfError(s.RunStep(in, fetches, &out));
+        }
+        py::list result;
+        for (const auto& micro_batch : out) {
+          py::list fetched;
+          for (const Tensor& t : micro_batch) {
+            if (t.defined()) {
+              fetched.append(ArrayFromTensor(t));
+            } else {
+              fetched.append(py::none());
+            }
+          }
+          result.append(fetched);
+        }
+        return per_micro_batch ? py::object(result) : py::object(result[0]);
+      },
+      py::arg("feeds"), py::arg("fetches"),
+      "feeds: a dict (one micro-batch) or a list of micro_batches dicts (one step); "
+      "returns the fetched arrays, or one list of them per micro-batch");
 }
 
 void BindSessionState(py::class_<DistributedSession>& c) {
   c.def("set_detect_anomaly", &DistributedSession::set_detect_anomaly, py::arg("on"),
-           "runs fail at the first op whose output holds a NaN or Inf, naming it")
+        "runs fail at the first op whose output holds a NaN or Inf, naming it")
       .def("get_variable",
            [](const DistributedSession& s, const std::string& name) {
              return ArrayFromTensor(Unwrap(s.GetVariable(name)));
@@ -142,35 +142,37 @@ void BindSessionState(py::class_<DistributedSession>& c) {
            })
       .def("local_ranks", &DistributedSession::LocalRanks,
            "this process's ranks of the plan (every rank in a world of one process)")
-      .def("variable_layout",
-           [](const DistributedSession& s, const std::string& name) {
-             return LayoutDict(Unwrap(s.VariableLayoutOf(name)));
-           },
-           py::arg("name"),
-           "shape, dtype, nd_sbp, ranks, hierarchy, and slices: rank -> {offset, shape, "
-           "partial, primary (the one copy a checkpoint stores)}")
-      .def("get_variable_slice",
-           [](const DistributedSession& s, const std::string& name, int64_t rank) {
-             return ArrayFromTensor(Unwrap(s.GetVariableSlice(name, rank)));
-           },
-           py::arg("name"), py::arg("rank"))
-      .def("set_variable_slice",
-           [](DistributedSession& s, const std::string& name, int64_t rank,
-              const py::array& value) {
-             const std::string what =
-                 "set_variable_slice: variable '" + name + "' rank " + std::to_string(rank);
-             ThrowIfError(s.SetVariableSlice(name, rank, TensorFromArray(value, what)));
-           },
-           py::arg("name"), py::arg("rank"), py::arg("value"))
+      .def(
+          "variable_layout",
+          [](const DistributedSession& s, const std::string& name) {
+            return LayoutDict(Unwrap(s.VariableLayoutOf(name)));
+          },
+          py::arg("name"),
+          "shape, dtype, nd_sbp, ranks, hierarchy, and slices: rank -> {offset, shape, "
+          "partial, primary (the one copy a checkpoint stores)}")
+      .def(
+          "get_variable_slice",
+          [](const DistributedSession& s, const std::string& name, int64_t rank) {
+            return ArrayFromTensor(Unwrap(s.GetVariableSlice(name, rank)));
+          },
+          py::arg("name"), py::arg("rank"))
+      .def(
+          "set_variable_slice",
+          [](DistributedSession& s, const std::string& name, int64_t rank, const py::array& value) {
+            const std::string what =
+                "set_variable_slice: variable '" + name + "' rank " + std::to_string(rank);
+            ThrowIfError(s.SetVariableSlice(name, rank, TensorFromArray(value, what)));
+          },
+          py::arg("name"), py::arg("rank"), py::arg("value"))
       .def("bytes_sent", &DistributedSession::BytesSentByRank)
       .def("peak_bytes", &DistributedSession::PeakBytes)
       .def("undo_bytes", &DistributedSession::UndoBytes,
            "per rank: bytes of the undo copy of the variables (transactional steps), part of "
            "peak_bytes")
       .def("strategy", [](const DistributedSession& s) { return s.strategy().ToString(s.graph()); })
-      .def("to_dot",
-           [](const DistributedSession& s) { return s.StrategyDot(); },
-           "the strategy as Graphviz DOT (graph/strategy_dot.h)")
+      .def(
+          "to_dot", [](const DistributedSession& s) { return s.StrategyDot(); },
+          "the strategy as Graphviz DOT (graph/strategy_dot.h)")
       .def("plan_bytes",
            [](const DistributedSession& s) { return py::bytes(s.plan().SerializeAsString()); });
 }
@@ -202,8 +204,8 @@ void BindCompile(py::module_& m) {
                            transactional, local_feeds, gradient_bucket_bytes);
         CompiledGraph c = CompileUnlocked(program, placement, spec, fetches, options);
         auto graph = std::make_shared<const OpGraph>(program.graph());
-        py::object planned = c.planned ? py::cast(PyPlanned{graph, std::move(*c.planned)})
-                                       : py::object(py::none());
+        py::object planned =
+            c.planned ? py::cast(PyPlanned{graph, std::move(*c.planned)}) : py::object(py::none());
         return PyCompiled{std::move(c.strategy), planned, py::cast(std::move(c.session))};
       },
       py::arg("program"), py::arg("placement"), py::arg("spec"),
@@ -218,10 +220,10 @@ void BindDistributed(py::module_& m) {
   py::class_<DistributedSession> c(m, "DistributedSession");
   c.def(py::init([](const Program& program, const std::vector<int64_t>& ranks,
                     const std::vector<int64_t>& hierarchy, const py::object& strategy,
-                    const std::vector<std::string>& fetches, int num_threads,
-                    int64_t timeout_ms, const std::string& trace_path, int64_t num_slots,
-                    int64_t micro_batches, bool transactional, bool local_feeds,
-                    int64_t gradient_bucket_bytes, const std::string& device_type) {
+                    const std::vector<std::string>& fetches, int num_threads, int64_t timeout_ms,
+                    const std::string& trace_path, int64_t num_slots, int64_t micro_batches,
+                    bool transactional, bool local_feeds, int64_t gradient_bucket_bytes,
+                    const std::string& device_type) {
           Placement placement = Unwrap(
               Placement::Create(Unwrap(ParseDeviceType(device_type)), ranks, Shape(hierarchy)));
           DistributedOptions options =

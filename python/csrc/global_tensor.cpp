@@ -23,8 +23,9 @@ void BindGlobal(py::module_& m) {
       },
       py::arg("device"), py::arg("ranks"), py::arg("hierarchy") = std::vector<int64_t>{});
   // Parses "S(0)", "B", "P" or "(S(0), B)"; returns the canonical NdSbp text.
-  m.def("parse_nd_sbp", [](const std::string& text) { return Unwrap(NdSbp::Parse(text)).ToString(); },
-        py::arg("text"));
+  m.def(
+      "parse_nd_sbp", [](const std::string& text) { return Unwrap(NdSbp::Parse(text)).ToString(); },
+      py::arg("text"));
   // The slice held by the rank at flat position `index` of the hierarchy:
   // (shape, offset, partial). Raises ValueError naming `what` when the NdSbp
   // does not fit the logical shape or the hierarchy.

@@ -14,14 +14,15 @@
 namespace ofl::python {
 namespace {
 
-std::vector<Tensor> TensorsFromList(const std::vector<py::object>& arrays, const std::string& what) {
+std::vector<Tensor> TensorsFromList(const std::vector<py::object>& arrays,
+                                    const std::string& what) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < arrays.size(); ++i) {
     if (arrays[i].is_none()) {
       out.emplace_back();
     } else {
-      out.push_back(TensorFromArray(arrays[i].cast<py::array>(),
-                                    what + " argument " + std::to_string(i)));
+      out.push_back(
+          TensorFromArray(arrays[i].cast<py::array>(), what + " argument " + std::to_string(i)));
     }
   }
   return out;
@@ -36,8 +37,8 @@ std::vector<Tensor> TensorViewsOfList(const std::vector<py::object>& arrays,
     if (arrays[i].is_none()) {
       out.emplace_back();
     } else {
-      out.push_back(TensorViewOfArray(arrays[i].cast<py::array>(),
-                                      what + " argument " + std::to_string(i)));
+      out.push_back(
+          TensorViewOfArray(arrays[i].cast<py::array>(), what + " argument " + std::to_string(i)));
     }
   }
   return out;
@@ -70,7 +71,8 @@ py::list FreshArraysOrNone(const std::vector<Tensor>& tensors) {
   return out;
 }
 
-std::vector<TensorDesc> DescsFromList(const std::vector<std::pair<std::vector<int64_t>, std::string>>& in) {
+std::vector<TensorDesc> DescsFromList(
+    const std::vector<std::pair<std::vector<int64_t>, std::string>>& in) {
   std::vector<TensorDesc> out;
   for (const auto& [dims, dtype] : in) out.push_back({Shape(dims), Unwrap(ParseDataType(dtype))});
   return out;
@@ -86,14 +88,22 @@ OptimizerConf OptimizerFromArgs(const std::string& kind, const py::dict& hyper) 
       continue;
     }
     double v = item.second.cast<double>();
-    if (k == "lr") c.lr = v;
-    else if (k == "momentum") c.momentum = v;
-    else if (k == "weight_decay") c.weight_decay = v;
-    else if (k == "beta1") c.beta1 = v;
-    else if (k == "beta2") c.beta2 = v;
-    else if (k == "eps") c.eps = v;
-    else if (k == "clip_grad_max_norm") c.clip_grad_max_norm = v;
-    else throw py::value_error("optimizer " + kind + ": unknown hyper-parameter '" + k + "'");
+    if (k == "lr")
+      c.lr = v;
+    else if (k == "momentum")
+      c.momentum = v;
+    else if (k == "weight_decay")
+      c.weight_decay = v;
+    else if (k == "beta1")
+      c.beta1 = v;
+    else if (k == "beta2")
+      c.beta2 = v;
+    else if (k == "eps")
+      c.eps = v;
+    else if (k == "clip_grad_max_norm")
+      c.clip_grad_max_norm = v;
+    else
+      throw py::value_error("optimizer " + kind + ": unknown hyper-parameter '" + k + "'");
   }
   return c;
 }
@@ -132,8 +142,7 @@ void BindEager(py::module_& m) {
              const py::dict& attrs) {
             bool device = false;
             std::vector<Tensor> ins = EagerInputs(inputs, op_type, &device);
-            return EagerResults(Unwrap(e.Run(op_type, ins, AttrsFromDict(attrs, op_type))),
-                                device);
+            return EagerResults(Unwrap(e.Run(op_type, ins, AttrsFromDict(attrs, op_type))), device);
           },
           py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict())
       .def(
@@ -152,8 +161,8 @@ void BindEager(py::module_& m) {
             }
             bool device = false;
             std::vector<Tensor> ins = EagerInputs(inputs, op_type, &device);
-            return EagerResults(
-                Unwrap(e.RunInPlace(op_type, ins, AttrsFromDict(attrs, op_type))), device);
+            return EagerResults(Unwrap(e.RunInPlace(op_type, ins, AttrsFromDict(attrs, op_type))),
+                                device);
           },
           py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict())
       .def(
@@ -204,41 +213,48 @@ namespace {
 void BindProgram(py::module_& m) {
   py::class_<Program>(m, "Program")
       .def(py::init<>())
-      .def("add_input",
-           [](Program& p, const std::string& name, const std::vector<int64_t>& shape,
-              const std::string& dtype) {
-             ThrowIfError(p.graph().AddInput(name, {Shape(shape), Unwrap(ParseDataType(dtype))}));
-           },
-           py::arg("name"), py::arg("shape"), py::arg("dtype") = "float32")
-      .def("add_variable",
-           [](Program& p, const std::string& name, const py::array& init, bool trainable) {
-             ThrowIfError(p.graph().AddVariable(name, TensorFromArray(init, "variable '" + name + "'"),
-                                                trainable));
-           },
-           py::arg("name"), py::arg("init"), py::arg("trainable") = true)
-      .def("add_op",
-           [](Program& p, const std::string& type, const std::vector<std::string>& inputs,
-              const py::dict& attrs, const std::string& name) {
-             return Unwrap(p.graph().AddOp(type, inputs, AttrsFromDict(attrs, type), name));
-           },
-           py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict(),
-           py::arg("name") = "")
-      .def("minimize",
-           [](Program& p, const std::string& loss, const std::string& optimizer,
-              const py::dict& hyper) {
-             ThrowIfError(p.Minimize(loss, OptimizerFromArgs(optimizer, hyper)));
-           },
-           py::arg("loss"), py::arg("optimizer") = "sgd", py::arg("hyper") = py::dict())
+      .def(
+          "add_input",
+          [](Program& p, const std::string& name, const std::vector<int64_t>& shape,
+             const std::string& dtype) {
+            ThrowIfError(p.graph().AddInput(name, {Shape(shape), Unwrap(ParseDataType(dtype))}));
+          },
+          py::arg("name"), py::arg("shape"), py::arg("dtype") = "float32")
+      .def(
+          "add_variable",
+          [](Program& p, const std::string& name, const py::array& init, bool trainable) {
+            ThrowIfError(p.graph().AddVariable(
+                name, TensorFromArray(init, "variable '" + name + "'"), trainable));
+          },
+          py::arg("name"), py::arg("init"), py::arg("trainable") = true)
+      .def(
+          "add_op",
+          [](Program& p, const std::string& type, const std::vector<std::string>& inputs,
+             const py::dict& attrs, const std::string& name) {
+            return Unwrap(p.graph().AddOp(type, inputs, AttrsFromDict(attrs, type), name));
+          },
+          py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict(),
+          py::arg("name") = "")
+      .def(
+          "minimize",
+          [](Program& p, const std::string& loss, const std::string& optimizer,
+             const py::dict& hyper) {
+            ThrowIfError(p.Minimize(loss, OptimizerFromArgs(optimizer, hyper)));
+          },
+          py::arg("loss"), py::arg("optimizer") = "sgd", py::arg("hyper") = py::dict())
       .def("gradients", &Program::gradients)
-      .def("shape", [](const Program& p, const std::string& name) {
-        return Unwrap(p.graph().Desc(name)).shape.dims();
-      })
-      .def("dtype", [](const Program& p, const std::string& name) {
-        return std::string(DataTypeName(Unwrap(p.graph().Desc(name)).dtype));
-      })
+      .def("shape",
+           [](const Program& p, const std::string& name) {
+             return Unwrap(p.graph().Desc(name)).shape.dims();
+           })
+      .def("dtype",
+           [](const Program& p, const std::string& name) {
+             return std::string(DataTypeName(Unwrap(p.graph().Desc(name)).dtype));
+           })
       .def("variables", [](const Program& p) { return p.graph().variable_names(); })
       .def("num_ops", [](const Program& p) { return p.graph().ops().size(); })
-      .def("job_bytes", [](const Program& p) { return py::bytes(p.graph().ToJob().SerializeAsString()); })
+      .def("job_bytes",
+           [](const Program& p) { return py::bytes(p.graph().ToJob().SerializeAsString()); })
       .def("__str__", [](const Program& p) { return p.graph().ToString(); });
 }
 
@@ -259,30 +275,32 @@ void BindSession(py::module_& m) {
            py::arg("timeout_ms") = SessionOptions().timeout.count(),
            py::arg("transactional") = true, py::arg("trace_path") = "",
            py::arg("plan_memory") = true)
-      .def("run",
-           [](Session& s, const py::dict& feeds, const std::vector<std::string>& fetches) {
-             std::map<std::string, Tensor> in;
-             for (auto item : feeds) {
-               std::string name = py::str(item.first);
-               in[name] = TensorFromArray(item.second.cast<py::array>(), "input '" + name + "'");
-             }
-             std::vector<Tensor> out;
-             {
-               py::gil_scoped_release release;
-               ThrowIfError(s.Run(in, fetches, &out));
-             }
-             return ArraysOrNone(out);
-           },
-           py::arg("feeds"), py::arg("fetches"))
+      .def(
+          "run",
+          [](Session& s, const py::dict& feeds, const std::vector<std::string>& fetches) {
+            std::map<std::string, Tensor> in;
+            for (auto item : feeds) {
+              std::string name = py::str(item.first);
+              in[name] = TensorFromArray(item.second.cast<py::array>(), "input '" + name + "'");
+            }
+            std::vector<Tensor> out;
+            {
+              py::gil_scoped_release release;
+              ThrowIfError(s.Run(in, fetches, &out));
+            }
+            return ArraysOrNone(out);
+          },
+          py::arg("feeds"), py::arg("fetches"))
       .def("set_detect_anomaly", &Session::set_detect_anomaly, py::arg("on"),
            "runs fail at the first op whose output holds a NaN or Inf, naming it")
       .def("get_variable",
            [](const Session& s, const std::string& name) {
              return ArrayFromTensor(Unwrap(s.GetVariable(name)));
            })
-      .def("set_variable", [](Session& s, const std::string& name, const py::array& value) {
-        ThrowIfError(s.SetVariable(name, TensorFromArray(value, "variable '" + name + "'")));
-      })
+      .def("set_variable",
+           [](Session& s, const std::string& name, const py::array& value) {
+             ThrowIfError(s.SetVariable(name, TensorFromArray(value, "variable '" + name + "'")));
+           })
       .def("plan_bytes", [](const Session& s) { return py::bytes(s.plan().SerializeAsString()); })
       .def("peak_bytes", &Session::peak_bytes,
            "the device's peak allocated bytes since the session was created (registers, "
@@ -326,8 +344,8 @@ void BindOpTools(py::module_& m) {
   m.def(
       "run_op",
       [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs) {
-        return FreshArraysOrNone(Unwrap(RunOp(op_type, TensorViewsOfList(inputs, op_type),
-                                         AttrsFromDict(attrs, op_type))));
+        return FreshArraysOrNone(Unwrap(
+            RunOp(op_type, TensorViewsOfList(inputs, op_type), AttrsFromDict(attrs, op_type))));
       },
       py::arg("op_type"), py::arg("inputs"), py::arg("attrs") = py::dict());
   m.def(
@@ -335,8 +353,8 @@ void BindOpTools(py::module_& m) {
       [](const std::string& op_type, const std::vector<py::object>& inputs, const py::dict& attrs,
          const std::vector<py::object>& output_grads) {
         return FreshArraysOrNone(Unwrap(RunOpGrad(op_type, TensorViewsOfList(inputs, op_type),
-                                             AttrsFromDict(attrs, op_type),
-                                             TensorViewsOfList(output_grads, op_type))));
+                                                  AttrsFromDict(attrs, op_type),
+                                                  TensorViewsOfList(output_grads, op_type))));
       },
       py::arg("op_type"), py::arg("inputs"), py::arg("attrs"), py::arg("output_grads"));
   m.def(
@@ -344,7 +362,8 @@ void BindOpTools(py::module_& m) {
       [](const std::string& op_type,
          const std::vector<std::pair<std::vector<int64_t>, std::string>>& inputs,
          const py::dict& attrs) {
-        OpInfo info = Unwrap(InspectOp(op_type, DescsFromList(inputs), AttrsFromDict(attrs, op_type)));
+        OpInfo info =
+            Unwrap(InspectOp(op_type, DescsFromList(inputs), AttrsFromDict(attrs, op_type)));
         py::dict d;
         py::list outs;
         for (const TensorDesc& o : info.outputs) {
@@ -412,12 +431,14 @@ void BindKernelTools(py::module_& m) {
           dims = hierarchy.cast<std::vector<int64_t>>();
         } else {
           int64_t ndim = hierarchy.cast<int64_t>();
-          if (ndim < 0) throw py::value_error("hierarchy_ndim must be >= 0, got " + std::to_string(ndim));
+          if (ndim < 0)
+            throw py::value_error("hierarchy_ndim must be >= 0, got " + std::to_string(ndim));
           dims.assign(ndim, 1);
         }
         std::vector<std::string> out;
-        for (const NdSbpSignature& s : Unwrap(InspectNdSbp(
-                 op_type, DescsFromList(input_descs), AttrsFromDict(attrs, op_type), dims, known))) {
+        for (const NdSbpSignature& s :
+             Unwrap(InspectNdSbp(op_type, DescsFromList(input_descs), AttrsFromDict(attrs, op_type),
+                                 dims, known))) {
           out.push_back(s.ToString());
         }
         return out;

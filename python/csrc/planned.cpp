@@ -2,11 +2,12 @@
 // it: PlannedStrategy (its typed Strategy, searcher, stats, predicted step,
 // bytes and memory, report, diff, save), StrategyDiff and MemoryEstimate.
 // Saving writes protobuf JSON in C++ (api/strategy_io.h).
+#include "planned.h"
+
 #include <pybind11/stl.h>
 
 #include "convert.h"
 #include "oneflow_lite/api/strategy_io.h"
-#include "planned.h"
 
 namespace ofl::python {
 namespace {
@@ -18,8 +19,8 @@ py::dict StatsDict(const PlannedStrategy& p) {
   d["ops"] = s.ops;
   d["cost_nodes"] = s.cost_nodes;
   d["cost_edges"] = s.cost_edges;
-  d["candidates"] = s.mean_candidates;          // per cost node
-  d["op_candidates"] = s.mean_op_candidates;    // signatures per op (folded updates included)
+  d["candidates"] = s.mean_candidates;        // per cost node
+  d["op_candidates"] = s.mean_op_candidates;  // signatures per op (folded updates included)
   d["pruned"] = s.pruned;
   d["build_seconds"] = s.build_seconds;
   d["search_seconds"] = s.search_seconds;
@@ -125,26 +126,26 @@ void SavePlanned(const PyPlanned& p, const std::string& path) {
 // Figures: predicted step, bytes, stats, the chosen candidates.
 void BindPlannedFigures(py::class_<PyPlanned>& c) {
   c.def_property_readonly(
-          "step_estimate",
-          [](const PyPlanned& p) {
-            return StepEstimateDict(Unwrap(EstimatePlannedStep(p.planned)));
-          },
-          "the full model of the chosen plan: gradient buckets in order of readiness, "
-          "overlapped with backward (graph/cost_model_buckets.h)")
+       "step_estimate",
+       [](const PyPlanned& p) { return StepEstimateDict(Unwrap(EstimatePlannedStep(p.planned))); },
+       "the full model of the chosen plan: gradient buckets in order of readiness, "
+       "overlapped with backward (graph/cost_model_buckets.h)")
       .def_property_readonly("searcher", [](const PyPlanned& p) { return p.planned.searcher; })
-      .def_property_readonly("strategy", [](const PyPlanned& p) { return p.planned.strategy; },
-                             "the chosen Strategy (typed; a session runs it as it is)")
+      .def_property_readonly(
+          "strategy", [](const PyPlanned& p) { return p.planned.strategy; },
+          "the chosen Strategy (typed; a session runs it as it is)")
       .def_property_readonly("placement",
                              [](const PyPlanned& p) { return p.planned.strategy.placement(); })
       .def_property_readonly("predicted_step_s",
                              [](const PyPlanned& p) { return p.planned.solution.total_seconds; })
-      .def_property_readonly("predicted_bytes",
-                             [](const PyPlanned& p) {
-                               return Unwrap(PredictedBytesSent(
-                                   p.planned, *p.graph, DistributedOptions{}.gradient_bucket_bytes));
-                             },
-                             "per rank, the bytes a DistributedSession with its default "
-                             "gradient buckets sends in one step")
+      .def_property_readonly(
+          "predicted_bytes",
+          [](const PyPlanned& p) {
+            return Unwrap(PredictedBytesSent(p.planned, *p.graph,
+                                             DistributedOptions{}.gradient_bucket_bytes));
+          },
+          "per rank, the bytes a DistributedSession with its default "
+          "gradient buckets sends in one step")
       .def(
           "predicted_bytes_with_buckets",
           [](const PyPlanned& p, int64_t gradient_bucket_bytes) {
@@ -162,48 +163,51 @@ void BindPlannedFigures(py::class_<PyPlanned>& c) {
 // Memory, report, diff, text and save.
 void BindPlannedReports(py::class_<PyPlanned>& c) {
   c.def(
-          "predicted_memory",
-          [](const PyPlanned& p, const std::vector<std::string>& fetches, int64_t num_slots,
-             const std::optional<int64_t>& micro_batches, int64_t gradient_bucket_bytes,
-             bool transactional) {
-            DistributedOptions o;
-            o.num_slots = num_slots;
-            o.micro_batches = micro_batches ? *micro_batches
-                                            : p.planned.model->options().micro_batches;
-            o.gradient_bucket_bytes = gradient_bucket_bytes;
-            o.transactional = transactional;
-            Maybe<MemoryEstimate> m = MemoryEstimate{};
-            {
-              py::gil_scoped_release release;
-              m = PredictPlannedMemory(*p.graph, p.planned, fetches, o);
-            }
-            return Unwrap(std::move(m));
+       "predicted_memory",
+       [](const PyPlanned& p, const std::vector<std::string>& fetches, int64_t num_slots,
+          const std::optional<int64_t>& micro_batches, int64_t gradient_bucket_bytes,
+          bool transactional) {
+         DistributedOptions o;
+         o.num_slots = num_slots;
+         o.micro_batches =
+             micro_batches ? *micro_batches : p.planned.model->options().micro_batches;
+         o.gradient_bucket_bytes = gradient_bucket_bytes;
+         o.transactional = transactional;
+         Maybe<MemoryEstimate> m = MemoryEstimate{};
+         {
+           py::gil_scoped_release release;
+           m = PredictPlannedMemory(*p.graph, p.planned, fetches, o);
+         }
+         return Unwrap(std::move(m));
+       },
+       py::arg("fetches") = std::vector<std::string>{}, py::arg("num_slots") = 2,
+       py::arg("micro_batches") = py::none(),
+       py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes,
+       py::arg("transactional") = true,
+       "the peak bytes per rank a DistributedSession with these arguments (its defaults; "
+       "micro_batches: the plan's) has its allocators count (session.peak_bytes()): the "
+       "runtime's register arena by liveness, every buffer kept apart, the undo copy "
+       "(oneflow_lite/api/memory_estimate.h). stats['memory_bytes'] is the searchers' "
+       "additive proxy, not this")
+      .def(
+          "report",
+          [](const PyPlanned& p, bool full, int max_rows, const MemoryEstimate* memory) {
+            return SimulatedReport(p, memory).ToText(full, max_rows);
           },
-          py::arg("fetches") = std::vector<std::string>{}, py::arg("num_slots") = 2,
-          py::arg("micro_batches") = py::none(),
-          py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes,
-          py::arg("transactional") = true,
-          "the peak bytes per rank a DistributedSession with these arguments (its defaults; "
-          "micro_batches: the plan's) has its allocators count (session.peak_bytes()): the "
-          "runtime's register arena by liveness, every buffer kept apart, the undo copy "
-          "(oneflow_lite/api/memory_estimate.h). stats['memory_bytes'] is the searchers' "
-          "additive proxy, not this")
-      .def("report",
-           [](const PyPlanned& p, bool full, int max_rows, const MemoryEstimate* memory) {
-             return SimulatedReport(p, memory).ToText(full, max_rows);
-           },
-           py::arg("full") = false, py::arg("max_rows") = 20, py::arg("memory") = py::none(),
-           "memory: predicted_memory(...)'s answer, shown as the predicted peak")
-      .def("report_json",
-           [](const PyPlanned& p, const MemoryEstimate* memory) {
-             return SimulatedReport(p, memory).ToJson();
-           },
-           py::arg("memory") = py::none())
-      .def("diff",
-           [](const PyPlanned& p, const PyPlanned& other) {
-             return Unwrap(DiffPlanned(p.planned, other.planned));
-           },
-           py::arg("other"), "what changes from this strategy to `other` (same graph)")
+          py::arg("full") = false, py::arg("max_rows") = 20, py::arg("memory") = py::none(),
+          "memory: predicted_memory(...)'s answer, shown as the predicted peak")
+      .def(
+          "report_json",
+          [](const PyPlanned& p, const MemoryEstimate* memory) {
+            return SimulatedReport(p, memory).ToJson();
+          },
+          py::arg("memory") = py::none())
+      .def(
+          "diff",
+          [](const PyPlanned& p, const PyPlanned& other) {
+            return Unwrap(DiffPlanned(p.planned, other.planned));
+          },
+          py::arg("other"), "what changes from this strategy to `other` (same graph)")
       .def("strategy_text",
            [](const PyPlanned& p) { return p.planned.strategy.ToString(*p.graph); })
       .def("save", &SavePlanned, py::arg("path"),
@@ -229,13 +233,14 @@ void BindPlanned(py::module_& m) {
       .def_property_readonly("peak_bytes", &MemoryEstimate::PeakBytes, "per rank")
       .def_readonly("max_bytes", &MemoryEstimate::max_bytes)
       .def_readonly("busiest_rank", &MemoryEstimate::busiest_rank)
-      .def_property_readonly("ranks",
-                             [](const MemoryEstimate& e) {
-                               py::list out;
-                               for (const RankMemory& r : e.ranks) out.append(RankMemoryDict(r));
-                               return out;
-                             },
-                             "per rank: the breakdown (dicts)")
+      .def_property_readonly(
+          "ranks",
+          [](const MemoryEstimate& e) {
+            py::list out;
+            for (const RankMemory& r : e.ranks) out.append(RankMemoryDict(r));
+            return out;
+          },
+          "per rank: the breakdown (dicts)")
       .def("__str__", &MemoryEstimate::ToText);
   py::class_<PyPlanned> c(m, "PlannedStrategy");
   BindPlannedFigures(c);

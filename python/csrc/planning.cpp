@@ -4,13 +4,14 @@
 // names, and the parts bound in their own files: clusters and calibration
 // (clusters.cpp), typed strategies (strategy_types.cpp), cost models
 // (cost_model.cpp). Declared-only variables: Program.add_variable_desc.
+#include "oneflow_lite/api/planning.h"
+
 #include <pybind11/stl.h>
 
 #include <memory>
 
 #include "convert.h"
 #include "oneflow_lite/api/compile.h"
-#include "oneflow_lite/api/planning.h"
 #include "oneflow_lite/api/session.h"
 #include "planned.h"
 #include "strategy_types.h"
@@ -60,14 +61,22 @@ void BindPlan(py::module_& m) {
          const std::optional<int64_t>& exact_max_table_entries, int autoddl_random_starts,
          const std::optional<double>& optimality_cap_s,
          const std::optional<int64_t>& gradient_bucket_bytes, bool overlap_gradients) {
-        PlanRequest a{searcher, pinned, micro_batches, compute_dtype, bytes_per_parameter,
-                      memory_limit, exact_time_budget_s, exact_max_table_entries,
-                      autoddl_random_starts, /*exact_starts_from_autoddl=*/true,
-                      optimality_cap_s, gradient_bucket_bytes, overlap_gradients};
+        PlanRequest a{searcher,
+                      pinned,
+                      micro_batches,
+                      compute_dtype,
+                      bytes_per_parameter,
+                      memory_limit,
+                      exact_time_budget_s,
+                      exact_max_table_entries,
+                      autoddl_random_starts,
+                      /*exact_starts_from_autoddl=*/true,
+                      optimality_cap_s,
+                      gradient_bucket_bytes,
+                      overlap_gradients};
         return Plan(program, MeshOf(hierarchy, ranks), cluster, a);
       },
-      py::arg("program"), py::arg("hierarchy"), py::arg("cluster"),
-      py::arg("searcher") = "autoddl",
+      py::arg("program"), py::arg("hierarchy"), py::arg("cluster"), py::arg("searcher") = "autoddl",
       py::arg("pinned") = std::map<std::string, std::string>{}, py::arg("micro_batches") = 1,
       py::arg("compute_dtype") = py::none(), py::arg("bytes_per_parameter") = py::none(),
       py::arg("memory_limit") = py::none(), py::arg("ranks") = py::none(),
@@ -75,7 +84,8 @@ void BindPlan(py::module_& m) {
       py::arg("autoddl_random_starts") = 0, py::arg("optimality_cap_s") = py::none(),
       py::arg("gradient_bucket_bytes") = py::none(), py::arg("overlap_gradients") = true,
       "Plans a strategy for `program` on a mesh `hierarchy` (or a Placement) of `cluster` (a "
-      "Cluster, a preset name or a file). memory_limit: bytes per device, None = the cluster's, -1 = none. "
+      "Cluster, a preset name or a file). memory_limit: bytes per device, None = the cluster's, -1 "
+      "= none. "
       "gradient_bucket_bytes: gradient collectives fuse into buckets of this size (None: "
       "25 MiB, 0: none); overlap_gradients: they overlap the rest of backward. "
       "optimality_cap_s: exact then runs from the plan for at most that long and "
@@ -109,15 +119,16 @@ void BindSearchSpec(py::module_& m) {
 
 void BindPlanning(py::module_& m) {
   py::reinterpret_borrow<py::class_<Program>>(m.attr("Program"))
-      .def("add_variable_desc",
-           [](Program& p, const std::string& name, const std::vector<int64_t>& shape,
-              const std::string& dtype, bool trainable) {
-             ThrowIfError(p.graph().AddVariable(
-                 name, TensorDesc{Shape(shape), Unwrap(ParseDataType(dtype))}, trainable));
-           },
-           py::arg("name"), py::arg("shape"), py::arg("dtype") = "float32",
-           py::arg("trainable") = true,
-           "declares a variable by shape and dtype only (planning; a session reports it)");
+      .def(
+          "add_variable_desc",
+          [](Program& p, const std::string& name, const std::vector<int64_t>& shape,
+             const std::string& dtype, bool trainable) {
+            ThrowIfError(p.graph().AddVariable(
+                name, TensorDesc{Shape(shape), Unwrap(ParseDataType(dtype))}, trainable));
+          },
+          py::arg("name"), py::arg("shape"), py::arg("dtype") = "float32",
+          py::arg("trainable") = true,
+          "declares a variable by shape and dtype only (planning; a session reports it)");
   BindClusters(m);
   m.def("searchers", &PlanSearchers);
   BindStrategyTypes(m);

@@ -6,13 +6,14 @@
 // "memory_bytes", "allowed"}], "edges": [{"from", "to", "tensor", "seconds"
 // (rows: from's candidates)}], "memory_limit" (bytes per device or None)}.
 // It runs with the GIL taken on the planning thread.
+#include "oneflow_lite/api/searchers.h"
+
 #include <pybind11/stl.h>
 
 #include <limits>
 #include <memory>
 
 #include "convert.h"
-#include "oneflow_lite/api/searchers.h"
 
 namespace ofl::python {
 namespace {
@@ -101,8 +102,9 @@ void BindSearchers(py::module_& m) {
       "registers fn(problem) -> one candidate index per node as the searcher `name`, for "
       "plan(..., searcher=name); problem: the cost graph as a dict (python/csrc/searchers.cpp)");
   m.def(
-      "unregister_searcher", [](const std::string& name) { ThrowIfError(UnregisterSearcher(name)); },
-      py::arg("name"), "removes a searcher registered with register_searcher");
+      "unregister_searcher",
+      [](const std::string& name) { ThrowIfError(UnregisterSearcher(name)); }, py::arg("name"),
+      "removes a searcher registered with register_searcher");
 }
 
 }  // namespace ofl::python

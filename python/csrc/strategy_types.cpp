@@ -4,9 +4,10 @@
 // views, str, diff, save, load) and PlanSpec (how a session gets its
 // strategy: deduce, random, given, search). Strategy files are protobuf
 // JSON written and read in C++ (core/proto/strategy.proto).
+#include "strategy_types.h"
+
 #include <pybind11/stl.h>
 
-#include "strategy_types.h"
 #include "convert.h"
 #include "oneflow_lite/api/compile.h"
 #include "oneflow_lite/api/strategy_io.h"
@@ -30,8 +31,8 @@ void BindPlacement(py::module_& m) {
   py::class_<Placement>(m, "Placement")
       .def(py::init([](const std::string& device_type, const std::vector<int64_t>& ranks,
                        const std::vector<int64_t>& hierarchy) {
-             return Unwrap(Placement::Create(Unwrap(ParseDeviceType(device_type)), ranks,
-                                             Shape(hierarchy)));
+             return Unwrap(
+                 Placement::Create(Unwrap(ParseDeviceType(device_type)), ranks, Shape(hierarchy)));
            }),
            py::arg("device_type") = "cpu", py::arg("ranks") = std::vector<int64_t>{},
            py::arg("hierarchy") = std::vector<int64_t>{},
@@ -57,32 +58,36 @@ void BindStrategyClass(py::module_& m) {
            py::arg("placement") = py::none(),
            "a strategy written by hand: tensor -> NdSbp text, op -> signature text (parsed "
            "here; errors name the tensor or op). placement None: the session's")
-      .def_property_readonly("sources", [](const Strategy& s) { return ReadOnly(SourceTexts(s)); },
-                             "tensor -> NdSbp text (a read-only view)")
-      .def_property_readonly("signatures",
-                             [](const Strategy& s) { return ReadOnly(SignatureTexts(s)); },
-                             "op -> signature text (a read-only view)")
-      .def_property_readonly("placement",
-                             [](const Strategy& s) -> std::optional<Placement> {
-                               if (s.placement().size() == 0) return std::nullopt;
-                               return s.placement();
-                             },
-                             "the default placement (None: unbound, the session's)")
-      .def("diff", [](const Strategy& a, const Strategy& b) { return DiffStrategyText(a, b); },
-           py::arg("other"), "one line per layout that differs ('name: this => other')")
+      .def_property_readonly(
+          "sources", [](const Strategy& s) { return ReadOnly(SourceTexts(s)); },
+          "tensor -> NdSbp text (a read-only view)")
+      .def_property_readonly(
+          "signatures", [](const Strategy& s) { return ReadOnly(SignatureTexts(s)); },
+          "op -> signature text (a read-only view)")
+      .def_property_readonly(
+          "placement",
+          [](const Strategy& s) -> std::optional<Placement> {
+            if (s.placement().size() == 0) return std::nullopt;
+            return s.placement();
+          },
+          "the default placement (None: unbound, the session's)")
+      .def(
+          "diff", [](const Strategy& a, const Strategy& b) { return DiffStrategyText(a, b); },
+          py::arg("other"), "one line per layout that differs ('name: this => other')")
       .def("__eq__",
            [](const Strategy& a, const Strategy& b) {
              return a.placement() == b.placement() && DiffStrategyText(a, b).empty();
            })
-      .def("save",
-           [](const Strategy& s, const std::string& path) {
-             proto::PlannedStrategyConf file;
-             *file.mutable_strategy() = StrategyToConf(s);
-             ThrowIfError(SaveStrategyFile(path, file));
-           },
-           py::arg("path"), "writes the strategy file (protobuf JSON)")
-      .def_static("load", [](const std::string& path) { return LoadStrategy(path); },
-                  py::arg("path"))
+      .def(
+          "save",
+          [](const Strategy& s, const std::string& path) {
+            proto::PlannedStrategyConf file;
+            *file.mutable_strategy() = StrategyToConf(s);
+            ThrowIfError(SaveStrategyFile(path, file));
+          },
+          py::arg("path"), "writes the strategy file (protobuf JSON)")
+      .def_static(
+          "load", [](const std::string& path) { return LoadStrategy(path); }, py::arg("path"))
       .def("__str__", &StrategyText);
   m.def("load_strategy", &LoadStrategy, py::arg("path"),
         "a saved strategy (PlannedStrategy.save, Strategy.save, nn.Graph.save_strategy, or the "
@@ -99,11 +104,13 @@ void BindPlanSpec(py::module_& m) {
           py::arg("pinned") = std::map<std::string, std::string>{},
           "sources take the pinned NdSbps (others broadcast), ops the first signature "
           "without boxing")
-      .def_static("random",
-                  [](int64_t seed, int64_t stages) { return Unwrap(PlanSpec::Random(seed, stages)); },
-                  py::arg("seed"), py::arg("stages") = 1,
-                  "random signatures (seeded), over `stages` equal pipeline stages")
-      .def_static("given", &PlanSpec::Given, py::arg("strategy"), "a Strategy, bound to the "
+      .def_static(
+          "random",
+          [](int64_t seed, int64_t stages) { return Unwrap(PlanSpec::Random(seed, stages)); },
+          py::arg("seed"), py::arg("stages") = 1,
+          "random signatures (seeded), over `stages` equal pipeline stages")
+      .def_static("given", &PlanSpec::Given, py::arg("strategy"),
+                  "a Strategy, bound to the "
                   "session's placement")
       .def("__str__", &PlanSpec::ToString);
 }

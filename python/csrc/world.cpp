@@ -36,7 +36,8 @@ void BindWorldExchange(py::module_& m) {
         {
           py::gil_scoped_release release;
           auto w = Unwrap(WorldFromEnvironment());
-          all = Unwrap(w->AllGather(w->NextScope(owner), std::vector<char>(mine.begin(), mine.end())));
+          all = Unwrap(
+              w->AllGather(w->NextScope(owner), std::vector<char>(mine.begin(), mine.end())));
         }
         py::list out;
         for (const auto& v : all) out.append(py::bytes(v.data(), v.size()));
@@ -52,8 +53,8 @@ void BindWorldExchange(py::module_& m) {
         py::gil_scoped_release release;
         auto w = Unwrap(WorldFromEnvironment());
         if (w->store() == nullptr) return;
-        ThrowIfError(w->store()->Set(w->Key("py/" + name),
-                                     std::vector<char>(value.begin(), value.end())));
+        ThrowIfError(
+            w->store()->Set(w->Key("py/" + name), std::vector<char>(value.begin(), value.end())));
       },
       py::arg("name"), py::arg("data"),
       "sets the job's key py/<name> (not a collective: a lost peer does not stop it)");

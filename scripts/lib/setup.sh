@@ -49,13 +49,13 @@ export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 # less libgflags-dev: no target of ours uses gflags (libgoogle-glog-dev
 # depends on it, for glog itself).
 # clang-14 and libclang-rt-14-dev (libFuzzer) build the C++ fuzz targets
-# (scripts/fuzz.sh).
+# (scripts/fuzz.sh); clang-format-14 is test.sh's format lint (scripts/format.sh).
 OFL_APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
   libgoogle-glog-dev libtbb-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
   ocl-icd-opencl-dev libgloo-dev
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format-14
   python3 python3-dev python3-venv ca-certificates
 )
 

@@ -13,11 +13,11 @@
 #include <cuda_runtime_api.h>
 #include <glog/logging.h>
 
-#define OFL_CUDA_CHECK(expr)                                                        \
-  do {                                                                              \
-    const cudaError_t ofl_cuda_status_ = (expr);                                    \
-    CHECK_EQ(ofl_cuda_status_, cudaSuccess)                                         \
-        << #expr << ": " << cudaGetErrorString(ofl_cuda_status_);                   \
+#define OFL_CUDA_CHECK(expr)                                      \
+  do {                                                            \
+    const cudaError_t ofl_cuda_status_ = (expr);                  \
+    CHECK_EQ(ofl_cuda_status_, cudaSuccess)                       \
+        << #expr << ": " << cudaGetErrorString(ofl_cuda_status_); \
   } while (0)
 
 // CudaDeviceCount() is 0 when there is no driver or no device (never an error),

@@ -71,8 +71,8 @@ void CudaDeviceContext::Fill(Stream* stream, void* destination, int value, int64
 void CudaDeviceContext::CopySync(void* destination, const void* source, int64_t bytes) {
   if (bytes == 0) return;
   CudaDeviceGuard guard(ordinal_);
-  OFL_CUDA_CHECK(cudaMemcpyAsync(destination, source, static_cast<size_t>(bytes),
-                                 cudaMemcpyDefault, nullptr));
+  OFL_CUDA_CHECK(
+      cudaMemcpyAsync(destination, source, static_cast<size_t>(bytes), cudaMemcpyDefault, nullptr));
   OFL_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 

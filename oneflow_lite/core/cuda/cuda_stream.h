@@ -37,7 +37,7 @@ namespace ofl {
 struct CudaDeviceError {
   int32_t launch = -1;  // NoteDeviceCheck's id of the failing launch; -1: none
   int64_t flat_index = std::numeric_limits<int64_t>::max();  // first bad element
-  int64_t value = 0;    // its value
+  int64_t value = 0;                                         // its value
 };
 
 class CudaStream : public Stream {
@@ -50,7 +50,8 @@ class CudaStream : public Stream {
   // element (flat index, value) into the kernel's error, e.g. through
   // ops/index_check.h's message ("embedding 'wte': ids[1, 2]=12 is out of
   // range [0, 10) ..."). Notes live until TakeDeviceError.
-  virtual int32_t NoteDeviceCheck(std::function<Status(int64_t flat_index, int64_t value)> report) = 0;
+  virtual int32_t NoteDeviceCheck(
+      std::function<Status(int64_t flat_index, int64_t value)> report) = 0;
   // Synchronises the stream, reads and resets the record, drops the notes:
   // the failing launch's Status, or OK.
   virtual Status TakeDeviceError() = 0;

@@ -31,8 +31,8 @@ __global__ void StridedCopyKernel(int64_t n, Dims extent, const W* src, Dims src
 template <typename W>
 void LaunchStridedCopy(int64_t n, const Dims& e, const void* src, const Dims& s, void* dst,
                        const Dims& d, cudaStream_t stream) {
-  StridedCopyKernel<<<BlocksFor(n, 65536), kThreads, 0, stream>>>(
-      n, e, static_cast<const W*>(src), s, static_cast<W*>(dst), d);
+  StridedCopyKernel<<<BlocksFor(n, 65536), kThreads, 0, stream>>>(n, e, static_cast<const W*>(src),
+                                                                  s, static_cast<W*>(dst), d);
 }
 
 template <typename T>
@@ -65,8 +65,8 @@ __global__ void AccumulateKernel(T* dst, const T* init, Sources<T> srcs, int64_t
 }
 
 template <typename T>
-void LaunchAccumulate(void* dst, const void* init, const std::vector<const void*>& srcs,
-                      int64_t n, cudaStream_t stream) {
+void LaunchAccumulate(void* dst, const void* init, const std::vector<const void*>& srcs, int64_t n,
+                      cudaStream_t stream) {
   const unsigned blocks = BlocksFor(n, 4096);
   size_t done = 0;
   do {  // one launch per kMaxSources sources; the first adds to init, the rest to dst
@@ -96,10 +96,18 @@ void StridedCopy(const std::vector<int64_t>& extent, int64_t element_size, const
   if (n == 0) return;
   const Dims e = ToDims(extent), s = ToDims(src_strides), d = ToDims(dst_strides);
   switch (element_size) {
-    case 1: LaunchStridedCopy<uint8_t>(n, e, src, s, dst, d, stream); break;
-    case 2: LaunchStridedCopy<uint16_t>(n, e, src, s, dst, d, stream); break;
-    case 4: LaunchStridedCopy<uint32_t>(n, e, src, s, dst, d, stream); break;
-    case 8: LaunchStridedCopy<uint64_t>(n, e, src, s, dst, d, stream); break;
+    case 1:
+      LaunchStridedCopy<uint8_t>(n, e, src, s, dst, d, stream);
+      break;
+    case 2:
+      LaunchStridedCopy<uint16_t>(n, e, src, s, dst, d, stream);
+      break;
+    case 4:
+      LaunchStridedCopy<uint32_t>(n, e, src, s, dst, d, stream);
+      break;
+    case 8:
+      LaunchStridedCopy<uint64_t>(n, e, src, s, dst, d, stream);
+      break;
     default:
       LOG(FATAL) << "StridedCopy: element size " << element_size << " is not 1, 2, 4 or 8";
   }
@@ -110,13 +118,26 @@ void Accumulate(void* dst, const void* init, const std::vector<const void*>& src
                 DataType dtype, cudaStream_t stream) {
   if (n == 0) return;
   switch (dtype) {
-    case DataType::kFloat32: LaunchAccumulate<float>(dst, init, srcs, n, stream); break;
-    case DataType::kFloat64: LaunchAccumulate<double>(dst, init, srcs, n, stream); break;
-    case DataType::kInt32: LaunchAccumulate<int32_t>(dst, init, srcs, n, stream); break;
-    case DataType::kInt64: LaunchAccumulate<int64_t>(dst, init, srcs, n, stream); break;
-    case DataType::kBFloat16: LaunchAccumulate<__nv_bfloat16>(dst, init, srcs, n, stream); break;
-    case DataType::kFloat16: LaunchAccumulate<__half>(dst, init, srcs, n, stream); break;
-    case DataType::kBool: LOG(FATAL) << "cuda::Accumulate: no sum of bool tensors";
+    case DataType::kFloat32:
+      LaunchAccumulate<float>(dst, init, srcs, n, stream);
+      break;
+    case DataType::kFloat64:
+      LaunchAccumulate<double>(dst, init, srcs, n, stream);
+      break;
+    case DataType::kInt32:
+      LaunchAccumulate<int32_t>(dst, init, srcs, n, stream);
+      break;
+    case DataType::kInt64:
+      LaunchAccumulate<int64_t>(dst, init, srcs, n, stream);
+      break;
+    case DataType::kBFloat16:
+      LaunchAccumulate<__nv_bfloat16>(dst, init, srcs, n, stream);
+      break;
+    case DataType::kFloat16:
+      LaunchAccumulate<__half>(dst, init, srcs, n, stream);
+      break;
+    case DataType::kBool:
+      LOG(FATAL) << "cuda::Accumulate: no sum of bool tensors";
   }
 }
 

@@ -37,8 +37,8 @@ CalibrationOptions Tiny() {
 TEST(Calibrate, WritesAClusterThatLoads) {
   auto c = Calibrate(Tiny());
   ASSERT_TRUE(c.ok()) << c.status().message();
-  const std::string path = ::testing::TempDir() + "/calibrate_" + std::to_string(getpid()) +
-                           ".pbtxt";
+  const std::string path =
+      ::testing::TempDir() + "/calibrate_" + std::to_string(getpid()) + ".pbtxt";
   ASSERT_TRUE(c.value().Save(path).ok());
   auto loaded = Cluster::Load(path);
   std::remove(path.c_str());

@@ -3,6 +3,8 @@
 // form still load, strategies bind to the session's placement, and Compile
 // gives the session the same Plan as building it by hand from the same
 // strategy (the oracle: DistributedSession::Create called directly).
+#include "oneflow_lite/api/compile.h"
+
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
@@ -10,7 +12,6 @@
 #include <fstream>
 #include <string>
 
-#include "oneflow_lite/api/compile.h"
 #include "oneflow_lite/api/strategy_io.h"
 #include "tests/cpp/graph/model_makers.h"
 
@@ -24,9 +25,7 @@ std::string PlanText(const proto::Plan& plan) {
   return text;
 }
 
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/" + name;
-}
+std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 
 void Write(const std::string& path, const std::string& text) {
   std::ofstream out(path);
@@ -98,9 +97,9 @@ TEST(StrategyIo, BindTakesTheSessionsPlacement) {
   EXPECT_EQ(BindStrategy(on_cpu, other).value().placement(), other);
   Strategy staged = on_cpu;
   staged.SetPlacement("fc", other);
-  EXPECT_NE(BindStrategy(staged, testing::Mesh({2}, 4)).status().message().find(
-                "placements of its own"),
-            std::string::npos);
+  EXPECT_NE(
+      BindStrategy(staged, testing::Mesh({2}, 4)).status().message().find("placements of its own"),
+      std::string::npos);
 }
 
 TEST(Compile, AGivenStrategyLowersAsTheSessionBuiltByHand) {
@@ -123,8 +122,8 @@ TEST(Compile, ASearchKeepsItsPlannedStrategy) {
   r.searcher = "autoddl";
   DistributedOptions o;
   o.num_threads = 1;
-  CompiledGraph c = Compile(g, p, PlanSpec::Search(r, PresetCluster("h100_8gpu").value()), {}, o)
-                        .value();
+  CompiledGraph c =
+      Compile(g, p, PlanSpec::Search(r, PresetCluster("h100_8gpu").value()), {}, o).value();
   ASSERT_TRUE(c.planned.has_value());
   EXPECT_EQ(DiffStrategyText(c.strategy, c.planned->strategy), "");
   EXPECT_EQ(c.session->strategy().placement(), p);

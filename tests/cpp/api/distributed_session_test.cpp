@@ -4,9 +4,10 @@
 // of the B axis, and Get/SetVariableSlice read and write one rank's slice,
 // with errors that name the variable, the rank and both shapes. Run fetches
 // any tensor of the graph, named at Create or not.
+#include "oneflow_lite/api/distributed_session.h"
+
 #include <gtest/gtest.h>
 
-#include "oneflow_lite/api/distributed_session.h"
 #include "oneflow_lite/api/strategy_spec.h"
 #include "tests/cpp/graph/model_makers.h"
 
@@ -78,14 +79,14 @@ TEST(DistributedSessionSlices, GetAndSetOneRanksSlice) {
   ASSERT_TRUE(slice.ok()) << slice.status().message();
   EXPECT_EQ(slice.value().shape(), Shape({3, 5}));
   EXPECT_EQ(slice.value().data<float>()[0], 20.0f);  // row 4 of 0, 1, ... 34
-  ASSERT_TRUE(session->SetVariableSlice("w", 3, Tensor::Full({3, 5}, DataType::kFloat32, 9.0))
-                  .ok());
+  ASSERT_TRUE(
+      session->SetVariableSlice("w", 3, Tensor::Full({3, 5}, DataType::kFloat32, 9.0)).ok());
   EXPECT_EQ(session->GetVariableSlice("w", 3).value().data<float>()[14], 9.0f);
   EXPECT_EQ(session->GetVariableSlice("w", 2).value().data<float>()[0], 20.0f);  // untouched
-  EXPECT_EQ(session->SetVariableSlice("w", 1, Tensor::Full({3, 5}, DataType::kFloat64, 0.0))
-                .message(),
-            "set_variable_slice: variable 'w' on rank 1 expects float32 (4, 5), got float64 "
-            "(3, 5)");
+  EXPECT_EQ(
+      session->SetVariableSlice("w", 1, Tensor::Full({3, 5}, DataType::kFloat64, 0.0)).message(),
+      "set_variable_slice: variable 'w' on rank 1 expects float32 (4, 5), got float64 "
+      "(3, 5)");
   EXPECT_EQ(session->GetVariableSlice("w", 7).status().message(),
             "variable 'w' has no slice on rank 7 in this process (its slices here: ranks "
             "[0, 1, 2, 3])");

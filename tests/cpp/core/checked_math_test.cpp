@@ -90,11 +90,11 @@ TEST(ShapeSizeTest, ErrorsNameTheTensorAndTheShape) {
   EXPECT_EQ(Message(Shape({4, k2p62 + 1}).CheckedNumElements("reshape 'r'").status()),
             "reshape 'r': shape (4, 4611686018427387905) has 18446744073709551620 elements, more "
             "than int64 can hold");
-  EXPECT_EQ(Message(Shape({int64_t{1} << 40, int64_t{1} << 40})
-                        .CheckedNumElements("variable 'w'")
-                        .status()),
-            "variable 'w': shape (1099511627776, 1099511627776) has 1208925819614629174706176 "
-            "elements, more than int64 can hold");
+  EXPECT_EQ(
+      Message(
+          Shape({int64_t{1} << 40, int64_t{1} << 40}).CheckedNumElements("variable 'w'").status()),
+      "variable 'w': shape (1099511627776, 1099511627776) has 1208925819614629174706176 "
+      "elements, more than int64 can hold");
   EXPECT_EQ(Message(Shape({2, -3}).CheckedNumElements("input 'x'").status()),
             "input 'x': shape (2, -3) has the negative extent -3 at axis 1");
 }

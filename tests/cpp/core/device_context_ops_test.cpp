@@ -35,8 +35,8 @@ TEST(DeviceContextOpsTest, CopyBoxMovesOneBoxBetweenLayouts) {
   std::unique_ptr<Stream> stream = context.CreateStream();
   // src (3x4) = [[0 1 2 3] [4 5 6 7] [8 9 10 11]]; the 2x2 box at (1, 1) is
   // [[5 6] [9 10]]; it lands at (0, 1) of a 2x3 target of -1s.
-  const Tensor src = Of<float>(Shape({3, 4}), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
-                               DataType::kFloat32);
+  const Tensor src =
+      Of<float>(Shape({3, 4}), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, DataType::kFloat32);
   Tensor dst = Of<float>(Shape({2, 3}), std::vector<float>(6, -1), DataType::kFloat32);
   context.CopyBox(stream.get(), src, {1, 1}, &dst, {0, 1}, Shape({2, 2}));
   EXPECT_EQ(Values<float>(dst), (std::vector<float>{-1, 5, 6, -1, 9, 10}));
@@ -100,7 +100,7 @@ TEST(DeviceContextOpsTest, HostSumsWaitForTheStreamsEarlierWork) {
   std::unique_ptr<Stream> stream = context.CreateStream();
   const std::vector<double> a = {1.0, 2.0}, b = {0.5, 0.25};
   std::vector<double> out(2, 0.0);
-  context.Copy(stream.get(), out.data(), a.data(), 2 * sizeof(double));  // enqueued
+  context.Copy(stream.get(), out.data(), a.data(), 2 * sizeof(double));           // enqueued
   context.Accumulate(stream.get(), out.data(), b.data(), 2, DataType::kFloat64);  // after it
   context.ScaleByInverse(stream.get(), out.data(), 2, DataType::kFloat64, 2);
   EXPECT_EQ(out, (std::vector<double>{0.75, 1.125}));  // (1 + 0.5) / 2, (2 + 0.25) / 2

@@ -73,8 +73,12 @@ TEST(ProtoTest, ClusterRoundTrips) {
 }
 
 TEST(AttrTest, RoundTripsThroughProto) {
-  std::vector<AttrValue> values = {int64_t{-3}, 2.5, true, std::string("same"),
-                                   std::vector<int64_t>{1, -1, 4}, std::vector<double>{0.5, 2}};
+  std::vector<AttrValue> values = {int64_t{-3},
+                                   2.5,
+                                   true,
+                                   std::string("same"),
+                                   std::vector<int64_t>{1, -1, 4},
+                                   std::vector<double>{0.5, 2}};
   for (const AttrValue& v : values) {
     EXPECT_EQ(AttrFromProto(AttrToProto(v)), v) << AttrToString(v);
   }

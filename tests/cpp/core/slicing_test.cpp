@@ -1,8 +1,8 @@
 // Slicing: balanced uneven splits (numpy array_split), N-D hierarchies,
 // parts smaller than the group. Expected values are worked out by hand.
-#include <gtest/gtest.h>
-
 #include "oneflow_lite/core/slicing.h"
+
+#include <gtest/gtest.h>
 
 namespace ofl {
 namespace {

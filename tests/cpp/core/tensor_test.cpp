@@ -1,9 +1,9 @@
 // Tensor: allocation, alignment, sharing and copying.
+#include "oneflow_lite/core/tensor.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
-
-#include "oneflow_lite/core/tensor.h"
 
 namespace ofl {
 namespace {

@@ -22,7 +22,8 @@ TEST(ShapeTest, Broadcasts) {
   EXPECT_EQ(BroadcastShapes({4, 1, 3}, {5, 1}, "add").value(), (Shape{4, 5, 3}));
   auto bad = BroadcastShapes({4, 3}, {2, 3}, "add");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "add: shapes (4, 3) and (2, 3) cannot be broadcast (axis 0: 4 vs 2)");
+  EXPECT_EQ(bad.status().message(),
+            "add: shapes (4, 3) and (2, 3) cannot be broadcast (axis 0: 4 vs 2)");
 }
 
 TEST(ShapeTest, NormalizesAxes) {

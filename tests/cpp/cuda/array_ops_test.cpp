@@ -59,7 +59,8 @@ TEST_F(CudaArrayOps, OnesAndZerosLike) {
 
 TEST_F(CudaArrayOps, CastBetweenFloat32AndFloat64) {
   ExpectOpMatches({"cast", {F32(Shape({3, 70}))}, {{"dtype", std::string("float64")}}});
-  ExpectOpMatches({"cast", {Random(Shape({129}), DataType::kFloat64, rng_)},
+  ExpectOpMatches({"cast",
+                   {Random(Shape({129}), DataType::kFloat64, rng_)},
                    {{"dtype", std::string("float32")}}});
 }
 

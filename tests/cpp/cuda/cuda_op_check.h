@@ -235,9 +235,9 @@ struct OpCall {
   std::vector<Tensor> inputs;
   AttrMap attrs;
   int64_t iteration = 0;
-  Shape logical_shape;                  // empty with no offset: output 0's shape
-  std::vector<int64_t> logical_offset;  // empty: zeros
-  std::vector<Shape> input_logical_shapes;                  // per input; empty: whole
+  Shape logical_shape;                      // empty with no offset: output 0's shape
+  std::vector<int64_t> logical_offset;      // empty: zeros
+  std::vector<Shape> input_logical_shapes;  // per input; empty: whole
   std::vector<std::vector<int64_t>> input_logical_offsets;  // per input; empty: whole
   std::vector<Shape> output_shapes;                         // per output; empty: inferred
 };

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "oneflow_lite/core/cuda/cuda_check.h"
-#include "tests/cpp/cuda_runtime/require_cuda.h"
 #include "oneflow_lite/core/cuda/cuda_device_context.h"
 #include "oneflow_lite/core/device_backend.h"
 #include "runtime/runtime.h"
+#include "tests/cpp/cuda_runtime/require_cuda.h"
 #include "tests/cpp/runtime/plan_maker.h"
 
 namespace ofl {

@@ -54,10 +54,10 @@ TEST(CudaDeviceOpsTest, CopyBoxSumAndMeanGiveTheHandWorkedValues) {
       Upload<float>(context.get(), Shape({2, 3}), std::vector<float>(6, -1), DataType::kFloat32);
   context->CopyBox(stream.get(), src, {1, 1}, &dst, {0, 1}, Shape({2, 2}));
   // float32: 2^24 + 1 rounds back to 2^24.
-  Tensor f = Upload<float>(context.get(), Shape({3}), {16777216.0f, 1.5f, -2.0f},
-                           DataType::kFloat32);
-  const Tensor g = Upload<float>(context.get(), Shape({3}), {1.0f, 0.25f, 2.0f},
-                                 DataType::kFloat32);
+  Tensor f =
+      Upload<float>(context.get(), Shape({3}), {16777216.0f, 1.5f, -2.0f}, DataType::kFloat32);
+  const Tensor g =
+      Upload<float>(context.get(), Shape({3}), {1.0f, 0.25f, 2.0f}, DataType::kFloat32);
   context->Accumulate(stream.get(), f.raw(), g.raw(), 3, DataType::kFloat32);
   // float64, k = 10: 5 * 0.1 = 0.5, 3 * 0.1 = 0.30000000000000004.
   Tensor d = Upload<double>(context.get(), Shape({2}), {5.0, 3.0}, DataType::kFloat64);

@@ -3,7 +3,8 @@
 // meshes of one to three axes (up to [32, 8]) and NdSbps with P, same and
 // cross placements, every step's kind, axis, NdSbps, busiest and total bytes
 // equal CostOf(PlanBoxingBytes(...)) exactly (the SEND_RECV
-// step counted per cell of the grids where that is exact, else per rank); and one hand-worked uneven case.
+// step counted per cell of the grids where that is exact, else per rank); and one hand-worked
+// uneven case.
 #include "graph/boxing_cost.h"
 
 #include <gtest/gtest.h>
@@ -76,10 +77,9 @@ void ExpectSameAsPerRank(const TensorDesc& x, const Placement& fp, const NdSbp& 
 }
 
 TEST(BoxingCostTest, EqualsThePerRankPlannerOnRandomCases) {
-  const std::vector<Shape> meshes = {Shape({4}),    Shape({7}),       Shape({2, 3}),
-                                     Shape({3, 4}), Shape({2, 2, 2}), Shape({4, 3, 2}),
-                                     Shape({16, 8}), Shape({5, 3}),    Shape({32, 8}),
-                                     Shape({8, 16})};
+  const std::vector<Shape> meshes = {
+      Shape({4}),       Shape({7}),     Shape({2, 3}), Shape({3, 4}),  Shape({2, 2, 2}),
+      Shape({4, 3, 2}), Shape({16, 8}), Shape({5, 3}), Shape({32, 8}), Shape({8, 16})};
   std::mt19937 rng(20261201);
   int axis_steps = 0, send_recv = 0, cross = 0;
   for (int trial = 0; trial < 4000; ++trial) {

@@ -170,9 +170,8 @@ void Check(const Shape& shape, const Shape& mesh, const NdSbp& from, const NdSbp
 }
 
 TEST(BoxingDirectTest, EveryPartialFreePairSendsNoMoreThanLacking) {
-  const std::vector<Shape> meshes = {Shape({2, 3}), Shape({3, 2}), Shape({2, 2}),
-                                     Shape({2, 2, 2})};
-  const std::vector<Shape> shapes = {Shape({7, 5}), Shape({5, 7}), Shape({6, 6}),
+  const std::vector<Shape> meshes = {Shape({2, 3}), Shape({3, 2}), Shape({2, 2}), Shape({2, 2, 2})};
+  const std::vector<Shape> shapes = {Shape({7, 5}),     Shape({5, 7}), Shape({6, 6}),
                                      Shape({600, 600}), Shape({2, 1}), Shape({3, 4, 5})};
   Counts counts;
   for (const Shape& mesh : meshes) {

@@ -12,8 +12,8 @@
 #include <set>
 
 #include "graph/auto_parallel.h"
-#include "graph/gradient_buckets.h"
 #include "graph/cost_model_internal.h"
+#include "graph/gradient_buckets.h"
 #include "graph/strategy_report.h"
 #include "model_makers.h"
 
@@ -172,9 +172,9 @@ std::set<std::vector<std::string>> ModelBuckets(const StepEstimate& est) {
 }
 
 struct Compared {
-  int strategies = 0;  // compared
-  int fused = 0;       // of them with a runtime bucket
-  int alone = 0;       // reduce-scatters the model charged alone
+  int strategies = 0;   // compared
+  int fused = 0;        // of them with a runtime bucket
+  int alone = 0;        // reduce-scatters the model charged alone
   int split_alone = 0;  // gradients split on one axis and partial on another
 };
 
@@ -200,8 +200,8 @@ void CompareBuckets(const OpGraph& g, const Placement& mesh, int64_t cap, Compar
     const StepEstimate est = EstimateStep(*model, choice.value()).value();
     std::set<std::vector<std::string>> runtime;
     for (const FusedGradients& b : PlanGradientBuckets(g, s, cap)) runtime.insert(b.tensors);
-    EXPECT_EQ(ModelBuckets(est), runtime)
-        << "mesh " << mesh.ToString() << " bucket " << cap << "\n" << s.ToString(g);
+    EXPECT_EQ(ModelBuckets(est), runtime) << "mesh " << mesh.ToString() << " bucket " << cap << "\n"
+                                          << s.ToString(g);
     ++c->strategies;
     c->fused += runtime.empty() ? 0 : 1;
     for (const GradientBucket& b : est.buckets) {

@@ -68,11 +68,13 @@ TEST(CostModelSizeTest, ALayerNeedingMoreThanInt64BytesIsInfeasibleNotFree) {
     auto model = BuildCostModel(g, Strategy(Mesh({1})), TwoLevelCluster(), options);
     ASSERT_FALSE(model.ok());
     const std::string msg = model.status().message();
-    EXPECT_TRUE(Has(msg, "no strategy fits device memory: the smallest per-device memory any "
-                         "strategy needs is more than int64 can hold (8 EiB)"))
+    EXPECT_TRUE(Has(msg,
+                    "no strategy fits device memory: the smallest per-device memory any "
+                    "strategy needs is more than int64 can hold (8 EiB)"))
         << msg;
-    EXPECT_TRUE(Has(msg, "largest: variable 'w' of shape (1073741824, 1073741824) float32 needs "
-                         "more than int64 can hold"))
+    EXPECT_TRUE(Has(msg,
+                    "largest: variable 'w' of shape (1073741824, 1073741824) float32 needs "
+                    "more than int64 can hold"))
         << msg;
   }
 }
@@ -84,8 +86,9 @@ TEST(CostModelSizeTest, TheInfeasibleErrorNamesTheLargestNeedInGiB) {
   ASSERT_FALSE(model.ok());
   const std::string msg = model.status().message();
   EXPECT_TRUE(Has(msg, "above the limit of 1024 GiB")) << msg;
-  EXPECT_TRUE(Has(msg, "largest: variable 'w' of shape (1073741824, 1073741824) float32 needs "
-                       "4.29497e+09 GiB, "))
+  EXPECT_TRUE(Has(msg,
+                  "largest: variable 'w' of shape (1073741824, 1073741824) float32 needs "
+                  "4.29497e+09 GiB, "))
       << msg;
 }
 

@@ -52,8 +52,7 @@ int CandidateOf(const CostNodeInfo& node, const std::string& signature) {
 
 double Compute(const CostModel& model, const std::string& op, const std::string& signature) {
   const int n = model.NodeOf(op);
-  return model.graph().node(n).candidates[CandidateOf(model.nodes()[n], signature)]
-      .compute_seconds;
+  return model.graph().node(n).candidates[CandidateOf(model.nodes()[n], signature)].compute_seconds;
 }
 
 TEST(CostModelTableTest, ChargesTheInterpolatedTableTimesContention) {
@@ -85,8 +84,7 @@ TEST(CostModelTableTest, OpsNotInTheTableKeepTheFlopRateAndAreReported) {
   Solution solution = calibrated->graph().Evaluate(choice).value();
   auto report = ReportStrategy(g, *calibrated, solution);
   ASSERT_TRUE(report.ok()) << report.status().message();
-  EXPECT_NE(report.value().ToText().find("not measured, priced by FLOP/s: relu"),
-            std::string::npos)
+  EXPECT_NE(report.value().ToText().find("not measured, priced by FLOP/s: relu"), std::string::npos)
       << report.value().ToText();
   EXPECT_NE(report.value().ToJson().find("\"untabled_op_types\": [\"relu\"]"), std::string::npos);
 }

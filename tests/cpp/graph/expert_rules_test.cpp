@@ -199,8 +199,8 @@ TEST(ExpertRulesTest, MegatronIsColumnThenRowWithOneAllReduceEachWay) {
       head_grads.insert(Sig(p, op.name));
     }
   }
-  EXPECT_EQ(head_grads, (std::multiset<std::string>{"(S(1)), (S(0)) -> (P)",
-                                                    "(S(1)), (B) -> (S(0))"}));
+  EXPECT_EQ(head_grads,
+            (std::multiset<std::string>{"(S(1)), (S(0)) -> (P)", "(S(1)), (B) -> (S(0))"}));
   const Collectives head = Count(g, p.strategy, "grad/head/");
   EXPECT_EQ(head.all_reduce, 1);
   EXPECT_EQ(head.all_gather + head.other, 0);

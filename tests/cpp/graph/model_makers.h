@@ -93,14 +93,14 @@ inline std::string Linear(OpGraph& g, const std::string& x, const std::string& p
   const Shape w = transpose_b ? Shape{out, in} : Shape{in, out};
   CHECK(g.AddVariable(prefix + ".weight", TensorDesc{w, DataType::kFloat32}, true).ok());
   CHECK(g.AddVariable(prefix + ".bias", TensorDesc{Shape{out}, DataType::kFloat32}, true).ok());
-  std::string y = Op(g, "matmul", {x, prefix + ".weight"}, {{"transpose_b", transpose_b}},
-                     prefix + "/matmul");
+  std::string y =
+      Op(g, "matmul", {x, prefix + ".weight"}, {{"transpose_b", transpose_b}}, prefix + "/matmul");
   return Op(g, "bias_add", {y, prefix + ".bias"}, {{"axis", int64_t{1}}}, prefix + "/bias_add");
 }
 
 // flow.nn.Linear on x [b, t, in]: flattened to [b*t, in] and back.
-inline std::string Linear3d(OpGraph& g, const std::string& x, const std::string& prefix,
-                            int64_t b, int64_t t, int64_t in, int64_t out, bool transpose_b) {
+inline std::string Linear3d(OpGraph& g, const std::string& x, const std::string& prefix, int64_t b,
+                            int64_t t, int64_t in, int64_t out, bool transpose_b) {
   std::string y = Op(g, "reshape", {x}, {{"shape", Ints{b * t, in}}}, prefix + "/flatten");
   y = Linear(g, y, prefix, in, out, transpose_b);
   return Op(g, "reshape", {y}, {{"shape", Ints{b, t, out}}}, prefix + "/unflatten");
@@ -137,8 +137,8 @@ inline std::string TransformerBlock(OpGraph& g, std::string x, int64_t i, int64_
     s = Op(g, "reshape", {s}, {{"shape", Ints{b, t, heads, dh}}}, n + "/reshape");
     parts.push_back(Op(g, "transpose", {s}, {{"perm", Ints{0, 2, 1, 3}}}, n + "/transpose"));
   }
-  std::string sc = Op(g, "batch_matmul", {parts[0], parts[1]}, {{"transpose_b", true}},
-                      p + ".attn/scores");
+  std::string sc =
+      Op(g, "batch_matmul", {parts[0], parts[1]}, {{"transpose_b", true}}, p + ".attn/scores");
   sc = Op(g, "scalar_mul", {sc}, {{"value", 0.125}}, p + ".attn/scale");
   sc = Op(g, "add", {sc, "causal_mask"}, {}, p + ".attn/mask");
   sc = Op(g, "softmax", {sc}, {{"axis", int64_t{-1}}}, p + ".attn/softmax");

@@ -60,7 +60,6 @@ InterNode InterNodeBytes(const PlannedStrategy& planned) {
         out.scalar_bytes += bytes;
       } else {
         out.other_bytes += bytes;
-
       }
     }
   }

@@ -1,13 +1,14 @@
 // OpGraph validation, Job round trip, autodiff fan-out and the optimizer
 // pass, on the ops the graph module itself relies on (add_n, sgd_update).
+#include "graph/op_graph.h"
+
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
 #include "graph/autodiff.h"
 #include "graph/distributed_lowering.h"
-#include "graph/strategy.h"
-#include "graph/op_graph.h"
 #include "graph/optimizer_pass.h"
+#include "graph/strategy.h"
 #include "runtime/runtime.h"
 
 namespace ofl {

@@ -72,8 +72,12 @@ TEST(PipelineStagesTest, LoweringAccumulatesGradientsAndBoxesAcrossStages) {
     int acc = 0, send_recv = 0;
     for (const auto& t : plan.tasks()) {
       if (t.kind() == proto::TaskProto::ACC) ++acc;
-      if (t.kind() == proto::TaskProto::VARIABLE) { EXPECT_EQ(t.period(), 4); }
-      if (t.op_conf().op_type() == "sgd_update") { EXPECT_EQ(t.period(), 4); }
+      if (t.kind() == proto::TaskProto::VARIABLE) {
+        EXPECT_EQ(t.period(), 4);
+      }
+      if (t.op_conf().op_type() == "sgd_update") {
+        EXPECT_EQ(t.period(), 4);
+      }
       if (t.kind() == proto::TaskProto::BOXING &&
           t.boxing_conf().kind() == proto::BoxingConf::SEND_RECV) {
         ++send_recv;
@@ -90,8 +94,8 @@ TEST(PipelineStagesTest, LoweringAccumulatesGradientsAndBoxesAcrossStages) {
     }
     RuntimeOptions ro;
     ro.boxing = [](const proto::TaskProto&, const Tensor&, Tensor*, const BoxingStream&) {
-    return Status::OK();
-  };
+      return Status::OK();
+    };
     auto rt = Runtime::Create(plan, ro);
     EXPECT_TRUE(rt.ok()) << "seed " << seed << ": " << rt.status().message();
   }

@@ -8,12 +8,11 @@
 // bytes per rank (16 ns); 80 ns in all. Feeding x split instead (the toy's
 // option) costs its 16-byte slice (16 ns), then the same all-gather to the
 // matmul's B (16 ns) and the whole matmul (32 ns): 64 ns.
-#include "graph/searcher.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "graph/searcher.h"
 #include "model_makers.h"
 
 namespace ofl {
@@ -49,8 +48,8 @@ class ToySearcher : public Searcher {
             n.signatures.empty() ? n.sbps[c].ToString() : n.signatures[c].ToString();
         const bool kept = allowed[u].empty() ||
                           std::find(allowed[u].begin(), allowed[u].end(), c) != allowed[u].end();
-        const bool all_b = layout.find("S(") == std::string::npos &&
-                           layout.find('P') == std::string::npos;
+        const bool all_b =
+            layout.find("S(") == std::string::npos && layout.find('P') == std::string::npos;
         if (kept && (split ? layout == want : all_b)) {
           pick = c;
           break;

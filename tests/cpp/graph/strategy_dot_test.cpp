@@ -2,12 +2,13 @@
 // node per source and op and marks boxings; the pass adds the clip ops and
 // feeds the lr to every update (values are checked in Python against numpy:
 // tests/python/test_graph_optimizer.py).
+#include "graph/strategy_dot.h"
+
 #include <gtest/gtest.h>
 
 #include "graph/autodiff.h"
 #include "graph/optimizer_pass.h"
 #include "graph/strategy.h"
-#include "graph/strategy_dot.h"
 #include "model_makers.h"
 
 namespace ofl {

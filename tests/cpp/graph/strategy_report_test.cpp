@@ -5,13 +5,14 @@
 // 10 GB/s inside a pair, 1 GB/s across pairs on [2, 2]. Feeding the input
 // costs its slice's bytes over the innermost level's bandwidth
 // (graph/cost_model.h).
+#include "graph/strategy_report.h"
+
 #include <gtest/gtest.h>
 
 #include "graph/cost_model.h"
-#include "oneflow_lite/core/json.h"
 #include "graph/strategy_diff.h"
-#include "graph/strategy_report.h"
 #include "model_makers.h"
+#include "oneflow_lite/core/json.h"
 
 namespace ofl {
 namespace {
@@ -117,7 +118,9 @@ TEST(StrategyReport, TwoLinearsOnTwoRanksByHand) {
   EXPECT_DOUBLE_EQ(Node(r, "mm1").matmul->bytes, 0);
 
   const std::string text = r.ToText();
-  EXPECT_NE(text.find("predicted step 0.064 us = compute 0.048 us + communication 0.016 us"), std::string::npos) << text;
+  EXPECT_NE(text.find("predicted step 0.064 us = compute 0.048 us + communication 0.016 us"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("ALL_GATHER@axis0"), std::string::npos) << text;
   EXPECT_NE(text.find("SPAA bound"), std::string::npos) << text;
   const std::string json = r.ToJson();
@@ -131,9 +134,9 @@ TEST(StrategyReport, TwoLinearsOnATwoLevelMeshByHand) {
   Placement p = Placement::Create(DeviceType::kCPU, {0, 1, 2, 3}, Shape{2, 2}).value();
   auto model = BuildCostModel(g, Strategy(p), TwoLevels()).value();
   // mm1: x (S(0), B), w1 (B, S(1)) -> h (S(0), S(1)); mm2 wants h (S(0), B).
-  Strategy s = Manual(p, {{"x", "(S(0), B)"}, {"w1", "(B, S(1))"}, {"w2", "(B, B)"}},
-                      {{"mm1", "(S(0), B), (B, S(1)) -> (S(0), S(1))"},
-                       {"mm2", "(S(0), B), (B, B) -> (S(0), B)"}});
+  Strategy s = Manual(
+      p, {{"x", "(S(0), B)"}, {"w1", "(B, S(1))"}, {"w2", "(B, B)"}},
+      {{"mm1", "(S(0), B), (B, S(1)) -> (S(0), S(1))"}, {"mm2", "(S(0), B), (B, B) -> (S(0), B)"}});
   Solution sol = model->graph().Evaluate(model->ChoiceOf(s).value()).value();
   StrategyReport r = ReportStrategy(g, *model, sol).value();
   // mm1 does a quarter of 32 FLOPs: 8 ns; mm2 half: 16 ns. The edge: an
@@ -177,8 +180,7 @@ TEST(StrategyReport, UndoCopyOfUpdatedVariablesByHand) {
     Solution s = model->graph().Evaluate(choice).value();
     StrategyReport r = ReportStrategy(g, *model, s).value();
     undo[Node(r, "w").signature.substr(0, Node(r, "w").signature.find(','))] = r.undo_bytes;
-    EXPECT_NE(r.ToText().find("undo copy of variables (transactional steps): "),
-              std::string::npos);
+    EXPECT_NE(r.ToText().find("undo copy of variables (transactional steps): "), std::string::npos);
   }
   EXPECT_EQ(undo.at("(B)"), 152);
   EXPECT_EQ(undo.at("(S(0))"), 80);
@@ -200,8 +202,9 @@ TEST(StrategyDiff, SaysWhatChangedAndWhatItCosts) {
   auto model = BuildCostModel(g, Strategy(p), OneLevel()).value();
   std::vector<int> before = model->ChoiceOf(ColumnSecond(p)).value();
   std::vector<int> after =
-      model->ChoiceOf(Manual(p, {{"x", "S(0)"}, {"w1", "B"}, {"w2", "B"}},
-                             {{"mm1", "S(0), B -> S(0)"}, {"mm2", "S(0), B -> S(0)"}}))
+      model
+          ->ChoiceOf(Manual(p, {{"x", "S(0)"}, {"w1", "B"}, {"w2", "B"}},
+                            {{"mm1", "S(0), B -> S(0)"}, {"mm2", "S(0), B -> S(0)"}}))
           .value();
   StrategyDiff d = DiffStrategies(*model, before, after).value();
   // Data parallel everywhere drops the 16 ns all-gather; mm2 still does half

@@ -1,10 +1,11 @@
 // Strategy: deduction from pinned tensors, random valid strategies, and the
 // errors a bad strategy gives.
+#include "graph/strategy.h"
+
 #include <gtest/gtest.h>
 
 #include "graph/autodiff.h"
 #include "graph/optimizer_pass.h"
-#include "graph/strategy.h"
 #include "model_makers.h"
 
 namespace ofl {
@@ -46,8 +47,9 @@ TEST(StrategyTest, BadStrategiesAreRejectedByName) {
   s.SetSignature("fc", NdSbpSignature::Parse("(S(1)), (S(1)) -> (S(0))").value());
   Status lacks = s.Validate(g);
   ASSERT_FALSE(lacks.ok());
-  EXPECT_EQ(lacks.message(),
-            "strategy: op 'fc' (matmul) has no signature (S(1)), (S(1)) -> (S(0)) on hierarchy (2)");
+  EXPECT_EQ(
+      lacks.message(),
+      "strategy: op 'fc' (matmul) has no signature (S(1)), (S(1)) -> (S(0)) on hierarchy (2)");
 
   Strategy wrong_len = DeduceStrategy(g, p).value();
   wrong_len.SetSourceSbp("x", Nd("(S(0), B)"));

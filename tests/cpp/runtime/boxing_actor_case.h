@@ -56,10 +56,18 @@ struct BoxingActorCase {
 
 inline void SetSmallInteger(Tensor* t, int64_t i, int64_t v) {
   switch (t->dtype()) {
-    case DataType::kFloat32: t->data<float>()[i] = static_cast<float>(v); break;
-    case DataType::kFloat64: t->data<double>()[i] = static_cast<double>(v); break;
-    case DataType::kInt32: t->data<int32_t>()[i] = static_cast<int32_t>(v); break;
-    default: t->data<int64_t>()[i] = v; break;
+    case DataType::kFloat32:
+      t->data<float>()[i] = static_cast<float>(v);
+      break;
+    case DataType::kFloat64:
+      t->data<double>()[i] = static_cast<double>(v);
+      break;
+    case DataType::kInt32:
+      t->data<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    default:
+      t->data<int64_t>()[i] = v;
+      break;
   }
 }
 

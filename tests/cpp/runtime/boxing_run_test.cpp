@@ -78,18 +78,30 @@ int64_t LogicalIndex(const Shape& logical, const Block& block, int64_t i) {
 
 double Get(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DataType::kFloat32: return t.data<float>()[i];
-    case DataType::kFloat64: return t.data<double>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    default: return static_cast<double>(t.data<int64_t>()[i]);
+    case DataType::kFloat32:
+      return t.data<float>()[i];
+    case DataType::kFloat64:
+      return t.data<double>()[i];
+    case DataType::kInt32:
+      return t.data<int32_t>()[i];
+    default:
+      return static_cast<double>(t.data<int64_t>()[i]);
   }
 }
 void Set(Tensor* t, int64_t i, double v) {
   switch (t->dtype()) {
-    case DataType::kFloat32: t->data<float>()[i] = static_cast<float>(v); break;
-    case DataType::kFloat64: t->data<double>()[i] = v; break;
-    case DataType::kInt32: t->data<int32_t>()[i] = static_cast<int32_t>(v); break;
-    default: t->data<int64_t>()[i] = static_cast<int64_t>(v); break;
+    case DataType::kFloat32:
+      t->data<float>()[i] = static_cast<float>(v);
+      break;
+    case DataType::kFloat64:
+      t->data<double>()[i] = v;
+      break;
+    case DataType::kInt32:
+      t->data<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    default:
+      t->data<int64_t>()[i] = static_cast<int64_t>(v);
+      break;
   }
 }
 

@@ -13,11 +13,11 @@
 
 #include "graph/autodiff.h"
 #include "graph/distributed_lowering.h"
-#include "graph/strategy.h"
 #include "graph/optimizer_pass.h"
+#include "graph/strategy.h"
+#include "mlp_reference.h"
 #include "oneflow_lite/core/slicing.h"
 #include "ops/array/strided_copy.h"
-#include "mlp_reference.h"
 #include "plan_maker.h"
 #include "runtime/boxing.h"
 #include "runtime/runtime.h"
@@ -87,7 +87,7 @@ std::vector<float> DistributedLosses(const OpGraph& g, const Strategy& s, int64_
   RuntimeOptions options;
   options.timeout = milliseconds(20000);
   options.boxing = [&](const proto::TaskProto& t, const Tensor& in, Tensor* out,
-                        const BoxingStream& on) {
+                       const BoxingStream& on) {
     return RunBoxingStep(t, in, out, groups.For(t.boxing_conf().group_id(), t.rank()), on);
   };
   auto rt = Runtime::Create(plan, options);
@@ -156,8 +156,8 @@ TEST(DistributedRunTest, BucketedGradientsEqualTheReference) {
   const OpGraph g = MlpGraph();
   const std::vector<float> want = ReferenceLosses(g);
   for (const Shape& mesh : {Shape{2}, Shape{2, 2}}) {
-    const std::vector<int64_t> ranks = mesh.ndim() == 1 ? std::vector<int64_t>{0, 1}
-                                                        : std::vector<int64_t>{0, 1, 2, 3};
+    const std::vector<int64_t> ranks =
+        mesh.ndim() == 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0, 1, 2, 3};
     Placement p = Placement::Create(DeviceType::kCPU, ranks, mesh).value();
     const std::string x = mesh.ndim() == 1 ? "S(0)" : "(S(0), S(0))";
     Strategy s = DeduceStrategy(g, p, {{"x", NdSbp::Parse(x).value()}}).value();

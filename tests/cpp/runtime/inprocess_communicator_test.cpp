@@ -1,6 +1,8 @@
 // The in-process communicator: results of every collective against values
 // worked out here, the bytes each rank sent against DESIGN.md section 5's
 // table (computed per rank from balanced parts), and the timeout error.
+#include "runtime/inprocess_communicator.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -8,7 +10,6 @@
 #include <thread>
 
 #include "oneflow_lite/core/slicing.h"
-#include "runtime/inprocess_communicator.h"
 
 namespace ofl {
 namespace {
@@ -77,7 +78,8 @@ TEST_P(CollectiveTest, ReduceScatterAllGatherAllToAllBroadcast) {
   std::vector<std::vector<float>> mine(p);
   for (int64_t r = 0; r < p; ++r) mine[r].assign(r + 1, float(r));
   st = OnEveryRank(group, [&](int64_t r, Communicator* c) {
-    return c->AllGather(mine[r].data(), gathered[r].data(), counts.data(), DataType::kFloat32, "ag");
+    return c->AllGather(mine[r].data(), gathered[r].data(), counts.data(), DataType::kFloat32,
+                        "ag");
   });
   for (auto& s : st) ASSERT_TRUE(s.ok()) << s.message();
   for (int64_t r = 0; r < p; ++r) {
@@ -93,8 +95,8 @@ TEST_P(CollectiveTest, ReduceScatterAllGatherAllToAllBroadcast) {
     for (int64_t q = 0; q < p; ++q) send[r].push_back(10.0f * r + q);
   }
   st = OnEveryRank(group, [&](int64_t r, Communicator* c) {
-    return c->AllToAll(send[r].data(), ones.data(), recv[r].data(), ones.data(),
-                       DataType::kFloat32, "a2a");
+    return c->AllToAll(send[r].data(), ones.data(), recv[r].data(), ones.data(), DataType::kFloat32,
+                       "a2a");
   });
   for (auto& s : st) ASSERT_TRUE(s.ok()) << s.message();
   for (int64_t r = 0; r < p; ++r) {

@@ -115,7 +115,7 @@ TEST(RuntimeErrorsTest, FailingBoxingStepStopsEveryRank) {
   RuntimeOptions options;
   options.timeout = milliseconds(20000);
   options.boxing = [&](const TaskProto& task, const Tensor& /*in*/, Tensor* /*out*/,
-                        const BoxingStream&) -> Status {
+                       const BoxingStream&) -> Status {
     if (task.rank() == 1) return Status(StatusCode::kInternal, "peer went away");
     std::unique_lock<std::mutex> lock(mu);
     if (!cv.wait_for(lock, milliseconds(20000), [&] { return failures > 0; })) {

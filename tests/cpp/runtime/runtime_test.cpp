@@ -1,17 +1,17 @@
 // The actor runtime against a plain-loop reference (mlp_reference.h): a
 // hand-built MLP training step (matmul, relu, add_n, ones_like, relu_grad,
 // sgd_update with a ctrl edge before the in-place update) over several
-// iterations, with 1 and 2 slots and 1 or 3 streams; a 2-rank data-parallel step with a hand-written
-// all-reduce boxing hook; per-rank peak bytes worked out by hand. Every run
-// has a runtime timeout and ctest's, so a deadlock fails.
+// iterations, with 1 and 2 slots and 1 or 3 streams; a 2-rank data-parallel step with a
+// hand-written all-reduce boxing hook; per-rank peak bytes worked out by hand. Every run has a
+// runtime timeout and ctest's, so a deadlock fails.
 #include "runtime/runtime.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 
-#include "ops/kernel.h"
 #include "mlp_reference.h"
+#include "ops/kernel.h"
 #include "plan_maker.h"
 #include "runtime/inprocess_communicator.h"
 
@@ -179,7 +179,7 @@ TEST(RuntimeTest, TwoRanksWithAllReduceBoxingHook) {
   InProcessGroup group(2, milliseconds(20000));
   RuntimeOptions options = TestOptions();
   options.boxing = [&](const TaskProto& task, const Tensor& in, Tensor* out,
-                        const BoxingStream&) -> Status {
+                       const BoxingStream&) -> Status {
     EXPECT_EQ(task.boxing_conf().kind(), proto::BoxingConf::ALL_REDUCE);
     out->CopyFrom(in);
     return group.Rank(task.rank())

@@ -199,8 +199,8 @@ TEST(BlockAliasTest, AliasingLosesNothingAgainstSearchingWithoutIt) {
   // autoddl with aliasing ends no worse than autoddl without it, and where
   // brute force gives the optimum, neither is below it.
   for (uint64_t seed = 0; seed < 40; ++seed) {
-    Repeated r = MakeRepeated(400 + seed, 2 + seed % 3, 2 + seed % 2, 3, seed % 2 == 0,
-                              seed % 4 >= 2);
+    Repeated r =
+        MakeRepeated(400 + seed, 2 + seed % 3, 2 + seed % 2, 3, seed % 2 == 0, seed % 4 >= 2);
     AutoddlOptions with, without;
     without.block_rounds = 0;
     const AutoddlResult a = AutoddlSearch(r.graph, with).value();

@@ -34,8 +34,8 @@ std::string Entry(const std::string& op, double flops, double seconds,
 // Three points, given out of order: (1e6, 1e-4), (1e8, 1e-3), (1e9, 1e-2).
 // Segment slopes: log(10)/log(100) = 0.5, then log(10)/log(10) = 1.
 Cluster ThreePoints() {
-  Maybe<Cluster> c = WithDevice(Entry("gelu", 1e9, 1e-2) + Entry("gelu", 1e6, 1e-4) +
-                                Entry("gelu", 1e8, 1e-3));
+  Maybe<Cluster> c =
+      WithDevice(Entry("gelu", 1e9, 1e-2) + Entry("gelu", 1e6, 1e-4) + Entry("gelu", 1e8, 1e-3));
   CHECK(c.ok()) << c.status().message();
   return c.value();
 }
@@ -86,15 +86,16 @@ TEST(ComputeTable, ClampsTheSlopeBelowTheSmallestPoint) {
 }
 
 TEST(ComputeTable, ContentionIsMeasuredInterpolatedAndScaledBeyond) {
-  Cluster c = WithDevice("contention { devices: 4 factor: 2.5 } "
-                         "contention { devices: 2 factor: 1.5 }")
+  Cluster c = WithDevice(
+                  "contention { devices: 4 factor: 2.5 } "
+                  "contention { devices: 2 factor: 1.5 }")
                   .value();
   const ComputeTable& t = c.compute_table();
   EXPECT_EQ(t.Contention(1), 1.0);
   ExpectClose(t.Contention(2), 1.5);
   ExpectClose(t.Contention(3), 2.0);  // halfway between 2 and 4
   ExpectClose(t.Contention(4), 2.5);
-  ExpectClose(t.Contention(8), 5.0);  // 2.5 x 8 / 4
+  ExpectClose(t.Contention(8), 5.0);                            // 2.5 x 8 / 4
   EXPECT_EQ(ThreePoints().compute_table().Contention(4), 1.0);  // none measured
 }
 
@@ -108,8 +109,8 @@ TEST(ComputeTable, PresetsHaveNoTable) {
 }
 
 TEST(ComputeTable, CollectiveFiguresReplaceTheLevelsForTheirKind) {
-  Cluster c = WithDevice("", "collectives { kind: 'all_gather' bandwidth_gbps: 2 latency_us: 10 }")
-                  .value();
+  Cluster c =
+      WithDevice("", "collectives { kind: 'all_gather' bandwidth_gbps: 2 latency_us: 10 }").value();
   const LinkLevel& level = c.level(0);
   // all_gather on 3 ranks: 2 steps x 10 us + 2e9 bytes / 2e9 B/s.
   ExpectClose(CollectiveSeconds(CollectiveKind::kAllGather, 2e9, 3, level), 1.00002);
@@ -141,8 +142,9 @@ TEST(ComputeTable, BadEntriesNameTheFieldAndValue) {
               "collectives[0] (all_gather): bandwidth_gbps=0 must be > 0");
   ExpectError(WithDevice("", "collectives { kind: 'all_gather' bandwidth_gbps: 1 latency_us: -1 }"),
               "latency_us=-1 must be >= 0");
-  ExpectError(WithDevice("", "collectives { kind: 'all_to_all' bandwidth_gbps: 1 } "
-                             "collectives { kind: 'all_to_all' bandwidth_gbps: 2 }"),
+  ExpectError(WithDevice("",
+                         "collectives { kind: 'all_to_all' bandwidth_gbps: 1 } "
+                         "collectives { kind: 'all_to_all' bandwidth_gbps: 2 }"),
               "kind='all_to_all' is listed twice");
 }
 
@@ -157,7 +159,8 @@ TEST(ComputeTable, ACalibratedClusterFileRoundTrips) {
   Maybe<Cluster> loaded = Cluster::Load(path);
   std::remove(path.c_str());
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(loaded.value().proto(), c.proto()));
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(loaded.value().proto(), c.proto()));
   const Cluster& l = loaded.value();
   // Two gelu points: slope log(100) / log(1000) = 2/3, so 1e7 takes 1e-4 x 10^(2/3).
   ExpectClose(*l.compute_table().Seconds("gelu", DataType::kFloat32, 1e7), 4.641588833612779e-4);

@@ -22,8 +22,8 @@ ExactOptions NoElimination(int64_t branch_nodes) {
 
 // A seeded random graph made a clique (random matrices on every pair).
 CostGraph RandomClique(uint64_t seed) {
-  CostGraph g = testing::RandomGraph(seed, testing::Shape::kCyclic, 7, 4, seed % 3 == 0,
-                                     seed % 2 == 0);
+  CostGraph g =
+      testing::RandomGraph(seed, testing::Shape::kCyclic, 7, 4, seed % 3 == 0, seed % 2 == 0);
   std::mt19937_64 rng(seed + 1000);
   for (int a = 0; a < g.num_nodes(); ++a) {
     for (int b = a + 1; b < g.num_nodes(); ++b) {

@@ -33,11 +33,11 @@ void PrintAutoddl(const char* what, const CostGraph& g, const AutoddlResult& r, 
       static_cast<long long>(r.num_pruned), seconds, r.solution.total_seconds,
       r.starts[r.best_start].name.c_str());
   for (const AutoddlStart& s : r.starts) {
-    std::printf("    start %-13s %.6g -> %.6g in %d sweeps, %lld moves, %lld tree moves, "
-                "%lld pair moves\n",
-                s.name.c_str(), s.start_seconds, s.final_seconds, s.sweeps,
-                static_cast<long long>(s.moves), static_cast<long long>(s.tree_moves),
-                static_cast<long long>(s.pair_moves));
+    std::printf(
+        "    start %-13s %.6g -> %.6g in %d sweeps, %lld moves, %lld tree moves, "
+        "%lld pair moves\n",
+        s.name.c_str(), s.start_seconds, s.final_seconds, s.sweeps, static_cast<long long>(s.moves),
+        static_cast<long long>(s.tree_moves), static_cast<long long>(s.pair_moves));
   }
 }
 
