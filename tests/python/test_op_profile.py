@@ -88,11 +88,14 @@ def test_real_trace_sums_to_the_step_and_names_op_types(tmp_path):
     assert p.busy_ms() > 0.5 * p.step_ms                              # acts, not gaps, dominate
     known = set(_C.list_ops())
     kernels = {r.op for r in p.rows if r.op in known}
-    # the MLP's forward, backward and AdamW (the adam_update op with weight decay)
-    assert {"matmul", "bias_add", "relu", "relu_grad", "sparse_softmax_cross_entropy",
+    # the MLP's forward, backward and AdamW (the adam_update op with weight decay); one device
+    # runs each forward matmul with its bias_add as one matmul_bias (graph/matmul_bias_fusion.h)
+    assert {"matmul", "matmul_bias", "relu", "relu_grad", "sparse_softmax_cross_entropy",
             "adam_update"} <= kernels, kernels
-    # 3 layers: 3 forward matmuls, 5 backward (the data needs no gradient)
-    assert next(r for r in p.rows if r.op == "matmul").count == 8
+    assert "bias_add" not in kernels, kernels
+    # 3 layers: 3 forward matmul_bias, 5 backward matmuls (the data needs no gradient)
+    assert next(r for r in p.rows if r.op == "matmul_bias").count == 3
+    assert next(r for r in p.rows if r.op == "matmul").count == 5
     others = [r for r in p.rows if r.op not in known and r.op != op_profile.IDLE]
     assert sum(r.ms for r in others) < 0.2 * p.step_ms, others        # non-kernel tasks are small
     assert p.to_json()["op_types"] == len([r for r in p.rows if r.op != op_profile.IDLE])

@@ -52,8 +52,8 @@ def test_a_toy_searcher_plans_from_python(cluster_path, toy):
     b, _, _ = two_linears()
     planned = _C.plan(b.program, [2], cluster_path, searcher="toy_replicate")
     assert planned.searcher == "toy_replicate"
-    assert planned.strategy["sources"] == {"x": "(B)", "w1": "(B)", "w2": "(B)"}
-    assert planned.strategy["signatures"] == {"mm1": "(B), (B) -> (B)",
+    assert planned.strategy.sources == {"x": "(B)", "w1": "(B)", "w2": "(B)"}
+    assert planned.strategy.signatures == {"mm1": "(B), (B) -> (B)",
                                               "mm2": "(B), (B) -> (B)"}
     assert planned.predicted_step_s == pytest.approx(112 * NS, rel=1e-9)
     # Feeding is the input node's own cost; no edge boxes anything.
@@ -89,10 +89,10 @@ def test_the_problem_carries_pins_and_the_total_adds_up(cluster_path, toy):
     total = sum(n["compute_s"][c] for n, c in zip(problem["nodes"], choice))
     total += sum(e["seconds"][choice[e["from"]]][choice[e["to"]]] for e in problem["edges"])
     assert planned.predicted_step_s == pytest.approx(total, rel=1e-12)
-    assert planned.strategy["sources"]["w1"] == "(S(1))"
+    assert planned.strategy.sources["w1"] == "(S(1))"
     for name, node in nodes.items():
         layout = node["layouts"][choice[list(nodes).index(name)]]
-        got = planned.strategy["sources"].get(name) or planned.strategy["signatures"][name]
+        got = planned.strategy.sources.get(name) or planned.strategy.signatures[name]
         assert got == layout
 
 
