@@ -1,19 +1,24 @@
 // CPU kernels of matmul, batch_matmul and matmul_bias. float32 runs oneDNN's
-// matmul primitive straight on the tensors' buffers (transposes are
-// expressed as strides, so nothing is copied; matmul_bias passes its bias as
-// the primitive's bias argument, added as each output block is written);
-// float64 runs OpenBLAS dgemm, once per batch element (matmul_bias then adds
-// the bias row by row, as bias_add does); bfloat16 inputs run oneDNN's bfloat16 matmul with a
-// float32 output (float32 accumulation), or, on a CPU without one, are
-// widened to float32 (exact) for the float32 path.
+// matmul primitive straight on the tensors' buffers, tile by tile
+// (matmul_tiles.h: the output cut by its sizes alone; each tile one
+// single-threaded call over the whole contraction, tiles side by side on
+// ParallelFor), so results are bitwise the same for any number of threads.
+// Transposes are expressed as strides, so nothing is copied; matmul_bias
+// passes its bias as the primitive's bias argument, added as each output
+// block is written. float64 runs OpenBLAS dgemm, once per batch element
+// (OpenBLAS splits rows and columns, never the contraction; matmul_bias then
+// adds the bias row by row, as bias_add does); bfloat16 inputs run oneDNN's
+// bfloat16 matmul with a float32 output (float32 accumulation), or, on a CPU
+// without one, are widened to float32 (exact) for the float32 path.
 //
-// oneDNN primitives are costly to create, so they are cached per
-// (batch, m, n, k, transpose_a, transpose_b, bfloat16, bias) in ops/onednn.h's cache. The
-// primitives use a user-provided scratchpad (one per calling thread), which
-// is what makes one cached primitive safe to execute from several threads
-// at once: in oneDNN's default scratchpad mode a primitive must run on the
-// thread that created it.
+// oneDNN primitives are costly to create, so they are cached per product
+// sizes and tile shape in ops/onednn.h's cache. The primitives use a
+// user-provided scratchpad (one per calling thread), which is what makes
+// one cached primitive safe to execute from several threads at once: in
+// oneDNN's default scratchpad mode a primitive must run on the thread that
+// created it.
 #include <cblas.h>
+#include <omp.h>
 
 #include <memory>
 #include <tuple>
@@ -23,6 +28,7 @@
 #include "ops/array/bfloat16.h"
 #include "ops/kernel.h"
 #include "ops/math/matmul_dims.h"
+#include "ops/math/matmul_tiles.h"
 #include "ops/onednn.h"
 #include "ops/parallel.h"
 
@@ -46,7 +52,7 @@ GemmSizes SizesOf(const KernelContext& kc, bool batched) {
   return s;
 }
 
-// ---- float32 and bfloat16: oneDNN -----------------------------------------
+// ---- float32 and bfloat16: oneDNN, tile by tile ---------------------------
 
 struct CachedMatmul {
   dnnl::matmul::primitive_desc pd;
@@ -55,28 +61,38 @@ struct CachedMatmul {
   size_t scratchpad_bytes = 0;
 };
 
-dnnl::memory::desc MatrixDesc(int64_t batch, int64_t rows, int64_t cols, bool transposed,
-                              dnnl::memory::data_type type) {
-  // The logical (rows, cols) matrix; stored as (cols, rows) when transposed.
+// One operand's view: `rows` x `cols` (x `batch` when batch > 0) at the
+// given element strides of the whole tensor.
+dnnl::memory::desc ViewDesc(int64_t batch, int64_t rows, int64_t cols, int64_t row_stride,
+                            int64_t col_stride, int64_t batch_stride,
+                            dnnl::memory::data_type type) {
   using dims = dnnl::memory::dims;
   dims shape = {rows, cols};
-  dims strides = transposed ? dims{1, rows} : dims{cols, 1};
+  dims strides = {row_stride, col_stride};
   if (batch > 0) {
     shape.insert(shape.begin(), batch);
-    strides.insert(strides.begin(), rows * cols);
+    strides.insert(strides.begin(), batch_stride);
   }
   return dnnl::memory::desc(shape, type, strides);
 }
 
+// The batch count of a tile's views: 0 (no batch dimension) for a plain product.
+int64_t TileBatch(const GemmSizes& s, const MatmulTile& t) { return s.batch > 0 ? t.b1 - t.b0 : 0; }
+
 // Null when oneDNN has no implementation (bfloat16 on a CPU without it).
-std::shared_ptr<const CachedMatmul> CreateMatmul(const GemmSizes& s) {
+// Created on the tile's single thread, so oneDNN plans it for one thread.
+std::shared_ptr<const CachedMatmul> CreateMatmul(const GemmSizes& s, const MatmulTile& t) {
   using dt = dnnl::memory::data_type;
   const dt in = s.bf16 ? dt::bf16 : dt::f32;
+  const int64_t bt = TileBatch(s, t), mt = t.r1 - t.r0, nt = t.c1 - t.c0;
   auto c = std::make_shared<CachedMatmul>();
-  c->a_md = MatrixDesc(s.batch, s.m, s.k, s.ta, in);
-  c->b_md = MatrixDesc(s.batch, s.k, s.n, s.tb, in);
-  c->c_md = MatrixDesc(s.batch, s.m, s.n, false, dt::f32);
-  if (s.bias) c->bias_md = MatrixDesc(0, 1, s.n, false, dt::f32);  // broadcast over rows
+  // a is (m, k), stored (k, m) when transposed; b is (k, n), stored (n, k) when transposed.
+  c->a_md = s.ta ? ViewDesc(bt, mt, s.k, 1, s.m, s.m * s.k, in)
+                 : ViewDesc(bt, mt, s.k, s.k, 1, s.m * s.k, in);
+  c->b_md = s.tb ? ViewDesc(bt, s.k, nt, 1, s.k, s.k * s.n, in)
+                 : ViewDesc(bt, s.k, nt, s.n, 1, s.k * s.n, in);
+  c->c_md = ViewDesc(bt, mt, nt, s.n, 1, s.m * s.n, dt::f32);
+  if (s.bias) c->bias_md = ViewDesc(0, 1, nt, s.n, 1, 0, dt::f32);  // broadcast over rows
   dnnl::matmul::desc desc = s.bias ? dnnl::matmul::desc(c->a_md, c->b_md, c->bias_md, c->c_md)
                                    : dnnl::matmul::desc(c->a_md, c->b_md, c->c_md);
   try {
@@ -90,31 +106,74 @@ std::shared_ptr<const CachedMatmul> CreateMatmul(const GemmSizes& s) {
   return c;
 }
 
-std::shared_ptr<const CachedMatmul> GetMatmul(const GemmSizes& s) {
-  static onednn::PrimitiveCache<decltype(s.Key()), CachedMatmul> cache;
-  return cache.Get(s.Key(), [&] { return CreateMatmul(s); });
+std::shared_ptr<const CachedMatmul> GetMatmul(const GemmSizes& s, const MatmulTile& t) {
+  using Key = decltype(std::tuple_cat(s.Key(), std::make_tuple(int64_t{}, int64_t{}, int64_t{})));
+  static onednn::PrimitiveCache<Key, CachedMatmul> cache;
+  const Key key = std::tuple_cat(s.Key(), std::make_tuple(t.b1 - t.b0, t.r1 - t.r0, t.c1 - t.c0));
+  return cache.Get(key, [&] { return CreateMatmul(s, t); });
 }
 
-// a and b are float32, or bfloat16 bits when s.bf16; c is float32; bias
-// (float32, n values) only for a primitive made with one.
-void RunMatmul(const CachedMatmul& mm, const void* a, const void* b, float* c,
-               const float* bias = nullptr) {
+// While it lives, oneDNN (OpenMP) on the calling thread uses one thread; the
+// tiles are the parallelism, and each tile's sums keep one order.
+class OneOmpThread {
+ public:
+  OneOmpThread() : previous_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneOmpThread() { omp_set_num_threads(previous_); }
+  OneOmpThread(const OneOmpThread&) = delete;
+  OneOmpThread& operator=(const OneOmpThread&) = delete;
+
+ private:
+  int previous_;
+};
+
+// Runs one tile: a and b are float32, or bfloat16 bits when s.bf16 (elements
+// of `in_bytes`); c is float32; bias (float32, n values) when s.bias.
+void RunTile(const GemmSizes& s, const CachedMatmul& mm, const MatmulTile& t, const char* a,
+             const char* b, float* c, const float* bias, size_t in_bytes) {
+  const int64_t a_off = t.b0 * s.m * s.k + (s.ta ? t.r0 : t.r0 * s.k);
+  const int64_t b_off = t.b0 * s.k * s.n + (s.tb ? t.c0 * s.k : t.c0);
+  const int64_t c_off = t.b0 * s.m * s.n + t.r0 * s.n + t.c0;
   dnnl::stream& stream = onednn::ThreadStream();
-  dnnl::memory a_mem(mm.a_md, onednn::Engine(), const_cast<void*>(a));
-  dnnl::memory b_mem(mm.b_md, onednn::Engine(), const_cast<void*>(b));
-  dnnl::memory c_mem(mm.c_md, onednn::Engine(), c);
+  const dnnl::engine& engine = onednn::Engine();
   std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+      {DNNL_ARG_SRC, dnnl::memory(mm.a_md, engine, const_cast<char*>(a + a_off * in_bytes))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(mm.b_md, engine, const_cast<char*>(b + b_off * in_bytes))},
+      {DNNL_ARG_DST, dnnl::memory(mm.c_md, engine, c + c_off)}};
   if (bias != nullptr) {
-    args.emplace(DNNL_ARG_BIAS,
-                 dnnl::memory(mm.bias_md, onednn::Engine(), const_cast<float*>(bias)));
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(mm.bias_md, engine, const_cast<float*>(bias + t.c0)));
   }
   if (mm.scratchpad_bytes > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.pd.scratchpad_desc(), onednn::Engine(),
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.pd.scratchpad_desc(), engine,
                                                    onednn::Scratchpad(mm.scratchpad_bytes)));
   }
   mm.primitive.execute(stream, args);
   stream.wait();
+}
+
+// The product tile by tile (matmul_tiles.h), tiles side by side on the
+// kernel threads. False, with nothing written, when oneDNN has no primitive
+// for it (bfloat16 on a CPU without one).
+bool RunTiles(const GemmSizes& s, const void* a, const void* b, float* c, const float* bias) {
+  const std::vector<MatmulTile> tiles = MatmulTilesOf(s);
+  if (tiles.empty()) return true;
+  {
+    OneOmpThread one;
+    if (GetMatmul(s, tiles[0]) == nullptr) return false;
+  }
+  const size_t in_bytes = s.bf16 ? sizeof(uint16_t) : sizeof(float);
+  ParallelFor(
+      static_cast<int64_t>(tiles.size()),
+      [&](int64_t begin, int64_t end) {
+        OneOmpThread one;
+        for (int64_t i = begin; i < end; ++i) {
+          std::shared_ptr<const CachedMatmul> mm = GetMatmul(s, tiles[i]);
+          CHECK(mm != nullptr) << "matmul: no oneDNN primitive for a tile of a product it ran";
+          RunTile(s, *mm, tiles[i], static_cast<const char*>(a), static_cast<const char*>(b), c,
+                  bias, in_bytes);
+        }
+      },
+      /*grain=*/1);
+  return true;
 }
 
 void Gemm(const GemmSizes& s, const float* a, const float* b, float* c,
@@ -122,7 +181,7 @@ void Gemm(const GemmSizes& s, const float* a, const float* b, float* c,
   GemmSizes f32 = s;
   f32.bf16 = false;
   CHECK_EQ(s.bias, bias != nullptr);
-  RunMatmul(*GetMatmul(f32), a, b, c, bias);
+  CHECK(RunTiles(f32, a, b, c, bias)) << "matmul: oneDNN has no float32 matmul";
 }
 
 // ---- float64: OpenBLAS ---------------------------------------------------
@@ -163,11 +222,7 @@ std::vector<float> Widen(const Tensor& t) {
 // float32 path, which computes the same sums.
 void GemmBFloat16(const GemmSizes& s, const Tensor& a, const Tensor& b, Tensor& out) {
   CHECK(out.dtype() == DataType::kFloat32) << "bfloat16 matmul writes float32";
-  std::shared_ptr<const CachedMatmul> mm = GetMatmul(s);
-  if (mm != nullptr) {
-    RunMatmul(*mm, a.raw(), b.raw(), out.data<float>());
-    return;
-  }
+  if (RunTiles(s, a.raw(), b.raw(), out.data<float>(), nullptr)) return;
   std::vector<float> fa = Widen(a), fb = Widen(b);
   Gemm(s, fa.data(), fb.data(), out.data<float>());
 }
