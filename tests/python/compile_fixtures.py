@@ -8,9 +8,14 @@ report (text and JSON), the planner's stats without wall-clock times, the predic
 bytes, the sha256 of the lowered Plan's protobuf text (protoc --decode:
 maps in key order; the serialized bytes are not canonical, an op's
 attributes are a map), and after two SGD
-steps of a DistributedSession (one kernel thread) the losses (float.hex)
-and the sha256 of every trainable variable's float64 bytes. One case runs
-through nn.Graph's auto_parallel (the Python compile path).
+steps of a DistributedSession (one kernel thread) the losses (float.hex),
+the sha256 of every trainable variable's float64 bytes and each one's sum
+and sum of magnitudes (math.fsum, float.hex). One case runs through
+nn.Graph's auto_parallel (the Python compile path). Every case records the
+CPU it ran on (`recorded_on`: model name and vector ISA): the kernels pick
+their code for the CPU (OpenBLAS's dgemm, the vector paths), so numbers are
+bitwise the same only on the same kind of CPU; elsewhere the test compares
+losses and sums within a tolerance instead of the variables' bytes.
 
     PYTHONPATH=python python tests/python/compile_fixtures.py --write
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -133,12 +139,37 @@ def planned_record(planned) -> dict:
             "predicted_bytes": {str(k): v for k, v in sorted(planned.predicted_bytes.items())}}
 
 
+def cpu_signature() -> str:
+    """The CPU's model name and the vector ISA the kernels run ("avx512",
+    "avx2" or "baseline"; OFL_CPU_ISA when it forces one)."""
+    model, flags = "", set()
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and not model:
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "baseline"
+    return f"{model} | {os.environ.get('OFL_CPU_ISA') or isa}"
+
+
+def param_sums(values: Dict[str, np.ndarray]) -> Dict[str, List[str]]:
+    """Per variable: its exactly rounded sum and sum of magnitudes (hex)."""
+    out = {}
+    for name, v in sorted(values.items()):
+        flat = np.asarray(v, np.float64).reshape(-1).tolist()
+        out[name] = [math.fsum(flat).hex(), math.fsum(abs(x) for x in flat).hex()]
+    return out
+
+
 def run_record(session, g, model: str) -> dict:
     losses = [float(session.run({g.data: x, g.labels: y}, [g.loss])[0]).hex()
               for x, y in batches(model)]
-    params = {p: sha(np.ascontiguousarray(session.get_variable(p), np.float64).tobytes())
-              for p in sorted(g.trainable)}
+    values = {p: np.asarray(session.get_variable(p)) for p in sorted(g.trainable)}
+    params = {p: sha(np.ascontiguousarray(v, np.float64).tobytes()) for p, v in values.items()}
     return {"plan_sha256": plan_digest(session.plan_bytes()), "losses": losses, "params": params,
+            "param_sums": param_sums(values), "recorded_on": cpu_signature(),
             "session_strategy_sha256": sha(session.strategy().encode())}
 
 
@@ -211,12 +242,14 @@ def record_graph_case() -> dict:
     losses = [float(graph(flow.tensor(x), flow.tensor(y)).numpy()).hex()
               for x, y in batches("mlp")]
     state = graph.state_dict()
-    params = {k: sha(np.ascontiguousarray(v.numpy(), np.float64).tobytes())
-              for k, v in sorted(state.items()) if k in dict(model.named_parameters())}
+    values = {k: np.asarray(v.numpy()) for k, v in sorted(state.items())
+              if k in dict(model.named_parameters())}
+    params = {k: sha(np.ascontiguousarray(v, np.float64).tobytes()) for k, v in values.items()}
     c = graph.compiled
     record = planned_record(c.planned)
     record.update({"plan_sha256": plan_digest(c.session.plan_bytes()), "losses": losses,
-                   "params": params,
+                   "params": params, "param_sums": param_sums(values),
+                   "recorded_on": cpu_signature(),
                    "session_strategy_sha256": sha(c.session.strategy().encode())})
     return record
 
