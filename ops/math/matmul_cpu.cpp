@@ -2,7 +2,7 @@
 // matmul primitive straight on the tensors' buffers, tile by tile
 // (matmul_tiles.h: the output cut by its sizes alone; each tile one
 // single-threaded call over the whole contraction, tiles side by side on
-// ParallelFor), so results are bitwise the same for any number of threads.
+// OpenMP threads), so results are bitwise the same for any number of threads.
 // Transposes are expressed as strides, so nothing is copied; matmul_bias
 // passes its bias as the primitive's bias argument, added as each output
 // block is written. float64 runs OpenBLAS dgemm, once per batch element
@@ -20,6 +20,8 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <exception>
 #include <memory>
 #include <tuple>
 #include <unordered_map>
@@ -113,8 +115,9 @@ std::shared_ptr<const CachedMatmul> GetMatmul(const GemmSizes& s, const MatmulTi
   return cache.Get(key, [&] { return CreateMatmul(s, t); });
 }
 
-// While it lives, oneDNN (OpenMP) on the calling thread uses one thread; the
-// tiles are the parallelism, and each tile's sums keep one order.
+// While it lives, oneDNN (OpenMP) on the calling thread plans and runs with
+// one thread; the tiles are the parallelism, and each tile's sums keep one
+// order.
 class OneOmpThread {
  public:
   OneOmpThread() : previous_(omp_get_max_threads()) { omp_set_num_threads(1); }
@@ -150,29 +153,37 @@ void RunTile(const GemmSizes& s, const CachedMatmul& mm, const MatmulTile& t, co
   stream.wait();
 }
 
-// The product tile by tile (matmul_tiles.h), tiles side by side on the
-// kernel threads. False, with nothing written, when oneDNN has no primitive
-// for it (bfloat16 on a CPU without one).
+// The product tile by tile (matmul_tiles.h), tiles side by side on OpenMP
+// threads (the pool oneDNN itself uses, bounded by KernelThreads), each
+// tile's call single-threaded. False, with nothing written, when oneDNN has
+// no primitive for it (bfloat16 on a CPU without one). Primitives are made
+// before the parallel loop, so nothing inside it throws from creation.
 bool RunTiles(const GemmSizes& s, const void* a, const void* b, float* c, const float* bias) {
   const std::vector<MatmulTile> tiles = MatmulTilesOf(s);
-  if (tiles.empty()) return true;
+  const int64_t count = static_cast<int64_t>(tiles.size());
+  std::vector<std::shared_ptr<const CachedMatmul>> prims(tiles.size());
   {
     OneOmpThread one;
-    if (GetMatmul(s, tiles[0]) == nullptr) return false;
+    for (int64_t i = 0; i < count; ++i) {
+      prims[i] = GetMatmul(s, tiles[i]);
+      if (prims[i] == nullptr) return false;
+    }
   }
   const size_t in_bytes = s.bf16 ? sizeof(uint16_t) : sizeof(float);
-  ParallelFor(
-      static_cast<int64_t>(tiles.size()),
-      [&](int64_t begin, int64_t end) {
-        OneOmpThread one;
-        for (int64_t i = begin; i < end; ++i) {
-          std::shared_ptr<const CachedMatmul> mm = GetMatmul(s, tiles[i]);
-          CHECK(mm != nullptr) << "matmul: no oneDNN primitive for a tile of a product it ran";
-          RunTile(s, *mm, tiles[i], static_cast<const char*>(a), static_cast<const char*>(b), c,
-                  bias, in_bytes);
-        }
-      },
-      /*grain=*/1);
+  const int threads = static_cast<int>(std::min<int64_t>(count, omp_get_max_threads()));
+  std::exception_ptr error;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
+  for (int64_t i = 0; i < count; ++i) {
+    OneOmpThread one;
+    try {
+      RunTile(s, *prims[i], tiles[i], static_cast<const char*>(a), static_cast<const char*>(b), c,
+              bias, in_bytes);
+    } catch (...) {
+#pragma omp critical(ofl_matmul_tile_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
   return true;
 }
 

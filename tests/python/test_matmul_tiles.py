@@ -19,16 +19,18 @@ import pytest
 
 from oneflow_lite.graph_builder import GraphBuilder
 
-# (batch or None, m, n, k): long contractions, uneven edges, many small matrices.
+# (batch or None, m, n, k): long contractions, uneven edges, several row
+# tiles (1600 rows: 4; 800 x 200 matrices: 2 each), many small matrices.
 SHAPES = [
     (None, 32, 48, 20000),
     (None, 128, 128, 4096),
     (None, 100, 600, 128),
     (None, 333, 1031, 257),
     (None, 1, 700, 3000),
+    (None, 1600, 96, 700),
     (6, 33, 17, 2048),
     (40, 16, 16, 64),
-    (3, 200, 520, 96),
+    (3, 800, 200, 64),
 ]
 
 

@@ -56,51 +56,50 @@ TEST(MatmulTilesTest, EmptyOutputHasNoTiles) {
 }
 
 TEST(MatmulTilesTest, SmallProductIsOneTile) {
-  // 64 x 64 outputs, k = 64: 4096 outputs, within one tile.
-  const std::vector<MatmulTile> tiles = MatmulTilesOf(Dims(0, 64, 64, 64));
+  // 64 x 64 (and a long contraction): fewer than 2 x 384 rows, one tile.
+  const std::vector<MatmulTile> tiles = MatmulTilesOf(Dims(0, 64, 64, 8192));
   ASSERT_EQ(tiles.size(), 1u);
   EXPECT_EQ(tiles[0], (MatmulTile{0, 1, 0, 64, 0, 64}));
 }
 
-TEST(MatmulTilesTest, LargeProductCutByHand) {
-  // 1024 x 1024 x 1024: target 2^23 / 1024 = 8192 outputs per tile. Columns
-  // in 2 pieces of 512; rows 8192 / 512 = 16 per tile: 64 x 2 tiles.
-  const std::vector<MatmulTile> tiles = MatmulTilesOf(Dims(0, 1024, 1024, 1024));
-  ASSERT_EQ(tiles.size(), 128u);
-  EXPECT_EQ(tiles[0], (MatmulTile{0, 1, 0, 16, 0, 512}));
-  EXPECT_EQ(tiles[1], (MatmulTile{0, 1, 0, 16, 512, 1024}));
-  EXPECT_EQ(tiles[127], (MatmulTile{0, 1, 1008, 1024, 512, 1024}));
-}
-
-TEST(MatmulTilesTest, UnevenSizesCutByHand) {
-  // 100 x 600, k = 128: target 2^16 (2^23 / 128). 600 columns: 2 pieces of
-  // 300 rounded up to 304 (304 + 296); rows 65536 / 304 = 215 -> 208, so all
-  // 100 rows in one piece: 2 tiles.
-  const std::vector<MatmulTile> tiles = MatmulTilesOf(Dims(0, 100, 600, 128));
+TEST(MatmulTilesTest, RowsCutByHand) {
+  // 1024 rows: 1024 / 384 = 2 pieces of 512, every column in each.
+  std::vector<MatmulTile> tiles = MatmulTilesOf(Dims(0, 1024, 3000, 256));
   ASSERT_EQ(tiles.size(), 2u);
-  EXPECT_EQ(tiles[0], (MatmulTile{0, 1, 0, 100, 0, 304}));
-  EXPECT_EQ(tiles[1], (MatmulTile{0, 1, 0, 100, 304, 600}));
+  EXPECT_EQ(tiles[0], (MatmulTile{0, 1, 0, 512, 0, 3000}));
+  EXPECT_EQ(tiles[1], (MatmulTile{0, 1, 512, 1024, 0, 3000}));
+  // 1000 rows: 2 pieces of 500 rounded up to 512: 512 + 488.
+  tiles = MatmulTilesOf(Dims(0, 1000, 7, 5));
+  ASSERT_EQ(tiles.size(), 2u);
+  EXPECT_EQ(tiles[1], (MatmulTile{0, 1, 512, 1000, 0, 7}));
+  // 4000 rows: 10 pieces of 400 (a multiple of 16).
+  tiles = MatmulTilesOf(Dims(0, 4000, 100, 100));
+  ASSERT_EQ(tiles.size(), 10u);
+  EXPECT_EQ(tiles[9], (MatmulTile{0, 1, 3600, 4000, 0, 100}));
+  // 767 rows: one piece (767 / 384 = 1).
+  EXPECT_EQ(MatmulTilesOf(Dims(0, 767, 100, 100)).size(), 1u);
 }
 
 TEST(MatmulTilesTest, SmallMatricesGroupedByBatch) {
-  // 10 matrices of 32 x 32 (1024 outputs), k = 32: target 2^16, so 64
-  // matrices fit in one tile; with k = 4096, target 2^12 (2^23 / 4096 = 2048,
-  // raised to the minimum 4096): 4 per tile, 10 in 3 pieces of 4, 4, 2.
-  std::vector<MatmulTile> tiles = MatmulTilesOf(Dims(10, 32, 32, 32));
-  ASSERT_EQ(tiles.size(), 1u);
-  EXPECT_EQ(tiles[0], (MatmulTile{0, 10, 0, 32, 0, 32}));
-  tiles = MatmulTilesOf(Dims(10, 32, 32, 4096));
-  ASSERT_EQ(tiles.size(), 3u);
-  EXPECT_EQ(tiles[0], (MatmulTile{0, 4, 0, 32, 0, 32}));
-  EXPECT_EQ(tiles[1], (MatmulTile{4, 8, 0, 32, 0, 32}));
-  EXPECT_EQ(tiles[2], (MatmulTile{8, 10, 0, 32, 0, 32}));
+  // 32 x 128 matrices (4096 outputs): 2^17 / 4096 = 32 a tile; 100 of them
+  // in 4 pieces of 25.
+  std::vector<MatmulTile> tiles = MatmulTilesOf(Dims(100, 32, 128, 64));
+  ASSERT_EQ(tiles.size(), 4u);
+  EXPECT_EQ(tiles[0], (MatmulTile{0, 25, 0, 32, 0, 128}));
+  EXPECT_EQ(tiles[3], (MatmulTile{75, 100, 0, 32, 0, 128}));
+  // 3 matrices of 800 x 200 (160,000 outputs, above 2^17): each cut by rows,
+  // 800 / 384 = 2 pieces of 400.
+  tiles = MatmulTilesOf(Dims(3, 800, 200, 64));
+  ASSERT_EQ(tiles.size(), 6u);
+  EXPECT_EQ(tiles[3], (MatmulTile{1, 2, 400, 800, 0, 200}));
 }
 
 TEST(MatmulTilesTest, CutDoesNotDependOnAnythingButSizes) {
-  // Same sizes, same tiles: the function has no other input; a transposed
-  // layout changes strides, not the cut.
+  // Only the output's sizes cut: a transposed layout changes strides, not
+  // the cut, and the contraction's length does not enter.
   MatmulDims a = Dims(2, 300, 700, 256), b = a;
   b.ta = b.tb = true;
+  b.k = 9999;  // nor the contraction's length
   EXPECT_EQ(MatmulTilesOf(a), MatmulTilesOf(b));
 }
 
