@@ -5,30 +5,14 @@
 
 namespace ofl {
 
-namespace {
-
-// Under ThreadSanitizer every ParallelFor runs on its caller's thread: the
-// distribution's oneTBB is not instrumented, so TSan cannot see that
-// tbb::parallel_for joins its workers before returning, and reports the
-// caller's later writes (seen: the body's std::function freed after a large
-// CopyBox) as races with the workers' reads.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kSerial = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kSerial = true;
-#else
-constexpr bool kSerial = false;
-#endif
-#else
-constexpr bool kSerial = false;
-#endif
-
-}  // namespace
-
+// Under ThreadSanitizer (kKernelsSerial) every ParallelFor runs on its
+// caller's thread: the distribution's oneTBB is not instrumented, so TSan
+// cannot see that tbb::parallel_for joins its workers before returning, and
+// reports the caller's later writes (seen: the body's std::function freed
+// after a large CopyBox) as races with the workers' reads.
 void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;
-  if (n <= grain || kSerial) {
+  if (n <= grain || kKernelsSerial) {
     fn(0, n);
     return;
   }

@@ -170,7 +170,8 @@ bool RunTiles(const GemmSizes& s, const void* a, const void* b, float* c, const 
     }
   }
   const size_t in_bytes = s.bf16 ? sizeof(uint16_t) : sizeof(float);
-  const int threads = static_cast<int>(std::min<int64_t>(count, omp_get_max_threads()));
+  const int threads =
+      kKernelsSerial ? 1 : static_cast<int>(std::min<int64_t>(count, omp_get_max_threads()));
   std::exception_ptr error;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (int64_t i = 0; i < count; ++i) {
