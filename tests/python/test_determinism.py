@@ -14,8 +14,10 @@ so 4 gives each rank 1 and 8 gives each rank 2, runtime/runtime.h).
 The kernels keep one writer per output element with a fixed summation order
 whatever the number of threads (ops/parallel.h ParallelFor splits only
 independent outputs; embedding_grad splits columns; reductions run
-sequentially per output), and matmul's BLAS splits rows and columns, not
-the inner dimension, at these sizes. Nothing here is excused.
+sequentially per output), and the float32 matmul cuts its output into
+tiles by size alone, each one single-threaded oneDNN call
+(ops/math/matmul_tiles.h; oneDNN's own threading changed the last bits with
+the thread count on AVX2). Nothing here is excused.
 """
 import numpy as np
 import pytest
