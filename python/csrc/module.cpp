@@ -258,9 +258,13 @@ void BindProgram(py::module_& m) {
       .def("__str__", [](const Program& p) { return p.graph().ToString(); });
 }
 
-// Session: one device's compiled plan, run step by step.
+// Session: one device's compiled plan, run step by step. In Python as in
+// C++ it is the one-rank DistributedSession: variables, anomaly detection and
+// the plan come from there; its own are the constructor, run (a list of
+// arrays) and peak_bytes (the device's, not per rank). Bound after
+// DistributedSession, its base.
 void BindSession(py::module_& m) {
-  py::class_<Session>(m, "Session")
+  py::class_<Session, DistributedSession>(m, "Session")
       .def(py::init([](const Program& p, int num_threads, int64_t timeout_ms, bool transactional,
                        const std::string& trace_path, bool plan_memory) {
              SessionOptions options;
@@ -291,17 +295,6 @@ void BindSession(py::module_& m) {
             return ArraysOrNone(out);
           },
           py::arg("feeds"), py::arg("fetches"))
-      .def("set_detect_anomaly", &Session::set_detect_anomaly, py::arg("on"),
-           "runs fail at the first op whose output holds a NaN or Inf, naming it")
-      .def("get_variable",
-           [](const Session& s, const std::string& name) {
-             return ArrayFromTensor(Unwrap(s.GetVariable(name)));
-           })
-      .def("set_variable",
-           [](Session& s, const std::string& name, const py::array& value) {
-             ThrowIfError(s.SetVariable(name, TensorFromArray(value, "variable '" + name + "'")));
-           })
-      .def("plan_bytes", [](const Session& s) { return py::bytes(s.plan().SerializeAsString()); })
       .def("peak_bytes", &Session::peak_bytes,
            "the device's peak allocated bytes since the session was created (registers, "
            "their arena, the undo copy)");
@@ -451,9 +444,9 @@ void BindKernelTools(py::module_& m) {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "oneflow_lite C++ core: graphs, sessions and the op registry";
   BindProgram(m);
+  BindDistributed(m);
   BindSession(m);
   BindEager(m);
-  BindDistributed(m);
   BindGlobal(m);
   BindPlanning(m);
   BindSearchers(m);

@@ -80,3 +80,18 @@ def test_bad_feeds_fetches_and_options_name_the_culprit():
         _C.Session(b.program, -2)
     (value,) = session.run({x: good}, [loss])  # nothing above changed the session
     assert value == pytest.approx(0.0, abs=1e-7)
+
+
+def test_session_is_the_one_rank_distributed_session():
+    """One session class: Session is a DistributedSession in Python too, with
+    its variables, layout and strategy (one rank, every tensor B)."""
+    b, w1, _, x, _, loss = mlp()
+    session = b.session(num_threads=1)
+    assert isinstance(session, _C.DistributedSession)
+    assert session.local_ranks() == [0]
+    layout = session.variable_layout("w1")
+    assert layout["shape"] == [6, 5] and layout["ranks"] == [0]
+    np.testing.assert_array_equal(session.get_variable_slice("w1", 0), w1)
+    xs = np.ones((8, 6), np.float32)
+    one = session.run({x: xs}, [loss])  # Session.run: a list of arrays
+    assert isinstance(one, list) and np.shape(one[0]) == ()
