@@ -1,5 +1,6 @@
 #include "oneflow_lite/api/compile.h"
 
+#include "oneflow_lite/api/simulated_choice.h"
 #include "oneflow_lite/api/strategy_io.h"
 
 namespace ofl {
@@ -104,8 +105,15 @@ Maybe<CompiledGraph> Compile(const OpGraph& graph, const Placement& placement, c
     OFL_ENSURE(spec.cluster != nullptr, "compile: a search spec needs a cluster");
     PlanRequest request = spec.request;
     request.micro_batches = options.micro_batches;  // costed as the session runs
-    OFL_ASSIGN_OR_RETURN(PlannedStrategy planned,
-                         PlanRequested(graph, placement, *spec.cluster, request));
+    PlannedStrategy planned;
+    if (spec.simulate_candidates.empty()) {
+      OFL_ASSIGN_OR_RETURN(planned, PlanRequested(graph, placement, *spec.cluster, request));
+    } else {
+      OFL_ASSIGN_OR_RETURN(SimulatedChoice choice,
+                           ChooseBySimulation(graph, placement, *spec.cluster, request,
+                                              spec.simulate_candidates, fetches, options));
+      planned = std::move(choice.chosen);
+    }
     compiled.strategy = planned.strategy;
     compiled.planned = std::move(planned);
   } else {

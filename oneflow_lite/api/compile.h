@@ -30,6 +30,10 @@ struct PlanSpec {
   Strategy strategy;                    // given: bound to the placement (BindStrategy)
   PlanRequest request;  // search: searcher, pins, options (micro_batches: the session's)
   std::shared_ptr<const Cluster> cluster;  // search: what it is costed for
+  // search: when not empty, the searcher's answer and these candidates (the
+  // presets) are each simulated as the session would run them, and the
+  // shortest simulated step is chosen (api/simulated_choice.h).
+  std::vector<std::string> simulate_candidates;
 
   static PlanSpec Deduce(std::map<std::string, NdSbp> pinned = {});
   static Maybe<PlanSpec> Random(int64_t seed, int64_t stages = 1);  // checks both
@@ -48,7 +52,8 @@ struct CompiledGraph {
   std::unique_ptr<DistributedSession> session;  // session->plan(): the lowered Plan
 };
 
-// Searches (kSearch, costed for options.micro_batches) or makes the
+// Searches (kSearch, costed for options.micro_batches; chosen by simulated
+// step among spec.simulate_candidates too when there are any) or makes the
 // strategy, then builds the session with `fetches` and `options` on
 // `placement`. Errors: the search's, the spec's, the session's (validation).
 Maybe<CompiledGraph> Compile(const OpGraph& graph, const Placement& placement, const PlanSpec& spec,

@@ -8,6 +8,7 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "convert.h"
@@ -99,20 +100,35 @@ void BindSearchSpec(py::module_& m) {
           [](const py::object& cluster, const std::string& searcher,
              const std::map<std::string, std::string>& pinned,
              const std::optional<int64_t>& memory_limit,
-             const std::optional<double>& optimality_cap_s) {
+             const std::optional<double>& optimality_cap_s,
+             const std::vector<std::string>& simulate_candidates) {
             PlanRequest r;
             r.searcher = searcher;
             r.pinned = pinned;
             r.memory_limit = memory_limit;
             r.optimality_cap = optimality_cap_s;
             ThrowIfError(PlanOptionsFrom(r).status());  // a bad request fails here, named
-            return PlanSpec::Search(std::move(r), ClusterFrom(cluster));
+            const std::vector<std::string> known = PlanSearchers();
+            for (const std::string& c : simulate_candidates) {
+              if (std::find(known.begin(), known.end(), c) == known.end()) {
+                std::string names;
+                for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+                throw py::value_error("PlanSpec.search: simulate_candidates names '" + c +
+                                      "', which is not a registered searcher (" + names + ")");
+              }
+            }
+            PlanSpec spec = PlanSpec::Search(std::move(r), ClusterFrom(cluster));
+            spec.simulate_candidates = simulate_candidates;
+            return spec;
           },
           py::arg("cluster"), py::arg("searcher") = "autoddl",
           py::arg("pinned") = std::map<std::string, std::string>{},
           py::arg("memory_limit") = py::none(), py::arg("optimality_cap_s") = py::none(),
+          py::arg("simulate_candidates") = std::vector<std::string>{},
           "search with `searcher` on `cluster` (a Cluster, a preset name or a file); the "
-          "arguments as plan()'s, micro_batches compile's");
+          "arguments as plan()'s, micro_batches compile's. simulate_candidates (searcher "
+          "names, e.g. the presets): the searcher's answer and these are each simulated as "
+          "the session would run them and the shortest simulated step is chosen");
 }
 
 }  // namespace

@@ -77,3 +77,63 @@ def test_report_time_column_is_the_simulation():
     shown = row.split()[0:2]
     value = float(shown[0]) * {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[shown[1]]
     assert value == pytest.approx(max(per_rank.values()), rel=5e-3)
+
+
+def mlp_graph(flow, placement, **parallel):
+    """An nn.Graph training a float64 MLP (no dropout) with SGD on `placement`."""
+    from oneflow_lite.models import MLPConfig
+    nn = flow.nn
+    flow.manual_seed(3)
+    model = flow.models.create("mlp", MLPConfig(in_features=8, hidden=(16,), num_classes=4,
+                                                dropout=0.0), dtype=flow.float64)
+    opt = flow.optim.SGD(model.named_parameters(), lr=0.05)
+
+    class TrainGraph(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x, y):
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            loss.backward()
+            return loss
+
+    graph = TrainGraph()
+    graph.config.auto_parallel(cluster=CLUSTER, placement=placement, **parallel)
+    return model, graph
+
+
+def test_nn_graph_compiles_the_simulated_choice():
+    """auto_parallel(choose_by_simulation=True): nn.Graph's one compile call
+    runs the plan _C.plan_by_simulation (checked above) chooses for the
+    graph's program, and its first loss is eager's forward of the same
+    parameters."""
+    import oneflow_lite as flow
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 8))
+    y = rng.integers(0, 4, size=8)
+    model, graph = mlp_graph(flow, flow.placement("cpu", [0, 1]), choose_by_simulation=True)
+    eager = float(flow.nn.functional.cross_entropy(model(flow.tensor(x)), flow.tensor(y)).numpy())
+    loss = float(graph(flow.tensor(x), flow.tensor(y)).numpy())
+    np.testing.assert_allclose(loss, eager, rtol=1e-12, atol=1e-12)
+    c = graph.compiled
+    planned, rows, _ = _C.plan_by_simulation(c.program, [2], CLUSTER, fetches=list(c.outputs))
+    assert c.planned.searcher == planned.searcher
+    assert str(c.strategy) == str(planned.strategy)
+    assert [r["name"] for r in rows][0] == "autoddl"
+
+
+def test_choose_by_simulation_bad_values_name_them_and_change_nothing():
+    import oneflow_lite as flow
+    _, graph = mlp_graph(flow, flow.placement("cpu", [0, 1]))
+    before = graph.config.parallel
+    with pytest.raises(TypeError, match="choose_by_simulation"):
+        graph.config.auto_parallel(cluster=CLUSTER, placement=flow.placement("cpu", [0, 1]),
+                                   choose_by_simulation="yes")
+    with pytest.raises(ValueError, match="no_such_preset"):
+        graph.config.auto_parallel(cluster=CLUSTER, placement=flow.placement("cpu", [0, 1]),
+                                   choose_by_simulation=["megatron", "no_such_preset"])
+    assert graph.config.parallel is before
+    with pytest.raises(ValueError, match="no_such_preset"):
+        _C.PlanSpec.search(CLUSTER, simulate_candidates=["no_such_preset"])

@@ -92,6 +92,29 @@ def _calibrated(devices: int, kernels: bool = False):
         return _C.load_cluster(os.path.join(d, "local.pbtxt"))
 
 
+SIMULATED_PRESETS = ("data_parallel", "megatron", "2d", "zero", "vgg")
+
+
+def simulation_candidates(choose_by_simulation) -> List[str]:
+    """auto_parallel's choose_by_simulation as the searchers to simulate
+    beside the search's answer: False -> none, True -> the presets, a list
+    of searcher names -> those."""
+    if choose_by_simulation is False or choose_by_simulation is None:
+        return []
+    if choose_by_simulation is True:
+        return list(SIMULATED_PRESETS)
+    if isinstance(choose_by_simulation, (list, tuple)) and choose_by_simulation and \
+            all(isinstance(n, str) for n in choose_by_simulation):
+        names = searcher_names()
+        unknown = [n for n in choose_by_simulation if names and n not in names]
+        if unknown:
+            raise ValueError(f"auto_parallel: choose_by_simulation names unknown searcher "
+                             f"'{unknown[0]}' (expected some of {', '.join(names)})")
+        return list(choose_by_simulation)
+    raise TypeError(f"auto_parallel: choose_by_simulation must be True, False or a non-empty "
+                    f"list of searcher names, got {choose_by_simulation!r}")
+
+
 @dataclass
 class ParallelConfig:
     """The auto-parallel setting of one nn.Graph (see ``GraphConfig.auto_parallel``)."""
@@ -108,6 +131,7 @@ class ParallelConfig:
     optimality_cap_s: Optional[float] = None  # exact from the plan: its distance to the optimum
     transactional: bool = True  # a failed step restores variables (GraphConfig.transactional_steps)
     device_type: str = "cpu"    # the placement's: "cuda" runs the plan on cuda:<rank>
+    simulate_candidates: List[str] = field(default_factory=list)  # chosen by simulated step
 
     def __post_init__(self) -> None:
         names = searcher_names()
@@ -139,7 +163,8 @@ class ParallelConfig:
         cluster = resolve_cluster(self.cluster, self.devices)
         return _C.PlanSpec.search(cluster, self.searcher, pinned=dict(pinned),
                                   memory_limit=self.memory_limit,
-                                  optimality_cap_s=self.optimality_cap_s)
+                                  optimality_cap_s=self.optimality_cap_s,
+                                  simulate_candidates=list(self.simulate_candidates))
 
 
 @dataclass

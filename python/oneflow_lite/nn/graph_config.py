@@ -9,7 +9,7 @@ import os
 from typing import Optional
 
 from oneflow_lite import _global
-from oneflow_lite.nn.graph_compile import ParallelConfig
+from oneflow_lite.nn.graph_compile import ParallelConfig, simulation_candidates
 
 
 class GraphConfig:
@@ -77,7 +77,8 @@ class GraphConfig:
     def auto_parallel(self, cluster="local", searcher: str = "autoddl", placement=None,
                       micro_batches: int = 1, memory_limit: Optional[int] = None,
                       num_threads: int = 0, timeout_ms: int = 120000,
-                      optimality_cap_s: Optional[float] = None) -> None:
+                      optimality_cap_s: Optional[float] = None,
+                      choose_by_simulation=False) -> None:
         """Plans the layout on ``placement`` (a flow.placement; its hierarchy
         is the mesh) for ``cluster`` (a preset name, a Cluster file, "local"
         or a _C.Cluster) with ``searcher`` (``_C.searchers()``: autoddl, exact,
@@ -88,7 +89,14 @@ class GraphConfig:
         such a pin must use this same placement. ``optimality_cap_s``: exact
         then runs from the plan for at most that many seconds and the plan
         report states its distance to the proven optimum, or to the best
-        lower bound (named) when there is no proof (None: not measured)."""
+        lower bound (named) when there is no proof (None: not measured).
+        ``choose_by_simulation``: True, or a list of searcher names: the
+        searcher's answer and the presets (True: data_parallel, megatron, 2d,
+        zero, vgg) are each simulated as the session would run them (tasks,
+        threads, waits) and the shortest simulated step is chosen
+        (``graph.compiled.planned.searcher`` names which; ``_C.plan_by_simulation``
+        prints every candidate's two figures). False: the searcher's answer,
+        as its additive model prices it."""
         if placement is None:
             raise ValueError("auto_parallel: placement is required, e.g. "
                              "flow.placement('cpu', [[0, 1], [2, 3]])")
@@ -102,7 +110,8 @@ class GraphConfig:
             searcher=searcher, micro_batches=int(micro_batches), strategy_path=keep,
             memory_limit=memory_limit, num_threads=num_threads, timeout_ms=timeout_ms,
             optimality_cap_s=optimality_cap_s, transactional=self.transactional,
-            device_type=placement.type)
+            device_type=placement.type,
+            simulate_candidates=simulation_candidates(choose_by_simulation))
         self.placement = placement
         self.num_threads = num_threads
 
