@@ -18,13 +18,19 @@ from oneflow_lite.models import GPTConfig, trace_loss
 
 GPT = GPTConfig(vocab_size=11, seq_len=8, n_layer=1, n_head=2, n_embd=16, dropout=0.25)
 BATCH = 4
+# For the timeouts: ops that take about a millisecond (256 x 512 x 128
+# matmuls), so that some rank waits past a 1 ms timeout for another's output
+# however fast and idle the machine is (the tiny GPT above finished 40 steps
+# inside 1 ms waits on a loaded 2-core machine).
+SLOW_GPT = GPTConfig(vocab_size=11, seq_len=32, n_layer=2, n_head=2, n_embd=128, dropout=0.25)
+SLOW_BATCH = 8
 RESTORED = "(variables and optimizer state restored to their values before this run)"
 OFF = "(state may be partially updated: transactional steps are off)"
 
 
-def build():
+def build(config: GPTConfig = GPT, batch_size: int = BATCH):
     flow.manual_seed(3)
-    g = trace_loss(flow.models.create("gpt", GPT), BATCH)
+    g = trace_loss(flow.models.create("gpt", config), batch_size)
     g.builder.minimize(g.loss, "adam", lr=0.01)
     return g
 
@@ -35,10 +41,10 @@ def session(g, **options):
                                  [g.loss], num_threads=2, **options)
 
 
-def batch(seed: int):
+def batch(seed: int, config: GPTConfig = GPT, batch_size: int = BATCH):
     rng = np.random.default_rng(seed)
-    return (rng.integers(0, GPT.vocab_size, (BATCH, GPT.seq_len)),
-            rng.integers(0, GPT.vocab_size, (BATCH, GPT.seq_len)))
+    return (rng.integers(0, config.vocab_size, (batch_size, config.seq_len)),
+            rng.integers(0, config.vocab_size, (batch_size, config.seq_len)))
 
 
 def snapshot(s, g) -> dict:
@@ -83,12 +89,12 @@ def test_failed_step_leaves_adam_state_bitwise_and_the_retry_matches_a_fresh_ses
 
 
 def test_timed_out_steps_leave_every_variable_bitwise_unchanged():
-    g = build()
+    g = build(SLOW_GPT, SLOW_BATCH)
     s = session(g, timeout_ms=1)
     failures = 0
     for seed in range(40):  # each attempt: unchanged when it fails, as Run says
         before = snapshot(s, g)
-        x, y = batch(seed)
+        x, y = batch(seed, SLOW_GPT, SLOW_BATCH)
         try:
             step(s, g, x, y)
         except (RuntimeError, ValueError) as e:
@@ -98,7 +104,7 @@ def test_timed_out_steps_leave_every_variable_bitwise_unchanged():
             assert_bitwise_equal(snapshot(s, g), before)
         if failures == 3:
             break
-    assert failures > 0  # 4 ranks on 2 cores: some wait passes 1 ms
+    assert failures > 0  # some rank waits past 1 ms for a millisecond's op
 
 
 def test_without_transactions_the_error_says_state_may_be_partial():
