@@ -19,13 +19,17 @@ for the optimizer updates, ``EagerExecutor.run_in_place``; kernel threads:
 oneTBB's default (every core), OMP_NUM_THREADS = OPENBLAS_NUM_THREADS =
 ``--threads``. ``add`` changed in neither side: its ratio is the noise.
 
-``--gpt``: also bench/gpt_worker.py's graph-mode GPT AdamW training step
-(forward, backward, update; ``--threads`` threads) per side and round: the
-median of its 5 steps after 2 warm-up ones.
+``--parts kernels,gpt,profile``: ``gpt`` is bench/gpt_worker.py's
+graph-mode GPT AdamW training step (forward, backward, update; ``--threads``
+threads) per side and round: the median of its 5 steps after 2 warm-up
+ones. ``profile``: one profiled step of it per side and round (the runtime's
+trace): ms of each op type in STEP_OPS, their sum and the step's busy ms.
 
-Writes bench/results/cpu_kernels_<isa>.json (or ``--out``). Rerun:
+Writes bench/results/cpu_kernels_<isa>.json (or ``--out``); a part not run
+keeps the figures the file already holds (its own ``rounds``, ``date_utc``
+and ``labels`` say when they were taken). Rerun:
 ``PYTHONPATH=python .venv/bin/python bench/cpu_kernels.py --baseline DIR
---isa avx2 --gpt`` (bench/README.md, "cpu_kernels").
+--isa avx2 --parts kernels,gpt`` (bench/README.md, "cpu_kernels").
 """
 from __future__ import annotations
 
@@ -139,6 +143,26 @@ def gpt_round(package: str, args) -> dict:
             "losses": got["losses"]}
 
 
+# The step's op types whose CPU kernels differ between the sides' trees.
+STEP_OPS = ("gelu", "gelu_grad", "softmax", "softmax_grad", "sparse_softmax_cross_entropy",
+            "sparse_softmax_cross_entropy_grad", "adam_update", "add_n")
+
+
+def profile_round(package: str, args) -> dict:
+    """One profiled graph step (bench/gpt_worker.py --profile): ms per STEP_OPS
+    op type, their sum and the whole step's busy ms."""
+    trace = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"cpu_kernels_{os.getpid()}.json")
+    got = run_json([sys.executable, os.path.join(HERE, "gpt_worker.py"), "graph", "--threads",
+                    str(args.threads), "--profile", trace], side_env(package, args))
+    if os.path.exists(trace):
+        os.remove(trace)
+    by_op = {row["op"]: row["ms"] for row in got["profile"]["top"]}
+    ms = {op: by_op.get(op, 0.0) for op in STEP_OPS}
+    ms["changed_ops_total"] = sum(ms.values())
+    ms["step_busy"] = got["profile"]["busy_ms"]
+    return {"ms": ms, "cpu_isa": got["cpu_isa"]}
+
+
 def interleave(run, packages: dict, args) -> list:
     """Every round's result per side, the order alternating by round."""
     rounds = []
@@ -192,10 +216,30 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--reps", type=int, default=15)
-    p.add_argument("--gpt", action="store_true", help="also the GPT training step")
+    p.add_argument("--parts", default="kernels", help="comma-separated: kernels, gpt, profile")
     p.add_argument("--out", default="", help="default bench/results/cpu_kernels_<isa>.json")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p, p.parse_args()
+
+
+def measure(part: str, packages: dict, args) -> dict:
+    """One part's figures: {"kernels": ...} or {"gpt_step": ...}, with when and how."""
+    start = machine()
+    run = {"kernels": kernel_round, "gpt": gpt_round, "profile": profile_round}[part]
+    rounds = interleave(run, packages, args)
+    figures = summarize(rounds)
+    out = figures["gpt_step"] if part == "gpt" else figures
+    if part == "gpt":
+        out["first_losses"] = {s: rounds[0][s]["losses"][:3] for s in packages}
+    out["run"] = {
+        "rounds": args.rounds, "reps": args.reps, "threads": args.threads,
+        "cpu_isa_by_side": {s: sorted({rd[s]["cpu_isa"] for rd in rounds}) for s in packages},
+        "labels": dict(zip(("before", "after"), args.label or ("", git_commit()))),
+        "baseline": packages["before"], "after": packages["after"],
+        "machine_before": start, "machine_after": machine(),
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+    }
+    return {{"kernels": "kernels", "gpt": "gpt_step", "profile": "gpt_step_profile"}[part]: out}
 
 
 def main() -> int:
@@ -210,36 +254,28 @@ def main() -> int:
         from oneflow_lite import _C
         args.isa = _C.cpu_isa_info()["detected"]
     packages = {"before": os.path.abspath(args.baseline), "after": os.path.abspath(args.after)}
-    start = machine()
-    rounds = interleave(kernel_round, packages, args)
-    result = {
-        "benchmark": "cpu_kernels",
-        "what": "CPU kernels (and with --gpt the graph GPT AdamW step): this tree (after) vs "
-                "a baseline build (before) at one instruction set, interleaved rounds of "
-                "fresh processes; before_over_after > 1: after is faster",
-        "isa": args.isa,
-        "cpu_isa_by_side": {s: sorted({rd[s]["cpu_isa"] for rd in rounds}) for s in packages},
-        "kernels": summarize(rounds),
-        "kernel_cases": KERNELS,
-    }
-    if args.gpt:
-        gpt = interleave(gpt_round, packages, args)
-        result["gpt_step"] = summarize(gpt)["gpt_step"]
-        result["gpt_step"]["first_losses"] = {s: gpt[0][s]["losses"][:3] for s in packages}
-    result.update({
-        "rounds": args.rounds, "reps": args.reps, "threads": args.threads,
-        "baseline": packages["before"], "after": packages["after"],
-        "labels": dict(zip(("before", "after"), args.label or ("", git_commit()))),
-        "machine_before": start, "machine_after": machine(),
-        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "how_to_rerun": "PYTHONPATH=python .venv/bin/python bench/cpu_kernels.py --baseline DIR "
-                        f"--isa {args.isa} --rounds {args.rounds}" + (" --gpt" if args.gpt else ""),
-    })
     out = args.out or os.path.join(HERE, "results", f"cpu_kernels_{args.isa}.json")
+    result = {}
+    if os.path.exists(out):
+        with open(out) as f:
+            result = json.load(f)
+    result.update({
+        "benchmark": "cpu_kernels",
+        "what": "CPU kernels and the graph GPT AdamW step (and its op profile): this tree (after) vs a baseline "
+                "build (before) at one instruction set, interleaved rounds of fresh processes; "
+                "before_over_after > 1: after is faster",
+        "isa": args.isa, "kernel_cases": KERNELS,
+        "how_to_rerun": "PYTHONPATH=python .venv/bin/python bench/cpu_kernels.py --baseline DIR "
+                        f"--isa {args.isa} --rounds N --parts kernels,gpt,profile",
+    })
+    for part in args.parts.split(","):
+        result.update(measure(part, packages, args))
     with open(out, "w") as f:
         json.dump(result, f, indent=2)
-    for name, k in list(result["kernels"].items()) + [("gpt_step", result.get("gpt_step"))]:
-        if k:
+    rows = list(result.get("kernels", {}).items()) + [("gpt_step", result.get("gpt_step"))]
+    rows += list(result.get("gpt_step_profile", {}).items())
+    for name, k in rows:
+        if k and name != "run":
             print(f"{name:20s} before {k['before_ms']:9.3f} ms  after {k['after_ms']:9.3f} ms  "
                   f"before/after {k['before_over_after']:.2f}")
     return 0
