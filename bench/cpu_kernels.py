@@ -261,9 +261,9 @@ def main() -> int:
             result = json.load(f)
     result.update({
         "benchmark": "cpu_kernels",
-        "what": "CPU kernels and the graph GPT AdamW step (and its op profile): this tree (after) vs a baseline "
-                "build (before) at one instruction set, interleaved rounds of fresh processes; "
-                "before_over_after > 1: after is faster",
+        "what": "CPU kernels and the graph GPT AdamW step (and its op profile): this tree "
+                "(after) vs a baseline build (before) at one instruction set, interleaved "
+                "rounds of fresh processes; before_over_after > 1: after is faster",
         "isa": args.isa, "kernel_cases": KERNELS,
         "how_to_rerun": "PYTHONPATH=python .venv/bin/python bench/cpu_kernels.py --baseline DIR "
                         f"--isa {args.isa} --rounds N --parts kernels,gpt,profile",
