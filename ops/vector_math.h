@@ -28,16 +28,15 @@ void GeluForward(const float* x, float* y, int64_t n);
 // dx[i] = dy[i] * (Phi(x[i]) + x[i] * phi(x[i])), Phi = 0.5 erfc(-x/sqrt2),
 // phi = exp(-x^2/2) / sqrt(2 pi).
 void GeluBackward(const float* x, const float* dy, float* dx, int64_t n);
-// y[i] = exp(x[i] - shift); returns the float sum of the y (the vector
-// levels sum 16 or 8 lanes, then the lanes in a fixed order; the scalar
-// path in index order).
+// y[i] = exp(x[i] - shift); returns the sum of the y: blocks of 1024 summed
+// in float (the vector levels in 16 or 8 lanes, then the lanes in a fixed
+// order; the scalar path in index order), the blocks' sums in double.
 float ExpShiftedSum(const float* x, float shift, float* y, int64_t n);
 
 // max over x[0, n) as ops/nan_compare.h's NanMax folds it: NaN when any
 // x[i] is NaN, -inf for n = 0.
 float NanMaxOf(const float* x, int64_t n);
-// The float sum of a[i] * b[i] (the vector levels sum 16 or 8 lanes, then
-// the lanes in a fixed order; the scalar path in index order).
+// The sum of a[i] * b[i], in blocks as ExpShiftedSum's.
 float Dot(const float* a, const float* b, int64_t n);
 
 }  // namespace ofl::vec

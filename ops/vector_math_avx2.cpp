@@ -1,6 +1,9 @@
 // ops/vector_math_variants.h: the AVX2 loops (8 lanes, glibc's libmvec
-// erfcf and expf). A partial vector at the end of a range runs masked
-// (maskload / maskstore), so every element takes the same code.
+// erfcf and expf). Whole vectors use plain loads and stores; only the
+// partial vector at the end of a range runs masked (maskload / maskstore),
+// through the same lane arithmetic, so every element gets the same result
+// wherever a range ends. vmaskmovps is microcoded on AMD Zen: masking every
+// vector, not just the last, cost several times the loop's time there.
 #include "ops/vector_math_variants.h"
 
 #ifdef OFL_VEC_LIBMVEC
@@ -36,41 +39,68 @@ OFL_TARGET_AVX2 float SumLanes(__m256 acc) {
   return sum;
 }
 
-OFL_TARGET_AVX2 void GeluForward(const float* x, float* y, int64_t n) {
-  const __m256 half = _mm256_set1_ps(0.5f), neg_c = _mm256_set1_ps(-kInvSqrt2);
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = Lanes(n - i);
-    const __m256 v = _mm256_maskload_ps(x + i, m);
-    const __m256 e = _ZGVdN8v_erfcf(_mm256_mul_ps(v, neg_c));
-    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(_mm256_mul_ps(half, v), e));
-  }
+// The loops over whole vectors and the one partial vector, shared by the
+// pointwise functions: out = Step(a) or Step(a, b) on each vector of 8.
+template <__m256 (*Step)(__m256)>
+OFL_TARGET_AVX2 inline void Map(const float* a, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, Step(_mm256_loadu_ps(a + i)));
+  if (i == n) return;
+  const __m256i m = Lanes(n - i);
+  _mm256_maskstore_ps(out + i, m, Step(_mm256_maskload_ps(a + i, m)));
 }
 
-OFL_TARGET_AVX2 void GeluBackward(const float* x, const float* dy, float* dx, int64_t n) {
-  const __m256 half = _mm256_set1_ps(0.5f), neg_half = _mm256_set1_ps(-0.5f);
-  const __m256 neg_c = _mm256_set1_ps(-kInvSqrt2), c2 = _mm256_set1_ps(kInvSqrt2Pi);
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = Lanes(n - i);
-    const __m256 v = _mm256_maskload_ps(x + i, m);
-    const __m256 g = _mm256_maskload_ps(dy + i, m);
-    const __m256 cdf = _mm256_mul_ps(half, _ZGVdN8v_erfcf(_mm256_mul_ps(v, neg_c)));
-    const __m256 pdf =
-        _mm256_mul_ps(_ZGVdN8v_expf(_mm256_mul_ps(_mm256_mul_ps(neg_half, v), v)), c2);
-    _mm256_maskstore_ps(dx + i, m, _mm256_mul_ps(g, _mm256_add_ps(cdf, _mm256_mul_ps(v, pdf))));
+template <__m256 (*Step)(__m256, __m256)>
+OFL_TARGET_AVX2 inline void Map(const float* a, const float* b, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i, Step(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
   }
+  if (i == n) return;
+  const __m256i m = Lanes(n - i);
+  _mm256_maskstore_ps(out + i, m, Step(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m)));
+}
+
+OFL_TARGET_AVX2 inline __m256 Gelu(__m256 v) {
+  const __m256 e = _ZGVdN8v_erfcf(_mm256_mul_ps(v, _mm256_set1_ps(-kInvSqrt2)));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), e);
+}
+
+OFL_TARGET_AVX2 inline __m256 GeluGrad(__m256 v, __m256 g) {
+  const __m256 erfc = _ZGVdN8v_erfcf(_mm256_mul_ps(v, _mm256_set1_ps(-kInvSqrt2)));
+  const __m256 cdf = _mm256_mul_ps(_mm256_set1_ps(0.5f), erfc);
+  const __m256 exp = _ZGVdN8v_expf(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-0.5f), v), v));
+  const __m256 pdf = _mm256_mul_ps(exp, _mm256_set1_ps(kInvSqrt2Pi));
+  return _mm256_mul_ps(g, _mm256_add_ps(cdf, _mm256_mul_ps(v, pdf)));
+}
+
+OFL_TARGET_AVX2 void GeluForward(const float* x, float* y, int64_t n) { Map<Gelu>(x, y, n); }
+
+OFL_TARGET_AVX2 void GeluBackward(const float* x, const float* dy, float* dx, int64_t n) {
+  Map<GeluGrad>(x, dy, dx, n);
+}
+
+// exp(d) in the lanes of `keep`, 0 in the others. exp(d) rounds to +0
+// below -104 (as in the AVX-512 loop): those lanes get 0 too (NaN compares
+// false: it stays NaN).
+OFL_TARGET_AVX2 inline __m256 ExpKept(__m256 d, __m256 keep) {
+  keep = _mm256_andnot_ps(_mm256_cmp_ps(d, _mm256_set1_ps(-104.0f), _CMP_LT_OQ), keep);
+  return _mm256_and_ps(keep, _ZGVdN8v_expf(_mm256_and_ps(keep, d)));
 }
 
 OFL_TARGET_AVX2 float ExpShiftedSum(const float* x, float shift, float* y, int64_t n) {
-  const __m256 s = _mm256_set1_ps(shift), floor = _mm256_set1_ps(-104.0f);
+  const __m256 s = _mm256_set1_ps(shift), all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 8) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = ExpKept(_mm256_sub_ps(_mm256_loadu_ps(x + i), s), all);
+    _mm256_storeu_ps(y + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  if (i < n) {  // the masked-off lanes add 0
     const __m256i m = Lanes(n - i);
-    const __m256 d = _mm256_sub_ps(_mm256_maskload_ps(x + i, m), s);
-    // exp(d) rounds to +0 below -104 (as in the AVX-512 loop); those lanes
-    // and the masked-off ones get 0 (NaN compares false: it stays NaN).
-    const __m256 small = _mm256_cmp_ps(d, floor, _CMP_LT_OQ);
-    const __m256 keep = _mm256_andnot_ps(small, _mm256_castsi256_ps(m));
-    const __m256 e = _mm256_and_ps(keep, _ZGVdN8v_expf(_mm256_and_ps(keep, d)));
+    const __m256 e =
+        ExpKept(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s), _mm256_castsi256_ps(m));
     _mm256_maskstore_ps(y + i, m, e);
     acc = _mm256_add_ps(acc, e);
   }
@@ -79,11 +109,14 @@ OFL_TARGET_AVX2 float ExpShiftedSum(const float* x, float shift, float* y, int64
 
 OFL_TARGET_AVX2 float Dot(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 8) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  }
+  if (i < n) {  // the masked-off lanes add 0 * 0
     const __m256i m = Lanes(n - i);
-    const __m256 x = _mm256_maskload_ps(a + i, m);
-    const __m256 y = _mm256_maskload_ps(b + i, m);
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(x, y));  // masked-off lanes add 0 * 0
+    acc = _mm256_add_ps(acc,
+                        _mm256_mul_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m)));
   }
   return SumLanes(acc);
 }
@@ -91,7 +124,13 @@ OFL_TARGET_AVX2 float Dot(const float* a, const float* b, int64_t n) {
 OFL_TARGET_AVX2 float NanMaxOf(const float* x, int64_t n) {
   const __m256 neg_inf = _mm256_set1_ps(-INFINITY);
   __m256 acc = neg_inf, nan = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 8) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    acc = _mm256_max_ps(acc, v);
+  }
+  if (i < n) {  // the masked-off lanes hold -inf
     const __m256i m = Lanes(n - i);
     const __m256 v =
         _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));

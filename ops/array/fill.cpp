@@ -1,11 +1,8 @@
 // ones_like, zeros_like and add_n: the small ops autodiff itself emits
-// (the loss seed and the sum of gradients that reach one tensor).
-#include <cstring>
-
+// (the loss seed and the sum of gradients that reach one tensor). Their
+// kernels: fill_cpu.cpp, fill_cuda.cu.
 #include "ops/grad.h"
-#include "ops/kernel.h"
 #include "ops/op_registry.h"
-#include "ops/parallel.h"
 #include "ops/sbp_rules.h"
 
 namespace ofl {
@@ -88,22 +85,6 @@ SbpFn OnesLikeSbp() {
   };
 }
 
-void AddNKernel(KernelContext& k) {
-  Tensor& out = k.out(0);
-  OFL_DISPATCH_FLOAT(out.dtype(), T, {
-    T* y = out.data<T>();
-    std::vector<const T*> xs;
-    for (Tensor* t : k.inputs) xs.push_back(t->data<T>());
-    ParallelFor(out.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        T s = xs[0][i];
-        for (size_t j = 1; j < xs.size(); ++j) s += xs[j][i];
-        y[i] = s;
-      }
-    });
-  });
-}
-
 OFL_REGISTER_OP("add_n")
     .InputList("inputs")
     .Output("out")
@@ -112,7 +93,6 @@ OFL_REGISTER_OP("add_n")
     .Cost(AddNCost)
     .Grad(AddNGrad)
     .Doc("Sum of one or more tensors of one shape and dtype.");
-OFL_REGISTER_KERNEL("add_n", DeviceType::kCPU, AddNKernel);
 
 OFL_REGISTER_OP("ones_like")
     .Input("like")
@@ -122,7 +102,6 @@ OFL_REGISTER_OP("ones_like")
     .Cost(FillCost)
     .Grad(NoGradient)
     .Doc("A tensor of ones with the shape and dtype of `like`.");
-OFL_REGISTER_KERNEL("ones_like", DeviceType::kCPU, [](KernelContext& k) { k.out(0).Fill(1.0); });
 
 OFL_REGISTER_OP("zeros_like")
     .Input("like")
@@ -132,7 +111,6 @@ OFL_REGISTER_OP("zeros_like")
     .Cost(FillCost)
     .Grad(NoGradient)
     .Doc("A tensor of zeros with the shape and dtype of `like`.");
-OFL_REGISTER_KERNEL("zeros_like", DeviceType::kCPU, [](KernelContext& k) { k.out(0).Fill(0.0); });
 
 }  // namespace
 }  // namespace ofl

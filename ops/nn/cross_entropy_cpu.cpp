@@ -3,7 +3,9 @@
 // ParallelFor runs over the rows. A label outside [0, C) fails the kernel
 // (ops/index_check.h) before any output is written. The row maximum of
 // log-sum-exp propagates NaN (a NaN logit makes its row's loss NaN).
-// float32 rows take their exps on 16 lanes (ops/vector_math.h).
+// float32 rows take their exps on the active level's vector lanes
+// (ops/vector_math.h). The backward op takes one exp per logit: softmax is
+// exp(x - max) over its sum, not exp(x - log-sum-exp), a second pass.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -72,6 +74,23 @@ void Forward(KernelContext& k) {
       std::max<int64_t>(1, kParallelGrain / classes));
 }
 
+// out = softmax(row) * dy in one exp pass: out[c] = exp(row[c] - max) with
+// their sum, then one scale by dy / sum (the sum is at least 1, from the
+// maximum's own term, unless the row is NaN or all -inf: then NaN).
+template <typename T>
+void SoftmaxTimes(const T* row, int64_t classes, T dy, T* out) {
+  T sum = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    sum = vec::ExpShiftedSum(row, vec::NanMaxOf(row, classes), out, classes);
+  } else {
+    T max = -std::numeric_limits<T>::infinity();
+    for (int64_t c = 0; c < classes; ++c) max = NanMax(max, row[c]);
+    for (int64_t c = 0; c < classes; ++c) sum += out[c] = std::exp(row[c] - max);
+  }
+  const T scale = dy / sum;
+  for (int64_t c = 0; c < classes; ++c) out[c] *= scale;
+}
+
 template <typename T, typename L>
 void Backward(KernelContext& k) {
   const LogitRows shape = LogitRowsOf(k.in(0));
@@ -85,15 +104,8 @@ void Backward(KernelContext& k) {
       rows,
       [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-          const T* row = logits + r * classes;
           T* out = dlogits + r * classes;
-          if constexpr (std::is_same_v<T, float>) {  // out is the scratch row, then exp(row - lse)
-            vec::ExpShiftedSum(row, LogSumExpVec(row, classes, out), out, classes);
-            for (int64_t c = 0; c < classes; ++c) out[c] *= dy[r];
-          } else {
-            const T lse = LogSumExp(row, classes);
-            for (int64_t c = 0; c < classes; ++c) out[c] = std::exp(row[c] - lse) * dy[r];
-          }
+          SoftmaxTimes(logits + r * classes, classes, dy[r], out);
           out[static_cast<int64_t>(labels[r])] -= dy[r];
         }
       },

@@ -3,8 +3,14 @@
 // every level of ops/cpu_isa.h (AVX-512, AVX2 + FMA, baseline) and runs the
 // active one's: the same operations, which the vector levels may fuse into
 // fused multiply-adds (so the levels may differ in the last bit; one level is bitwise
-// reproducible).
+// reproducible). The loops are written for the compiler's vectoriser: plain
+// loops over restrict-qualified arrays (the optimizer state never aliases the
+// parameter or the gradient), and this file alone is compiled with
+// -fno-math-errno (ops/CMakeLists.txt) so that std::sqrt becomes the vector
+// square root instead of a libm call that may set errno.
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 
 #include "ops/cpu_isa.h"
 #include "ops/kernel.h"
@@ -22,10 +28,29 @@ double LearningRate(KernelContext& k, int i) {
   return lr.data<float>()[0];
 }
 
+// Whether inputs `names` (index, name) share no byte; the loops take them as
+// restrict arrays, so a call that passes one array twice (an eager caller can)
+// fails the kernel before anything is written.
+bool DistinctArrays(KernelContext& k, std::initializer_list<std::pair<int, const char*>> names) {
+  for (auto a = names.begin(); a != names.end(); ++a) {
+    for (auto b = a + 1; b != names.end(); ++b) {
+      const auto lo = [&](int i) { return reinterpret_cast<uintptr_t>(k.in(i).raw()); };
+      const auto hi = [&](int i) { return lo(i) + static_cast<uintptr_t>(k.in(i).nbytes()); };
+      if (k.in(a->first).nbytes() > 0 && k.in(b->first).nbytes() > 0 &&
+          lo(a->first) < hi(b->first) && lo(b->first) < hi(a->first)) {
+        k.Fail(a->second, " and ", b->second, " share memory: the update needs distinct arrays");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // Elements [0, n) of one SGD step.
 template <typename T>
-inline __attribute__((always_inline)) void SgdLoop(T* p, const T* g, T* buf, int64_t n, T lr,
-                                                   T momentum, T wd) {
+inline __attribute__((always_inline)) void SgdLoop(T* __restrict p, const T* __restrict g,
+                                                   T* __restrict buf, int64_t n, T lr, T momentum,
+                                                   T wd) {
   if (momentum != 0) {
     for (int64_t i = 0; i < n; ++i) {
       buf[i] = momentum * buf[i] + (g[i] + wd * p[i]);
@@ -52,6 +77,7 @@ void SgdScalar(T* p, const T* g, T* buf, int64_t n, T lr, T momentum, T wd) {
 }
 
 void SgdKernel(KernelContext& k) {
+  if (!DistinctArrays(k, {{0, "param"}, {1, "grad"}, {2, "momentum_buffer"}})) return;
   const double lr = LearningRate(k, 3);
   const double momentum = k.attr().Get<double>("momentum");
   const double wd = k.attr().Get<double>("weight_decay");
@@ -76,16 +102,17 @@ struct AdamScalars {
 
 // Elements [0, n) of one Adam step.
 template <typename T>
-inline __attribute__((always_inline)) void AdamLoop(T* p, const T* g, T* m, T* v, int64_t n,
-                                                    const AdamScalars<T>& s) {
+inline __attribute__((always_inline)) void AdamLoop(T* __restrict p, const T* __restrict g,
+                                                    T* __restrict m, T* __restrict v, int64_t n,
+                                                    const AdamScalars<T>& scalars) {
+  const AdamScalars<T> s = scalars;  // locals: no reload per element
   for (int64_t i = 0; i < n; ++i) {
-    T grad = g[i] + s.coupled * p[i];
-    p[i] *= s.decay;
-    m[i] = s.b1 * m[i] + s.one_minus_b1 * grad;
-    v[i] = s.b2 * v[i] + s.one_minus_b2 * grad * grad;
-    T m_hat = m[i] / s.c1;
-    T v_hat = v[i] / s.c2;
-    p[i] -= s.lr * m_hat / (std::sqrt(v_hat) + s.eps);
+    const T grad = g[i] + s.coupled * p[i];
+    const T mi = s.b1 * m[i] + s.one_minus_b1 * grad;
+    const T vi = s.b2 * v[i] + s.one_minus_b2 * grad * grad;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * s.decay - s.lr * (mi / s.c1) / (std::sqrt(vi / s.c2) + s.eps);
   }
 }
 
@@ -105,6 +132,7 @@ void AdamScalar(T* p, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s
 }
 
 void AdamKernel(KernelContext& k) {
+  if (!DistinctArrays(k, {{0, "param"}, {1, "grad"}, {2, "m"}, {3, "v"}})) return;
   const double lr = LearningRate(k, 5);
   const double b1 = k.attr().Get<double>("beta1");
   const double b2 = k.attr().Get<double>("beta2");

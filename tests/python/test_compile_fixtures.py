@@ -4,7 +4,9 @@ strategy, the plan report and stats, the predicted bytes, the sha256 of the
 lowered Plan, and the losses and parameters after two SGD steps equal the
 fixtures recorded before the compile path was retyped
 (tests/python/data/compile_fixtures.json, written by compile_fixtures.py on
-the code of that time: the oracle is the earlier code, not this one).
+the code of that time: the oracle is the earlier code, not this one). The
+losses and parameters were recorded again when the cross-entropy gradient's
+rounding changed (one exp pass); every compile key kept its recorded value.
 
 Numbers are held bit for bit on the kind of CPU that recorded them
 (`recorded_on`). On another (a CPU with AVX-512 where AVX2 recorded, say),

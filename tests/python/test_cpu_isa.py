@@ -99,6 +99,37 @@ def layer_norm(x, gamma, beta, dy, eps=1e-5):
     return xhat * gamma + beta, dx, (dy * xhat).sum(rows), dy.sum(rows)
 
 
+def softmax_cross_entropy(logits, labels, dy):
+    """The loss per row and its gradient for the upstream gradient dy."""
+    ls = log_softmax(logits)
+    rows = np.arange(len(labels))
+    grad = np.exp(ls)
+    grad[rows, labels] -= 1
+    return -ls[rows, labels], grad * dy[:, None]
+
+
+def tail_oracles(inp: dict) -> dict:
+    """run_tails' outputs, from numpy in float64."""
+    want = {}
+    for n in worker.TAILS:
+        x, dy = (r.astype(np.float64) for r in worker.tail_inputs(inp, n, "float32")[:2])
+        want[f"gelu@{n}"], want[f"gelu_grad@{n}"] = gelu(x), gelu_grad(x, dy)
+        for dt in ("float32", "float64"):
+            rows = [r.astype(np.float64) for r in worker.tail_inputs(inp, n, dt)]
+            p, g, m, v = rows[2:]
+            a = worker.ADAM_COUPLED
+            want[f"adam_p_{dt}@{n}"], want[f"adam_m_{dt}@{n}"], want[f"adam_v_{dt}@{n}"] = adam(
+                p, g + a["weight_decay"] * p, m, v, dict(a, weight_decay=0.0))
+            want[f"sgd_p_{dt}@{n}"] = sgd(p, g, m, worker.SGD_PLAIN)[0]
+            for k in worker.ADDENDS:
+                want[f"add_n{k}_{dt}@{n}"] = np.sum(rows[:k], axis=0)
+    for c in worker.CLASSES:
+        logits, labels, dy = (inp[f"ce_{k}_{c}"] for k in ("logits", "labels", "dy"))
+        want[f"ce@{c}"], want[f"ce_grad@{c}"] = softmax_cross_entropy(
+            logits.astype(np.float64), labels, dy.astype(np.float64))
+    return want
+
+
 def oracles(inp: dict) -> dict:
     d = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in inp.items()}
     y = np.exp(log_softmax(d["logits"]))
@@ -128,7 +159,7 @@ def oracles(inp: dict) -> dict:
         want[f"adam_p_{dt}"], want[f"adam_m_{dt}"], want[f"adam_v_{dt}"] = adam(
             p, g, m, v, worker.ADAM)
         want[f"sgd_p_{dt}"], want[f"sgd_buf_{dt}"] = sgd(p, g, m, worker.SGD)
-    return want
+    return {**want, **tail_oracles(inp)}
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +178,13 @@ def test_each_path_matches_numpy_and_repeats_bitwise(isa, want, tmp_path):
                                    err_msg=f"{name} on {isa}", **tol)
     # a partial last vector takes the same code as a full one
     np.testing.assert_array_equal(got["gelu_prefix"], got["gelu"][:worker.PREFIX])
+    for n in worker.TAILS:
+        for name in ("gelu", "gelu_grad", "add_n3_float32", "add_n5_float64"):
+            np.testing.assert_array_equal(got[f"{name}@{n}"], got[f"{name}@{worker.BIG}"][:n],
+                                          err_msg=f"{name}@{n} on {isa}")
+    # float64 gradients against central differences of the forward kernels
+    np.testing.assert_allclose(got["fd_gelu_grad"], got["fd_gelu"], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got["fd_ce_grad"], got["fd_ce"], rtol=1e-6, atol=1e-7)
     again, _ = run_worker(isa, tmp_path / "b.npz")
     for name, value in got.items():
         assert value.tobytes() == again[name].tobytes(), f"{name} on {isa} differs between runs"
@@ -216,6 +254,7 @@ def test_reductions_and_arithmetic_are_bitwise_the_same_at_every_level(tmp_path)
         pytest.skip(f"this CPU runs only {levels}: nothing to compare")
     runs = {isa: run_worker(isa, tmp_path / f"{isa}.npz")[0] for isa in levels}
     names = list(worker.REDUCTIONS) + [n + s for n in worker.BINARY for s in ("", "_row")]
+    names += [n for n in runs[levels[0]] if n.startswith("add_n")]
     for name in names + ["bias_add", "bias_add_mid"]:
         for isa in levels[1:]:
             assert runs[isa][name].tobytes() == runs[levels[0]][name].tobytes(), (name, isa)

@@ -147,3 +147,21 @@ def test_clip_grad_norm_of_global_gradients_is_the_logical_norm():
     p2.grad = flow.tensor(g2).to_global(placement, [flow.sbp.partial_sum, flow.sbp.split(0)])
     got = flow.nn.utils.clip_grad_norm_([p1, p2], max_norm=1e9)
     np.testing.assert_allclose(got.item(), np.sqrt((g1 ** 2).sum() + (g2 ** 2).sum()))
+
+
+def test_update_kernels_refuse_arrays_that_share_memory():
+    # The CPU loops take their arrays as restrict: one array passed twice is
+    # an error before anything is written, not a silently wrong update.
+    from oneflow_lite import _C
+    e = _C.EagerExecutor()
+    p, g, m = (np.full(9, v, np.float32) for v in (1.0, 0.5, 0.1))
+    step = np.zeros(1, np.int64)
+    attrs = dict(lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.0,
+                 decoupled_weight_decay=True)
+    with pytest.raises(ValueError, match="adam_update: m and v share memory"):
+        e.run_in_place("adam_update", [p, g, m, m, step], attrs)
+    with pytest.raises(ValueError, match="sgd_update: param and momentum_buffer share memory"):
+        e.run_in_place("sgd_update", [p, g, p[::-1][::-1]], dict(lr=0.1, momentum=0.9,
+                                                                 weight_decay=0.0))
+    np.testing.assert_array_equal(p, np.full(9, 1.0, np.float32))
+    assert step[0] == 0
