@@ -45,6 +45,21 @@ AxisDescent::AxisDescent(const CostGraph& graph, AxisLabels labels, int64_t max_
       free_nodes_(free_nodes),
       idle_at_(labels_.axes) {
   CHECK(labels_.usable(graph_)) << "axis labels do not match the graph";
+  const int n = graph_.num_nodes();
+  rank_.assign(n, n);
+  if (!free_nodes_) return;
+  for (int u = 0; u < n; ++u) {
+    if (graph_.num_candidates(u) > 1) order_.push_back(u);
+  }
+  std::stable_sort(order_.begin(), order_.end(), [&](int x, int y) {
+    return graph_.num_candidates(x) < graph_.num_candidates(y);
+  });
+  for (size_t i = 0; i < order_.size(); ++i) {
+    rank_[order_[i]] = static_cast<int>(i);
+    const bool last = i + 1 == order_.size() ||
+                      graph_.num_candidates(order_[i + 1]) > graph_.num_candidates(order_[i]);
+    if (last) levels_.push_back(static_cast<int>(i) + 1);
+  }
 }
 
 bool AxisDescent::Move(int a, std::vector<int>& choice) {
@@ -55,17 +70,18 @@ bool AxisDescent::Move(int a, std::vector<int>& choice) {
 }
 
 std::vector<std::vector<int>> AxisDescent::Kept(int a, const std::vector<int>& choice,
-                                                int cutoff) const {
+                                                int freed) const {
   const int n = graph_.num_nodes(), axes = labels_.axes;
   std::vector<std::vector<int>> kept(n);
   for (int u = 0; u < n; ++u) {
     const int k = graph_.num_candidates(u);
-    kept[u].reserve(k <= cutoff ? k : 8);
+    const bool free = rank_[u] < freed;
+    kept[u].reserve(free ? k : 8);
     const int* mine = labels_.of[u].data() + static_cast<size_t>(choice[u]) * axes;
     for (int c = 0; c < k; ++c) {
       const int* theirs = labels_.of[u].data() + static_cast<size_t>(c) * axes;
       bool same = true;
-      for (int b = 0; b < axes && same && k > cutoff; ++b) same = b == a || theirs[b] == mine[b];
+      for (int b = 0; b < axes && same && !free; ++b) same = b == a || theirs[b] == mine[b];
       if (same) kept[u].push_back(c);
     }
   }
@@ -115,21 +131,13 @@ std::unique_ptr<AxisDescent::Restricted> AxisDescent::Restrict(std::vector<std::
 
 std::unique_ptr<AxisDescent::Restricted> AxisDescent::Widest(int a,
                                                              const std::vector<int>& choice) {
-  // The distinct counts of the nodes that a cutoff would free.
-  std::vector<int> counts;
-  if (free_nodes_) {
-    for (int u = 0; u < graph_.num_nodes(); ++u) counts.push_back(graph_.num_candidates(u));
-    std::sort(counts.begin(), counts.end());
-    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-    if (!counts.empty() && counts[0] == 1) counts.erase(counts.begin());  // nothing to free
-  }
-  // Largest i with counts[i] fitting; counts[lo] fits (lo = -1: cutoff 0),
-  // counts[hi] does not (hi = size: unknown beyond the largest).
+  // Bisection over the levels (how many nodes a cutoff at each distinct count
+  // frees): level lo fits (-1: none freed), level hi does not (size: unknown).
   std::unique_ptr<Restricted> best;
-  int lo = -1, hi = static_cast<int>(counts.size());
+  int lo = -1, hi = static_cast<int>(levels_.size());
   while (hi - lo > 1) {
     const int mid = lo + (hi - lo) / 2;
-    std::unique_ptr<Restricted> r = Restrict(Kept(a, choice, counts[mid]));
+    std::unique_ptr<Restricted> r = Restrict(Kept(a, choice, levels_[mid]));
     if (r != nullptr) {
       best = std::move(r);
       lo = mid;
@@ -137,7 +145,8 @@ std::unique_ptr<AxisDescent::Restricted> AxisDescent::Widest(int a,
       hi = mid;
     }
   }
-  free_cutoff_ = lo < 0 ? 0 : counts[lo];
+  const int freed = lo < 0 ? 0 : levels_[lo];
+  free_cutoff_ = freed == 0 ? 0 : graph_.num_candidates(order_[freed - 1]);
   return best != nullptr ? std::move(best) : Restrict(Kept(a, choice, 0));
 }
 

@@ -68,12 +68,13 @@ class AxisDescent {
   struct Restricted;
   // Move's elimination (Move skips a choice the axis already stayed at).
   bool Solve(int a, std::vector<int>& choice);
-  // Per node, the candidates a move on axis `a` keeps: all of them for a node
-  // of at most `cutoff` candidates, else those agreeing with `choice` off `a`.
-  std::vector<std::vector<int>> Kept(int a, const std::vector<int>& choice, int cutoff) const;
+  // Per node, the candidates a move on axis `a` keeps: all of them for the
+  // first `freed` nodes of order_, else those agreeing with `choice` off `a`.
+  std::vector<std::vector<int>> Kept(int a, const std::vector<int>& choice, int freed) const;
   // The graph over `kept` and its plan; null when its tables pass the cap.
   std::unique_ptr<Restricted> Restrict(std::vector<std::vector<int>> kept);
-  // The restricted graph of the largest cutoff that fits (bisection).
+  // The restricted graph of the largest cutoff that fits (bisection); null
+  // when even the plain one does not.
   std::unique_ptr<Restricted> Widest(int a, const std::vector<int>& choice);
 
   const CostGraph& graph_;
@@ -82,6 +83,9 @@ class AxisDescent {
   int lagrangian_iterations_;
   bool free_nodes_;
   int free_cutoff_ = 0;
+  // Free nodes: those of 2+ candidates by count (ties: index), each one's
+  // rank there (the others: n), and the ranks where a count ends.
+  std::vector<int> order_, rank_, levels_;
   int64_t entries_ = 0;
   std::vector<std::vector<int>> idle_at_;  // per axis: the choice its last idle move kept
   // Cut matrices by (matrix, kept rows, kept columns): identical layers ask
