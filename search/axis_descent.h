@@ -28,14 +28,14 @@
 // cap is skipped. Internal to search/ (autoddl.cpp).
 //
 // Free nodes (`free_nodes`): the restriction also forbids coupled moves, where
-// a node must change another axis's layout in the same move (a weight whose
-// gradient's reduction follows the ops' new layout on axis a). So, in each
-// move, the nodes of at most `cutoff` candidates (weights, small ops: the
-// fewest) keep ALL their candidates and the others the restricted set; the
-// cutoff is the largest candidate count whose elimination stays within the
-// table cap, found by bisection over the nodes' distinct counts (0 when even
-// the smallest passes it: the plain move). A cutoff at the largest count makes
-// the move the exact optimum of the whole graph.
+// a node must change its layout on another axis in the same move (e.g. a
+// weight whose best layout there depends on the ops' new one on axis a). So,
+// in each move, the nodes of at most a cutoff of candidates (weights, small
+// ops: the fewest) keep ALL their candidates and the others the restricted
+// set; the cutoff is the largest candidate count whose elimination stays
+// within the table cap, found by bisection over the nodes' distinct counts (0
+// when even the smallest passes it: the plain move). A cutoff at the largest
+// count makes the move the exact optimum of the whole graph.
 
 namespace ofl {
 
