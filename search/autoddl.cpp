@@ -305,6 +305,12 @@ struct Descent {
   std::unique_ptr<AxisDescent> axes;  // null: no axis moves
 };
 
+std::unique_ptr<AxisDescent> MakeAxes(const CostGraph& graph, AxisLabels labels,
+                                      const AutoddlOptions& options) {
+  return std::make_unique<AxisDescent>(graph, std::move(labels), options.axis_max_entries,
+                                       options.lagrangian_iterations, options.axis_free_nodes);
+}
+
 }  // namespace
 
 int CoordinateDescent(const CostGraph& graph, std::vector<int>& choice, int max_sweeps,
@@ -400,8 +406,7 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
   result.num_pruned = pruned.num_pruned;
   Descent on_pruned(g);
   if (axis_moves) {
-    on_pruned.axes = std::make_unique<AxisDescent>(g, labels, options.axis_max_entries,
-                                                   options.lagrangian_iterations);
+    on_pruned.axes = MakeAxes(g, labels, options);
   }
   std::unique_ptr<Descent> on_given;  // for extra starts with a pruned candidate
   for (size_t s = 0; s < starts.size(); ++s) {
@@ -410,8 +415,7 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
     if (extra && on_given == nullptr) {
       on_given = std::make_unique<Descent>(graph);
       if (axis_moves) {
-        on_given->axes = std::make_unique<AxisDescent>(
-            graph, options.axis_labels, options.axis_max_entries, options.lagrangian_iterations);
+        on_given->axes = MakeAxes(graph, options.axis_labels, options);
       }
     }
     Descent& d = extra ? *on_given : on_pruned;

@@ -87,8 +87,12 @@ struct AutoddlOptions {
   // by the tree, pair and single-node moves; at most `axis_passes` passes.
   // Needs `axis_labels` (graph/ gives them; empty: no axis moves); a
   // restricted graph whose elimination would need more than
-  // `axis_max_entries` table entries is skipped.
+  // `axis_max_entries` table entries is skipped. `axis_free_nodes`: in each
+  // move the nodes of fewest candidates (weights, small ops) keep all their
+  // candidates, as many as the table cap allows (axis_descent.h), so that
+  // moves coupling a weight's other axes with the ops' axis are possible.
   AxisLabels axis_labels;
+  bool axis_free_nodes = true;
   int axis_starts = 3;
   double axis_start_slack = 0.1;
   int axis_passes = 8;

@@ -1,4 +1,5 @@
-// Axis descent: a ring that only a whole-axis move escapes (worked by hand),
+// Axis descent: a ring that only a whole-axis move escapes (worked by hand), a
+// ring with a weight that only a coupled move escapes (free nodes, by hand),
 // and on small random graphs one axis move is the brute-force optimum over
 // the assignments that keep every node's other axes (without a memory
 // limit; under one it keeps the limit and never raises the total).
@@ -54,13 +55,86 @@ TEST(AxisDescentTest, MovesARingThatNodesPairsAndTreesCannot) {
   TreeDescent trees(g);
   EXPECT_EQ(pairs.Pass(x) + trees.Pass(x) + trees.Pass(x), 0);
   ASSERT_EQ(x, std::vector<int>(6, 0));
-  AxisDescent axes(g, GridLabels(g, 2), int64_t{1} << 20, 16);
+  AxisDescent axes(g, GridLabels(g, 2), int64_t{1} << 20, 16, /*free_nodes=*/false);
   EXPECT_FALSE(axes.Move(1, x));  // axis 1 changes nothing's cost
   EXPECT_EQ(x, std::vector<int>(6, 0));
   EXPECT_TRUE(axes.Move(0, x));
   EXPECT_EQ(g.TotalSeconds(x), 0);
   for (int c : x) EXPECT_EQ(c / 2, 1);
   EXPECT_EQ(axes.Pass(x), 0);
+}
+
+// A coupled move: a ring of six ops O0..O5 with 3 x 3 candidates (p, q) and a
+// weight W on O0 with 2 x 2. An op costs 1 s at p = 0, 0 s at p = 1, 0.25 s
+// at p = 2 (q costs nothing); a ring edge 10 s when its ends differ in p; W
+// costs 0.5 s at (1, 1), else 0; the edge W-O0 is 0 when W = f(O0's p), f(0)
+// = (0, 0), f(1) = (1, 1), f(2) = (0, 1), else 10 s. From all (0, 0), 6 s.
+// By hand: a ring that disagrees anywhere costs 20 s or more; all p = 1
+// costs 0 with W = (1, 1) (0.5 s in all: the optimum), 10 s with any other
+// W; all p = 2 costs 1.5 s with W = (0, 1). The plain axis-0 move keeps
+// every q, W's too, so W cannot reach (1, 1) or (0, 1): all p = 1 costs 10
+// s, all p = 2 11.5 s, and it stays at 6 s; the axis-1 move changes no op's
+// cost, and W's q alone costs 10 s. With W free (its 4 candidates, fewer
+// than the ops' 9), the axis-0 move reaches 0.5 s.
+CostGraph CoupledRing() {
+  CostGraph g;
+  std::vector<Candidate> op;
+  for (int c = 0; c < 9; ++c) op.push_back({c / 3 == 0 ? 1.0 : c / 3 == 1 ? 0.0 : 0.25, 0});
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(g.AddNode("o" + std::to_string(i), op).ok());
+  EXPECT_TRUE(g.AddNode("w", {{0, 0}, {0, 0}, {0, 0}, {0.5, 0}}).ok());
+  std::vector<double> ring(81), weight(36);
+  for (int r = 0; r < 9; ++r) {
+    for (int c = 0; c < 9; ++c) ring[r * 9 + c] = r / 3 == c / 3 ? 0 : 10;
+  }
+  const int f[3] = {0, 3, 1};  // W's candidate (p * 2 + q) matching O0's p
+  for (int w = 0; w < 4; ++w) {
+    for (int c = 0; c < 9; ++c) weight[w * 9 + c] = f[c / 3] == w ? 0 : 10;
+  }
+  EdgeMatrixPtr m = EdgeMatrix::Create(9, 9, ring).value();
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(g.AddEdge(i, (i + 1) % 6, m).ok());
+  EXPECT_TRUE(g.AddEdge(6, 0, EdgeMatrix::Create(4, 9, weight).value()).ok());
+  return g;
+}
+
+AxisLabels CoupledLabels(const CostGraph& g) {
+  AxisLabels labels;
+  labels.axes = 2;
+  for (int u = 0; u < g.num_nodes(); ++u) {
+    const int k1 = g.num_candidates(u) == 9 ? 3 : 2;
+    std::vector<int> of;
+    for (int c = 0; c < g.num_candidates(u); ++c) {
+      of.push_back(c / k1);
+      of.push_back(c % k1);
+    }
+    labels.of.push_back(of);
+  }
+  return labels;
+}
+
+TEST(AxisDescentTest, FreeNodesMakeACoupledMove) {
+  CostGraph g = CoupledRing();
+  // The plain moves: stuck at 6 s.
+  std::vector<int> x(7, 0);
+  AxisDescent plain(g, CoupledLabels(g), int64_t{1} << 20, 16, /*free_nodes=*/false);
+  EXPECT_EQ(plain.Pass(x), 0);
+  EXPECT_EQ(x, std::vector<int>(7, 0));
+  EXPECT_NEAR(g.TotalSeconds(x), 6.0, 1e-12);
+  // Free nodes, a cap that fits every node free: the whole graph's optimum.
+  AxisDescent all(g, CoupledLabels(g), int64_t{1} << 20, 16, /*free_nodes=*/true);
+  EXPECT_TRUE(all.Move(0, x));
+  EXPECT_EQ(all.free_cutoff(), 9);
+  EXPECT_NEAR(g.TotalSeconds(x), 0.5, 1e-12);
+  EXPECT_EQ(x, (std::vector<int>{3, 3, 3, 3, 3, 3, 3}));  // ops (1, 0), W (1, 1)
+  // A cap below the ring's tables with 9 candidates (a node of the ring
+  // eliminated first needs 9 x 9 = 81 entries) but above those with 3:
+  // only W is free, and that is enough.
+  x.assign(7, 0);
+  AxisDescent weights(g, CoupledLabels(g), 80, 16, /*free_nodes=*/true);
+  EXPECT_TRUE(weights.Move(0, x));
+  EXPECT_EQ(weights.free_cutoff(), 4);
+  EXPECT_NEAR(g.TotalSeconds(x), 0.5, 1e-12);
+  EXPECT_EQ(x, (std::vector<int>{3, 3, 3, 3, 3, 3, 3}));
+  EXPECT_EQ(weights.Pass(x), 0);
 }
 
 // Random graphs of 7 nodes, K = 2 x 2 or 3 x 2 candidates, cycles and
@@ -120,7 +194,7 @@ TEST(AxisDescentTest, OneMoveIsTheOptimumOverItsAxis) {
       if (i == n) break;
     }
     const double before = g.TotalSeconds(x);
-    AxisDescent axes(g, GridLabels(g, 2), int64_t{1} << 20, 16);
+    AxisDescent axes(g, GridLabels(g, 2), int64_t{1} << 20, 16, /*free_nodes=*/false);
     const bool moved = axes.Move(axis, x);
     EXPECT_LE(g.MemoryBytes(x), g.memory_limit()) << "seed " << seed;
     EXPECT_GE(g.TotalSeconds(x), best - 1e-9 * (1 + best)) << "seed " << seed;
