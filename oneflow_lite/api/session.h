@@ -21,9 +21,9 @@
 
 // Threads: the runtime's one actor thread per stream runs the kernels in a
 // oneTBB arena of SessionOptions::num_threads (runtime/runtime.h, one rank gets
-// them all), and the Session bounds every kernel thread pool of the process
-// (oneTBB, OpenBLAS, oneDNN's OpenMP) to that many while it lives
-// (ops/parallel.h KernelThreads).
+// them all) with OpenMP (oneDNN's pool) set to as many on that thread; the
+// Session sets OpenBLAS's count too (ops/parallel.h KernelThreads). Another
+// live session does not lower them.
 //
 // Errors name the op and the tensor: a rejected feed or variable as "run:
 // input 'x' expects shape ...", a kernel's as the runtime reports it, "rank 0:

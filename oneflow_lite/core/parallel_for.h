@@ -1,8 +1,8 @@
 // ParallelFor: runs fn(begin, end) over [0, n) in chunks on oneTBB's pool
 // when n is large enough to pay for it, inline otherwise (always inline
-// under ThreadSanitizer, which cannot see oneTBB join its workers). The pool's
-// size is bounded by whoever owns the process's threads (ops/parallel.h's
-// KernelThreads; the runtime gives each device a task_arena). Thread-safe.
+// under ThreadSanitizer, which cannot see oneTBB join its workers). The pool
+// is the calling thread's oneTBB arena: the runtime gives each device one of
+// its thread count. Thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -12,7 +12,7 @@
 // the reference for any later device. A 1x1 kernel with stride 1 and no
 // padding skips im2col (col is x[n] itself). im2col/col2im run in parallel
 // over channels (ParallelFor); the gemms use OpenBLAS's own threads, which
-// KernelThreads bounds. Shapes come from the local tensors, never from the
+// KernelThreads and the runtime's step set. Shapes come from the local tensors, never from the
 // shape attrs, so every SBP shard runs the same code. Stateless; safe to call
 // from several threads at once on different tensors (the col buffer is per call).
 #include <cblas.h>

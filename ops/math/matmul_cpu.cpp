@@ -154,7 +154,7 @@ void RunTile(const GemmSizes& s, const CachedMatmul& mm, const MatmulTile& t, co
 }
 
 // The product tile by tile (matmul_tiles.h), tiles side by side on OpenMP
-// threads (the pool oneDNN itself uses, bounded by KernelThreads), each
+// threads (the pool oneDNN itself uses; the actor thread sets its count), each
 // tile's call single-threaded. False, with nothing written, when oneDNN has
 // no primitive for it (bfloat16 on a CPU without one). Primitives are made
 // before the parallel loop, so nothing inside it throws from creation.

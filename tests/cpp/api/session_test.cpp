@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <tbb/global_control.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -18,17 +20,20 @@
 namespace ofl {
 namespace {
 
-// test_threads: out = [oneTBB's concurrency, OpenMP's max threads] as the
-// kernel sees them (ParallelFor's pool and oneDNN's).
+// test_threads: out = [oneTBB's concurrency, OpenMP's max threads, oneTBB's
+// process-wide parallelism limit] as the kernel sees them (ParallelFor's pool
+// and oneDNN's).
 OFL_REGISTER_OP("test_threads")
     .Input("like")
     .Output("out")
     .InferShape([](const OpContext&) -> Maybe<std::vector<TensorDesc>> {
-      return std::vector<TensorDesc>{{Shape({2}), DataType::kInt64}};
+      return std::vector<TensorDesc>{{Shape({3}), DataType::kInt64}};
     });
 OFL_REGISTER_KERNEL("test_threads", DeviceType::kCPU, [](KernelContext& k) {
   k.out(0).data<int64_t>()[0] = tbb::this_task_arena::max_concurrency();
   k.out(0).data<int64_t>()[1] = omp_get_max_threads();
+  k.out(0).data<int64_t>()[2] = static_cast<int64_t>(
+      tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
 });
 
 Tensor Floats(const Shape& shape, std::vector<float> values) {
@@ -145,6 +150,27 @@ TEST(SessionTest, KernelsRunOnTheSessionsThreads) {
   options.timeout = std::chrono::milliseconds(0);
   EXPECT_EQ(Session::Create(g, options).status().message(),
             "session: timeout=0 ms must be positive");
+}
+
+// A one-thread session alive does not cap another session's kernels: each
+// session's threads are its arena's, not a process-wide oneTBB limit (the
+// smallest of all live limits wins, which held every later session to 1).
+TEST(SessionTest, ALiveSessionDoesNotCapAnothersThreads) {
+  OpGraph g = AddGraph();
+  std::string seen = g.AddOp("test_threads", {"sum/out_0"}, {}, "threads").value()[0];
+  const Tensor x = Floats(Shape({2}), {0, 0});
+  SessionOptions one, three;
+  one.num_threads = 1;
+  three.num_threads = 3;
+  auto a = Session::Create(g, one).value();
+  auto b = Session::Create(g, three).value();
+  std::vector<Tensor> out;
+  ASSERT_TRUE(b->Run({{"x", x}}, {seen}, &out).ok());
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(out[0].data<int64_t>()[0], 3) << "the arena";
+  EXPECT_GE(out[0].data<int64_t>()[2], std::min<int64_t>(3, cores)) << "the process-wide limit";
+  ASSERT_TRUE(a->Run({{"x", x}}, {seen}, &out).ok());
+  EXPECT_EQ(out[0].data<int64_t>()[0], 1);
 }
 
 // Two threads run one session 40 times each (a 256^3 matmul per run): every
