@@ -1,6 +1,7 @@
 // Collective time: the seconds one collective takes on one link level
 // (DESIGN.md section 5), seconds = latency * steps + bytes / bandwidth, or a
-// level's calibrated figures for the kind. The one formula of the project:
+// level's calibrated figures for the kind, or its table of measured times
+// (interpolated log-log). The one formula of the project:
 // graph/ computes the bytes the busiest rank sends and asks this for the
 // seconds. Pure functions; thread-safe.
 #pragma once

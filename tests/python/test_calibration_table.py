@@ -116,3 +116,18 @@ def test_a_calibration_across_processes_writes_its_measured_points(tmp_path):
         sent = want[-1][0]
         fit = steps * figure["latency_s"] + sent / figure["bandwidth_bytes_per_s"]
         assert cluster.collective_seconds(kind, sent, 3, 0) == pytest.approx(fit, rel=1e-12)
+
+
+def test_table_points_share_a_process_bytes_among_its_devices():
+    """A process of 2 devices that sent 4096 B per call: each device's share
+    is 2048 B in the same seconds (as levels_of halves the bandwidth); the
+    group is the processes measured; fewer than two usable sizes: no table."""
+    from oneflow_lite.calibrate import ProcessLayout, levels_of, table_points
+
+    m = {"level": "network", "processes": 2, "kind": "all_reduce", "bandwidth_gbps": 1.0,
+         "latency_us": 50.0, "points": [(8, 8.0, 1e-4), (4096, 4096.0, 2e-4)]}
+    assert table_points(m, 2) == [{"bytes": 4.0, "seconds": 1e-4, "group_size": 2},
+                                  {"bytes": 2048.0, "seconds": 2e-4, "group_size": 2}]
+    (level,) = levels_of(ProcessLayout(1, 2, 2, "80mbit"), [m])
+    assert level["collectives"][0]["points"] == table_points(m, 2)
+    assert table_points(dict(m, points=[(8, 0.0, 1e-4), (4096, 4096.0, 2e-4)])) == []
