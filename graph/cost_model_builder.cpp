@@ -102,6 +102,11 @@ double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes, i
                        int64_t group_size, const LinkLevel& level) {
   if (bytes <= 0 || group_size <= 1) return 0.0;
   const double share = std::min(1.0, buffer_bytes / static_cast<double>(bucket_bytes));
+  if (share > 0) {
+    if (std::optional<double> bucket = TableSeconds(kind, bytes / share, group_size, level)) {
+      return share * *bucket;
+    }
+  }
   const CollectiveFigure figure = FigureOf(kind, level);
   return figure.latency_s * static_cast<double>(CollectiveSteps(kind, group_size)) * share +
          bytes / figure.bandwidth_bytes_per_s;

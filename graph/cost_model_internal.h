@@ -52,7 +52,10 @@ Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_pl
                                 const TensorDesc* bucketed = nullptr, int64_t bucket_bytes = 0);
 
 // One collective's share of a bucket: latency x steps x min(1, buffer_bytes
-// / bucket_bytes) + bytes / bandwidth; 0 for no bytes or one rank.
+// / bucket_bytes) + bytes / bandwidth; 0 for no bytes or one rank. Where the
+// level has measured points for the kind and group size (collective_time.h
+// TableSeconds), the share of the bucket's own time instead: share x
+// table(bytes / share), share = min(1, buffer_bytes / bucket_bytes).
 double BucketedSeconds(CollectiveKind kind, double bytes, double buffer_bytes, int64_t bucket_bytes,
                        int64_t group_size, const LinkLevel& level);
 

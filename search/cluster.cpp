@@ -4,9 +4,11 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -40,6 +42,28 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   std::string first_;
 };
 
+bool Positive(double v) { return std::isfinite(v) && v > 0; }
+
+// A collective's measured points: each valid, two or more per group size,
+// no bytes twice in one group size. `at` names the level and the kind.
+Status CheckPoints(const proto::CollectiveFigure& c, const std::string& at) {
+  std::map<int64_t, std::set<double>> bytes_by_group;
+  for (int j = 0; j < c.points_size(); ++j) {
+    const proto::CollectivePoint& p = c.points(j);
+    const std::string where = StrCat(at, " points[", j, "]");
+    OFL_ENSURE(Positive(p.bytes()), where, ": bytes=", p.bytes(), " must be > 0 and finite");
+    OFL_ENSURE(Positive(p.seconds()), where, ": seconds=", p.seconds(), " must be > 0 and finite");
+    OFL_ENSURE(p.group_size() >= 2, where, ": group_size=", p.group_size(), " must be >= 2");
+    OFL_ENSURE(bytes_by_group[p.group_size()].insert(p.bytes()).second, where,
+               ": bytes=", p.bytes(), " is listed twice for group_size=", p.group_size());
+  }
+  for (const auto& [group, bytes] : bytes_by_group) {
+    OFL_ENSURE(bytes.size() >= 2, at, ": group_size=", group, " has ", bytes.size(),
+               " point (a table needs >= 2 sizes per group size)");
+  }
+  return Status::OK();
+}
+
 Status CheckLevel(const std::string& cluster, const proto::LinkLevel& level, int index,
                   int num_levels, int64_t inner_size) {
   std::string where = StrCat("cluster '", cluster, "' level ", index, " ('", level.name(), "')");
@@ -68,6 +92,7 @@ Status CheckLevel(const std::string& cluster, const proto::LinkLevel& level, int
                "): bandwidth_gbps=", c.bandwidth_gbps(), " must be > 0");
     OFL_ENSURE(std::isfinite(c.latency_us()) && c.latency_us() >= 0, at, " (", c.kind(),
                "): latency_us=", c.latency_us(), " must be >= 0");
+    OFL_RETURN_IF_ERROR(CheckPoints(c, StrCat(at, " (", c.kind(), ")")));
   }
   return Status::OK();
 }
@@ -76,7 +101,16 @@ LinkLevel ToLinkLevel(const proto::LinkLevel& level) {
   LinkLevel l{
       level.name(), level.size(), level.bandwidth_gbps() * 1e9, level.latency_us() * 1e-6, {}};
   for (const proto::CollectiveFigure& c : level.collectives()) {
-    l.collectives[c.kind()] = {c.bandwidth_gbps() * 1e9, c.latency_us() * 1e-6};
+    CollectiveFigure& f = l.collectives[c.kind()];
+    f = {c.bandwidth_gbps() * 1e9, c.latency_us() * 1e-6, {}};
+    for (const proto::CollectivePoint& p : c.points()) {
+      f.points[p.group_size()].push_back({p.bytes(), p.seconds()});
+    }
+    for (auto& [group, samples] : f.points) {
+      std::sort(
+          samples.begin(), samples.end(),
+          [](const CollectiveSample& a, const CollectiveSample& b) { return a.bytes < b.bytes; });
+    }
   }
   return l;
 }

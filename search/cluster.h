@@ -22,17 +22,28 @@
 // A mesh such as [128, 8] (outer axis first, as Placement writes it) runs each
 // axis on the innermost level whose groups hold all of that axis's ranks
 // (AxisLevels). A calibrated cluster (api/calibrate.h) may add per-collective
-// latency and bandwidth on a level, a table of measured kernel times and
-// contention factors (compute_table()); the presets have none, and without them
-// every price is the FLOP/s and level figures'. Units inside: bytes, seconds,
+// latency and bandwidth on a level (and a table of their measured times by
+// message size), a table of measured kernel times and contention factors
+// (compute_table()); the presets have none, and without them every price is
+// the FLOP/s and level figures'. Units inside: bytes, seconds,
 // FLOP/s.
 
 namespace ofl {
+
+// One measured collective (cluster.proto CollectivePoint): the busiest rank
+// sent `bytes` in `seconds`.
+struct CollectiveSample {
+  double bytes = 0;
+  double seconds = 0;
+};
 
 // A collective's own figures on a level (cluster.proto CollectiveFigure).
 struct CollectiveFigure {
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
+  // Measured times by the group size they ran on: each two or more samples,
+  // sorted by bytes, bytes distinct (search/collective_time.h prices from them).
+  std::map<int64_t, std::vector<CollectiveSample>> points;
 };
 
 // One link level in SI units.
@@ -52,8 +63,11 @@ class Cluster {
   // multiple of the inner level's (0 only on the outermost); bandwidth > 0;
   // latency >= 0; memory > 0; flops keyed by known dtype names and > 0;
   // collective figures of known kinds, each once, bandwidth > 0, latency
-  // >= 0; the compute table and contention as ComputeTable::FromProto checks.
-  // Errors name the cluster, the field and the value.
+  // >= 0, points with bytes and seconds > 0 and finite, group_size >= 2,
+  // two or more per group size, no bytes twice in one group size (sorted
+  // here; the file keeps its order); the compute table and contention as
+  // ComputeTable::FromProto checks. Errors name the cluster, the field and
+  // the value.
   static Maybe<Cluster> FromProto(const proto::Cluster& cluster);
   // Parses the text format; `file_name` appears in errors as
   // "file:line:column: message" for text that does not parse.

@@ -1,12 +1,14 @@
 #include "oneflow_lite/api/planning.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 
 #include "graph/searchers/autoddl_searcher.h"
 #include "graph/searchers/exact_searcher.h"
 #include "oneflow_lite/core/checked_math.h"
+#include "search/collective_time.h"
 
 namespace ofl {
 
@@ -98,6 +100,25 @@ std::vector<std::string> PlanSearchers() { return SearcherNames(); }
 Maybe<Cluster> PresetCluster(const std::string& name) { return Cluster::Preset(name); }
 Maybe<Cluster> LoadCluster(const std::string& path) { return Cluster::Load(path); }
 std::vector<std::string> ClusterPresets() { return Cluster::PresetNames(); }
+
+Maybe<double> ClusterCollectiveSeconds(const Cluster& cluster, const std::string& kind,
+                                       double bytes, int64_t group_size, int level) {
+  OFL_ENSURE(level >= 0 && level < cluster.num_levels(), "cluster '", cluster.name(),
+             "' has no level ", level, " (it has ", cluster.num_levels(), ")");
+  OFL_ENSURE(std::isfinite(bytes) && bytes >= 0, "collective seconds: bytes=", bytes,
+             " must be >= 0 and finite");
+  OFL_ENSURE(group_size >= 1, "collective seconds: group_size=", group_size, " must be >= 1");
+  for (CollectiveKind k :
+       {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather,
+        CollectiveKind::kAllToAll, CollectiveKind::kSendRecv}) {
+    if (kind == CollectiveKindName(k)) {
+      return CollectiveSeconds(k, bytes, group_size, cluster.level(level));
+    }
+  }
+  return InvalidArgument("collective seconds: kind='", kind,
+                         "' is not one of all_reduce, reduce_scatter, all_gather, all_to_all, "
+                         "send_recv");
+}
 
 Maybe<Cluster> FindCluster(const std::string& name) {
   auto preset = Cluster::Preset(name);

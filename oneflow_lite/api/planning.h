@@ -73,6 +73,13 @@ Maybe<Cluster> PresetCluster(const std::string& name);
 Maybe<Cluster> LoadCluster(const std::string& path);
 Maybe<Cluster> FindCluster(const std::string& preset_or_path);
 std::vector<std::string> ClusterPresets();
+// search/'s CollectiveSeconds for the collective named `kind` ("all_reduce",
+// ...) when the busiest rank sends `bytes` in a group of `group_size` ranks
+// on level index `level` of `cluster` (its measured points where they hold
+// that group size). Errors name a kind, level, bytes or group size out of
+// range.
+Maybe<double> ClusterCollectiveSeconds(const Cluster& cluster, const std::string& kind,
+                                       double bytes, int64_t group_size, int level);
 
 // Global rank -> bytes it sends in one step (all micro-batches) under the
 // planned choice. Errors: a boxing that cannot be planned (a bug upstream).

@@ -13,18 +13,50 @@
 namespace ofl::python {
 namespace {
 
-// A CollectiveFigure from {kind, bandwidth_gbps, latency_us}.
+// A CollectiveFigure from {kind, bandwidth_gbps, latency_us, optional points:
+// [{bytes, seconds, group_size}]}.
 proto::CollectiveFigure FigureFromDict(const std::map<std::string, py::object>& figure) {
   proto::CollectiveFigure f;
   try {
     f.set_kind(figure.at("kind").cast<std::string>());
     f.set_bandwidth_gbps(figure.at("bandwidth_gbps").cast<double>());
     f.set_latency_us(figure.at("latency_us").cast<double>());
+    auto points = figure.find("points");
+    if (points != figure.end()) {
+      for (const auto& point :
+           points->second.cast<std::vector<std::map<std::string, py::object>>>()) {
+        proto::CollectivePoint* p = f.add_points();
+        p->set_bytes(point.at("bytes").cast<double>());
+        p->set_seconds(point.at("seconds").cast<double>());
+        p->set_group_size(point.at("group_size").cast<int64_t>());
+      }
+    }
   } catch (const std::exception&) {
     throw py::value_error(
-        "calibrate: each collective figure needs kind, bandwidth_gbps and latency_us");
+        "calibrate: each collective figure needs kind, bandwidth_gbps and latency_us, and "
+        "each of its points (optional) bytes, seconds and group_size");
   }
   return f;
+}
+
+// A level's own collective figures: kind -> {bandwidth_bytes_per_s,
+// latency_s, points: group size -> [(bytes, seconds)] sorted by bytes}.
+py::dict CollectivesDict(const LinkLevel& level) {
+  py::dict out;
+  for (const auto& [kind, figure] : level.collectives) {
+    py::dict f;
+    f["bandwidth_bytes_per_s"] = figure.bandwidth_bytes_per_s;
+    f["latency_s"] = figure.latency_s;
+    py::dict points;
+    for (const auto& [group, samples] : figure.points) {
+      py::list list;
+      for (const CollectiveSample& p : samples) list.append(py::make_tuple(p.bytes, p.seconds));
+      points[py::int_(group)] = list;
+    }
+    f["points"] = points;
+    out[py::str(kind)] = f;
+  }
+  return out;
 }
 
 // LinkLevels from [{name, size, bandwidth_gbps, latency_us, collectives}].
@@ -87,6 +119,7 @@ void BindClusterClass(py::module_& m) {
                d["size"] = l.size;
                d["bandwidth_bytes_per_s"] = l.bandwidth_bytes_per_s;
                d["latency_s"] = l.latency_s;
+               d["collectives"] = CollectivesDict(l);
                out.append(d);
              }
              return out;
@@ -98,6 +131,15 @@ void BindClusterClass(py::module_& m) {
           },
           py::arg("op_type"), py::arg("dtype"), py::arg("flops"),
           "the measured kernel seconds interpolated at `flops` (None: not in the table)")
+      .def(
+          "collective_seconds",
+          [](const Cluster& c, const std::string& kind, double bytes, int64_t group_size,
+             int level) {
+            return Unwrap(ClusterCollectiveSeconds(c, kind, bytes, group_size, level));
+          },
+          py::arg("kind"), py::arg("bytes"), py::arg("group_size"), py::arg("level"),
+          "search/'s CollectiveSeconds: seconds of `kind` when the busiest rank sends `bytes` "
+          "in a group of `group_size` ranks on level index `level`")
       .def("compute_table_op_types", [](const Cluster& c) { return c.compute_table().OpTypes(); })
       .def(
           "contention",

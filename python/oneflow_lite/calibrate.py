@@ -15,7 +15,9 @@ with ``--nodes M`` between the processes of M emulated nodes (the launcher's
         --emulate-rate 1gbit
 
 Collectives across processes are timed at several sizes (4 KiB x 4^i up to
-``--allreduce-mb``) and fitted as steps x latency + bytes / bandwidth.
+``--allreduce-mb``) and fitted as steps x latency + bytes / bandwidth; the
+medians themselves go into the file too, as each collective's points (the
+table the cost model interpolates at the measured group size).
 Unless ``--no-kernels``,
 it also times every op kernel of small GPT and VGG training programs
 (``oneflow_lite.calibrate_probes``) on one device, and again with 2 ..
@@ -125,7 +127,8 @@ def levels_of(layout: ProcessLayout, measured: list) -> List[dict]:
     level's latency and bandwidth. A process's figures are shared by its
     ``devices_per_process`` devices: a level's bandwidth is per device while
     every device of the group sends at once (cluster.proto), and a process's
-    devices all send through it, so each gets 1 / devices_per_process."""
+    devices all send through it, so each gets 1 / devices_per_process.
+    Each figure also carries its measured points (``table_points``)."""
     d = layout.devices_per_process
     sizes = {"node": layout.processes * d, "network": layout.nodes * layout.processes * d}
     levels = []
@@ -138,9 +141,22 @@ def levels_of(layout: ProcessLayout, measured: list) -> List[dict]:
         levels.append({"name": name, "size": sizes[name],
                        "bandwidth_gbps": reduce["bandwidth_gbps"],
                        "latency_us": reduce["latency_us"],
-                       "collectives": [{k: f[k] for k in ("kind", "bandwidth_gbps",
-                                                          "latency_us")} for f in figures]})
+                       "collectives": [dict({k: f[k] for k in ("kind", "bandwidth_gbps",
+                                                               "latency_us")},
+                                            points=table_points(f, d)) for f in figures]})
     return levels
+
+
+def table_points(measured: dict, devices_per_process: int = 1) -> List[dict]:
+    """A measured collective's sizes as Cluster points (cluster.proto
+    CollectivePoint: the table CollectiveSeconds interpolates at that group
+    size): the bytes the process sent per call, shared by its devices as the
+    bandwidth is (levels_of), each size's median seconds, and the group of
+    processes it ran on. Empty when fewer than two sizes are usable."""
+    points = [{"bytes": sent / devices_per_process, "seconds": seconds,
+               "group_size": measured["processes"]}
+              for _buffer, sent, seconds in measured["points"] if sent > 0 and seconds > 0]
+    return points if len({p["bytes"] for p in points}) == len(points) >= 2 else []
 
 
 def describe_levels(layout: ProcessLayout, measured: list, reps: int) -> str:
@@ -148,7 +164,9 @@ def describe_levels(layout: ProcessLayout, measured: list, reps: int) -> str:
     lines = [f"levels: {layout.describe()}, {layout.devices_per_process} device(s) per "
              f"process; medians of {reps} calls per size after a warm-up; each collective "
              "fitted as steps x latency + bytes sent / bandwidth through every size (least "
-             "squares on relative error)"]
+             "squares on relative error), and every size's median also written as the "
+             "collective's points (bytes sent, seconds, group size): at the measured group "
+             "size the cost model interpolates those (log-log), not the fit"]
     for m in measured:
         points = ", ".join(f"{b} B {s * 1e3:.3g} ms" for b, _sent, s in m["points"])
         lines.append(f"{m['level']} {m['kind']} ({m['processes']} processes): {points} -> "

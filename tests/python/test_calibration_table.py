@@ -80,3 +80,54 @@ def test_collectives_across_two_processes():
     assert "# collectives: two processes" in result["text"]
     with pytest.raises(ValueError, match="processes=1"):
         process_collectives(1)
+
+
+def test_a_calibration_across_processes_writes_its_measured_points(tmp_path):
+    """python -m oneflow_lite.calibrate --processes 2: every collective's
+    figure carries the sizes it measured as points (bytes sent, the median
+    seconds, 2 ranks), the header says so, and the cost model's
+    CollectiveSeconds at a measured size on 2 ranks gives that size's
+    measured seconds; on another group size, the latency-bandwidth fit."""
+    from oneflow_lite import calibrate
+
+    _, figures = calibrate.calibrate(devices=2, kernels=False, processes=2, reps=1,
+                                     matmul_size=16, memcpy_bytes=1 << 16,
+                                     allreduce_bytes=1 << 16)
+    path = tmp_path / "two.pbtxt"
+    path.write_text(figures["text"])
+    text = path.read_text()
+    assert "every size's median also written as the collective's points" in text
+    assert text.count("points {") == 4 * len(calibrate.message_sizes(1 << 16, 2))
+    cluster = _C.load_cluster(str(path))
+    (level,) = cluster.levels()
+    assert (level["name"], level["size"]) == ("node", 2)
+    measured = {m["kind"]: m for m in figures["levels"]}
+    assert sorted(level["collectives"]) == sorted(measured) == [
+        "all_gather", "all_reduce", "all_to_all", "reduce_scatter"]
+    for kind, m in measured.items():
+        figure = level["collectives"][kind]
+        want = sorted((sent, seconds) for _buffer, sent, seconds in m["points"])
+        assert figure["points"] == {2: want}, kind
+        for sent, seconds in want:
+            got = cluster.collective_seconds(kind, sent, 2, 0)
+            assert got == pytest.approx(seconds, rel=1e-12, abs=0), (kind, sent)
+        # 3 ranks were not measured: steps x latency + bytes / bandwidth.
+        steps = 4 if kind == "all_reduce" else 2
+        sent = want[-1][0]
+        fit = steps * figure["latency_s"] + sent / figure["bandwidth_bytes_per_s"]
+        assert cluster.collective_seconds(kind, sent, 3, 0) == pytest.approx(fit, rel=1e-12)
+
+
+def test_table_points_share_a_process_bytes_among_its_devices():
+    """A process of 2 devices that sent 4096 B per call: each device's share
+    is 2048 B in the same seconds (as levels_of halves the bandwidth); the
+    group is the processes measured; fewer than two usable sizes: no table."""
+    from oneflow_lite.calibrate import ProcessLayout, levels_of, table_points
+
+    m = {"level": "network", "processes": 2, "kind": "all_reduce", "bandwidth_gbps": 1.0,
+         "latency_us": 50.0, "points": [(8, 8.0, 1e-4), (4096, 4096.0, 2e-4)]}
+    assert table_points(m, 2) == [{"bytes": 4.0, "seconds": 1e-4, "group_size": 2},
+                                  {"bytes": 2048.0, "seconds": 2e-4, "group_size": 2}]
+    (level,) = levels_of(ProcessLayout(1, 2, 2, "80mbit"), [m])
+    assert level["collectives"][0]["points"] == table_points(m, 2)
+    assert table_points(dict(m, points=[(8, 0.0, 1e-4), (4096, 4096.0, 2e-4)])) == []

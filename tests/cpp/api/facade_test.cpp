@@ -86,6 +86,29 @@ TEST(Clusters, FoundByPresetNameElseNamedError) {
   EXPECT_NE(missing.status().message().find(first), std::string::npos);
 }
 
+// v100_8gpu's nvlink level (150 GB/s, 5 us per step): an all-reduce of 1 GB
+// sent on 8 ranks takes 14 x 5 us + 1e9 / 150e9 s; bad arguments are named.
+TEST(Clusters, CollectiveSecondsByKindNameAndLevel) {
+  Cluster v100 = PresetCluster("v100_8gpu").value();
+  auto s = ClusterCollectiveSeconds(v100, "all_reduce", 1e9, 8, 0);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NEAR(s.value(), 14 * 5e-6 + 1e9 / 150e9, 1e-15);
+  EXPECT_NE(
+      ClusterCollectiveSeconds(v100, "gather", 1, 2, 0).status().message().find("kind='gather'"),
+      std::string::npos);
+  EXPECT_NE(ClusterCollectiveSeconds(v100, "all_reduce", 1, 2, 9)
+                .status()
+                .message()
+                .find("has no level 9"),
+            std::string::npos);
+  EXPECT_NE(
+      ClusterCollectiveSeconds(v100, "all_reduce", -1, 2, 0).status().message().find("bytes=-1"),
+      std::string::npos);
+  EXPECT_NE(
+      ClusterCollectiveSeconds(v100, "all_reduce", 1, 0, 0).status().message().find("group_size=0"),
+      std::string::npos);
+}
+
 TEST(StrategySpec, KindsAndNamedErrors) {
   OpGraph g = testing::TinyTrainGraph();
   Placement p = testing::Mesh({2});

@@ -279,5 +279,23 @@ TEST(InputArrivalTest, FeedingCostsTheSliceAndWhatTheArrivalLacks) {
       << error.status().message();
 }
 
+// The bucketing proxy on a level whose all-reduce has measured points (1 KB
+// -> 10 us, 1 MB -> 1 ms on 4 ranks): a tensor that is a tenth of its bucket
+// pays a tenth of the bucket's measured time, share x table(bytes / share);
+// another group size keeps latency x steps x share + bytes / bandwidth.
+TEST(CostModelBucketsTest, TheProxyTakesItsShareOfAMeasuredBucket) {
+  LinkLevel level{"net", 0, 10e9, 10e-6, {}};
+  level.collectives["all_reduce"] = {2e9, 20e-6, {{4, {{1e3, 10e-6}, {1e6, 1e-3}}}}};
+  const CollectiveKind ar = CollectiveKind::kAllReduce;
+  // 1e5 bytes sent of a 1e5-byte tensor in a 1e6-byte bucket: share 0.1, the
+  // bucket sends 1e6 bytes in 1 ms (a measured size), the tensor's share 0.1 ms.
+  ExpectNear(internal::BucketedSeconds(ar, 1e5, 1e5, 1000000, 4, level), 0.1e-3);
+  // A tensor as large as its bucket: the table at its own bytes.
+  ExpectNear(internal::BucketedSeconds(ar, 1e6, 2e6, 1000000, 4, level), 1e-3);
+  // 8 ranks: no points there; 14 steps x 20 us x 0.1 + 1e5 / 2e9.
+  ExpectNear(internal::BucketedSeconds(ar, 1e5, 1e5, 1000000, 8, level),
+             14 * 20e-6 * 0.1 + 1e5 / 2e9);
+}
+
 }  // namespace
 }  // namespace ofl
