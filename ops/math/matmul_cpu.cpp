@@ -6,8 +6,9 @@
 // Transposes are expressed as strides, so nothing is copied; matmul_bias
 // passes its bias as the primitive's bias argument, added as each output
 // block is written. float64 runs OpenBLAS dgemm, once per batch element
-// (OpenBLAS splits rows and columns, never the contraction; matmul_bias then
-// adds the bias row by row, as bias_add does); bfloat16 inputs run oneDNN's
+// (matmul_bias then adds the bias row by row, as bias_add does); OpenBLAS's
+// own threading can change the last bits with the thread count, so float64
+// is bitwise only run to run at one thread count; bfloat16 inputs run oneDNN's
 // bfloat16 matmul with a float32 output (float32 accumulation), or, on a CPU
 // without one, are widened to float32 (exact) for the float32 path.
 //
