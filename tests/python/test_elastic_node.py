@@ -124,7 +124,8 @@ def test_the_launcher_restarts_an_emulated_job_on_what_is_left(tmp_path, lose):
     if lose == "node":
         assert "launch: lost node 1 (ranks 2, 3: every process of the node); restart 1 of 1 on " \
                "the 1 node left (was 2) x 2 processes, 2 in all" in out, out
-        assert re.search(r"launch: rank 2 \(pid \d+\) was killed by SIGKILL", out), out
+        # Both of node 1's processes die at once; the launcher names the first it sees.
+        assert re.search(r"launch: rank [23] \(pid \d+\) was killed by SIGKILL", out), out
         size, addresses = 2, {emulate.address(0)}
     else:
         assert "launch: lost rank 1 of node 0, which still runs; restart 1 of 1 on the same 2 " \
