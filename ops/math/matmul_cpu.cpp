@@ -87,15 +87,15 @@ int64_t TileBatch(const GemmSizes& s, const MatmulTile& t) { return s.batch > 0 
 std::shared_ptr<const CachedMatmul> CreateMatmul(const GemmSizes& s, const MatmulTile& t) {
   using dt = dnnl::memory::data_type;
   const dt in = s.bf16 ? dt::bf16 : dt::f32;
-  const int64_t bt = TileBatch(s, t), mt = t.r1 - t.r0, nt = t.c1 - t.c0;
+  const int64_t bt = TileBatch(s, t), mt = t.r1 - t.r0;
   auto c = std::make_shared<CachedMatmul>();
   // a is (m, k), stored (k, m) when transposed; b is (k, n), stored (n, k) when transposed.
   c->a_md = s.ta ? ViewDesc(bt, mt, s.k, 1, s.m, s.m * s.k, in)
                  : ViewDesc(bt, mt, s.k, s.k, 1, s.m * s.k, in);
-  c->b_md = s.tb ? ViewDesc(bt, s.k, nt, 1, s.k, s.k * s.n, in)
-                 : ViewDesc(bt, s.k, nt, s.n, 1, s.k * s.n, in);
-  c->c_md = ViewDesc(bt, mt, nt, s.n, 1, s.m * s.n, dt::f32);
-  if (s.bias) c->bias_md = ViewDesc(0, 1, nt, s.n, 1, 0, dt::f32);  // broadcast over rows
+  c->b_md = s.tb ? ViewDesc(bt, s.k, s.n, 1, s.k, s.k * s.n, in)
+                 : ViewDesc(bt, s.k, s.n, s.n, 1, s.k * s.n, in);
+  c->c_md = ViewDesc(bt, mt, s.n, s.n, 1, s.m * s.n, dt::f32);
+  if (s.bias) c->bias_md = ViewDesc(0, 1, s.n, s.n, 1, 0, dt::f32);  // broadcast over rows
   dnnl::matmul::desc desc = s.bias ? dnnl::matmul::desc(c->a_md, c->b_md, c->bias_md, c->c_md)
                                    : dnnl::matmul::desc(c->a_md, c->b_md, c->c_md);
   try {
@@ -110,9 +110,9 @@ std::shared_ptr<const CachedMatmul> CreateMatmul(const GemmSizes& s, const Matmu
 }
 
 std::shared_ptr<const CachedMatmul> GetMatmul(const GemmSizes& s, const MatmulTile& t) {
-  using Key = decltype(std::tuple_cat(s.Key(), std::make_tuple(int64_t{}, int64_t{}, int64_t{})));
+  using Key = decltype(std::tuple_cat(s.Key(), std::make_tuple(int64_t{}, int64_t{})));
   static onednn::PrimitiveCache<Key, CachedMatmul> cache;
-  const Key key = std::tuple_cat(s.Key(), std::make_tuple(t.b1 - t.b0, t.r1 - t.r0, t.c1 - t.c0));
+  const Key key = std::tuple_cat(s.Key(), std::make_tuple(t.b1 - t.b0, t.r1 - t.r0));
   return cache.Get(key, [&] { return CreateMatmul(s, t); });
 }
 
@@ -135,8 +135,8 @@ class OneOmpThread {
 void RunTile(const GemmSizes& s, const CachedMatmul& mm, const MatmulTile& t, const char* a,
              const char* b, float* c, const float* bias, size_t in_bytes) {
   const int64_t a_off = t.b0 * s.m * s.k + (s.ta ? t.r0 : t.r0 * s.k);
-  const int64_t b_off = t.b0 * s.k * s.n + (s.tb ? t.c0 * s.k : t.c0);
-  const int64_t c_off = t.b0 * s.m * s.n + t.r0 * s.n + t.c0;
+  const int64_t b_off = t.b0 * s.k * s.n;
+  const int64_t c_off = t.b0 * s.m * s.n + t.r0 * s.n;
   dnnl::stream& stream = onednn::ThreadStream();
   const dnnl::engine& engine = onednn::Engine();
   std::unordered_map<int, dnnl::memory> args = {
@@ -144,7 +144,7 @@ void RunTile(const GemmSizes& s, const CachedMatmul& mm, const MatmulTile& t, co
       {DNNL_ARG_WEIGHTS, dnnl::memory(mm.b_md, engine, const_cast<char*>(b + b_off * in_bytes))},
       {DNNL_ARG_DST, dnnl::memory(mm.c_md, engine, c + c_off)}};
   if (bias != nullptr) {
-    args.emplace(DNNL_ARG_BIAS, dnnl::memory(mm.bias_md, engine, const_cast<float*>(bias + t.c0)));
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(mm.bias_md, engine, const_cast<float*>(bias)));
   }
   if (mm.scratchpad_bytes > 0) {
     args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(mm.pd.scratchpad_desc(), engine,

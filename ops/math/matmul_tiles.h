@@ -17,14 +17,13 @@
 
 namespace ofl {
 
-// Half-open ranges of batch elements, rows and columns of the output. For a
-// plain 2-D product b0 = 0, b1 = 1.
+// Half-open ranges of batch elements and rows of the output; a tile holds
+// every column. For a plain 2-D product b0 = 0, b1 = 1.
 struct MatmulTile {
   int64_t b0 = 0, b1 = 1;
   int64_t r0 = 0, r1 = 0;
-  int64_t c0 = 0, c1 = 0;
   bool operator==(const MatmulTile& o) const {
-    return b0 == o.b0 && b1 == o.b1 && r0 == o.r0 && r1 == o.r1 && c0 == o.c0 && c1 == o.c1;
+    return b0 == o.b0 && b1 == o.b1 && r0 == o.r0 && r1 == o.r1;
   }
 };
 
@@ -56,7 +55,7 @@ inline std::vector<std::pair<int64_t, int64_t>> Cut(int64_t total, int64_t piece
 
 }  // namespace matmul_tiles
 
-// The tiles of `d`, batch-major, then rows; every tile has all n columns.
+// The tiles of `d`, batch-major, then rows.
 // They cover the output exactly once. Empty when the output is empty.
 inline std::vector<MatmulTile> MatmulTilesOf(const MatmulDims& d) {
   using namespace matmul_tiles;
@@ -67,14 +66,14 @@ inline std::vector<MatmulTile> MatmulTilesOf(const MatmulDims& d) {
     const int64_t per_tile = kBatchOutputs / (d.m * d.n);
     const int64_t parts = (batch + per_tile - 1) / per_tile;
     for (auto [b0, b1] : Cut(batch, EvenPiece(batch, parts, 1))) {
-      tiles.push_back({b0, b1, 0, d.m, 0, d.n});
+      tiles.push_back({b0, b1, 0, d.m});
     }
     return tiles;
   }
   const int64_t parts = std::max<int64_t>(1, d.m / kMinRows);
   const auto rows = Cut(d.m, EvenPiece(d.m, parts, kAlign));
   for (int64_t b = 0; b < batch; ++b) {
-    for (auto [r0, r1] : rows) tiles.push_back({b, b + 1, r0, r1, 0, d.n});
+    for (auto [r0, r1] : rows) tiles.push_back({b, b + 1, r0, r1});
   }
   return tiles;
 }
