@@ -129,8 +129,8 @@ std::unique_ptr<AxisDescent::Restricted> AxisDescent::Restrict(std::vector<std::
   return out;
 }
 
-std::unique_ptr<AxisDescent::Restricted> AxisDescent::Widest(int a,
-                                                             const std::vector<int>& choice) {
+std::unique_ptr<AxisDescent::Restricted> AxisDescent::Widest(int a, const std::vector<int>& choice,
+                                                             std::vector<std::vector<int>> plain) {
   // Bisection over the levels (how many nodes a cutoff at each distinct count
   // frees): level lo fits (-1: none freed), level hi does not (size: unknown).
   std::unique_ptr<Restricted> best;
@@ -147,7 +147,7 @@ std::unique_ptr<AxisDescent::Restricted> AxisDescent::Widest(int a,
   }
   const int freed = lo < 0 ? 0 : levels_[lo];
   free_cutoff_ = freed == 0 ? 0 : graph_.num_candidates(order_[freed - 1]);
-  return best != nullptr ? std::move(best) : Restrict(Kept(a, choice, 0));
+  return best != nullptr ? std::move(best) : Restrict(std::move(plain));
 }
 
 bool AxisDescent::Solve(int a, std::vector<int>& choice) {
@@ -156,7 +156,7 @@ bool AxisDescent::Solve(int a, std::vector<int>& choice) {
   std::vector<std::vector<int>> plain = Kept(a, choice, 0);
   for (int u = 0; u < n && !any_choice; ++u) any_choice = plain[u].size() > 1;
   if (!any_choice && !free_nodes_) return false;
-  std::unique_ptr<Restricted> r = Widest(a, choice);
+  std::unique_ptr<Restricted> r = Widest(a, choice, std::move(plain));
   if (r == nullptr) return false;  // too wide with this axis free
   const CostGraph& sub = r->graph;
   const std::vector<std::vector<int>>& kept = r->kept;

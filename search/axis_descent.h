@@ -74,8 +74,9 @@ class AxisDescent {
   // The graph over `kept` and its plan; null when its tables pass the cap.
   std::unique_ptr<Restricted> Restrict(std::vector<std::vector<int>> kept);
   // The restricted graph of the largest cutoff that fits (bisection); null
-  // when even the plain one does not.
-  std::unique_ptr<Restricted> Widest(int a, const std::vector<int>& choice);
+  // when even the plain one (`plain`: Kept(a, choice, 0)) does not.
+  std::unique_ptr<Restricted> Widest(int a, const std::vector<int>& choice,
+                                     std::vector<std::vector<int>> plain);
 
   const CostGraph& graph_;
   AxisLabels labels_;
