@@ -55,6 +55,15 @@ const Variant kScalarVariant = {GeluForwardScalar, GeluBackwardScalar, ExpShifte
 // up to n ulp: a row of 50257 logits lost five digits on the scalar path.
 constexpr int64_t kSumBlock = 1024;
 
+// The float sums block(begin, length) of [0, n) in blocks of kSumBlock,
+// added in double.
+template <typename Block>
+float SumByBlocks(int64_t n, Block block) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < n; b += kSumBlock) sum += block(b, std::min(kSumBlock, n - b));
+  return static_cast<float>(sum);
+}
+
 const Variant& Active() {
 #ifdef OFL_VEC_LIBMVEC
   static const Variant& active = *PickByCpuIsa(&kAvx512Variant, &kAvx2Variant, &kScalarVariant);
@@ -76,20 +85,14 @@ void GeluBackward(const float* x, const float* dy, float* dx, int64_t n) {
 
 float ExpShiftedSum(const float* x, float shift, float* y, int64_t n) {
   const auto fn = Active().exp_shifted_sum;
-  double sum = 0.0;
-  for (int64_t b = 0; b < n; b += kSumBlock) {
-    sum += fn(x + b, shift, y + b, std::min(kSumBlock, n - b));
-  }
-  return static_cast<float>(sum);
+  return SumByBlocks(n, [&](int64_t b, int64_t len) { return fn(x + b, shift, y + b, len); });
 }
 
 float NanMaxOf(const float* x, int64_t n) { return Active().nan_max_of(x, n); }
 
 float Dot(const float* a, const float* b, int64_t n) {
   const auto fn = Active().dot;
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; i += kSumBlock) sum += fn(a + i, b + i, std::min(kSumBlock, n - i));
-  return static_cast<float>(sum);
+  return SumByBlocks(n, [&](int64_t i, int64_t len) { return fn(a + i, b + i, len); });
 }
 
 }  // namespace ofl::vec
