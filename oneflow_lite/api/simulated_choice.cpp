@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "graph/expert_presets.h"
+
 namespace ofl {
 
 namespace {
@@ -14,6 +16,8 @@ std::string Millis(double seconds) {
 }
 
 }  // namespace
+
+std::vector<std::string> DefaultSimulationCandidates() { return ExpertPresetNames(); }
 
 std::string SimulatedChoice::ToText() const {
   std::string out = "candidates (additive model in the search; simulated step chooses):\n";

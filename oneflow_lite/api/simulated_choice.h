@@ -33,6 +33,10 @@ struct SimulatedChoice {
   std::string ToText() const;
 };
 
+// The default candidates: the rule-based expert presets
+// (graph/expert_presets.h ExpertPresetNames).
+std::vector<std::string> DefaultSimulationCandidates();
+
 // Plans request.searcher and each of `candidates` on one cost model of
 // (graph, placement, cluster), simulates each as a DistributedSession with
 // `session` and `fetches` would run it, and chooses by the simulated step.

@@ -139,8 +139,7 @@ void BindPlanSimulation(py::module_& m) {
         return py::make_tuple(PyPlanned{graph, std::move(result.chosen)}, rows, text);
       },
       py::arg("program"), py::arg("hierarchy"), py::arg("cluster"), py::arg("searcher") = "autoddl",
-      py::arg("candidates") =
-          std::vector<std::string>{"data_parallel", "megatron", "2d", "zero", "vgg"},
+      py::arg("candidates") = DefaultSimulationCandidates(),
       py::arg("fetches") = std::vector<std::string>{}, py::arg("num_slots") = 2,
       py::arg("micro_batches") = 1,
       py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes,
@@ -150,6 +149,9 @@ void BindPlanSimulation(py::module_& m) {
       "`candidates` planned on one cost model, each simulated as a DistributedSession with "
       "these arguments would run it, the shortest simulated step chosen; rows: per candidate "
       "name, additive_s, simulated_s, skipped (why it does not apply), chosen");
+  m.def("simulation_candidates", &DefaultSimulationCandidates,
+        "the searchers plan_by_simulation and auto_parallel(choose_by_simulation=True) "
+        "simulate beside the search's answer: the rule-based expert presets");
   m.def(
       "simulate_plan",
       [](const py::bytes& plan_bytes, const std::vector<double>& task_seconds, int64_t iterations,

@@ -92,17 +92,15 @@ def _calibrated(devices: int, kernels: bool = False):
         return _C.load_cluster(os.path.join(d, "local.pbtxt"))
 
 
-SIMULATED_PRESETS = ("data_parallel", "megatron", "2d", "zero", "vgg")
-
-
 def simulation_candidates(choose_by_simulation) -> List[str]:
     """auto_parallel's choose_by_simulation as the searchers to simulate
-    beside the search's answer: False -> none, True -> the presets, a list
-    of searcher names -> those."""
+    beside the search's answer: False -> none, True -> the rule-based
+    presets (``_C.simulation_candidates()``), a list of searcher names ->
+    those."""
     if choose_by_simulation is False or choose_by_simulation is None:
         return []
     if choose_by_simulation is True:
-        return list(SIMULATED_PRESETS)
+        return list(_C.simulation_candidates())
     if isinstance(choose_by_simulation, (list, tuple)) and choose_by_simulation and \
             all(isinstance(n, str) for n in choose_by_simulation):
         names = searcher_names()
