@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 
 #include "runtime/gloo_communicator.h"
 #include "runtime/process_world.h"
@@ -15,25 +16,44 @@ using Clock = std::chrono::steady_clock;
 constexpr CollectiveKind kKinds[] = {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
                                      CollectiveKind::kAllGather, CollectiveKind::kAllToAll};
 
-// Median seconds of `reps` calls after a warm-up, and the bytes this process sent per call.
-Maybe<CollectivePoint> TimeCalls(Communicator* comm, CollectiveKind kind, int64_t count, int reps,
-                                 const std::string& level) {
-  std::vector<float> in(count, 1.0f), out(count, 0.0f);
-  std::vector<double> seconds;
-  int64_t before = comm->bytes_sent();
-  for (int rep = -1; rep < reps; ++rep) {
-    if (rep == 0) before = comm->bytes_sent();
-    const std::string tag =
-        StrCat("calibrate_", level, "_", CollectiveKindName(kind), "_", count, "_", rep);
-    const auto start = Clock::now();
-    OFL_RETURN_IF_ERROR(RunCollective(comm, kind, count, &in, &out, tag));
-    if (rep >= 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+// Every size of `kind` timed `reps` times in interleaved rounds, after a
+// warm-up call of each: round r calls the sizes in order from size r mod n,
+// so that a disturbance of the machine (a descheduled peer, another job's
+// burst) spreads over the sizes instead of shifting every call of one size.
+// Per size: the median seconds and the bytes this process sent per call.
+// `round_barrier` runs before each round (every group of the level starts it
+// together).
+Maybe<std::vector<CollectivePoint>> TimeInRounds(Communicator* comm, CollectiveKind kind,
+                                                 const std::vector<int64_t>& counts, int reps,
+                                                 const std::string& level,
+                                                 const std::function<Status(int)>& round_barrier) {
+  const size_t n = counts.size();
+  int64_t max_count = 0;
+  for (int64_t c : counts) max_count = std::max(max_count, c);
+  std::vector<float> in(max_count, 1.0f), out(max_count, 0.0f);
+  std::vector<std::vector<double>> seconds(n);
+  std::vector<int64_t> sent(n, 0);
+  for (int round = -1; round < reps; ++round) {
+    OFL_RETURN_IF_ERROR(round_barrier(round));
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = round < 0 ? j : (j + static_cast<size_t>(round)) % n;
+      const std::string tag = StrCat("calibrate_", level, "_", CollectiveKindName(kind), "_",
+                                     counts[i], "_", round);
+      const int64_t before = comm->bytes_sent();
+      const auto start = Clock::now();
+      OFL_RETURN_IF_ERROR(RunCollective(comm, kind, counts[i], &in, &out, tag));
+      if (round < 0) continue;  // the warm-up
+      seconds[i].push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      sent[i] += comm->bytes_sent() - before;
+    }
   }
-  CollectivePoint point;
-  point.buffer_bytes = count * 4;
-  point.bytes_sent = static_cast<double>(comm->bytes_sent() - before) / reps;
-  point.seconds = Median(seconds);
-  return point;
+  std::vector<CollectivePoint> points(n);
+  for (size_t i = 0; i < n; ++i) {
+    points[i].buffer_bytes = counts[i] * 4;
+    points[i].bytes_sent = static_cast<double>(sent[i]) / reps;
+    points[i].seconds = Median(seconds[i]);
+  }
+  return points;
 }
 
 struct LevelGroup {
@@ -101,17 +121,20 @@ Maybe<std::vector<LevelCollective>> CalibrateProcessLevels(const std::vector<int
         GlooCommunicator::Create(
             world->store(), world->Key(StrCat("calibrate/", group.level, "/", group.members[0])),
             group.members, world->process(), world->options().gloo));
+    std::vector<int64_t> counts;
+    for (int64_t bytes : sizes) counts.push_back(std::max<int64_t>(p, bytes / 4 / p * p));
     for (CollectiveKind kind : kKinds) {
       LevelCollective r{group.level, p, kind, {}, {}};
-      for (int64_t bytes : sizes) {
-        // Every group of the level starts each size together (they share links).
-        OFL_RETURN_IF_ERROR(world->Barrier(world->Key(
-            StrCat("calibrate/", group.level, "/", CollectiveKindName(kind), "/", bytes))));
-        const int64_t count = std::max<int64_t>(p, bytes / 4 / p * p);
-        OFL_ASSIGN_OR_RETURN(CollectivePoint point,
-                             TimeCalls(comm.get(), kind, count, reps, group.level));
-        r.points.push_back(point);
-      }
+      const auto round_barrier = [&](int round) {
+        return world->Barrier(world->Key(
+            StrCat("calibrate/", group.level, "/", CollectiveKindName(kind), "/", round)));
+      };
+      OFL_ASSIGN_OR_RETURN(std::vector<CollectivePoint> points,
+                           TimeInRounds(comm.get(), kind, counts, reps, group.level,
+                                        round_barrier));
+      // The table the cost model interpolates rises with the size; the fit
+      // reads the same points.
+      r.points = MonotoneInSize(std::move(points));
       r.figure = FitCollectivePoints(kind, p, r.points);
       OFL_ENSURE(r.figure.bandwidth_bytes_per_s > 0, "calibrate: ", CollectiveKindName(kind),
                  " on the ", group.level, " level measured bandwidth ",

@@ -23,11 +23,13 @@
 // local ranks at once, so the processes of a node share its link as a
 // training job's do), when there are two or more nodes (WORLD_SIZE /
 // LOCAL_WORLD_SIZE; an emulated cluster's shaped links).
-// Every process of the job calls it at once; every group of a level starts
-// each (kind, size) together (a barrier through the store); each process
-// times its own calls of every kind at every size (medians of `reps` after a warm-up) and returns
-// its own points and fits (FitCollectivePoints, calibrate_runs.h): process
-// 0's stand for the job. Blocks; call it from one thread.
+// Every process of the job calls it at once. Per kind, after a warm-up call
+// of each size, `reps` rounds each call every size once, in an order that
+// rotates by one per round; every group of a level starts each round
+// together (a barrier through the store). Each process times its own calls
+// and returns its own points (the median per size, then MonotoneInSize) and
+// fits (FitCollectivePoints, calibrate_runs.h): process 0's stand for the
+// job. Blocks; call it from one thread.
 
 namespace ofl {
 

@@ -67,4 +67,14 @@ CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,
   return figure;
 }
 
+std::vector<CollectivePoint> MonotoneInSize(std::vector<CollectivePoint> points) {
+  std::sort(points.begin(), points.end(), [](const CollectivePoint& l, const CollectivePoint& r) {
+    return l.bytes_sent < r.bytes_sent;
+  });
+  for (size_t i = points.size(); i-- > 1;) {
+    points[i - 1].seconds = std::min(points[i - 1].seconds, points[i].seconds);
+  }
+  return points;
+}
+
 }  // namespace ofl

@@ -1,8 +1,8 @@
 // What the calibrations share (calibrate.cpp in one process,
 // calibrate_processes.cpp across processes, calibrate_kernels.cpp per op):
 // the median of repeated timings, one call of a collective on float32
-// buffers, and the latency-bandwidth fit of a collective timed at several
-// sizes. Pure functions; RunCollective is as thread-safe as the communicator
+// buffers, the latency-bandwidth fit of a collective timed at several
+// sizes, and the monotone fit of its table. Pure functions; RunCollective is as thread-safe as the communicator
 // it calls.
 #pragma once
 
@@ -47,5 +47,14 @@ struct CollectivePoint {
 // largest point alone.
 CollectiveFigure FitCollectivePoints(CollectiveKind kind, int64_t group,
                                      std::vector<CollectivePoint> points);
+
+// `points` sorted by bytes_sent with seconds made non-decreasing in the
+// size: each size's seconds at most the least of every larger size's, e.g.
+// 1, 3, 2, 4 become 1, 2, 2, 4. Sending more never takes less time, and a
+// busy machine only adds time (a descheduled peer, a scheduler tick), so a
+// larger size's measurement bounds a smaller one's from above; the largest
+// size keeps its own, and a table that interpolates between sizes never
+// prices a disturbed size above a larger one.
+std::vector<CollectivePoint> MonotoneInSize(std::vector<CollectivePoint> points);
 
 }  // namespace ofl

@@ -162,8 +162,9 @@ def table_points(measured: dict, devices_per_process: int = 1) -> List[dict]:
 def describe_levels(layout: ProcessLayout, measured: list, reps: int) -> str:
     """The comment lines of measured levels: how, then every point and fit."""
     lines = [f"levels: {layout.describe()}, {layout.devices_per_process} device(s) per "
-             f"process; medians of {reps} calls per size after a warm-up; each collective "
-             "fitted as steps x latency + bytes sent / bandwidth through every size (least "
+             f"process; medians of {reps} calls per size after a warm-up call, in rounds that "
+             "call every size once in a rotating order; the medians made non-decreasing in the "
+             "size (least-squares monotone fit); each collective fitted as steps x latency + bytes sent / bandwidth through every size (least "
              "squares on relative error), and every size's median also written as the "
              "collective's points (bytes sent, seconds, group size): at the measured group "
              "size the cost model interpolates those (log-log), not the fit"]
@@ -176,12 +177,14 @@ def describe_levels(layout: ProcessLayout, measured: list, reps: int) -> str:
 
 def calibrate(devices: int = 2, threads: int = 1, kernels: bool = True,
               kernel_scale: float = 1.0, contention_devices: int = 0, reps: int = 5,
-              name: str = "local", processes: int = 0, layout: Optional[ProcessLayout] = None,
-              **options):
+              collective_reps: int = 9, name: str = "local", processes: int = 0,
+              layout: Optional[ProcessLayout] = None, **options):
     """``_C.calibrate`` with the probe programs of ``calibrate_probes`` when
     ``kernels``, and with the levels measured between processes (``layout``;
     ``processes`` >= 2 alone: that many on this machine's loopback) outside
     the in-process level, which stays when a process has several devices.
+    ``reps`` runs of each in-process measurement; ``collective_reps`` calls of
+    each collective at each size between processes (cheap: milliseconds each).
 
     Returns ``(Cluster, figures)`` as ``_C.calibrate`` does (figures gains
     "levels": the measured points and fits); ``options`` go to it unchanged
@@ -202,10 +205,10 @@ def calibrate(devices: int = 2, threads: int = 1, kernels: bool = True,
         total = layout.nodes * layout.processes
         with _progress.ticking("calibrate", f"collectives: {layout.describe()}")\
                 if _progress.enabled() else contextlib.nullcontext():
-            measured = process_levels(layout, message_sizes(nbytes, total), reps)
+            measured = process_levels(layout, message_sizes(nbytes, total), collective_reps)
         options["levels"] = levels_of(layout, measured)
         options["inprocess_level"] = layout.devices_per_process >= 2
-        options["levels_source"] = describe_levels(layout, measured, reps)
+        options["levels_source"] = describe_levels(layout, measured, collective_reps)
         if layout.devices_per_process >= 2:
             devices = layout.devices_per_process
         if contention_devices == 0 and total * layout.devices_per_process >= 2:
@@ -251,6 +254,8 @@ def main(argv=None) -> int:
                         help="MiB per device of the large all-reduce")
     parser.add_argument("--memcpy-mb", type=float, default=64.0)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--collective-reps", type=int, default=9,
+                        help="calls of each collective at each size between processes")
     parser.add_argument("--name", default="local")
     parser.add_argument("--no-kernels", action="store_true",
                         help="no compute table: price every op by the matmul's FLOP/s")
@@ -277,7 +282,8 @@ def main(argv=None) -> int:
         _cluster, figures = calibrate(
             devices=args.devices, threads=args.threads, kernels=not args.no_kernels,
             kernel_scale=args.kernel_scale, contention_devices=args.contention_devices,
-            reps=args.reps, name=args.name, memcpy_bytes=int(args.memcpy_mb * 2**20),
+            reps=args.reps, collective_reps=args.collective_reps, name=args.name,
+            memcpy_bytes=int(args.memcpy_mb * 2**20),
             matmul_size=args.matmul_size, allreduce_bytes=int(args.allreduce_mb * 2**20),
             per_collective=not args.no_per_collective, layout=_layout(parser, args))
     except (ValueError, RuntimeError) as error:

@@ -174,6 +174,31 @@ TEST(Calibrate, FitThroughSizesTakesTheBandwidthFromTheLargeOnes) {
   EXPECT_NEAR(f.latency_s, 0.25e-3, 1e-12);
 }
 
+// Hand-worked: each size's seconds become the least of its own and every
+// larger size's.
+TEST(Calibrate, MonotoneInSizeBoundsEachSizeByTheLargerOnes) {
+  auto at = [](double sent, double seconds) { return CollectivePoint{7, sent, seconds}; };
+  auto seconds = [](const std::vector<CollectivePoint>& points) {
+    std::vector<double> out;
+    for (const CollectivePoint& p : points) out.push_back(p.seconds);
+    return out;
+  };
+  // Already rising: unchanged, and sorted by size on the way.
+  std::vector<CollectivePoint> fit = MonotoneInSize({at(30, 3), at(10, 1), at(20, 2)});
+  EXPECT_EQ(seconds(fit), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(fit[0].bytes_sent, 10);
+  EXPECT_EQ(fit[2].buffer_bytes, 7);
+  // 1, 3, 2, 4 -> 1, 2, 2, 4.
+  fit = MonotoneInSize({at(1, 1), at(2, 3), at(3, 2), at(4, 4)});
+  EXPECT_EQ(seconds(fit), (std::vector<double>{1, 2, 2, 4}));
+  // A 4 ms scheduler tick on the two smallest sizes, clean larger ones:
+  // 4, 4, 0.2, 5 -> 0.2, 0.2, 0.2, 5 (the largest keeps its own).
+  fit = MonotoneInSize({at(8, 4), at(4096, 4), at(16384, 0.2), at(65536, 5)});
+  EXPECT_EQ(seconds(fit), (std::vector<double>{0.2, 0.2, 0.2, 5}));
+  // One point: unchanged.
+  EXPECT_EQ(seconds(MonotoneInSize({at(8, 9)})), (std::vector<double>{9}));
+}
+
 // Levels measured elsewhere go outside the in-process level, or replace it.
 TEST(Calibrate, LevelsMeasuredElsewhereMakeTheHierarchy) {
   CalibrationOptions o = Tiny();
