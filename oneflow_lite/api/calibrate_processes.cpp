@@ -37,8 +37,8 @@ Maybe<std::vector<CollectivePoint>> TimeInRounds(Communicator* comm, CollectiveK
     OFL_RETURN_IF_ERROR(round_barrier(round));
     for (size_t j = 0; j < n; ++j) {
       const size_t i = round < 0 ? j : (j + static_cast<size_t>(round)) % n;
-      const std::string tag = StrCat("calibrate_", level, "_", CollectiveKindName(kind), "_",
-                                     counts[i], "_", round);
+      const std::string tag =
+          StrCat("calibrate_", level, "_", CollectiveKindName(kind), "_", counts[i], "_", round);
       const int64_t before = comm->bytes_sent();
       const auto start = Clock::now();
       OFL_RETURN_IF_ERROR(RunCollective(comm, kind, counts[i], &in, &out, tag));
@@ -129,9 +129,9 @@ Maybe<std::vector<LevelCollective>> CalibrateProcessLevels(const std::vector<int
         return world->Barrier(world->Key(
             StrCat("calibrate/", group.level, "/", CollectiveKindName(kind), "/", round)));
       };
-      OFL_ASSIGN_OR_RETURN(std::vector<CollectivePoint> points,
-                           TimeInRounds(comm.get(), kind, counts, reps, group.level,
-                                        round_barrier));
+      OFL_ASSIGN_OR_RETURN(
+          std::vector<CollectivePoint> points,
+          TimeInRounds(comm.get(), kind, counts, reps, group.level, round_barrier));
       // The table the cost model interpolates rises with the size; the fit
       // reads the same points.
       r.points = MonotoneInSize(std::move(points));

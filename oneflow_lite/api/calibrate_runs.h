@@ -2,8 +2,8 @@
 // calibrate_processes.cpp across processes, calibrate_kernels.cpp per op):
 // the median of repeated timings, one call of a collective on float32
 // buffers, the latency-bandwidth fit of a collective timed at several
-// sizes, and the monotone fit of its table. Pure functions; RunCollective is as thread-safe as the communicator
-// it calls.
+// sizes, and the monotone fit of its table. Pure functions; RunCollective is as thread-safe as the
+// communicator it calls.
 #pragma once
 
 #include <cstdint>
