@@ -41,7 +41,9 @@ both figures). Per strategy: ``predicted_step_s`` (``planned.simulate``: a
 discrete-event simulation of the very Plan the children run, priced from
 the calibrated Cluster), ``estimate_step_s`` (``planned.step_estimate``, the
 former full model), ``proxy_step_s`` (the searchers' additive total),
-``measured_step_s`` (median of every round's timed steps), their ratio,
+``measured_step_s`` (median of every round's timed steps, pooled over the
+strategies that are the same plan: ``same_plan_as`` names them, e.g. autoddl
+choosing a preset's plan; ``own_step_s`` is the row's own median), their ratio,
 ``predicted_memory_bytes`` (per rank, the liveness model
 ``planned.predicted_memory`` for the children's session options) beside
 ``peak_bytes`` (measured, per rank), ``predicted_bytes`` beside

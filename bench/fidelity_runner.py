@@ -338,13 +338,22 @@ def spearman(a, b) -> float:
     return float((ra * rb).sum() / denominator) if denominator > 0 else float("nan")
 
 
+def same_plans(strategies: Dict[str, dict]) -> Dict[str, List[str]]:
+    """Per strategy name, every name (itself included, in the given order)
+    whose strategy dict is the same plan: equal JSON with sorted keys."""
+    digest = {n: json.dumps(s, sort_keys=True) for n, s in strategies.items()}
+    return {n: [o for o in strategies if digest[o] == digest[n]] for n in strategies}
+
+
 def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mode: str,
             rounds: int, warmup: int, steps: int, threads: int, timeout_s: float,
             log=lambda s: None, traces_out: Optional[str] = None,
             emulate: Optional[dict] = None) -> dict:
     """Plans `names` on `cluster`, runs them `rounds` times (order rotated
     per round) and returns {"rows", "skipped", "errors"}: per row the
-    predictions, the median measured step over every round's timed steps,
+    predictions, the median measured step over every round's timed steps
+    (pooled over the strategies that are the same plan, ``same_plans``;
+    ``own_step_s`` its own samples' median),
     the ratio, measured bytes and peak per rank (from the first round;
     bytes must be the same every round)."""
     rows, skipped = plan_all(model, hierarchy, cluster, names)
@@ -373,12 +382,18 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
             elif res["measured_bytes"] != first[name]["measured_bytes"]:
                 errors[name] = (f"bytes differ between rounds: {first[name]['measured_bytes']}"
                                 f" vs {res['measured_bytes']}")
+    same = same_plans(strategies)
     for row in rows:
         name = row["strategy"]
         if name not in first:
             continue
         res = first[name]
-        row.update(measured_step_s=float(np.median(steps_by[name])),
+        # One plan under several names (autoddl's answer is often a preset's) is
+        # one experiment: its step is the median of all their samples.
+        pooled = [s for other in same[name] for s in steps_by.get(other, [])]
+        row.update(measured_step_s=float(np.median(pooled)),
+                   own_step_s=float(np.median(steps_by[name])),
+                   same_plan_as=[o for o in same[name] if o != name],
                    step_s=[round(s, 6) for s in steps_by[name]],
                    measured_bytes=res["measured_bytes"], peak_bytes=res["peak_bytes"],
                    first_loss=res["losses"][0], plans_identical=res["plans_identical"])

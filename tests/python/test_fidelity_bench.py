@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,6 +30,14 @@ def test_spearman_by_hand():
     assert fidelity_runner.spearman([1, 2, 3, 4], [10, 30, 20, 40]) == pytest.approx(0.8)
     # ties share the average rank: (1.5, 1.5, 3) against (1, 2, 3): rho = 0.866...
     assert fidelity_runner.spearman([5, 5, 7], [1, 2, 3]) == pytest.approx(3 ** 0.5 / 2)
+
+
+def test_same_plans_groups_equal_strategy_dicts():
+    # "autoddl" equals "dp" (keys in another order); "mp" differs in one value.
+    strategies = {"dp": {"w": "S(0)", "x": "S(0)"}, "mp": {"w": "S(1)", "x": "S(0)"},
+                  "autoddl": {"x": "S(0)", "w": "S(0)"}}
+    assert fidelity_runner.same_plans(strategies) == {
+        "dp": ["dp", "autoddl"], "mp": ["mp"], "autoddl": ["dp", "autoddl"]}
 
 
 def test_two_processes_one_round_bytes_equal_per_rank(tmp_path):
@@ -57,6 +66,12 @@ def test_two_processes_one_round_bytes_equal_per_rank(tmp_path):
         # the liveness model (api/memory_estimate.h) against the allocators' own count
         assert row["predicted_memory_bytes"] == row["peak_bytes"]
         assert len(row["step_s"]) == 1  # 1 round x 1 timed step
+        # pooled over the strategies that are the same plan (one sample each here)
+        pooled = [row["step_s"][0]] + [o["step_s"][0] for o in mode["rows"]
+                                       if o["strategy"] in row["same_plan_as"]]
+        assert row["measured_step_s"] == pytest.approx(float(np.median(pooled)), rel=1e-4,
+                                                       abs=1e-6)
+        assert row["own_step_s"] == pytest.approx(row["step_s"][0], rel=1e-4, abs=1e-6)
         # the trace of both processes joined with the simulation: every task found
         ex = row["explain"]
         assert "error" not in ex, ex
