@@ -43,7 +43,9 @@ the calibrated Cluster), ``estimate_step_s`` (``planned.step_estimate``, the
 former full model), ``proxy_step_s`` (the searchers' additive total),
 ``measured_step_s`` (median of every round's timed steps, pooled over the
 strategies that are the same plan: ``same_plan_as`` names them, e.g. autoddl
-choosing a preset's plan; ``own_step_s`` is the row's own median), their ratio,
+choosing a preset's plan; ``own_step_s`` is the row's own median; ``spread``
+half their interquartile range over the median, the noise under the
+prediction, whose median per setting is the summary's ``median_spread``), their ratio,
 ``predicted_memory_bytes`` (per rank, the liveness model
 ``planned.predicted_memory`` for the children's session options) beside
 ``peak_bytes`` (measured, per rank), ``predicted_bytes`` beside
@@ -119,9 +121,12 @@ def summary(rows, measured_key: str = "measured_step_s") -> dict:
     pred = np.array([r["predicted_step_s"] for r in rows])
     meas = np.array([r[measured_key] for r in rows])
     err = np.abs(pred / meas - 1)
+    spread = [r["spread"] for r in rows if "spread" in r]
     return {"strategies": len(rows),
             "spearman": fr.spearman(pred, meas) if len(rows) >= 2 else float("nan"),
             "median_error": float(np.median(err)), "worst_error": float(err.max()),
+            # the measurement's own noise: half the IQR of a plan's steps over their median
+            "median_spread": float(np.median(spread)) if spread else float("nan"),
             "worst": rows[int(err.argmax())]["model"] + "/" + rows[int(err.argmax())]["strategy"]}
 
 

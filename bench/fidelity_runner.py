@@ -338,6 +338,13 @@ def spearman(a, b) -> float:
     return float((ra * rb).sum() / denominator) if denominator > 0 else float("nan")
 
 
+def relative_spread(samples: Sequence[float]) -> float:
+    """Half the interquartile range over the median: how far a typical step
+    of one plan lies from its median (the noise under any prediction)."""
+    q25, q50, q75 = np.percentile(samples, [25, 50, 75])
+    return float((q75 - q25) / 2 / q50) if q50 > 0 else float("nan")
+
+
 def same_plans(strategies: Dict[str, dict]) -> Dict[str, List[str]]:
     """Per strategy name, every name (itself included, in the given order)
     whose strategy dict is the same plan: equal JSON with sorted keys."""
@@ -394,6 +401,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
         row.update(measured_step_s=float(np.median(pooled)),
                    own_step_s=float(np.median(steps_by[name])),
                    same_plan_as=[o for o in same[name] if o != name],
+                   spread=relative_spread(pooled),
                    step_s=[round(s, 6) for s in steps_by[name]],
                    measured_bytes=res["measured_bytes"], peak_bytes=res["peak_bytes"],
                    first_loss=res["losses"][0], plans_identical=res["plans_identical"])

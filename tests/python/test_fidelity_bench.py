@@ -40,6 +40,12 @@ def test_same_plans_groups_equal_strategy_dicts():
         "dp": ["dp", "autoddl"], "mp": ["mp"], "autoddl": ["dp", "autoddl"]}
 
 
+def test_relative_spread_by_hand():
+    # quartiles of 1..5 are 2 and 4 around 3: (4 - 2) / 2 / 3
+    assert fidelity_runner.relative_spread([5, 1, 4, 2, 3]) == pytest.approx(1 / 3)
+    assert fidelity_runner.relative_spread([2.0]) == 0
+
+
 def test_two_processes_one_round_bytes_equal_per_rank(tmp_path):
     out = tmp_path / "fidelity.json"
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
