@@ -339,7 +339,7 @@ std::string Describe(const CalibrationOptions& o, const Calibration& c,
 int CalibrationSteps(const CalibrationOptions& o) {
   const int64_t probes = static_cast<int64_t>(o.kernel_probes.size());
   const int64_t collectives = o.collectives.empty() && o.per_collective ? 4 : 0;
-  return static_cast<int>(3 + collectives +
+  return static_cast<int>(4 + collectives +
                           probes * (1 + std::max<int64_t>(0, ContentionDevices(o) - 1)));
 }
 
@@ -393,6 +393,17 @@ Maybe<Calibration> Calibrate(const CalibrationOptions& o) {
   if (!o.kernel_probes.empty()) {
     OFL_RETURN_IF_ERROR(AddKernelTable(o, p.mutable_device(), &c, &extra, &progress));
   }
+  // Every figure above assumes the machine stayed as it was: the reference
+  // matmul again says whether it did (the cluster keeps the first figure).
+  OFL_ASSIGN_OR_RETURN(c.matmul_flops_after, MeasureMatmulFlops(o));
+  progress.Done("matmul again");
+  OFL_RETURN_IF_ERROR(CheckPositive("matmul FLOP/s at the end", c.matmul_flops_after));
+  extra << "# steadiness: the matmul again at the end: " << c.matmul_flops_after / 1e9
+        << " GFLOP/s (" << (c.matmul_drift() >= 0 ? "+" : "") << c.matmul_drift() * 100 << " %)"
+        << (!c.steady() ? ": the machine's load changed while calibrating; the figures "
+                          "mix both states"
+                        : "")
+        << ".\n";
   OFL_ASSIGN_OR_RETURN(Cluster cluster, Cluster::FromProto(p));
   c.cluster = std::move(cluster);
 

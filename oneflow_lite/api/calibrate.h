@@ -6,6 +6,7 @@
 // Calibrate() runs threads of its own and blocks; call it from one thread.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -81,9 +82,18 @@ struct CalibrationOptions {
 // The measurements Calibrate(options) makes, as its progress counts them.
 int CalibrationSteps(const CalibrationOptions& options);
 
+// A calibration whose reference matmul moved by more than this fraction
+// between its start and its end was not taken on a steady machine.
+constexpr double kSteadyDrift = 0.10;
+
 struct Calibration {
-  double memcpy_gbps = 0;                              // 1e9 bytes per second
-  double matmul_flops = 0;                             // float32, FLOP/s of one device
+  double memcpy_gbps = 0;   // 1e9 bytes per second
+  double matmul_flops = 0;  // float32, FLOP/s of one device
+  // The same matmul measured again once everything else is: how steady the
+  // machine was while calibrating (matmul_drift: after / before - 1).
+  double matmul_flops_after = 0;
+  double matmul_drift() const { return matmul_flops_after / matmul_flops - 1; }
+  bool steady() const { return std::abs(matmul_drift()) <= kSteadyDrift; }
   double allreduce_seconds = 0;                        // median, large buffer
   double allreduce_bytes_sent = 0;                     // busiest rank, large buffer
   double latency_seconds = 0;                          // per ring step

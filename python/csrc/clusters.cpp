@@ -89,6 +89,9 @@ py::dict FiguresDict(const Calibration& cal) {
   py::dict d;
   d["memcpy_gbps"] = cal.memcpy_gbps;
   d["matmul_flops"] = cal.matmul_flops;
+  d["matmul_flops_after"] = cal.matmul_flops_after;
+  d["matmul_drift"] = cal.matmul_drift();
+  d["steady"] = cal.steady();
   d["allreduce_seconds"] = cal.allreduce_seconds;
   d["allreduce_bytes_sent"] = cal.allreduce_bytes_sent;
   d["latency_seconds"] = cal.latency_seconds;

@@ -300,6 +300,13 @@ def main(argv=None) -> int:
     for m in figures.get("levels", []):
         print(f"  {m['level']} {m['kind']}: {m['bandwidth_gbps']:.4g} GB/s per device, "
               f"{m['latency_us']:.3g} us per step ({len(m['points'])} sizes)")
+    if not figures["steady"]:
+        print(f"calibrate: warning: the reference matmul ran at "
+              f"{figures['matmul_flops'] / 1e9:.1f} GFLOP/s at the start and "
+              f"{figures['matmul_flops_after'] / 1e9:.1f} at the end "
+              f"({figures['matmul_drift'] * 100:+.0f} %): the machine's load changed while "
+              "calibrating, so its figures mix both states; calibrate again on a quieter "
+              "machine for plans you will time", file=sys.stderr)
     return 0
 
 

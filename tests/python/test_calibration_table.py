@@ -62,6 +62,18 @@ def test_plans_price_from_the_table(calibrated, tmp_path):
     assert "measured kernel times" in planned.report()
 
 
+def test_the_reference_matmul_is_measured_again_at_the_end(calibrated):
+    """Steadiness: the drift is the two measurements' ratio less one, steady
+    when it stays within 10 %, and the text says both."""
+    _, figures = calibrated
+    before, after = figures["matmul_flops"], figures["matmul_flops_after"]
+    assert np.isfinite(after) and after > 0
+    assert figures["matmul_drift"] == pytest.approx(after / before - 1, rel=1e-12, abs=1e-12)
+    assert figures["steady"] == (abs(after / before - 1) <= 0.10)
+    assert f"# steadiness: the matmul again at the end: {after / 1e9:.6g} GFLOP/s" \
+        in figures["text"]
+
+
 def test_collectives_across_two_processes():
     from oneflow_lite.calibrate import process_collectives
 

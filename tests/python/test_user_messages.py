@@ -37,11 +37,13 @@ def test_calibration_reports_each_measurement_with_elapsed_time():
     calls = []
     _C.calibrate(devices=2, reps=1, memcpy_bytes=1 << 16, matmul_size=16,
                  allreduce_bytes=1 << 12, progress=lambda *a: calls.append(a))
-    # memcpy, matmul, the all-reduce, then the four collectives one by one: 7.
-    assert [done for _, done, _ in calls] == list(range(1, 8))
-    assert {total for _, _, total in calls} == {7}
+    # memcpy, matmul, the all-reduce, the four collectives one by one, then
+    # the matmul again (steadiness): 8.
+    assert [done for _, done, _ in calls] == list(range(1, 9))
+    assert {total for _, _, total in calls} == {8}
     assert calls[0][0] == "memcpy" and calls[1][0] == "matmul"
-    assert calls[-1][0] == "all_to_all on 2 devices"
+    assert calls[-2][0] == "all_to_all on 2 devices"
+    assert calls[-1][0] == "matmul again"
 
 
 def test_calibrate_prints_progress_lines(capsys):
@@ -49,8 +51,9 @@ def test_calibrate_prints_progress_lines(capsys):
                         matmul_size=16, allreduce_bytes=1 << 12)
     lines = [line for line in capsys.readouterr().err.splitlines()
              if line.startswith("[calibrate]")]
-    assert len(lines) == 7, lines
-    assert re.fullmatch(r"\[calibrate\] 7/7 all_to_all on 2 devices \(\d+\.\d s\)", lines[-1])
+    assert len(lines) == 8, lines
+    assert re.fullmatch(r"\[calibrate\] 7/8 all_to_all on 2 devices \(\d+\.\d s\)", lines[-2])
+    assert re.fullmatch(r"\[calibrate\] 8/8 matmul again \(\d+\.\d s\)", lines[-1])
 
 
 def test_ticking_lines_and_bar():
