@@ -110,6 +110,9 @@ def calibrate(devices: int, path: str, reuse: bool, processes: int = 0, emulatio
                                       allreduce_bytes=4 << 20)
     with open(path, "w") as f:
         f.write(figures["text"])
+    if not figures["steady"]:
+        log(f"calibration of {path} not steady: matmul {figures['matmul_drift'] * 100:+.0f} % "
+            "between its start and its end")
     return _C.load_cluster(path), {k: v for k, v in figures.items() if k != "text"}
 
 
