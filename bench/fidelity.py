@@ -35,7 +35,9 @@ processes run those very strategy dicts, so their plans are identical.
 
 ``--rounds`` rounds, each in fresh processes, strategy order rotated per
 round; per round every strategy runs ``--warmup`` untimed and ``--steps``
-timed steps. ``autoddl`` is the plan ``_C.plan_by_simulation`` chooses (its
+timed steps, untraced; one more round writes the runtime's traces (writing
+a trace costs milliseconds inside session.run: its steps are kept apart, in
+``traced_step_s``). ``autoddl`` is the plan ``_C.plan_by_simulation`` chooses (its
 answer and the presets, by the simulated step; its ``candidates`` rows keep
 both figures). Per strategy: ``predicted_step_s`` (``planned.simulate``: a
 discrete-event simulation of the very Plan the children run, priced from
@@ -45,14 +47,15 @@ former full model), ``proxy_step_s`` (the searchers' additive total),
 strategies that are the same plan: ``same_plan_as`` names them, e.g. autoddl
 choosing a preset's plan; ``own_step_s`` is the row's own median; ``spread``
 half their interquartile range over the median, the noise under the
-prediction, whose median per setting is the summary's ``median_spread``), their ratio,
+prediction, whose median per setting is the summary's ``median_spread``),
+their ratio,
 ``predicted_memory_bytes`` (per rank, the liveness model
 ``planned.predicted_memory`` for the children's session options) beside
 ``peak_bytes`` (measured, per rank), ``predicted_bytes`` beside
 ``measured_bytes`` (per rank, one step). Bytes must be equal on every rank:
 if not, the bench says so on stderr and exits 3. Every row also gets
-``explain`` (bench/fidelity_explain.py: the runtime's trace of its last
-timed step joined task by task with the simulation, per op type and boxing
+``explain`` (bench/fidelity_explain.py: the runtime's trace of the traced
+round's last step joined task by task with the simulation, per op type and boxing
 kind, with the replay and critical paths) and ``trace_step_s`` (the
 runtime's own span of that step); ``--traces-dir`` keeps the traces.
 Per setting and per model (``summary``): Spearman (by hand), median and

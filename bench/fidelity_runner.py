@@ -357,7 +357,8 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
             log=lambda s: None, traces_out: Optional[str] = None,
             emulate: Optional[dict] = None) -> dict:
     """Plans `names` on `cluster`, runs them `rounds` times (order rotated
-    per round) and returns {"rows", "skipped", "errors"}: per row the
+    per round; one more round, traced, for the explain) and returns {"rows",
+    "skipped", "errors"}: per row the
     predictions, the median measured step over every round's timed steps
     (pooled over the strategies that are the same plan, ``same_plans``;
     ``own_step_s`` its own samples' median),
@@ -370,12 +371,19 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
     errors: Dict[str, str] = {}
     steps_by: Dict[str, list] = {n: [] for n in order}
     first: Dict[str, dict] = {}
-    for k in range(rounds):
+    # Writing a run's trace costs milliseconds inside session.run that an
+    # untraced run does not pay: the timed rounds run untraced, and one more
+    # round (its steps in traced_step_s, not in the measured step) writes the
+    # traces the explain joins.
+    traced_by: Dict[str, list] = {n: [] for n in order}
+    for k in range(rounds + 1):
+        traced = k == rounds
         rotated = order[k % len(order):] + order[:k % len(order)] if order else []
-        log(f"{mode} {model} round {k + 1}/{rounds}: {', '.join(rotated)}")
+        log(f"{mode} {model} {'traced round' if traced else f'round {k + 1}/{rounds}'}: "
+            f"{', '.join(rotated)}")
         job = dict(model=model, hierarchy=hierarchy, strategies=strategies, order=rotated,
-                   warmup=warmup, steps=steps, threads=threads, trace_dir=trace_dir,
-                   emulate=emulate)
+                   warmup=warmup, steps=steps, threads=threads,
+                   trace_dir=trace_dir if traced else "", emulate=emulate)
         try:
             out = run_round(job, mode, timeout_s)
         except RuntimeError as e:
@@ -383,7 +391,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
             log(f"  FAILED: {e}")
             continue
         for name, res in out.items():
-            steps_by[name] += res["step_s"]
+            (traced_by if traced else steps_by)[name] += res["step_s"]
             if name not in first:
                 first[name] = res
             elif res["measured_bytes"] != first[name]["measured_bytes"]:
@@ -392,7 +400,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
     same = same_plans(strategies)
     for row in rows:
         name = row["strategy"]
-        if name not in first:
+        if name not in first or not steps_by[name]:  # no timed round ran it
             continue
         res = first[name]
         # One plan under several names (autoddl's answer is often a preset's) is
@@ -401,6 +409,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
         row.update(measured_step_s=float(np.median(pooled)),
                    own_step_s=float(np.median(steps_by[name])),
                    same_plan_as=[o for o in same[name] if o != name],
+                   traced_step_s=[round(s, 6) for s in traced_by[name]],
                    spread=relative_spread(pooled),
                    step_s=[round(s, 6) for s in steps_by[name]],
                    measured_bytes=res["measured_bytes"], peak_bytes=res["peak_bytes"],
