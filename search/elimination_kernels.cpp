@@ -6,9 +6,58 @@
 #include <limits>
 #include <memory>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace ofl {
 namespace elimination_internal {
 namespace {
+
+// min over i < n of a[i] + b[i] (infinity when n is 0): two SSE2 lanes twice
+// over, else four scalar minima. Either way exactly the smallest sum some i
+// gives (a minimum does not depend on the order it is taken in).
+inline double MinSum(const double* a, const double* b, int n) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  int i = 0;
+#if defined(__SSE2__)
+  __m128d m0 = _mm_set1_pd(kInf), m1 = m0;
+  for (; i + 4 <= n; i += 4) {
+    m0 = _mm_min_pd(_mm_add_pd(_mm_loadu_pd(a + i), _mm_loadu_pd(b + i)), m0);
+    m1 = _mm_min_pd(_mm_add_pd(_mm_loadu_pd(a + i + 2), _mm_loadu_pd(b + i + 2)), m1);
+  }
+  double lanes[2];
+  _mm_storeu_pd(lanes, _mm_min_pd(m0, m1));
+  double m = std::min(lanes[0], lanes[1]);
+  for (; i < n; ++i) m = std::min(m, a[i] + b[i]);
+  return m;
+#else
+  double m0 = kInf, m1 = kInf, m2 = kInf, m3 = kInf;
+  for (; i + 4 <= n; i += 4) {
+    m0 = std::min(m0, a[i] + b[i]);
+    m1 = std::min(m1, a[i + 1] + b[i + 1]);
+    m2 = std::min(m2, a[i + 2] + b[i + 2]);
+    m3 = std::min(m3, a[i + 3] + b[i + 3]);
+  }
+  for (; i < n; ++i) m0 = std::min(m0, a[i] + b[i]);
+  return std::min(std::min(m0, m1), std::min(m2, m3));
+#endif
+}
+
+// The first i with a[i] + b[i] == value (`value` from MinSum: there is one).
+inline int FirstSumEqual(const double* a, const double* b, int n, double value) {
+  int i = 0;
+#if defined(__SSE2__)
+  const __m128d v = _mm_set1_pd(value);
+  for (; i + 2 <= n; i += 2) {
+    const int mask =
+        _mm_movemask_pd(_mm_cmpeq_pd(_mm_add_pd(_mm_loadu_pd(a + i), _mm_loadu_pd(b + i)), v));
+    if (mask != 0) return i + ((mask & 1) != 0 ? 0 : 1);
+  }
+#endif
+  while (a[i] + b[i] != value) ++i;
+  return i;
+}
 
 // Fills `out` (its buffers reused) with `data` copied x-fastest.
 void CopyXFast(const double* data, int64_t x_stride, const int64_t* scope_stride,
@@ -52,11 +101,9 @@ void MinOverLast(const double* partial, int kx, const XFastFactor* inner, int nu
     const int64_t step = inner[0].strides[m - 1];
     for (int64_t t = 0; t < last; ++t) {
       const double* b = base + t * step;
-      const double value = MinOfSums(partial, b, kx);
-      int best = 0;
-      while (partial[best] + b[best] != value) ++best;
+      const double value = MinSum(partial, b, kx);
       table[t] = value;
-      argmin[t] = static_cast<uint16_t>(best);
+      argmin[t] = static_cast<uint16_t>(FirstSumEqual(partial, b, kx, value));
     }
     return;
   }
@@ -136,11 +183,9 @@ void MinOverOneFactor(const double* unary, int kx, const double* data, int64_t x
   if (x_stride == 1) {
     for (int64_t t = 0; t < s_size; ++t) {
       const double* row = data + t * s_stride;
-      double best = MinOfSums(unary, row, kx);
-      int arg = 0;
-      while (unary[arg] + row[arg] != best) ++arg;
+      const double best = MinSum(unary, row, kx);
       table[t] = best;
-      argmin[t] = static_cast<uint16_t>(arg);
+      argmin[t] = static_cast<uint16_t>(FirstSumEqual(unary, row, kx, best));
     }
     return;
   }
@@ -179,12 +224,17 @@ std::vector<double> EliminationWorkspace::Buffers::Take(int64_t entries) {
   return out;
 }
 void EliminationWorkspace::Buffers::Give(std::vector<double>& buffer) {
-  constexpr int64_t kSpareEntries = int64_t{1} << 23;
-  if (buffer.empty() || spare_entries + static_cast<int64_t>(buffer.size()) > kSpareEntries) {
+  // Only large buffers are worth keeping (small ones come cheaply from
+  // malloc's own caches), and a few of them: Take scans the list.
+  constexpr int64_t kSpareEntries = int64_t{1} << 23, kLeastPooled = 1024;
+  constexpr size_t kSpareBuffers = 16;
+  const int64_t size = buffer.size();
+  if (size < kLeastPooled || spare.size() >= kSpareBuffers ||
+      spare_entries + size > kSpareEntries) {
     std::vector<double>().swap(buffer);
     return;
   }
-  spare_entries += buffer.size();
+  spare_entries += size;
   spare.push_back(std::move(buffer));
   buffer = std::vector<double>();
 }
@@ -195,17 +245,7 @@ EliminationWorkspace::EliminationWorkspace(EliminationWorkspace&&) noexcept = de
 EliminationWorkspace& EliminationWorkspace::operator=(EliminationWorkspace&&) noexcept = default;
 
 double MinOfSums(const double* a, const double* b, int n) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  double m0 = kInf, m1 = kInf, m2 = kInf, m3 = kInf;
-  int i = 0;
-  for (; i + 4 <= n; i += 4) {
-    m0 = std::min(m0, a[i] + b[i]);
-    m1 = std::min(m1, a[i + 1] + b[i + 1]);
-    m2 = std::min(m2, a[i + 2] + b[i + 2]);
-    m3 = std::min(m3, a[i + 3] + b[i + 3]);
-  }
-  for (; i < n; ++i) m0 = std::min(m0, a[i] + b[i]);
-  return std::min(std::min(m0, m1), std::min(m2, m3));
+  return elimination_internal::MinSum(a, b, n);
 }
 
 }  // namespace ofl

@@ -39,7 +39,8 @@ struct EliminationWorkspace::Buffers {
   // A buffer of at least `entries` (contents unspecified): the smallest spare
   // one that is large enough, else a new one.
   std::vector<double> Take(int64_t entries);
-  // Keeps `buffer` (left empty) for a later Take, up to 2^23 spare entries.
+  // Keeps `buffer` (left empty) for a later Take when it is large, up to 16
+  // spare buffers and 2^23 spare entries; else frees it.
   void Give(std::vector<double>& buffer);
 };
 
