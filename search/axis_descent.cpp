@@ -166,7 +166,7 @@ bool AxisDescent::Solve(int a, std::vector<int>& choice) {
         static_cast<int>(std::find(kept[u].begin(), kept[u].end(), choice[u]) - kept[u].begin());
   }
   entries_ += r->plan->total_entries();
-  std::vector<int> best = LagrangianSolve(sub, *r->plan, lagrangian_iterations_);
+  std::vector<int> best = LagrangianSolve(sub, *r->plan, lagrangian_iterations_, &workspace_);
   if (best.empty()) return false;
   const double before = sub.TotalSeconds(current), after = sub.TotalSeconds(best);
   if (!(after < before - 1e-12 * before) || sub.MemoryBytes(best) > sub.memory_limit()) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "search/cost_graph.h"
+#include "search/elimination.h"
 
 // An axis move on axis a re-chooses, for every node at once, the layout on axis
 // a with the layouts on the other axes fixed: each node keeps the candidates
@@ -92,6 +93,7 @@ class AxisDescent {
   // Cut matrices by (matrix, kept rows, kept columns): identical layers ask
   // for the same cuts.
   std::map<std::tuple<const EdgeMatrix*, std::vector<int>, std::vector<int>>, EdgeMatrixPtr> cut_;
+  EliminationWorkspace workspace_;  // every move's solves
 };
 
 }  // namespace ofl

@@ -79,14 +79,14 @@ BallDescent::Outcome BallDescent::Solve(const std::vector<int>& ball, std::vecto
   if (!made.ok()) return Outcome::kTooBig;
   const EliminationPlan& plan = made.value();
   work_ += plan.total_entries();
-  std::vector<int> best = plan.Solve(0, nullptr);
+  std::vector<int> best = plan.Solve(0, nullptr, workspace_);
   if (sub.MemoryBytes(best) > sub.memory_limit()) {  // bisect a weight on memory
     double high = DecisiveMemoryWeight(sub), low = high * 0x1p-64;
     best = current;
     double best_cost = sub.TotalSeconds(current);
     for (int i = 0; i < options_.lagrangian_iterations; ++i) {
       double mid = std::sqrt(low * high);
-      std::vector<int> x = plan.Solve(mid, nullptr);
+      std::vector<int> x = plan.Solve(mid, nullptr, workspace_);
       work_ += plan.total_entries();
       if (sub.MemoryBytes(x) <= sub.memory_limit()) {
         high = mid;

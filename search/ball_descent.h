@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "search/cost_graph.h"
+#include "search/elimination.h"
 
 // A ball moves only when that strictly lowers the total (relative 1e-12) and
 // keeps the memory limit (a binding limit is handled by a Lagrangian weight, as
@@ -63,6 +64,7 @@ class BallDescent {
   int64_t clock_ = 0;
   int64_t work_ = 0;
   int64_t budget_ = 0;
+  EliminationWorkspace workspace_;  // every ball's solves
 };
 
 }  // namespace ofl

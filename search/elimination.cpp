@@ -9,8 +9,13 @@
 #include <queue>
 #include <tuple>
 
+#include "search/elimination_kernels.h"
+
 namespace ofl {
 namespace {
+
+using elimination_internal::MinOverFactors;
+using elimination_internal::MinOverOneFactor;
 
 // The table a node's elimination builds: the product of its neighbours' K.
 double TableSize(const CostGraph& graph, const std::vector<int>& neighbours) {
@@ -29,157 +34,7 @@ void EraseSorted(std::vector<int>& set, int value) {
   if (it != set.end() && *it == value) set.erase(it);
 }
 
-// A factor copied so that x is its fastest axis: entry (scope assignment,
-// c) at offset + c, the offset summing `strides` over the scope positions.
-struct XFastFactor {
-  std::vector<double> data;
-  std::vector<int64_t> strides;  // per scope position; 0 where the factor lacks it
-};
-
-XFastFactor CopyXFast(const double* data, int64_t x_stride, const int64_t* scope_stride,
-                      const int64_t* sizes, int m, int kx) {
-  XFastFactor out;
-  out.strides.assign(m, 0);
-  int64_t next = kx;
-  for (int j = m - 1; j >= 0; --j) {
-    if (scope_stride[j] == 0) continue;
-    out.strides[j] = next;
-    next *= sizes[j];
-  }
-  out.data.resize(next);
-  std::vector<int64_t> index(m, 0);
-  for (int64_t from = 0, to = 0; to < next; to += kx) {  // odometer over its own variables
-    for (int c = 0; c < kx; ++c) out.data[to + c] = data[from + c * x_stride];
-    for (int j = m - 1; j >= 0; --j) {
-      if (scope_stride[j] == 0) continue;
-      from += scope_stride[j];
-      if (++index[j] < sizes[j]) break;
-      from -= scope_stride[j] * sizes[j];
-      index[j] = 0;
-    }
-  }
-  return out;
-}
-
-// The general case: for every assignment of the scope (last position
-// fastest), the best of unary[c] + the sum of the factors. Factors are first
-// copied x-fastest; those without the last scope variable are summed once
-// per assignment of the others.
-// Returns false when `stop` (if not null) said stop (asked every 2^16 table
-// entries); the table is then incomplete.
-bool MinOverFactors(const double* unary, int kx, const double* const* data, int nf,
-                    const int64_t* x_stride, const int64_t* scope_stride, const int64_t* sizes,
-                    int m, double* table, int64_t total, uint16_t* argmin,
-                    const std::function<bool()>* stop) {
-  if (m == 0) {
-    int best = std::min_element(unary, unary + kx) - unary;
-    table[0] = unary[best];
-    argmin[0] = static_cast<uint16_t>(best);
-    return true;
-  }
-  std::vector<XFastFactor> outer, inner;  // without and with the last scope variable
-  for (int f = 0; f < nf; ++f) {
-    const int64_t* strides = scope_stride + static_cast<size_t>(f) * m;
-    (strides[m - 1] == 0 ? outer : inner)
-        .push_back(CopyXFast(data[f], x_stride[f], strides, sizes, m, kx));
-  }
-  int64_t last = sizes[m - 1];
-  std::vector<int64_t> index(m, 0);
-  std::vector<double> partial(kx), sum(kx);
-  constexpr int64_t kAskEvery = int64_t{1} << 16;
-  for (int64_t t0 = 0, asked = 0; t0 < total; t0 += last) {
-    if (stop != nullptr && t0 - asked >= kAskEvery) {
-      asked = t0;
-      if ((*stop)()) return false;
-    }
-    partial.assign(unary, unary + kx);
-    for (const XFastFactor& f : outer) {
-      int64_t offset = 0;
-      for (int j = 0; j + 1 < m; ++j) offset += index[j] * f.strides[j];
-      for (int c = 0; c < kx; ++c) partial[c] += f.data[offset + c];
-    }
-    for (int64_t t = 0; t < last; ++t) {
-      const double* a = partial.data();
-      const double* b = nullptr;
-      if (inner.size() == 1) {
-        const XFastFactor& f = inner[0];
-        int64_t offset = t * f.strides[m - 1];
-        for (int j = 0; j + 1 < m; ++j) offset += index[j] * f.strides[j];
-        b = f.data.data() + offset;
-      } else if (!inner.empty()) {
-        sum = partial;
-        for (const XFastFactor& f : inner) {
-          int64_t offset = t * f.strides[m - 1];
-          for (int j = 0; j + 1 < m; ++j) offset += index[j] * f.strides[j];
-          for (int c = 0; c < kx; ++c) sum[c] += f.data[offset + c];
-        }
-        a = sum.data();
-      }
-      int best = 0;
-      double value = 0;
-      if (b != nullptr) {
-        value = MinOfSums(a, b, kx);
-        while (a[best] + b[best] != value) ++best;
-      } else {
-        best = std::min_element(a, a + kx) - a;
-        value = a[best];
-      }
-      table[t0 + t] = value;
-      argmin[t0 + t] = static_cast<uint16_t>(best);
-    }
-    for (int j = m - 2; j >= 0; --j) {  // advance the odometer over the outer positions
-      if (++index[j] < sizes[j]) break;
-      index[j] = 0;
-    }
-  }
-  return true;
-}
-
-// The common case of chains and trees, one factor over (x, s): for every s
-// value t, the best of unary[c] + factor(c, t), walking the factor's memory
-// in order whichever way round it is stored.
-void MinOverOneFactor(const double* unary, int kx, const double* data, int64_t x_stride,
-                      int64_t s_stride, int64_t s_size, double* table, uint16_t* argmin) {
-  if (x_stride == 1) {
-    for (int64_t t = 0; t < s_size; ++t) {
-      const double* row = data + t * s_stride;
-      double best = MinOfSums(unary, row, kx);
-      int arg = 0;
-      while (unary[arg] + row[arg] != best) ++arg;
-      table[t] = best;
-      argmin[t] = static_cast<uint16_t>(arg);
-    }
-    return;
-  }
-  CHECK_EQ(s_stride, 1);
-  std::fill(table, table + s_size, std::numeric_limits<double>::infinity());
-  for (int c = 0; c < kx; ++c) {
-    const double* row = data + c * x_stride;
-    for (int64_t t = 0; t < s_size; ++t) {
-      double v = unary[c] + row[t];
-      if (v < table[t]) {
-        table[t] = v;
-        argmin[t] = static_cast<uint16_t>(c);
-      }
-    }
-  }
-}
-
 }  // namespace
-
-double MinOfSums(const double* a, const double* b, int n) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  double m0 = kInf, m1 = kInf, m2 = kInf, m3 = kInf;
-  int i = 0;
-  for (; i + 4 <= n; i += 4) {
-    m0 = std::min(m0, a[i] + b[i]);
-    m1 = std::min(m1, a[i + 1] + b[i + 1]);
-    m2 = std::min(m2, a[i + 2] + b[i + 2]);
-    m3 = std::min(m3, a[i + 3] + b[i + 3]);
-  }
-  for (; i < n; ++i) m0 = std::min(m0, a[i] + b[i]);
-  return std::min(std::min(m0, m1), std::min(m2, m3));
-}
 
 Maybe<EliminationPlan> EliminationPlan::Make(const CostGraph& graph, std::vector<char> use_edge,
                                              int64_t max_table_entries, int64_t max_total_entries) {
@@ -322,69 +177,86 @@ void EliminationPlan::Compile() {
 }
 
 std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective) const {
-  return SolveUntil(memory_weight, objective, nullptr);
+  EliminationWorkspace workspace;
+  return SolveUntil(memory_weight, objective, nullptr, *workspace.buffers_);
 }
 
 std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective,
                                         const std::function<bool()>& stop) const {
-  return SolveUntil(memory_weight, objective, stop ? &stop : nullptr);
+  EliminationWorkspace workspace;
+  return SolveUntil(memory_weight, objective, stop ? &stop : nullptr, *workspace.buffers_);
+}
+
+std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective,
+                                        EliminationWorkspace& workspace) const {
+  return SolveUntil(memory_weight, objective, nullptr, *workspace.buffers_);
+}
+
+bool EliminationPlan::SolveStep(const Step& step, const double* unary, double* table, uint16_t* arg,
+                                const std::function<bool()>* stop,
+                                EliminationWorkspace::Buffers& b) const {
+  const int num_edge_factors = edge_data_.size();
+  const int* inputs = inputs_.data() + step.input_at;
+  b.data.clear();
+  for (int f = 0; f < step.nf; ++f) {
+    const int id = inputs[f];
+    b.data.push_back(id < num_edge_factors ? edge_data_[id]
+                                           : b.built[id - num_edge_factors].data());
+  }
+  const double* ux = unary + unary_offset_[step.x];
+  const int kx = graph_->num_candidates(step.x);
+  const int64_t* x_stride = x_stride_.data() + step.input_at;
+  const int64_t* scope_stride = scope_stride_.data() + step.stride_at;
+  if (step.m == 1 && step.nf == 1) {
+    MinOverOneFactor(ux, kx, b.data[0], x_stride[0], scope_stride[0], step.total, table, arg);
+    return true;
+  }
+  return MinOverFactors(ux, kx, b.data.data(), step.nf, x_stride, scope_stride,
+                        sizes_.data() + step.scope_at, step.m, table, step.total, arg, stop, b);
 }
 
 std::vector<int> EliminationPlan::SolveUntil(double memory_weight, double* objective,
-                                             const std::function<bool()>* stop) const {
+                                             const std::function<bool()>* stop,
+                                             EliminationWorkspace::Buffers& b) const {
   const CostGraph& graph = *graph_;
   const int n = graph.num_nodes();
-  std::vector<double> unary(unary_offset_[n]);
+  b.unary.resize(unary_offset_[n]);
   for (int u = 0; u < n; ++u) {
-    double* out = unary.data() + unary_offset_[u];
+    double* out = b.unary.data() + unary_offset_[u];
     for (const Candidate& c : graph.node(u).candidates) {
       *out++ = c.compute_seconds + memory_weight * static_cast<double>(c.memory_bytes);
     }
   }
   const int num_edge_factors = edge_data_.size();
-  std::vector<std::vector<double>> built(num_factors_ - num_edge_factors);  // tables over 2+
-  std::vector<uint16_t> argmin(total_entries_);
-  std::vector<double> small(small_table_), big;
-  std::vector<const double*> data;
+  for (std::vector<double>& table : b.built) b.Give(table);  // a stopped solve's leftovers
+  b.built.resize(num_factors_ - num_edge_factors);           // tables over 2+ nodes
+  if (static_cast<int64_t>(b.argmin.size()) < total_entries_) b.argmin.resize(total_entries_);
+  if (static_cast<int64_t>(b.small.size()) < small_table_) b.small.resize(small_table_);
   double constant = 0;
   for (const Step& step : steps_) {
     if (stop != nullptr && (*stop)()) return {};
-    const int* inputs = inputs_.data() + step.input_at;
-    data.clear();
-    for (int f = 0; f < step.nf; ++f) {
-      const int id = inputs[f];
-      data.push_back(id < num_edge_factors ? edge_data_[id] : built[id - num_edge_factors].data());
-    }
-    const int m = step.m;
-    double* table = small.data();
-    if (m > 1) {
-      big.assign(step.total, 0);
+    std::vector<double> big;
+    double* table = b.small.data();
+    if (step.m > 1) {
+      big = b.Take(step.total);
       table = big.data();
     }
-    const double* ux = unary.data() + unary_offset_[step.x];
-    const int kx = graph.num_candidates(step.x);
-    const int64_t* x_stride = x_stride_.data() + step.input_at;
-    const int64_t* scope_stride = scope_stride_.data() + step.stride_at;
-    uint16_t* arg = argmin.data() + step.argmin_offset;
-    if (m == 1 && step.nf == 1) {
-      MinOverOneFactor(ux, kx, data[0], x_stride[0], scope_stride[0], step.total, table, arg);
-    } else if (!MinOverFactors(ux, kx, data.data(), step.nf, x_stride, scope_stride,
-                               sizes_.data() + step.scope_at, m, table, step.total, arg, stop)) {
+    uint16_t* arg = b.argmin.data() + step.argmin_offset;
+    if (!SolveStep(step, b.unary.data(), table, arg, stop, b)) {
+      b.Give(big);
       return {};
     }
+    const int* inputs = inputs_.data() + step.input_at;
     for (int f = 0; f < step.nf; ++f) {
-      if (inputs[f] >= num_edge_factors) {
-        std::vector<double>().swap(built[inputs[f] - num_edge_factors]);
-      }
+      if (inputs[f] >= num_edge_factors) b.Give(b.built[inputs[f] - num_edge_factors]);
     }
-    if (m == 0) {
+    if (step.m == 0) {
       constant += table[0];
-    } else if (m == 1) {
-      double* scope_unary = unary.data() + unary_offset_[scope_[step.scope_at]];
+    } else if (step.m == 1) {
+      double* scope_unary = b.unary.data() + unary_offset_[scope_[step.scope_at]];
       for (int64_t i = 0; i < step.total; ++i) scope_unary[i] += table[i];
     } else {
-      built[step.output - num_edge_factors] = std::move(big);
-      big = std::vector<double>();
+      b.built[step.output - num_edge_factors] = std::move(big);
     }
   }
   std::vector<int> choice(n, -1);
@@ -395,7 +267,7 @@ std::vector<int> EliminationPlan::SolveUntil(double memory_weight, double* objec
       const int v = scope_[step.scope_at + j];
       t = t * graph.num_candidates(v) + choice[v];
     }
-    choice[step.x] = argmin[step.argmin_offset + t];
+    choice[step.x] = b.argmin[step.argmin_offset + t];
   }
   if (objective != nullptr) *objective = constant;
   return choice;
@@ -433,12 +305,14 @@ double DecisiveMemoryWeight(const CostGraph& graph) {
 // From a pair of answers on either side of the limit, each solve is at the
 // weight where their two lines cross (elimination.h).
 std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& plan,
-                                 int iterations) {
-  std::vector<int> low = plan.Solve(0, nullptr);
+                                 int iterations, EliminationWorkspace* workspace) {
+  EliminationWorkspace own;
+  EliminationWorkspace& w = workspace != nullptr ? *workspace : own;
+  std::vector<int> low = plan.Solve(0, nullptr, w);
   const int64_t limit = graph.memory_limit();
   if (graph.MemoryBytes(low) <= limit) return low;
   double high_weight = DecisiveMemoryWeight(graph), low_weight = 0;
-  std::vector<int> high = plan.Solve(high_weight, nullptr);
+  std::vector<int> high = plan.Solve(high_weight, nullptr, w);
   if (graph.MemoryBytes(high) > limit) return {};
   std::vector<int> best = high;
   double best_cost = graph.TotalSeconds(high);
@@ -450,7 +324,7 @@ std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& 
     const double weight = (high_cost - low_cost) / (low_memory - high_memory);
     if (!(weight > low_weight && weight < high_weight)) break;  // no room left between them
     double objective = 0;
-    std::vector<int> x = plan.Solve(weight, &objective);
+    std::vector<int> x = plan.Solve(weight, &objective, w);
     const double crossing = high_cost + weight * high_memory;
     const int64_t memory = graph.MemoryBytes(x);
     const bool fits = memory <= limit;

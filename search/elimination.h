@@ -10,17 +10,38 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "search/cost_graph.h"
 
 // Make() also lays out the symbolic part of every elimination (scopes, strides,
 // which factors meet), which does not depend on the memory weight, so that
-// Solve() only does the arithmetic, in a few allocations (the autoddl starts
-// and exact's Lagrangian bisection call it many times per plan). A plan points
-// at its graph, which must outlive it. Solve() is const and reentrant.
+// Solve() only does the arithmetic (the autoddl starts and exact's Lagrangian
+// bisection call it many times per plan). Its buffers live in an
+// EliminationWorkspace: a caller that solves again and again (the Lagrangian
+// search, the axis and ball moves) passes one and allocates almost nothing
+// after the first solve. A plan points at its graph, which must outlive it.
+// Solve() is const and reentrant; a workspace belongs to one caller (thread)
+// at a time, and any plan may use any workspace.
 
 namespace ofl {
+
+// Solve()'s reusable buffers (the unary costs, the tables, the argmins, the
+// factor copies). Keeps what it grew to, plus up to 2^23 entries of freed
+// tables' buffers for the next tables.
+class EliminationWorkspace {
+ public:
+  EliminationWorkspace();
+  ~EliminationWorkspace();
+  EliminationWorkspace(EliminationWorkspace&&) noexcept;
+  EliminationWorkspace& operator=(EliminationWorkspace&&) noexcept;
+  struct Buffers;  // elimination.cpp's
+
+ private:
+  friend class EliminationPlan;
+  std::unique_ptr<Buffers> buffers_;
+};
 
 class EliminationPlan {
  public:
@@ -43,6 +64,9 @@ class EliminationPlan {
   // elimination and every 2^16 entries of a table): then an empty assignment.
   std::vector<int> Solve(double memory_weight, double* objective,
                          const std::function<bool()>& stop) const;
+  // The same, in `workspace`'s buffers (the answer is the same bit for bit).
+  std::vector<int> Solve(double memory_weight, double* objective,
+                         EliminationWorkspace& workspace) const;
   // The compute plus the used edges' transfer of `choice` (no memory term):
   // the plan's objective at weight 0.
   double Cost(const std::vector<int>& choice) const;
@@ -66,7 +90,12 @@ class EliminationPlan {
   // Lays out steps_ for order_ (the symbolic half of Solve()).
   void Compile();
   std::vector<int> SolveUntil(double memory_weight, double* objective,
-                              const std::function<bool()>* stop) const;
+                              const std::function<bool()>* stop,
+                              EliminationWorkspace::Buffers& buffers) const;
+  // One step's table into `table` and its argmins into `arg`; false when
+  // `stop` said stop.
+  bool SolveStep(const Step& step, const double* unary, double* table, uint16_t* arg,
+                 const std::function<bool()>* stop, EliminationWorkspace::Buffers& buffers) const;
 
   EliminationPlan() = default;
   const CostGraph* graph_ = nullptr;
@@ -108,7 +137,8 @@ double MinOfSums(const double* a, const double* b, int n);
 // fits is offered, and the cheapest over the whole graph wins. Empty when
 // even the decisive weight does not fit (the plan leaves edges out, so its
 // least-memory answer is one). Used by autoddl's starts and axis moves.
+// `workspace` (if not null) holds the solves' buffers.
 std::vector<int> LagrangianSolve(const CostGraph& graph, const EliminationPlan& plan,
-                                 int iterations);
+                                 int iterations, EliminationWorkspace* workspace = nullptr);
 
 }  // namespace ofl
