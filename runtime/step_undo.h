@@ -1,17 +1,13 @@
 // StepUndo: makes Runtime::Run all-or-nothing for the state a step updates in
-// place (transactional steps, RuntimeOptions::transactional). Mechanism: an
-// undo copy of each updated variable, taken just before the act that first
-// writes it, in bytes the memory plan found dead at that point where it can
-// (runtime/memory_plan.h, "Undo copies"), else in a buffer of its own.
+// place (transactional steps, RuntimeOptions::transactional): an undo copy
+// of each updated variable, in arena bytes dead at its update where the
+// memory plan found them (saved by the writing act), else in its own buffer.
 //
-// Ownership: StepUndo holds pointers to the Runtime's registers (which outlive
-// it) and views into the ranks' arenas (it shares their ownership); it owns
-// its other buffers.
-//
-// Thread safety: BeginRun and Restore from the Runtime's caller thread while
-// no actor runs; SaveBefore(task) from task's actor thread during a run
-// (distinct tasks save distinct registers, so calls of different tasks may
-// run at once).
+// Ownership: holds pointers to the Runtime's registers (which outlive it),
+// shares the ranks' arenas through its views, owns its other buffers.
+// Thread safety: BeginRun and Restore on the caller's thread while no actor
+// runs; SaveBefore(task) on task's actor thread (tasks save disjoint
+// registers, so different tasks' calls may run at once).
 #pragma once
 
 #include <tbb/task_arena.h>

@@ -85,7 +85,8 @@ RuntimeOptions Options(bool transactional = true) {
 
 std::unique_ptr<Runtime> MakeRuntime(const RuntimeOptions& options) {
   auto rt = Runtime::Create(ArenaAdamPlan(), options).value();
-  EXPECT_TRUE(rt->SetVariable("w", 0, MakeTensor({kN}, [](int64_t i) { return 0.1 * i - 2; })).ok());
+  EXPECT_TRUE(
+      rt->SetVariable("w", 0, MakeTensor({kN}, [](int64_t i) { return 0.1 * i - 2; })).ok());
   EXPECT_TRUE(rt->SetVariable("m", 0, MakeTensor({kN}, [](int64_t i) { return 0.01 * i; })).ok());
   EXPECT_TRUE(rt->SetVariable("v", 0, MakeTensor({kN}, [](int64_t i) { return 0.02 * i; })).ok());
   Tensor step(Shape({1}), DataType::kInt64);
@@ -150,15 +151,15 @@ TEST(StepUndoArenaTest, MemoryPlanPlacesTheUndoCopiesAsWorkedOutByHand) {
   const MemoryPlan without = PlanRegisterMemory(plan, 0, producer, false);
   EXPECT_EQ(without.arena_bytes, 896);
   EXPECT_EQ(without.undo_arena_bytes, 0);
-  EXPECT_EQ(without.offset, (std::vector<int64_t>{-1, -1, -1, -1, 0, 256, 512, 256, 768, 832,
-                                                  -1, -1}));
+  EXPECT_EQ(without.offset,
+            (std::vector<int64_t>{-1, -1, -1, -1, 0, 256, 512, 256, 768, 832, -1, -1}));
   const MemoryPlan with = PlanRegisterMemory(plan, 0, producer, true);
   EXPECT_EQ(with.arena_bytes, 1216);
   EXPECT_EQ(with.undo_arena_bytes, kArenaUndoBytes);
-  EXPECT_EQ(with.offset, (std::vector<int64_t>{-1, -1, -1, -1, 0, 256, 512, 768, 1088, 1152,
-                                               -1, -1}));
-  EXPECT_EQ(with.undo_offset, (std::vector<int64_t>{0, 256, 512, 1024, -1, -1, -1, -1, -1, -1,
-                                                    -1, -1}));
+  EXPECT_EQ(with.offset,
+            (std::vector<int64_t>{-1, -1, -1, -1, 0, 256, 512, 768, 1088, 1152, -1, -1}));
+  EXPECT_EQ(with.undo_offset,
+            (std::vector<int64_t>{0, 256, 512, 1024, -1, -1, -1, -1, -1, -1, -1, -1}));
 }
 
 TEST(StepUndoArenaTest, UndoCopyGoesIntoDeadArenaBytes) {
