@@ -84,6 +84,7 @@ class ComputeActor : public Actor {
 
  protected:
   Status Act(int64_t step) override {
+    if (before_kernel_) before_kernel_();
     for (int i = 0; i < num_data_inputs(); ++i) ctx_.inputs[i] = data_input(i);
     for (int i = 0; i < num_data_outputs(); ++i) {
       ctx_.outputs[i] = data_output(i);
@@ -131,6 +132,9 @@ class ComputeActor : public Actor {
   AttrMap attrs_;
   KernelContext ctx_;
   std::vector<const void*> output_buffers_;  // the slots' buffers: kernels write into them
+
+ public:
+  std::function<void()> before_kernel_;  // SetBeforeKernel
 };
 
 class SourceActor : public Actor {
@@ -317,6 +321,11 @@ std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& en
     default:
       return nullptr;
   }
+}
+
+void SetBeforeKernel(Actor* compute, std::function<void()> hook) {
+  CHECK_EQ(compute->task().kind(), proto::TaskProto::COMPUTE);
+  static_cast<ComputeActor*>(compute)->before_kernel_ = std::move(hook);
 }
 
 void SetSourceFeeds(Actor* source, std::vector<const Tensor*> feeds) {

@@ -18,7 +18,8 @@
 
 // The six kinds of actor, one per TaskProto kind, and the factory the
 // Runtime builds them with. What each act does:
-//   COMPUTE   runs the op's kernel for its rank's device type
+//   COMPUTE   calls its before-kernel hook, if set (SetBeforeKernel), then
+//             runs the op's kernel for its rank's device type
 //             (KernelRegistry) inside its rank's task_arena (holding one
 //             of the runtime's KernelSlots while it runs, if any), with the
 //             rank's device and its thread's stream in the KernelContext
@@ -76,6 +77,10 @@ struct RankEnv {
 std::string TaskDisplayName(const proto::TaskProto& task);
 
 std::unique_ptr<Actor> MakeActor(const proto::TaskProto& task, const RankEnv& env);
+
+// A COMPUTE actor calls `hook` at the start of every act, before its kernel
+// runs, on its own thread (StepUndo::SaveBefore). Set between runs.
+void SetBeforeKernel(Actor* compute, std::function<void()> hook);
 
 // SOURCE actors take their tensors from here for the length of one run:
 // feeds[step], or feeds[0] for every step when there is one.

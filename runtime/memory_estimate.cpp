@@ -1,6 +1,7 @@
 // Memory estimate of a Plan (runtime/memory_estimate.h): the allocations of
 // Runtime::Build (runtime.cpp: CreateDevices, CreateArenas, the register
-// loop, StepUndo's constructor), in the same order of decisions.
+// loop, StepUndo's constructor), in the same order of decisions: the
+// arena with the undo copies it places, then the buffers of their own.
 #include "runtime/memory_estimate.h"
 
 #include <set>
@@ -49,17 +50,22 @@ Maybe<std::vector<RankMemoryEstimate>> EstimatePlanMemory(const proto::Plan& pla
   OFL_ASSIGN_OR_RETURN(std::vector<bool> host, HostRanks(plan));
   std::vector<RankMemoryEstimate> out(plan.num_ranks());
   std::vector<std::vector<int64_t>> arena_offset(plan.num_ranks());
+  std::vector<std::vector<int64_t>> undo_offset(plan.num_ranks());
   for (int64_t r = 0; r < plan.num_ranks(); ++r) {
     RankMemoryEstimate& e = out[r];
     e.rank = r;
     e.host = host[r];
     arena_offset[r].assign(plan.registers_size(), -1);
+    undo_offset[r].assign(plan.registers_size(), -1);
     if (!options.plan_memory || !host[r]) continue;
-    MemoryPlan p = PlanRegisterMemory(plan, r, producer);
+    MemoryPlan p = PlanRegisterMemory(plan, r, producer, options.transactional);
     if (p.arena_bytes == 0) continue;
-    e.arena_bytes = p.arena_bytes;
+    e.arena_bytes = p.arena_bytes - p.undo_arena_bytes;  // the undo copies' part is theirs
     e.planned_bytes = p.unshared_bytes;
+    e.undo_bytes = p.undo_arena_bytes;
+    e.undo_in_arena_bytes = p.undo_arena_bytes;
     arena_offset[r] = std::move(p.offset);
+    undo_offset[r] = std::move(p.undo_offset);
   }
   for (const auto& reg : plan.registers()) {
     if (arena_offset[reg.rank()][reg.id()] >= 0) continue;
@@ -72,6 +78,7 @@ Maybe<std::vector<RankMemoryEstimate>> EstimatePlanMemory(const proto::Plan& pla
   if (options.transactional) {
     for (int64_t id : StepUndo::UpdatedRegisters(plan)) {
       const proto::RegisterDesc& reg = plan.registers(id);
+      if (undo_offset[reg.rank()][id] >= 0) continue;  // in the arena: counted above
       OFL_ASSIGN_OR_RETURN(int64_t slot, SlotBytes(reg));
       RankMemoryEstimate& e = out[reg.rank()];
       e.undo_bytes = SaturatingAdd(e.undo_bytes, slot);

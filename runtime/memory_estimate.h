@@ -2,8 +2,8 @@
 // its rank's Allocator hand out (the planned arena, the registers kept apart,
 // the undo copy), worked out from the plan alone, without allocating. It is
 // the runtime's own account of what it allocates, so it lives here; equal to
-// peak_bytes() after any number of runs. Pure function of the plan;
-// thread-safe.
+// peak_bytes() after any number of runs of one iteration each. Pure
+// function of the plan; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -20,18 +20,24 @@
 //  - the arena of planned registers (runtime/memory_plan.h), when the rank's
 //    device is host memory and planning is on: activations kept for
 //    backward, temporaries freed at last use and one-slot boxing and bucket
-//    concat registers share it by liveness;
+//    concat registers share it by liveness; with transactional steps, the
+//    undo copies the plan places there share it too (the update runs when
+//    most activations are dead);
 //  - num_slots buffers of every register not in the arena (variables,
 //    multi-slot registers, micro-batch registers, boxing outputs that other
 //    ranks' communicators reach, sources, control registers), each of its
 //    desc's bytes;
 //  - with transactional steps, one undo buffer per updated persistent
-//    register (runtime/step_undo.h: StepUndo::UpdatedRegisters).
+//    register (runtime/step_undo.h: StepUndo::UpdatedRegisters) that the
+//    arena does not hold.
 // Nothing else goes through the Allocator: kernels' scratch, communicators'
 // staging and fetched clones are plain host tensors (not counted by
 // peak_bytes()). Since the runtime allocates nothing per step, a rank's
-// peak_bytes() after any number of runs equals total() here; the tests in
-// tests/cpp/api/memory_estimate_test.cpp hold the two against each other.
+// peak_bytes() after any number of runs of one iteration equals total()
+// here; the tests in tests/cpp/api/memory_estimate_test.cpp hold the two
+// against each other. The one exception: the first transactional run of
+// more than one iteration gives every undo copy of the arena a buffer of its
+// own (runtime/step_undo.h), adding those registers' bytes for good.
 // Pure function of the plan; thread-safe.
 
 namespace ofl {
@@ -50,11 +56,15 @@ struct OwnBuffer {
 struct RankMemoryEstimate {
   int64_t rank = 0;
   bool host = true;            // device memory: no arena
-  int64_t arena_bytes = 0;     // the shared arena (0: none)
+  int64_t arena_bytes = 0;     // the shared arena without the undo copies' part (0: none)
   int64_t planned_bytes = 0;   // the arena's registers laid end to end (unshared)
   std::vector<OwnBuffer> own;  // every register outside the arena, by id
   int64_t own_bytes = 0;       // their sum
-  int64_t undo_bytes = 0;      // the undo copy of updated variables
+  // What the undo copy of updated variables adds: its buffers of their own
+  // plus undo_in_arena_bytes, what it grows the arena by (the arena
+  // allocated is arena_bytes + undo_in_arena_bytes).
+  int64_t undo_bytes = 0;
+  int64_t undo_in_arena_bytes = 0;
   int64_t total() const { return arena_bytes + own_bytes + undo_bytes; }
 };
 

@@ -40,6 +40,9 @@ struct Candidate {
   // The registers at this one offset: reg, and the outputs of the view ops
   // (reshape chains) that alias it; their readers are in `readers`.
   std::vector<int64_t> members;
+  // An undo copy (memory_plan.h): `reg` is the persistent register it
+  // copies, `producer` the task that saves it; no readers.
+  bool undo = false;
 };
 
 bool AnyPeriodAboveOne(const proto::Plan& plan) {
@@ -227,20 +230,108 @@ std::vector<Candidate> FoldViews(const proto::Plan& plan, std::vector<Candidate>
   return out;
 }
 
+// The updated persistent registers of `rank` whose undo copy may live in the
+// arena (memory_plan.h, "Undo copies"): by register id, the one COMPUTE task
+// that writes it in place, or -1.
+std::vector<int64_t> UndoWriters(const proto::Plan& plan, int64_t rank) {
+  std::vector<int64_t> writer(plan.registers_size(), -1);
+  std::vector<bool> excluded(plan.registers_size(), false);
+  for (const proto::TaskProto& t : plan.tasks()) {
+    if (t.kind() != proto::TaskProto::VARIABLE) {
+      for (int64_t id : t.outputs()) excluded[id] = true;  // written whole by another kind
+    }
+    if (t.kind() != proto::TaskProto::COMPUTE) continue;
+    Maybe<const OpDef*> def = OpRegistry::Find(t.op_conf().op_type());
+    for (int i = 0; i < t.inputs_size(); ++i) {
+      const int64_t id = t.inputs(i);
+      const proto::RegisterDesc& r = plan.registers(id);
+      if (!r.persistent() || (def.ok() && !def.value()->is_mutable_input(i))) continue;
+      if (t.rank() != rank || r.rank() != rank || r.num_slots() != 1 || SlotBytes(r) <= 0) {
+        excluded[id] = true;
+      } else if (writer[id] >= 0 && writer[id] != t.id()) {
+        excluded[id] = true;  // two writers: no one act to save it before
+      } else {
+        writer[id] = t.id();
+      }
+    }
+  }
+  for (int64_t id = 0; id < plan.registers_size(); ++id) {
+    if (excluded[id]) writer[id] = -1;
+  }
+  return writer;
+}
+
+// Whether `a` and `b` may share bytes: the soundness rule for two planned
+// registers; an undo copy and a planned register when every reader of the
+// register (in the run's one iteration) acts before the undo copy's writer;
+// two undo copies never (both live to the end of the run).
+bool MayShare(const Candidate& a, const Candidate& b, const Reachability& reach,
+              int64_t num_tasks) {
+  if (a.undo && b.undo) return false;
+  if (a.undo || b.undo) {
+    const Candidate& live = a.undo ? b : a;
+    const int64_t writer = a.undo ? a.producer : b.producer;
+    for (int64_t r : live.readers) {
+      if (!reach.Before(r, writer)) return false;
+    }
+    return true;
+  }
+  return Precedes(a, b, reach, num_tasks) || Precedes(b, a, reach, num_tasks);
+}
+
+// Places `cands` (by decreasing size, ties by id) at the lowest aligned
+// offsets that overlap nothing they may not share with; returns the arena's
+// bytes and fills offset (planned registers) and undo_offset (undo copies).
+int64_t Place(std::vector<Candidate> cands, const Reachability& reach, int64_t num_tasks,
+              std::vector<int64_t>* offset, std::vector<int64_t>* undo_offset) {
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    return a.reg != b.reg ? a.reg < b.reg : a.undo < b.undo;
+  });
+  struct Placed {
+    int64_t begin, end;
+    const Candidate* cand;
+  };
+  std::vector<Placed> placed;
+  int64_t arena_bytes = 0;
+  for (const Candidate& c : cands) {
+    std::vector<std::pair<int64_t, int64_t>> taken;
+    for (const Placed& p : placed) {
+      if (!MayShare(c, *p.cand, reach, num_tasks)) taken.push_back({p.begin, p.end});
+    }
+    std::sort(taken.begin(), taken.end());
+    int64_t at = 0;
+    for (const auto& [begin, end] : taken) {
+      if (at + c.bytes <= begin) break;
+      at = std::max(at, end);
+    }
+    placed.push_back({at, at + c.bytes, &c});
+    for (int64_t m : c.members) (c.undo ? *undo_offset : *offset)[m] = at;
+    arena_bytes = std::max(arena_bytes, at + c.bytes);
+  }
+  return arena_bytes;
+}
+
 }  // namespace
 
 MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
-                              const std::vector<int64_t>& producer) {
+                              const std::vector<int64_t>& producer, bool undo_copies) {
   MemoryPlan out;
   out.offset.assign(plan.registers_size(), -1);
+  out.undo_offset.assign(plan.registers_size(), -1);
   if (AnyPeriodAboveOne(plan)) return out;
   std::vector<Candidate> cands = Candidates(plan, rank, producer);
   if (cands.empty()) return out;
   const int64_t n = plan.tasks_size();
+  std::vector<int64_t> undo_writer =
+      undo_copies ? UndoWriters(plan, rank) : std::vector<int64_t>(plan.registers_size(), -1);
   std::vector<int64_t> targets;
   for (const Candidate& c : cands) {
     targets.push_back(c.producer);
     targets.push_back(n + c.producer);
+  }
+  for (int64_t w : undo_writer) {
+    if (w >= 0) targets.push_back(w);
   }
   Reachability reach;
   if (!reach.Build(plan, producer, targets)) return out;
@@ -250,34 +341,29 @@ MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
     raw_bytes += c.raw_bytes;
   }
   cands = FoldViews(plan, std::move(cands), reach);
-
-  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.reg < b.reg;
-  });
-  struct Placed {
-    int64_t begin, end;
-    const Candidate* cand;
-  };
-  std::vector<Placed> placed;
-  for (const Candidate& c : cands) {
-    std::vector<std::pair<int64_t, int64_t>> taken;
-    for (const Placed& p : placed) {
-      if (!Precedes(c, *p.cand, reach, n) && !Precedes(*p.cand, c, reach, n)) {
-        taken.push_back({p.begin, p.end});
-      }
-    }
-    std::sort(taken.begin(), taken.end());
-    int64_t offset = 0;
-    for (const auto& [begin, end] : taken) {
-      if (offset + c.bytes <= begin) break;
-      offset = std::max(offset, end);
-    }
-    placed.push_back({offset, offset + c.bytes, &c});
-    for (int64_t m : c.members) out.offset[m] = offset;
-    out.arena_bytes = std::max(out.arena_bytes, offset + c.bytes);
+  std::vector<int64_t> unused(plan.registers_size(), -1);
+  out.arena_bytes = Place(cands, reach, n, &out.offset, &unused);
+  if (out.arena_bytes >= raw_bytes) {
+    return MemoryPlan{0, std::vector<int64_t>(out.offset.size(), -1), 0,
+                      std::vector<int64_t>(out.offset.size(), -1), 0};
   }
-  if (out.arena_bytes >= raw_bytes)
-    return MemoryPlan{0, std::vector<int64_t>(out.offset.size(), -1), 0};
+  // The undo copies join the arena only when that takes fewer bytes than
+  // their own buffers would.
+  int64_t undo_raw_bytes = 0;
+  for (int64_t id = 0; id < plan.registers_size(); ++id) {
+    if (undo_writer[id] < 0) continue;
+    const int64_t bytes = SlotBytes(plan.registers(id));
+    cands.push_back({id, undo_writer[id], {}, RoundUp(bytes), bytes, {id}, true});
+    undo_raw_bytes += bytes;
+  }
+  if (undo_raw_bytes == 0) return out;
+  std::vector<int64_t> offset(plan.registers_size(), -1), undo_offset(plan.registers_size(), -1);
+  const int64_t with_undo = Place(std::move(cands), reach, n, &offset, &undo_offset);
+  if (with_undo >= out.arena_bytes + undo_raw_bytes) return out;
+  out.undo_arena_bytes = with_undo - out.arena_bytes;
+  out.arena_bytes = with_undo;
+  out.offset = std::move(offset);
+  out.undo_offset = std::move(undo_offset);
   return out;
 }
 

@@ -1,8 +1,10 @@
 // Memory planning of registers: which registers of one rank may share bytes
-// of one arena, and at which offsets. Runtime::Create (runtime.cpp) then
-// allocates one arena per host rank through the rank's Allocator and makes
-// each planned register's slot a view into it; every other register keeps a
-// buffer of its own. Nothing is allocated per step either way.
+// of one arena, and at which offsets; with transactional steps, also where
+// the undo copies of updated variables go (runtime/step_undo.h). Runtime::
+// Create (runtime.cpp) then allocates one arena per host rank through the
+// rank's Allocator and makes each planned register's slot, and each undo
+// copy placed here, a view into it; every other register keeps a buffer of
+// its own. Nothing is allocated per step either way.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -43,9 +45,21 @@
 // reader of y in iteration i acts before x's producer in iteration i + 1;
 // x and y then count as one register whose readers are both's.
 //
-// Placement: registers by decreasing size (ties by id), each at the lowest
-// 64-byte aligned offset that overlaps no placed register it may not share
-// with. When the arena would not be smaller than the planned registers' own
+// Undo copies (undo_copies = true): the undo copy of a persistent register
+// of `rank` that exactly one COMPUTE task of `rank` writes in place (an
+// OpDef mutable input; any input of an op the registry does not know), and
+// that no other task writes, is saved by that task's act just before its
+// kernel runs and lives until the end of the run. In a run of one
+// iteration it may share bytes with a planned register when every reader of
+// that register (its producer, when it has none) acts before the writer;
+// undo copies never share with each other. Runs of more than one iteration
+// do not use these bytes (StepUndo gives them whole buffers then). The undo
+// copies join the arena only when the arena grows by fewer bytes than their
+// own buffers would take; otherwise every undo_offset is -1.
+//
+// Placement: registers and undo copies by decreasing size (ties by id),
+// each at the lowest 64-byte aligned offset that overlaps nothing placed
+// it may not share with. When the arena would not be smaller than the planned registers' own
 // buffers (nothing shares, and the alignment only adds bytes), the plan is
 // empty.
 
@@ -60,10 +74,16 @@ struct MemoryPlan {
   // The bytes of the planned registers laid end to end (what they would
   // take without sharing, each rounded up to kAlignment).
   int64_t unshared_bytes = 0;
+  // By register id: the byte offset of the undo copy of that persistent
+  // register in the arena, or -1 (no undo copy here: StepUndo allocates one).
+  std::vector<int64_t> undo_offset;
+  // What the undo copies add to arena_bytes (0 when none is placed).
+  int64_t undo_arena_bytes = 0;
 };
 
 // `producer[r]`: the task that writes register r (CheckPlan's answer).
+// `undo_copies`: also place the undo copies (transactional steps).
 MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
-                              const std::vector<int64_t>& producer);
+                              const std::vector<int64_t>& producer, bool undo_copies = false);
 
 }  // namespace ofl

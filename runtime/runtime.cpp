@@ -49,16 +49,19 @@ struct RankArena {
   std::shared_ptr<void> buffer;
 };
 
-// Per rank: the arena of each local host rank when `on`; empty plans otherwise.
+// Per rank: the arena of each local host rank when `on` (with the undo
+// copies when `undo_copies`); empty plans otherwise.
 Maybe<std::vector<RankArena>> CreateArenas(const proto::Plan& plan,
                                            const std::vector<int64_t>& local_ranks,
                                            const std::vector<Allocator*>& allocators,
-                                           const std::vector<int64_t>& producer, bool on) {
+                                           const std::vector<int64_t>& producer, bool on,
+                                           bool undo_copies) {
   std::vector<RankArena> arenas(plan.num_ranks());
   for (int64_t r : local_ranks) {
     arenas[r].plan.offset.assign(plan.registers_size(), -1);
+    arenas[r].plan.undo_offset.assign(plan.registers_size(), -1);
     if (!on || !allocators[r]->device().is_host()) continue;
-    MemoryPlan p = PlanRegisterMemory(plan, r, producer);
+    MemoryPlan p = PlanRegisterMemory(plan, r, producer, undo_copies);
     if (p.arena_bytes == 0) continue;
     Maybe<std::shared_ptr<void>> buffer = allocators[r]->AllocateShared(p.arena_bytes);
     if (!buffer.ok()) {
@@ -72,10 +75,12 @@ Maybe<std::vector<RankArena>> CreateArenas(const proto::Plan& plan,
   return arenas;
 }
 
-// The slot of planned register `r`: a view into its rank's arena.
-Tensor ArenaSlot(const proto::RegisterDesc& r, const RankArena& arena, const Device& device) {
+// A view of `r`'s shape and dtype into its rank's arena at `offset`: the
+// slot of a planned register, or an undo copy.
+Tensor ArenaSlot(const proto::RegisterDesc& r, const RankArena& arena, int64_t offset,
+                 const Device& device) {
   std::vector<int64_t> dims(r.desc().shape().dims().begin(), r.desc().shape().dims().end());
-  char* base = static_cast<char*>(arena.buffer.get()) + arena.plan.offset[r.id()];
+  char* base = static_cast<char*>(arena.buffer.get()) + offset;
   return Tensor(Shape(dims), ParseDataType(r.desc().dtype()).value(), arena.buffer, base, device);
 }
 
@@ -195,15 +200,24 @@ Status Runtime::Impl::CreateRegisters(const proto::Plan& plan, int cores) {
     control.insert(t.ctrl_outputs().begin(), t.ctrl_outputs().end());
   registers.resize(plan.registers_size());
   OFL_ASSIGN_OR_RETURN(std::vector<RankArena> rank_arenas,
-                       CreateArenas(plan, local_ranks, allocators, producer, options.plan_memory));
+                       CreateArenas(plan, local_ranks, allocators, producer, options.plan_memory,
+                                    options.transactional));
+  std::vector<Tensor> undo_in_arena(plan.registers_size());
+  std::vector<int64_t> undo_arena_bytes(plan.num_ranks(), 0);
   for (const auto& r : plan.registers()) {
     RuntimeRegister& reg = registers[r.id()];
     reg.desc = &r;
     reg.control = control.count(r.id()) > 0;
     if (!IsLocal(plan, r.rank())) continue;
     const RankArena& arena = rank_arenas[r.rank()];
+    undo_arena_bytes[r.rank()] = arena.plan.undo_arena_bytes;
+    if (arena.plan.undo_offset[r.id()] >= 0) {
+      undo_in_arena[r.id()] =
+          ArenaSlot(r, arena, arena.plan.undo_offset[r.id()], allocators[r.rank()]->device());
+    }
     if (arena.plan.offset[r.id()] >= 0) {
-      reg.slots.push_back(ArenaSlot(r, arena, allocators[r.rank()]->device()));
+      reg.slots.push_back(
+          ArenaSlot(r, arena, arena.plan.offset[r.id()], allocators[r.rank()]->device()));
       continue;
     }
     for (int64_t s = 0; s < r.num_slots(); ++s) {
@@ -214,7 +228,7 @@ Status Runtime::Impl::CreateRegisters(const proto::Plan& plan, int cores) {
   // The undo copy runs while no kernel does: on all C kernel threads (one
   // under ThreadSanitizer, as the ranks' arenas).
   undo = std::make_unique<StepUndo>(plan, &registers, devices, kThreadSanitizer ? 1 : cores,
-                                    options.transactional);
+                                    options.transactional, undo_in_arena, undo_arena_bytes);
   return Status::OK();
 }
 
@@ -244,6 +258,11 @@ Status Runtime::Impl::CreateActors(const proto::Plan& plan) {
                  ") reads register '", plan.registers(id).name(), "' that no task writes");
       Actor::Connect(actor_of_task[producer[id]], &registers[id], actor_of_task[t.id()]);
     }
+  }
+  // The writers of undo copies in the arena save them before their kernel.
+  for (int64_t task : undo->SavingTasks()) {
+    StepUndo* u = undo.get();
+    SetBeforeKernel(actor_of_task[task], [u, task] { u->SaveBefore(task); });
   }
   return Status::OK();
 }

@@ -55,11 +55,14 @@
 //
 // Transactional steps (options.transactional, on by default): a Run is
 // all-or-nothing for the variables it updates in place (parameters and
-// optimizer state). Before the actors start, every persistent register some
-// task writes is copied into an undo buffer allocated once per rank by that
-// rank's allocator (counted in peak_bytes(); undo_bytes() per rank); when the
-// run's outcome is an error, the buffers are copied back after every actor
-// thread stopped, iteration() does not advance (dropout replays the same
+// optimizer state). Every persistent register some task writes has an undo
+// copy: in its rank's arena, saved by the writing act just before its
+// kernel, where the memory plan finds bytes dead by then (host ranks, one
+// slot, one writer, runs of one iteration), else in a buffer allocated once
+// per rank by that rank's allocator and saved before the actors start (both
+// counted in peak_bytes(); undo_bytes() per rank); when the run's outcome is
+// an error, what the run saved is copied back after every actor thread
+// stopped, iteration() does not advance (dropout replays the same
 // masks when the step is retried), and the error of a plan that updates
 // variables ends with "(variables and optimizer state restored to their
 // values before this run)". The outcome is options.commit(local) when set
@@ -169,8 +172,9 @@ class Runtime {
   int kernel_threads(int64_t rank) const { return shares_.at(rank); }  // 0: not local
   std::vector<int64_t> peak_bytes() const;
   std::vector<int64_t> live_bytes() const;
-  // Per rank: bytes of the undo copy (0 when not transactional); part of
-  // peak_bytes() and live_bytes().
+  // Per rank: the bytes the undo copy adds (0 when not transactional): its
+  // own buffers plus what it grew the arena by; part of peak_bytes() and
+  // live_bytes().
   std::vector<int64_t> undo_bytes() const;
 
  private:

@@ -136,6 +136,9 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   for (auto& actor : m.actors) actor->ClearFetches();
   OFL_RETURN_IF_ERROR(PrepareFeeds(num_iterations, feeds));
   OFL_RETURN_IF_ERROR(PrepareFetches(fetches, num_iterations));
+  // The undo copies with buffers of their own (all of them for more than one
+  // iteration); the arena's are saved by their writers' acts.
+  OFL_RETURN_IF_ERROR(m.undo->BeginRun(num_iterations));
 
   RunContext run;
   run.num_iterations = num_iterations;
@@ -148,7 +151,6 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   run.SetRunning(static_cast<int64_t>(m.threads.size()));
   for (auto& actor : m.actors) actor->BeginRun(&run);
   for (auto& t : m.threads) t->ResetForRun();
-  m.undo->Save();  // nothing when not transactional
   {
     BlasThreadsScope blas(shares_);
     run.start = std::chrono::steady_clock::now();

@@ -1,18 +1,20 @@
 // StepUndo: makes Runtime::Run all-or-nothing for the state a step updates in
-// place (transactional steps, RuntimeOptions::transactional). Mechanism: an
-// undo copy.
+// place (transactional steps, RuntimeOptions::transactional): an undo copy
+// of each updated variable, in arena bytes dead at its update where the
+// memory plan found them (saved by the writing act), else in its own buffer.
 //
-// Ownership: StepUndo holds pointers to the Runtime's registers (which outlive
-// it) and owns its buffers.
-//
-// Thread safety: Save and Restore from the Runtime's caller thread while no
-// actor runs.
+// Ownership: holds pointers to the Runtime's registers (which outlive it),
+// shares the ranks' arenas through its views, owns its other buffers.
+// Thread safety: BeginRun and Restore on the caller's thread while no actor
+// runs; SaveBefore(task) on task's actor thread (tasks save disjoint
+// registers, so different tasks' calls may run at once).
 #pragma once
 
 #include <tbb/task_arena.h>
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -21,22 +23,41 @@
 #include "oneflow_lite/core/status.h"
 #include "runtime/actor.h"
 
-// At Build, one buffer per *updated* persistent register (a variable that some
-// COMPUTE task writes in place: an OpDef mutable input, e.g. sgd_update's param
-// and momentum_buffer, adam_update's param, m, v and step) is allocated by the
-// register's rank's Allocator, so the rank's peak bytes count it (bytes(rank) =
-// the sum of those registers' bytes, the same as the state itself; read-only
-// variables get none). Save() copies the registers into the buffers before the
-// actors start; when the run's agreed outcome is an error, Restore() copies
-// them back after every actor thread has stopped. Copies are chunked memcpy in
-// one oneTBB arena (the run's kernel threads are idle then).
+// Which registers: every *updated* persistent register (a variable that some
+// COMPUTE task writes in place: an OpDef mutable input, e.g. sgd_update's
+// param and momentum_buffer, adam_update's param, m, v and step; read-only
+// variables get no copy).
+//
+// Where the copy lives, decided once at Build:
+//  - in the rank's arena (a view given to the constructor), for the
+//    registers runtime/memory_plan.h places there: one COMPUTE writer of a
+//    host rank with period-1 plans. In a run of one iteration the writer's
+//    act saves the register just before its kernel runs (SaveBefore), into
+//    bytes whose other registers are dead by then (the update comes after
+//    backward, when most activations are); the rank's peak grows by what
+//    the arena grew (bytes_per_rank), often far less than the state.
+//  - in a buffer of its own from the register's rank's Allocator, for every
+//    other updated register (device ranks, pipelines with periods above 1,
+//    several writers, no arena): copied before the actors start, as before.
+// A run of more than one iteration overlaps iterations, so an arena copy
+// taken in iteration 0 would meet iteration 1's activations: BeginRun then
+// gives each arena copy a whole buffer of its own (allocated once, at the
+// first such run, and kept; it grows the peak by those registers' bytes)
+// and copies everything before the actors start.
+//
+// When the run's agreed outcome is an error, Restore() copies back what this
+// run saved (a register whose writer never acted was never written) after
+// every actor thread has stopped. Copies before and after a run are chunked
+// memcpy in one oneTBB arena (the run's kernel threads are idle then); a
+// device's: one DeviceContext::CopySync each.
 //
 // Why an undo copy rather than shadow buffers swapped at a commit point:
 // update kernels write their mutable inputs in place and actors hand the
 // same slot to the next step's readers; shadowing would need a second
 // register per variable wired through the plan and a swap of every reader's
-// pointer. The undo copy touches no kernel, actor or plan, costs the same
-// bytes, and one memcpy of the state per Run (measured in runtime/README.md).
+// pointer. The undo copy touches no kernel or plan, and in the arena it
+// costs only the bytes the update phase cannot reuse (measured in
+// runtime/README.md).
 
 namespace ofl {
 
@@ -47,35 +68,57 @@ class StepUndo {
   // op is unknown to the registry), and any written by a non-VARIABLE task.
   static std::vector<int64_t> UpdatedRegisters(const proto::Plan& plan);
 
-  // With `keep_copy`, one undo buffer per updated register, from the
-  // allocator of devices[its rank] (host memory: chunked memcpy; a device's:
-  // one DeviceContext::CopySync each); without, none
-  // (Save and Restore do nothing).
-  // Registers with no slot (ranks this process does not run) are skipped.
-  // `registers` (by id) must outlive the StepUndo. `threads`: the copy
-  // threads (>= 1).
+  // With `keep_copy`, one undo copy per updated register: `in_arena[id]`
+  // when defined (a view of the register's shape and dtype into its rank's
+  // arena: MemoryPlan::undo_offset), else a buffer from the allocator of
+  // devices[its rank]; `arena_bytes[rank]`: what the rank's arena grew by
+  // for its copies (MemoryPlan::undo_arena_bytes). Without, none (BeginRun,
+  // SaveBefore and Restore do nothing). Registers with no slot (ranks this
+  // process does not run) are skipped. `registers` (by id) must outlive the
+  // StepUndo. `threads`: the copy threads (>= 1).
   StepUndo(const proto::Plan& plan, std::vector<RuntimeRegister>* registers,
-           const std::vector<std::unique_ptr<DeviceContext>>& devices, int threads, bool keep_copy);
+           const std::vector<std::unique_ptr<DeviceContext>>& devices, int threads, bool keep_copy,
+           const std::vector<Tensor>& in_arena, const std::vector<int64_t>& arena_bytes);
 
-  void Save();     // registers -> undo buffers
-  void Restore();  // undo buffers -> registers
+  // Before the actors start a run of `num_iterations`: copies the registers
+  // whose copy has a buffer of its own (more than one iteration: first
+  // gives the arena copies such buffers too, once; an allocation failure is
+  // the error and the run must not start).
+  Status BeginRun(int64_t num_iterations);
+  // From `task`'s actor thread, before its kernel: saves the arena copies of
+  // the registers `task` writes, the first time it acts in this run (runs
+  // of one iteration only).
+  void SaveBefore(int64_t task);
+  void Restore();  // what this run saved -> the registers
+
+  // The tasks that call SaveBefore (the writers of the arena copies).
+  std::vector<int64_t> SavingTasks() const;
 
   bool keeps_copy() const { return keep_copy_; }
-  // Per rank: the undo buffers' bytes (0 without keep_copy).
+  // Per rank: the bytes the undo copy adds to peak_bytes() (0 without
+  // keep_copy): its own buffers plus what it grew the arena by.
   const std::vector<int64_t>& bytes_per_rank() const { return bytes_per_rank_; }
   int64_t num_updated_registers() const { return static_cast<int64_t>(entries_.size()); }
 
  private:
   struct Entry {
-    Tensor* live = nullptr;  // the register's one slot
-    Tensor undo;
+    Tensor* live = nullptr;           // the register's one slot
+    Tensor undo;                      // where this run's copy goes (the arena view or `whole`)
+    Tensor arena;                     // the arena view, when it has one
+    Tensor whole;                     // a buffer of its own (always, without an arena view)
     DeviceContext* device = nullptr;  // the register's rank's (with keep_copy)
+    int64_t rank = 0;
+    int64_t writer = -1;  // the task that saves it into `arena`
+    bool saved = false;   // in this run
   };
-  // Copies every entry's bytes, `to_undo` or back, in chunks, in parallel.
-  void Copy(bool to_undo);
+  // Copies the bytes of `entries`, to their undo copies or back, in chunks,
+  // in parallel.
+  void Copy(const std::vector<Entry*>& entries, bool to_undo);
 
   bool keep_copy_ = true;
-  std::vector<Entry> entries_;  // per updated register; undo undefined without keep_copy
+  bool lazy_ = false;           // this run saves the arena copies in SaveBefore
+  std::vector<Entry> entries_;  // per updated register; no copies without keep_copy
+  std::map<int64_t, std::vector<size_t>> by_writer_;  // task -> its arena copies' entries
   std::vector<int64_t> bytes_per_rank_;
   std::unique_ptr<tbb::task_arena> arena_;
 };

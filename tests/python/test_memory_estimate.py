@@ -9,7 +9,8 @@ session would run and adds up what Runtime::Create allocates for it: the
 liveness arena of runtime/memory_plan.h, every buffer it keeps apart, the
 undo copy of transactional steps. The runtime allocates nothing per step, so
 the two agree exactly (tolerance 0 bytes) on every rank, under every
-strategy and session option tried here: a small GPT on 4 virtual devices
+strategy and session option tried here (the undo copy too, in the arena or
+in buffers of its own): a small GPT on 4 virtual devices
 ([2, 2]) under the presets, autoddl and a random valid strategy, with one
 and two register slots, with and without gradient buckets, micro-batches and
 the undo copy. The hand-worked case (a 2-layer MLP) is
@@ -108,19 +109,37 @@ def test_prediction_equals_the_allocators_peak(searcher, options):
 def test_breakdown_of_data_parallel_by_hand():
     """Data parallel on [2, 2]: every rank holds every parameter whole (float32),
     Adam keeps two moments of each parameter's size and one int64 step per
-    parameter, the causal masks are the other variables (B, not updated), and
-    the undo copy holds the parameters and their state once more."""
+    parameter, the causal masks are the other variables (B, not updated).
+    With two slots per register there is no arena for the undo copy, and it
+    holds the parameters and their state once more; with one, the undo copy
+    goes into the arena's bytes that are dead when each update runs
+    (runtime/step_undo.h), and costs what the allocators measure between
+    the same session with and without transactional steps, less than that."""
     g = program()
     planned = _C.plan(g.program, MESH, CLUSTER, "data_parallel")
-    m = planned.predicted_memory([g.loss], num_slots=1)
     params = sum(4 * int(np.prod(g.program.shape(p))) for p in g.trainable)
     state = 2 * params + 8 * len(g.trainable)
     t = CONFIG.seq_len
+    m = planned.predicted_memory([g.loss], num_slots=2)
     for r in m.ranks:
         assert r["parameter_bytes"] == params
         assert r["optimizer_state_bytes"] == state
         assert r["undo_bytes"] == params + state
         assert r["buffer_bytes"] % (t * t) == 0 and r["buffer_bytes"] > 0  # [t, t] masks
+    m = planned.predicted_memory([g.loss], num_slots=1)
+    measured = []
+    for transactional in (True, False):
+        session = _C.DistributedSession(g.program, RANKS, MESH, planned.strategy, [g.loss],
+                                        num_threads=2, timeout_ms=60000, num_slots=1,
+                                        transactional=transactional)
+        ids, labels = batch()
+        session.run({g.data: ids, g.labels: labels}, [g.loss])
+        measured.append(list(session.peak_bytes()))
+    for r, on, off in zip(m.ranks, *measured):
+        assert r["parameter_bytes"] == params
+        assert r["optimizer_state_bytes"] == state
+        assert r["undo_bytes"] == on - off
+        assert 0 < r["undo_bytes"] < params + state
         assert r["arena_bytes"] < r["planned_bytes"]  # liveness shares bytes
 
 

@@ -3,7 +3,8 @@ devices (a label out of range on one rank's slice, or a 1 ms timeout)
 leaves every variable (parameters, Adam's m, v and step) bitwise as before,
 and says so; the retried good step then gives the loss and the variables of
 a session that never failed (the oracle: a second, fresh session on the same
-feeds), dropout included (the runtime's iteration did not advance). Off
+feeds), dropout included (the runtime's iteration did not advance); with the
+undo copy in whole buffers (two register slots) and in the arena (one). Off
 (transactional=False, graph.config.transactional_steps(False)) the error says
 that state may be partially updated.
 """
@@ -62,10 +63,17 @@ def step(s, g, x, y) -> float:
     return float(loss)
 
 
-def test_failed_step_leaves_adam_state_bitwise_and_the_retry_matches_a_fresh_session():
+# Two register slots: the undo copy is whole buffers, filled before the run;
+# one slot: it lives in the arena's bytes that are dead when each update
+# runs, saved by the update's act (runtime/step_undo.h).
+SLOTS = pytest.mark.parametrize("num_slots", [2, 1], ids=["whole_copy", "arena_copy"])
+
+
+@SLOTS
+def test_failed_step_leaves_adam_state_bitwise_and_the_retry_matches_a_fresh_session(num_slots):
     g = build()
     assert any("step" in v for v in g.program.variables())  # Adam's counter is a variable
-    s, fresh = session(g), session(g)
+    s, fresh = session(g, num_slots=num_slots), session(g, num_slots=num_slots)
     x, y = batch(0)
     step(s, g, x, y)
     before = snapshot(s, g)
@@ -88,9 +96,10 @@ def test_failed_step_leaves_adam_state_bitwise_and_the_retry_matches_a_fresh_ses
     assert want[0] != want[1]  # the steps did train
 
 
-def test_timed_out_steps_leave_every_variable_bitwise_unchanged():
+@SLOTS
+def test_timed_out_steps_leave_every_variable_bitwise_unchanged(num_slots):
     g = build(SLOW_GPT, SLOW_BATCH)
-    s = session(g, timeout_ms=1)
+    s = session(g, timeout_ms=1, num_slots=num_slots)
     failures = 0
     for seed in range(40):  # each attempt: unchanged when it fails, as Run says
         before = snapshot(s, g)
@@ -120,6 +129,23 @@ def test_without_transactions_the_error_says_state_may_be_partial():
     with pytest.raises(ValueError) as info:
         step(s, g, x, bad_y)
     assert str(info.value).endswith(OFF)
+
+
+def test_the_undo_copy_in_the_arena_costs_less_than_the_state():
+    """One slot: the undo copy shares the arena with activations dead at the
+    update, so it adds less than the whole copy (the parameters and Adam's
+    state once more, as with two slots); what it adds is what the allocators
+    measure between the same session with and without transactions."""
+    g = build()
+    on = session(g, num_slots=1)
+    off = session(g, num_slots=1, transactional=False)
+    whole = session(g)
+    x, y = batch(0)
+    for s in (on, off, whole):
+        step(s, g, x, y)
+    assert [a - b for a, b in zip(on.peak_bytes(), off.peak_bytes())] == on.undo_bytes()
+    for lean, full in zip(on.undo_bytes(), whole.undo_bytes()):
+        assert 0 < lean < full
 
 
 class TrainGraph(flow.nn.Graph):
