@@ -5,7 +5,8 @@ final parameters after three AdamW steps of an MLP and a GPT with many
 small parameters (zero_cases.py), float64 at rtol 1e-12 and float32 at
 rtol 1e-5 / atol 1e-6, on 4 virtual devices of this process and on 2
 processes (multiprocess/spawn.py, one rank each), with gradient buckets
-off and on. The oracle, data_parallel, is itself held to the single-device
+off and on (bitwise the same on 2 processes; in-process, see
+test_zero_buckets.py). The oracle, data_parallel, is itself held to the single-device
 session at the same tolerances. A sharded checkpoint saved under zero
 loads under data_parallel and the reverse, and the next steps' losses and
 parameters are those of the run that did not stop (without dropout: a
@@ -81,6 +82,7 @@ def test_zero_equals_data_parallel_on_4_virtual_devices(oracles, model, dtype):
 @pytest.mark.parametrize("model,dtype", CASES, ids=IDS)
 def test_zero_equals_data_parallel_on_2_processes(oracles, tmp_path, model, dtype):
     want = oracles(model, dtype, 2)
+    seen = {}
     for bucket in BUCKETS:
         args = ["-m", "multiprocess.worker", "zero", str(tmp_path), model, dtype, "zero",
                 str(bucket)]
@@ -91,6 +93,10 @@ def test_zero_equals_data_parallel_on_2_processes(oracles, tmp_path, model, dtyp
             z = np.load(tmp_path / f"zero-{model}-{dtype}-zero-{bucket}.p{p}.npz")
             got = (list(z["losses"]), {k[6:]: z[k] for k in z.files if k.startswith("param:")})
             assert_close(got, want, dtype, f"zero {model} {dtype} process {p} bucket {bucket}")
+            seen[(p, bucket)] = got
+    for p in range(2):  # Gloo's reduce-scatter sums as the in-process one: bitwise with buckets
+        a, b = seen[(p, BUCKETS[0])], seen[(p, BUCKETS[1])]
+        assert a[0] == b[0] and all(np.array_equal(a[1][k], b[1][k]) for k in a[1]), p
 
 
 @pytest.mark.parametrize("saver,loader", [("zero", "data_parallel"), ("data_parallel", "zero")])

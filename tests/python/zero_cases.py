@@ -58,10 +58,11 @@ def batches(model: str, dtype: str, steps: int = STEPS, seed: int = 7) -> list:
     return out
 
 
-def session(g, preset: str, devices: int, bucket_bytes: int, threads: int = 2):
-    """A DistributedSession of `preset` on the flat mesh [devices]."""
-    strategy = _C.plan(g.program, [devices], CLUSTER, preset).strategy
-    return _C.DistributedSession(g.program, list(range(devices)), [devices], strategy, [g.loss],
+def session(g, preset: str, devices: int, bucket_bytes: int, threads: int = 2, mesh=None):
+    """A DistributedSession of `preset` on `mesh` (default: flat, [devices])."""
+    mesh = list(mesh or [devices])
+    strategy = _C.plan(g.program, mesh, CLUSTER, preset).strategy
+    return _C.DistributedSession(g.program, list(range(devices)), mesh, strategy, [g.loss],
                                  num_threads=threads, timeout_ms=30000,
                                  gradient_bucket_bytes=bucket_bytes)
 
