@@ -68,9 +68,9 @@
 //    (the bucket's one latency spread over its bytes; buffer = the whole
 //    gradient's bytes, as the runtime fills buckets, bytes = what it sends);
 //    other steps, and the gradients the runtime boxes alone (uneven
-//    reduce-scatters, gradients split on some axis), as above. With options.overlap_gradients the entry is
-//    then max(0, that - the producer candidate's compute seconds for one execution): as much
-//    backward compute as produced the gradient follows it and hides it. The full model
+//    reduce-scatters, gradients split on some axis), as above. With options.overlap_gradients the
+//    entry is then max(0, that - the producer candidate's compute seconds for one execution): as
+//    much backward compute as produced the gradient follows it and hides it. The full model
 //    (cost_model_buckets.h: real buckets in order of readiness, one serial communication stream,
 //    exposure past the end of backward) prices a chosen plan for reports and benches.
 //  - Feeding a fed input: its candidate's "compute" is multiplier x (its

@@ -1,16 +1,13 @@
 // Which gradients the distributed lowering fuses into one collective
-// (LoweringOptions::gradient_bucket_bytes), as a pure function of the graph
-// and the strategy, so that the lowering, the planner's byte count
-// (api/planning.h PredictedBytesSent) and the step-time model
-// (cost_model_buckets.h) agree. A gradient is fusable when an update reads
-// it (a non-in-place input produced by an op) on the placement that produced
-// it, and FusedIntoBuckets holds: an all-reduce (P -> B, data parallel) or a
-// reduce-scatter (P -> S(0), the zero preset's sharded update) of a shape
-// every rank's shard of which is one contiguous run. Fusable gradients, in
-// the graph order of their producers, fill buckets per (placement, NdSbps,
-// dtype) until a bucket's bytes (whole tensors, before the collective)
-// reach `bucket_bytes`; the open buckets close at the end. Buckets of one
-// gradient are not returned (it is boxed alone). Pure; thread-safe.
+// (LoweringOptions::gradient_bucket_bytes): the data-parallel all-reduces
+// (P -> B) and the zero preset's reduce-scatters (P -> S(0)), as a pure
+// function of graph and strategy, so that the lowering, the planner's byte
+// count (api/planning.h PredictedBytesSent) and the step-time model
+// (cost_model_buckets.h) agree. Fusable gradients (FusedBucketKind, read by
+// an update on the placement that made them), in their producers' order,
+// fill buckets per (placement, NdSbps, dtype) until a bucket's whole
+// gradients reach `bucket_bytes`; one-member buckets are not returned (the
+// gradient is boxed alone). Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
