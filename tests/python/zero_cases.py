@@ -58,13 +58,14 @@ def batches(model: str, dtype: str, steps: int = STEPS, seed: int = 7) -> list:
     return out
 
 
-def session(g, preset: str, devices: int, bucket_bytes: int, threads: int = 2, mesh=None):
+def session(g, preset: str, devices: int, bucket_bytes: int, threads: int = 2, mesh=None,
+            micro_batches: int = 1):
     """A DistributedSession of `preset` on `mesh` (default: flat, [devices])."""
     mesh = list(mesh or [devices])
     strategy = _C.plan(g.program, mesh, CLUSTER, preset).strategy
     return _C.DistributedSession(g.program, list(range(devices)), mesh, strategy, [g.loss],
                                  num_threads=threads, timeout_ms=30000,
-                                 gradient_bucket_bytes=bucket_bytes)
+                                 gradient_bucket_bytes=bucket_bytes, micro_batches=micro_batches)
 
 
 def train(s, g, data) -> list:
