@@ -61,15 +61,16 @@
 //    gradient's all-reduce or reduce-scatter) use an additive proxy of
 //    bucketing and overlap (options.gradient_bucket_bytes > 0). When the
 //    runtime fuses the gradient into a bucket (gradient_buckets.h
-//    FusedIntoBuckets: same placement, P and B axes -> all B), each of its
-//    ALL_REDUCE axis steps costs
+//    FusedIntoBuckets: same placement, P and B axes -> all B, or -> all
+//    S(0) with rows divisible by the ranks), each of its ALL_REDUCE and
+//    REDUCE_SCATTER axis steps costs
 //      latency x steps(kind, p) x min(1, buffer / bucket) + bytes / bandwidth
-//    (the bucket's one latency spread over its bytes; buffer = the busiest
-//    rank's slice of the gradient before the step, bytes = what it sends);
-//    other steps, and the gradients the runtime boxes alone (reduce-scatters
-//    P -> S, gradients split on some axis), as above. With options.overlap_gradients the entry is
-//    then max(0, that - the producer candidate's compute seconds for one execution): as much
-//    backward compute as produced the gradient follows it and hides it. The full model
+//    (the bucket's one latency spread over its bytes; buffer = the whole
+//    gradient's bytes, as the runtime fills buckets, bytes = what it sends);
+//    other steps, and the gradients the runtime boxes alone (uneven
+//    reduce-scatters, gradients split on some axis), as above. With options.overlap_gradients the
+//    entry is then max(0, that - the producer candidate's compute seconds for one execution): as
+//    much backward compute as produced the gradient follows it and hides it. The full model
 //    (cost_model_buckets.h: real buckets in order of readiness, one serial communication stream,
 //    exposure past the end of backward) prices a chosen plan for reports and benches.
 //  - Feeding a fed input: its candidate's "compute" is multiplier x (its

@@ -70,7 +70,7 @@ class Bucketer {
     const int64_t cap = model_.options().gradient_bucket_bytes;
     // What the runtime fuses: every step of the conversion runs once per bucket.
     const bool runtime_fuses =
-        cap > 0 && from == to && FusedIntoBuckets(produced, wanted, e.desc.dtype);
+        cap > 0 && from == to && FusedIntoBuckets(e.desc, from.hierarchy(), produced, wanted);
     const std::string group =
         from.ToString() + produced.ToString() + wanted.ToString() + DataTypeName(e.desc.dtype);
     for (const BoxingStepCost& step : cost.steps) {
@@ -97,9 +97,9 @@ class Bucketer {
         it = open_.emplace(std::move(key), std::move(b)).first;
       }
       GradientBucket& b = it->second;
-      const int64_t buffer =
-          SaturatingMul(internal::LargestSliceElements(e.desc.shape, from.hierarchy(), step.from),
-                        SizeOf(e.desc.dtype));
+      // The runtime fills a bucket by whole gradients (its P register), and
+      // every step of the bucket's boxing runs once per bucket.
+      const int64_t buffer = SaturatingMul(e.desc.shape.NumElements(), SizeOf(e.desc.dtype));
       b.buffer_bytes = SaturatingAdd(b.buffer_bytes, buffer);
       b.sent_bytes = SaturatingAdd(b.sent_bytes, step.max_bytes);
       b.gradients.push_back(e.tensor);

@@ -22,14 +22,15 @@
 //    at B, the sum of them all.
 //  - Buckets, as the runtime fuses them (gradient_buckets.h): gradients in
 //    order of readiness (ties in producer order); a gradient the runtime
-//    fuses (FusedIntoBuckets: same placement, P and B axes -> all B) joins,
-//    with each ALL_REDUCE step of its boxing (PlanBoxingCost) on a mesh
-//    axis, the open bucket of (placement, NdSbps, dtype, kind, axis); a
-//    bucket closes once its buffer (the busiest rank's slice of each member
-//    before the step: the whole gradient) reaches
-//    options.gradient_bucket_bytes, and the open ones close at the end.
-//    Other steps, every step of a gradient the runtime boxes alone (a
-//    reduce-scatter P -> S, a gradient split on some axis), and every step
+//    fuses (FusedIntoBuckets: same placement, P and B axes -> all B, or ->
+//    all S(0) with rows divisible by the ranks) joins, with each ALL_REDUCE
+//    or REDUCE_SCATTER step of its boxing (PlanBoxingCost) on a mesh axis,
+//    the open bucket of (placement, NdSbps, dtype, kind, axis); a bucket
+//    closes once its buffer (each member's whole gradient, as the runtime
+//    fills its buckets) reaches options.gradient_bucket_bytes, and the open
+//    ones close at the end. Other steps, every step of a gradient the
+//    runtime boxes alone (an uneven reduce-scatter, a gradient split on some
+//    axis), and every step
 //    when the bucket size is 0, are a bucket of their own. A bucket is ready when its last member
 //    is, and takes CollectiveSeconds(kind, its members' busiest-rank bytes summed, group, level):
 //    one latency per bucket. Steps of one gradient after the first are treated as ready with it

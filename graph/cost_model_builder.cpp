@@ -150,9 +150,9 @@ Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_pl
           bucketed != nullptr && bucket_bytes > 0 &&
           (kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter);
       if (fused) {
-        const double buffer =
-            static_cast<double>(LargestSliceElements(bucketed->shape, h, step.from)) *
-            static_cast<double>(SizeOf(bucketed->dtype));
+        // A bucket fills by whole gradients; each step runs once per bucket.
+        const double buffer = static_cast<double>(bucketed->shape.NumElements()) *
+                              static_cast<double>(SizeOf(bucketed->dtype));
         seconds +=
             BucketedSeconds(kind, bytes, buffer, bucket_bytes, h[step.hierarchy_axis], level);
       } else {
@@ -262,7 +262,8 @@ Maybe<double> Builder::CachedBoxingSeconds(const TensorDesc& desc, int from_plac
   ++boxing_plans_;
   // Only what the runtime fuses shares a bucket's latency.
   const bool bucketed =
-      gradient && from_placement == to_placement && FusedIntoBuckets(from, to, desc.dtype);
+      gradient && from_placement == to_placement &&
+      FusedIntoBuckets(desc, placement_list_[from_placement].hierarchy(), from, to);
   OFL_ASSIGN_OR_RETURN(double seconds,
                        BoxingCostSeconds(cluster_, fp, tp, cost, bucketed ? &desc : nullptr,
                                          options_.gradient_bucket_bytes));

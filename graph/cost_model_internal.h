@@ -46,7 +46,8 @@ int SpanLevel(const Cluster& cluster, const std::vector<int64_t>& ranks);
 // With `bucketed` (a gradient's desc, as costed; callers pass it only for a
 // gradient the runtime fuses, gradient_buckets.h FusedIntoBuckets) and
 // bucket_bytes > 0, its ALL_REDUCE and REDUCE_SCATTER axis steps take the
-// bucketing proxy of cost_model.h (BucketedSeconds).
+// bucketing proxy of cost_model.h (BucketedSeconds), with the whole
+// gradient as its share of the bucket.
 Maybe<double> BoxingCostSeconds(const Cluster& cluster, const Placement& from_placement,
                                 const Placement& to_placement, const BoxingCost& cost,
                                 const TensorDesc* bucketed = nullptr, int64_t bucket_bytes = 0);

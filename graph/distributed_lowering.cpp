@@ -171,7 +171,7 @@ class Lowerer {
     return out;
   }
 
-  // Fuses data-parallel gradients' all-reduces into buckets
+  // Fuses gradients' all-reduces and reduce-scatters into buckets
   // (gradient_buckets.h); see distributed_lowering.h.
   Status BucketGradients() {
     const auto buckets = PlanGradientBuckets(graph_, strategy_, options_.gradient_bucket_bytes);
@@ -185,13 +185,13 @@ class Lowerer {
     return Status::OK();
   }
 
-  // One bucket: per rank, each member flattened and concatenated into one
-  // [N] register, one boxing of that (the all-reduce), then each member
-  // sliced back out in its shape; consumers of a member's boxing get those.
+  // One bucket: per rank, the members concatenated into one register laid
+  // out as gradient_buckets.h FusedGradients says, one boxing of that (the
+  // all-reduce or reduce-scatter), then each member's part sliced back out
+  // in its shape; consumers of a member's boxing get those.
   Status EmitBucket(const FusedGradients& bucket, const std::vector<std::string>& keys,
                     const std::string& name) {
     const Layout& first = layouts_.at(keys[0]);
-    const Shape flat{bucket.total_elements};
     const int first_task = builder_.plan().tasks_size();
     std::vector<int64_t> fused;
     for (size_t i = 0; i < first.placement.ranks().size(); ++i) {
@@ -199,62 +199,79 @@ class Lowerer {
     }
     SetStepRate(first_task, first.period);
     OFL_ASSIGN_OR_RETURN(BoxingPlan plan,
-                         PlanBoxing({flat, bucket.dtype}, first.placement, bucket.from,
+                         PlanBoxing({bucket.shape, bucket.dtype}, first.placement, bucket.from,
                                     first.placement, bucket.to, name));
     const int boxing_task = builder_.plan().tasks_size();
     std::vector<int64_t> reduced = EmitBoxing(plan, name, fused, &builder_, options_.num_slots);
     SetStepRate(boxing_task, first.period);
     const int split_task = builder_.plan().tasks_size();
-    int64_t offset = 0;
+    const int64_t rows = bucket.kind == BucketKind::kReduceScatter ? bucket.shape[0] : 1;
+    int64_t offset = 0;  // in the elements of one row
     for (size_t j = 0; j < keys.size(); ++j) {
       std::vector<int64_t> regs;
       for (size_t i = 0; i < first.placement.ranks().size(); ++i) {
         regs.push_back(SliceOut(bucket, layouts_.at(keys[j]).tensor, name, offset,
-                                bucket.elements[j], first.placement.ranks()[i], reduced[i]));
+                                bucket.elements[j] / rows, i, reduced[i]));
       }
-      offset += bucket.elements[j];
+      offset += bucket.elements[j] / rows;
       boxed_[{keys[j], first.placement.ToString() + " " + bucket.to.ToString()}] = regs;
     }
     SetStepRate(split_task, first.period);
     return Status::OK();
   }
 
-  // Rank index i's members flattened and concatenated: its [N] register.
+  // Rank index i's bucket register: its members as [n] (all-reduce) or
+  // [p, n / p] views (reduce-scatter), concatenated along the last axis.
   int64_t Concatenate(const FusedGradients& bucket, const std::vector<std::string>& keys,
                       const std::string& name, size_t i) {
     const int64_t rank = layouts_.at(keys[0]).placement.ranks()[i];
+    const bool scatter = bucket.kind == BucketKind::kReduceScatter;
     std::vector<int64_t> flat;
     for (size_t j = 0; j < keys.size(); ++j) {
       const int64_t n = bucket.elements[j];
+      const std::vector<int64_t> dims =
+          scatter ? std::vector<int64_t>{bucket.shape[0], n / bucket.shape[0]}
+                  : std::vector<int64_t>{n};
       flat.push_back(AddLocalOp(name + "/flatten" + std::to_string(j), "reshape",
-                                AttrMap({{"shape", std::vector<int64_t>{n}}}), rank,
-                                {layouts_.at(keys[j]).registers[i]}, {Shape{n}, bucket.dtype}));
+                                AttrMap({{"shape", dims}}), rank,
+                                {layouts_.at(keys[j]).registers[i]}, {Shape(dims), bucket.dtype}));
     }
-    const int64_t reg = AddLocalOp(name + "/concat", "concat", AttrMap({{"axis", int64_t{0}}}),
-                                   rank, flat, {Shape{bucket.total_elements}, bucket.dtype});
+    const int64_t reg =
+        AddLocalOp(name + "/concat", "concat", AttrMap({{"axis", int64_t{scatter ? 1 : 0}}}), rank,
+                   flat, {bucket.shape, bucket.dtype});
     proto::RegisterDesc* r = builder_.mutable_register(reg);
-    r->mutable_logical_shape()->add_dims(bucket.total_elements);
-    r->add_logical_offset(0);
+    for (int64_t d : bucket.shape.dims()) {
+      r->mutable_logical_shape()->add_dims(d);
+      r->add_logical_offset(0);
+    }
     r->set_nd_sbp(bucket.from.ToString());
     return reg;
   }
 
-  // Elements [offset, offset + n) of `reduced` on `rank`, in `tensor`'s
-  // shape: its register, laid out as bucket.to.
+  // Rank index i's part of `tensor` in `reduced` (the bucket after its
+  // boxing): elements [offset, offset + n) of its one row, in the shape of
+  // its slice of `tensor` laid out as bucket.to; that slice's register.
   int64_t SliceOut(const FusedGradients& bucket, const std::string& tensor, const std::string& name,
-                   int64_t offset, int64_t n, int64_t rank, int64_t reduced) {
+                   int64_t offset, int64_t n, size_t i, int64_t reduced) {
     const std::string part = name + "/" + tensor;
-    const int64_t sliced = AddLocalOp(part + "/slice", "slice",
-                                      AttrMap({{"start", std::vector<int64_t>{offset}},
-                                               {"stop", std::vector<int64_t>{offset + n}},
-                                               {"step", std::vector<int64_t>{1}}}),
-                                      rank, {reduced}, {Shape{n}, bucket.dtype});
+    const bool scatter = bucket.kind == BucketKind::kReduceScatter;
+    const int64_t rank = bucket.placement.ranks()[i];
+    auto dims = [&](int64_t row, int64_t col) {
+      return scatter ? std::vector<int64_t>{row, col} : std::vector<int64_t>{col};
+    };
+    const int64_t sliced = AddLocalOp(
+        part + "/slice", "slice",
+        AttrMap({{"start", dims(0, offset)}, {"stop", dims(1, offset + n)}, {"step", dims(1, 1)}}),
+        rank, {reduced}, {Shape(dims(1, n)), bucket.dtype});
     const TensorDesc desc = graph_.Desc(tensor).value();
-    const int64_t out = AddLocalOp(part + "/reshape", "reshape",
-                                   AttrMap({{"shape", desc.shape.dims()}}), rank, {sliced}, desc);
+    const TensorSlice slice = SliceOf(desc.shape, bucket.placement.hierarchy(), bucket.to,
+                                      bucket.placement.Coordinates(static_cast<int64_t>(i)));
+    const int64_t out =
+        AddLocalOp(part + "/reshape", "reshape", AttrMap({{"shape", slice.shape.dims()}}), rank,
+                   {sliced}, {slice.shape, desc.dtype});
     proto::RegisterDesc* r = builder_.mutable_register(out);
     for (int64_t d : desc.shape.dims()) r->mutable_logical_shape()->add_dims(d);
-    for (int64_t d = 0; d < desc.shape.ndim(); ++d) r->add_logical_offset(0);
+    for (int64_t o : slice.offset) r->add_logical_offset(o);
     r->set_nd_sbp(bucket.to.ToString());
     return out;
   }

@@ -31,7 +31,8 @@
 // cycle. In-place ctrl edges get period k: a micro-rate reader signals the
 // update after its k-th micro-batch of the step. Gradient buckets
 // (options.gradient_bucket_bytes, gradient_buckets.h): data-parallel
-// gradients' all-reduces fused, one per bucket. Pure function.
+// gradients' all-reduces, and the zero preset's reduce-scatters, fused, one
+// collective per bucket. Pure function.
 
 namespace ofl {
 
@@ -39,12 +40,13 @@ struct LoweringOptions {
   int64_t num_slots = 2;      // slots of non-persistent registers: 2 overlaps iterations
   int64_t micro_batches = 1;  // k: iterations (micro-batches) per optimizer step
   // > 0: gradients whose boxing only sums P axes into B (data-parallel
-  // gradients) are fused, in the order their producers run, into buckets of
-  // up to this many bytes per rank: per rank a reshape to 1-D and a concat
-  // into one register, one all-reduce of it (boxing as any tensor), then a
-  // slice and reshape back per gradient. Each bucket's all-reduce acts as
-  // soon as its last gradient is ready, on the boxing stream, while backward
-  // goes on. 0: each gradient boxed alone.
+  // gradients) or into S(0) (the zero preset, evenly split) are fused, in the
+  // order their producers run, into buckets of up to this many bytes per
+  // rank (gradient_buckets.h FusedBucketKind): per rank a reshape and a
+  // concat into one register, one all-reduce or reduce-scatter of it (boxing
+  // as any tensor), then a slice and reshape back per gradient. Each
+  // bucket's collective acts as soon as its last gradient is ready, on the
+  // boxing stream, while backward goes on. 0: each gradient boxed alone.
   int64_t gradient_bucket_bytes = 0;
   // A matmul whose output only a bias_add reads, both on one same one-rank
   // placement, runs as one matmul_bias task (graph/matmul_bias_fusion.h).

@@ -37,12 +37,16 @@ std::vector<Candidate> Fusable(const OpGraph& graph, const Strategy& strategy) {
       const OpNode& made_by = graph.ops()[producer->second];
       const NdSbp from = strategy.ProducedSbp(graph, node.inputs[i]).value();
       const TensorDesc desc = graph.Desc(node.inputs[i]).value();
-      const bool fusable = strategy.PlacementOf(made_by.name) == placement &&
-                           FusedIntoBuckets(from, sig.inputs[i], desc.dtype);
+      const BucketKind kind =
+          strategy.PlacementOf(made_by.name) == placement
+              ? FusedBucketKind(desc, placement.hierarchy(), from, sig.inputs[i])
+              : BucketKind::kNone;
+      const bool fusable = kind != BucketKind::kNone;
       const std::string group = placement.ToString() + from.ToString() + sig.inputs[i].ToString() +
                                 DataTypeName(desc.dtype);
       if (!fusable || !seen.insert(node.inputs[i] + "|" + group).second) continue;
       FusedGradients shape;
+      shape.kind = kind;
       shape.placement = placement;
       shape.from = from;
       shape.to = sig.inputs[i];
@@ -57,14 +61,26 @@ std::vector<Candidate> Fusable(const OpGraph& graph, const Strategy& strategy) {
 
 }  // namespace
 
-bool FusedIntoBuckets(const NdSbp& from, const NdSbp& to, DataType dtype) {
-  if (!IsFloating(dtype) || from.size() != to.size()) return false;
-  bool partial = false;
-  for (int64_t a = 0; a < from.size(); ++a) {
-    if (from[a].is_split() || !to[a].is_broadcast()) return false;
-    partial = partial || from[a].is_partial_sum();
+BucketKind FusedBucketKind(const TensorDesc& desc, const Shape& hierarchy, const NdSbp& from,
+                           const NdSbp& to) {
+  if (!IsFloating(desc.dtype) || from.size() != to.size() || from.size() != hierarchy.ndim() ||
+      from.size() == 0) {
+    return BucketKind::kNone;
   }
-  return partial;
+  bool partial = false, all_b = true, all_s0 = true;
+  for (int64_t a = 0; a < from.size(); ++a) {
+    if (from[a].is_split()) return BucketKind::kNone;
+    partial = partial || from[a].is_partial_sum();
+    all_b = all_b && to[a].is_broadcast();
+    all_s0 = all_s0 && to[a].is_split() && to[a].axis() == 0;
+  }
+  if (!partial) return BucketKind::kNone;
+  if (all_b) return BucketKind::kAllReduce;
+  const int64_t p = hierarchy.NumElements();
+  if (all_s0 && desc.shape.ndim() >= 1 && desc.shape[0] > 0 && desc.shape[0] % p == 0) {
+    return BucketKind::kReduceScatter;
+  }
+  return BucketKind::kNone;
 }
 
 std::vector<FusedGradients> PlanGradientBuckets(const OpGraph& graph, const Strategy& strategy,
@@ -75,6 +91,9 @@ std::vector<FusedGradients> PlanGradientBuckets(const OpGraph& graph, const Stra
   auto close = [&](const std::string& group) {
     FusedGradients b = std::move(open.at(group));
     open.erase(group);
+    const int64_t p = b.placement.size();
+    b.shape = b.kind == BucketKind::kReduceScatter ? Shape{p, b.total_elements / p}
+                                                   : Shape{b.total_elements};
     if (b.tensors.size() >= 2) out.push_back(std::move(b));
   };
   for (Candidate& c : Fusable(graph, strategy)) {

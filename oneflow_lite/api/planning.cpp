@@ -145,7 +145,7 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
   OFL_ENSURE(planned.model != nullptr, "planned strategy '", planned.searcher,
              "' has no cost model");
   const CostModel& model = *planned.model;
-  // Fused gradients: one all-reduce of each bucket's concatenation.
+  // Fused gradients: one boxing of each bucket's register (all-reduce or reduce-scatter).
   std::set<std::string> fused;
   std::map<int64_t, int64_t> bucket_bytes;
   for (const FusedGradients& b :
@@ -153,9 +153,8 @@ Maybe<std::map<int64_t, int64_t>> PredictedBytesSent(const PlannedStrategy& plan
     for (const std::string& t : b.tensors) {
       fused.insert(t + "|" + b.placement.ToString() + "|" + b.to.ToString());
     }
-    OFL_ASSIGN_OR_RETURN(BoxingPlan plan,
-                         PlanBoxingBytes({Shape{b.total_elements}, b.dtype}, b.placement, b.from,
-                                         b.placement, b.to, "gradient bucket"));
+    OFL_ASSIGN_OR_RETURN(BoxingPlan plan, PlanBoxingBytes({b.shape, b.dtype}, b.placement, b.from,
+                                                          b.placement, b.to, "gradient bucket"));
     for (const auto& [rank, sent] : plan.bytes_sent) {
       bucket_bytes[rank] = SaturatingAdd(bucket_bytes[rank], sent);
     }

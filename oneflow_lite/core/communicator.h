@@ -43,7 +43,12 @@ class Communicator {
   // Sums `count` elements of every rank's `buffer` into every rank's `buffer`.
   virtual Status AllReduce(void* buffer, int64_t count, DataType dtype, const std::string& tag) = 0;
   // Sums every rank's `input` (count elements) and leaves on rank r its
-  // balanced part r (slicing.h BalancedPart over `count`) in `output`.
+  // balanced part r (slicing.h BalancedPart over `count`) in `output`. The
+  // host communicators (in-process, Gloo) sum each element of part r as
+  // rank r's own addend, then its peers' in rank order, wherever it lies in
+  // the part, so a reduce-scatter of several tensors' shards laid side by
+  // side gives each tensor's own bits (graph/gradient_buckets.h); NCCL's
+  // order is its own.
   virtual Status ReduceScatter(const void* input, void* output, int64_t count, DataType dtype,
                                const std::string& tag) = 0;
   // Concatenates every rank's `input` (counts[r] elements) into `output`.

@@ -1,5 +1,5 @@
-// Gradient buckets and input arrival in the cost model (cost_model.h's proxy,
-// cost_model_buckets.h's full model; the buckets are the runtime's,
+// Gradient buckets (all-reduce and zero's reduce-scatter) and input arrival in the cost model
+// (cost_model.h's proxy, cost_model_buckets.h's full model; the buckets are the runtime's,
 // gradient_buckets.h), worked out by hand on the two-level
 // test cluster (fast: groups of 4, 100 GB/s, 1 us per step), and the
 // nodes-of-eight case: a GPT block on 16 nodes of 8 devices whose inter-node
@@ -12,6 +12,7 @@
 #include <set>
 
 #include "graph/auto_parallel.h"
+#include "graph/boxing.h"
 #include "graph/cost_model_internal.h"
 #include "graph/gradient_buckets.h"
 #include "graph/strategy_report.h"
@@ -131,10 +132,11 @@ Strategy Preset(const OpGraph& g, std::shared_ptr<const CostModel> model,
   return planned.value().strategy;
 }
 
-TEST(GradientBucketTest, ReduceScattersAreChargedAloneAsTheRuntimeRunsThem) {
-  // zero on [4]: each gradient P -> S(0) is a reduce-scatter, which the
-  // runtime does not fuse (gradient_buckets.h): each pays its own 3 latency
-  // steps and sends 3/4 x 262,144 = 196,608 bytes, buckets or not.
+TEST(GradientBucketTest, ZeroReduceScattersFuseIntoBucketsWorkedByHand) {
+  // zero on [4]: each gradient P -> S(0) is a reduce-scatter of 262,144
+  // bytes (256 rows: 64 per rank), sending 3/4 x 262,144 = 196,608 bytes in
+  // 3 latency steps. Buckets of 512 KiB: w3's and w2's gradients (ready in
+  // that order) fill the first; w1's is alone.
   const OpGraph g = ThreeMatmuls();
   CostOptions options;
   options.gradient_bucket_bytes = 524288;
@@ -148,18 +150,60 @@ TEST(GradientBucketTest, ReduceScattersAreChargedAloneAsTheRuntimeRunsThem) {
     if (!IsGradientEdge(*model, e)) continue;
     ++gradients;
     SCOPED_TRACE(model->edges()[e].tensor);
-    ExpectNear(s.edge_seconds[e], 3 * kLat + 196608 / kBw);
+    ExpectNear(s.edge_seconds[e], 3 * kLat * kGrad / 524288 + 196608 / kBw);  // proxy: half
   }
   EXPECT_EQ(gradients, 3);
   const StepEstimate est = EstimateStep(*model, choice).value();
-  ASSERT_EQ(est.buckets.size(), 3u);
-  for (const GradientBucket& b : est.buckets) {
-    EXPECT_EQ(b.collective, "reduce_scatter");
-    EXPECT_EQ(b.gradients.size(), 1u);
-    EXPECT_EQ(b.sent_bytes, 196608);
-    ExpectNear(b.seconds, 3 * kLat + 196608 / kBw);
-  }
-  EXPECT_TRUE(PlanGradientBuckets(g, zero, options.gradient_bucket_bytes).empty());
+  ASSERT_EQ(est.buckets.size(), 2u);
+  EXPECT_EQ(est.buckets[0].collective, "reduce_scatter");
+  EXPECT_EQ(est.buckets[0].gradients.size(), 2u);
+  EXPECT_EQ(est.buckets[0].buffer_bytes, 524288);
+  EXPECT_EQ(est.buckets[0].sent_bytes, 393216);
+  ExpectNear(est.buckets[0].seconds, 3 * kLat + 393216 / kBw);  // one latency for two
+  EXPECT_EQ(est.buckets[1].gradients.size(), 1u);
+  EXPECT_EQ(est.buckets[1].sent_bytes, 196608);
+  ExpectNear(est.buckets[1].seconds, 3 * kLat + 196608 / kBw);
+  ExpectNear(est.gradient_s, 6 * kLat + 3 * 196608 / kBw);
+  // The runtime's plan: one bucket [4, 32768] (each member's 65,536
+  // elements as [4, 16384], side by side), P -> S(0); rank d's row holds
+  // rows 64d .. 64d + 63 of both gradients.
+  const std::vector<FusedGradients> buckets = PlanGradientBuckets(g, zero, 524288);
+  ASSERT_EQ(buckets.size(), 1u);
+  const FusedGradients& b = buckets[0];
+  EXPECT_EQ(b.kind, BucketKind::kReduceScatter);
+  EXPECT_EQ(b.tensors, est.buckets[0].gradients);
+  EXPECT_EQ(b.elements, (std::vector<int64_t>{65536, 65536}));
+  EXPECT_EQ(b.total_elements, 131072);
+  EXPECT_EQ(b.shape, (Shape{4, 32768}));
+  EXPECT_EQ(b.from.ToString(), "(P)");
+  EXPECT_EQ(b.to.ToString(), "(S(0))");
+  // Its boxing sends what the two members' would: 3 x 32,768 x 4 bytes per rank.
+  const BoxingPlan plan =
+      PlanBoxingBytes({b.shape, b.dtype}, b.placement, b.from, b.placement, b.to, "b").value();
+  for (int64_t r = 0; r < 4; ++r) EXPECT_EQ(plan.bytes_sent.at(r), 393216) << r;
+}
+
+TEST(GradientBucketTest, WhichGradientsFuseIntoWhichBuckets) {
+  const TensorDesc even{Shape{8, 3}, DataType::kFloat32};
+  const Shape flat{4}, square{2, 2};
+  auto kind = [](const TensorDesc& d, const Shape& h, const char* from, const char* to) {
+    return FusedBucketKind(d, h, NdSbp::Parse(from).value(), NdSbp::Parse(to).value());
+  };
+  EXPECT_EQ(kind(even, flat, "(P)", "(B)"), BucketKind::kAllReduce);
+  EXPECT_EQ(kind(even, flat, "(P)", "(S(0))"), BucketKind::kReduceScatter);
+  EXPECT_EQ(kind(even, square, "(P, P)", "(S(0), S(0))"), BucketKind::kReduceScatter);
+  EXPECT_EQ(kind(even, square, "(B, P)", "(S(0), S(0))"), BucketKind::kReduceScatter);
+  EXPECT_EQ(kind(even, square, "(P, B)", "(B, B)"), BucketKind::kAllReduce);
+  // Boxed alone: rows that do not divide by the ranks, another split axis,
+  // a mixed target, nothing to sum, a split source, an integer dtype.
+  EXPECT_EQ(kind({Shape{6, 3}, DataType::kFloat32}, flat, "(P)", "(S(0))"), BucketKind::kNone);
+  EXPECT_EQ(kind({Shape{12}, DataType::kFloat32}, Shape{2, 4}, "(P, P)", "(S(0), S(0))"),
+            BucketKind::kNone);  // 12 rows over 8 ranks
+  EXPECT_EQ(kind(even, flat, "(P)", "(S(1))"), BucketKind::kNone);
+  EXPECT_EQ(kind(even, square, "(P, P)", "(S(0), B)"), BucketKind::kNone);
+  EXPECT_EQ(kind(even, flat, "(B)", "(S(0))"), BucketKind::kNone);
+  EXPECT_EQ(kind(even, square, "(S(0), P)", "(S(0), S(0))"), BucketKind::kNone);
+  EXPECT_EQ(kind({Shape{8}, DataType::kInt64}, flat, "(P)", "(S(0))"), BucketKind::kNone);
 }
 
 // The gradients of every bucket of more than one member, as sets of names.
@@ -174,7 +218,7 @@ std::set<std::vector<std::string>> ModelBuckets(const StepEstimate& est) {
 struct Compared {
   int strategies = 0;   // compared
   int fused = 0;        // of them with a runtime bucket
-  int alone = 0;        // reduce-scatters the model charged alone
+  int alone = 0;        // reduce-scatters the model charged alone (one member)
   int split_alone = 0;  // gradients split on one axis and partial on another
 };
 
@@ -224,9 +268,8 @@ TEST(GradientBucketTest, TheModelFusesExactlyWhatTheRuntimeFuses) {
   // On [2, 2] and [2] (gradients P, B, split, partly reduced; reduce-scatters
   // and all-reduces of split gradients among them), at bucket sizes that
   // fuse none, two or three gradients: the full model's multi-member
-  // buckets are the runtime's (PlanGradientBuckets), member for member.
-  // Before the model followed the runtime, zero's reduce-scatters shared
-  // buckets in the model only.
+  // buckets are the runtime's (PlanGradientBuckets), member for member,
+  // zero's reduce-scatters (one bucket per mesh axis step on [2, 2]) too.
   const OpGraph g = ThreeMatmuls();
   Compared c;
   for (const Placement& mesh : {Mesh({2, 2}), Mesh({2})}) {
@@ -235,8 +278,8 @@ TEST(GradientBucketTest, TheModelFusesExactlyWhatTheRuntimeFuses) {
     }
   }
   EXPECT_GE(c.strategies, 200);
-  EXPECT_GE(c.fused, 4);        // data_parallel's at the two larger sizes, on both meshes
-  EXPECT_GE(c.alone, 6);        // zero's reduce-scatters, each alone
+  EXPECT_GE(c.fused, 8);        // data_parallel's and zero's at the larger sizes, both meshes
+  EXPECT_GE(c.alone, 6);        // zero's reduce-scatters at bucket size 1, each alone
   EXPECT_GE(c.split_alone, 4);  // gradients split on one axis, partial on another
 }
 

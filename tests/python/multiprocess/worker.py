@@ -11,6 +11,7 @@
     python -m multiprocess.worker seeds OUT              # process 1 starts from other weights
     python -m multiprocess.worker save_end OUT DIR       # process 2 dies at the end of a save
     python -m multiprocess.worker hang OUT               # trains until a peer stops answering
+    python -m multiprocess.worker zero OUT MODEL DTYPE PRESET BUCKET  # zero_cases on [2]
 
 Each process trains as told and writes what it saw to OUT/<tag>.p<process>.npz
 (losses, parameters after training, errors as text), so the test compares
@@ -178,6 +179,8 @@ def main(argv) -> int:
                 with open(os.path.join(out, f"running.{PROCESS}"), "w") as f:
                     f.write(str(os.getpid()))
         return 0
+    elif mode == "zero":  # zero_cases' model under a preset on 2 ranks, AdamW
+        return zero_mode(out, argv[2:], threads)
     elif mode == "save_end":  # the last process dies right after the save's gather
         return save_end_mode(out, argv[2], threads)
     else:
@@ -278,6 +281,19 @@ def checkpoint_mode(mode: str, out: str, args, threads: int) -> int:
         state = {n: s.get_variable(n) for n in names}
     losses = td.train(s, g, data[3:5])
     save(out, tag, losses, state, **extra)
+    return 0
+
+
+def zero_mode(out: str, args, threads: int) -> int:
+    """MODEL DTYPE PRESET BUCKET: zero_cases' model trained STEPS steps on
+    the mesh [2] under PRESET with BUCKET gradient-bucket bytes."""
+    import zero_cases as zc
+    model, dtype, preset, bucket = args[0], args[1], args[2], int(args[3])
+    g, params = zc.build(model, dtype)
+    s = zc.session(g, preset, 2, bucket, threads)
+    losses = zc.train(s, g, zc.batches(model, dtype))
+    save(out, f"zero-{model}-{dtype}-{preset}-{bucket}", losses,
+         {p: s.get_variable(p) for p in params})
     return 0
 
 
