@@ -59,6 +59,18 @@ inline int FirstSumEqual(const double* a, const double* b, int n, double value) 
   return i;
 }
 
+// For each of `rows` rows of kx values, `row_stride` apart from `rows0`:
+// table[t] = min over c of a[c] + row_t[c], argmin[t] its first c.
+void MinSumOfRows(const double* a, int kx, const double* rows0, int64_t row_stride, int64_t rows,
+                  double* table, uint16_t* argmin) {
+  for (int64_t t = 0; t < rows; ++t) {
+    const double* row = rows0 + t * row_stride;
+    const double value = MinSum(a, row, kx);
+    table[t] = value;
+    argmin[t] = static_cast<uint16_t>(FirstSumEqual(a, row, kx, value));
+  }
+}
+
 // Fills `out` (its buffers reused) with `data` copied x-fastest.
 void CopyXFast(const double* data, int64_t x_stride, const int64_t* scope_stride,
                const int64_t* sizes, int m, int kx, std::vector<int64_t>& index, XFastFactor& out) {
@@ -97,14 +109,8 @@ void MinOverLast(const double* partial, int kx, const XFastFactor* inner, int nu
     return;
   }
   if (num_inner == 1) {
-    const double* base = inner[0].data.data() + offsets[0];
-    const int64_t step = inner[0].strides[m - 1];
-    for (int64_t t = 0; t < last; ++t) {
-      const double* b = base + t * step;
-      const double value = MinSum(partial, b, kx);
-      table[t] = value;
-      argmin[t] = static_cast<uint16_t>(FirstSumEqual(partial, b, kx, value));
-    }
+    MinSumOfRows(partial, kx, inner[0].data.data() + offsets[0], inner[0].strides[m - 1], last,
+                 table, argmin);
     return;
   }
   for (int64_t t = 0; t < last; ++t) {
@@ -181,12 +187,7 @@ bool MinOverFactors(const double* unary, int kx, const double* const* data, int 
 void MinOverOneFactor(const double* unary, int kx, const double* data, int64_t x_stride,
                       int64_t s_stride, int64_t s_size, double* table, uint16_t* argmin) {
   if (x_stride == 1) {
-    for (int64_t t = 0; t < s_size; ++t) {
-      const double* row = data + t * s_stride;
-      const double best = MinSum(unary, row, kx);
-      table[t] = best;
-      argmin[t] = static_cast<uint16_t>(FirstSumEqual(unary, row, kx, best));
-    }
+    MinSumOfRows(unary, kx, data, s_stride, s_size, table, argmin);
     return;
   }
   CHECK_EQ(s_stride, 1);
