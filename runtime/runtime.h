@@ -167,8 +167,11 @@ class Runtime {
   void set_detect_anomaly(bool on);  // between runs (RuntimeOptions::detect_anomaly)
 
   int64_t num_ranks() const { return plan_.num_ranks(); }
-  const std::vector<int64_t>& local_ranks() const;                     // this process's ranks
-  int64_t iteration() const { return iteration_; }                     // iterations run so far
+  const std::vector<int64_t>& local_ranks() const;  // this process's ranks
+  int64_t iteration() const { return iteration_; }  // iterations run so far
+  // Sets iteration() between runs (not during one): where the random ops'
+  // stream continues, e.g. a checkpoint's saved position. Must be >= 0.
+  Status SetIteration(int64_t iteration);
   int kernel_threads(int64_t rank) const { return shares_.at(rank); }  // 0: not local
   std::vector<int64_t> peak_bytes() const;
   std::vector<int64_t> live_bytes() const;

@@ -203,4 +203,10 @@ Maybe<RunResult> Runtime::Run(int64_t num_iterations, const std::vector<TensorMa
   return result;
 }
 
+Status Runtime::SetIteration(int64_t iteration) {
+  OFL_ENSURE(iteration >= 0, "set_iteration: iteration ", iteration, " must be >= 0");
+  iteration_ = iteration;
+  return Status::OK();
+}
+
 }  // namespace ofl

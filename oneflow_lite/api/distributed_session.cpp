@@ -468,6 +468,12 @@ Status DistributedSession::SetVariableSlice(const std::string& name, int64_t ran
   return runtime_->SetVariable(name, rank, value);
 }
 
+Status DistributedSession::SetIteration(int64_t iteration) {
+  std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+  OFL_ENSURE(lock.owns_lock(), "set_iteration: a run is in progress on another thread");
+  return runtime_->SetIteration(iteration);
+}
+
 std::string DistributedSession::StrategyDot() const { return StrategyToDot(graph_, strategy_); }
 
 }  // namespace ofl

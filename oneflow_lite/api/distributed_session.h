@@ -123,6 +123,13 @@ class DistributedSession {
                  const std::vector<std::string>& fetches,
                  std::vector<std::vector<Tensor>>* results);
   int64_t micro_batches() const { return micro_batches_; }
+  // The random stream's position: micro-batches run so far (failed steps not
+  // counted when transactional), from which dropout draws its masks. A
+  // checkpoint saves it; SetIteration (not during a run; each process sets its
+  // own, to the same value) makes the next step draw what a session that had
+  // run that many micro-batches would.
+  int64_t iteration() const { return runtime_->iteration(); }
+  Status SetIteration(int64_t iteration);
   // Runs fail at the first op whose output holds a NaN or Inf, naming it.
   void set_detect_anomaly(bool on) { runtime_->set_detect_anomaly(on); }
   Maybe<Tensor> GetVariable(const std::string& name) const;          // collective (see above)

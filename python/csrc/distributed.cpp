@@ -164,6 +164,12 @@ void BindSessionState(py::class_<DistributedSession>& c) {
             ThrowIfError(s.SetVariableSlice(name, rank, TensorFromArray(value, what)));
           },
           py::arg("name"), py::arg("rank"), py::arg("value"))
+      .def_property(
+          "iteration", &DistributedSession::iteration,
+          [](DistributedSession& s, int64_t i) { ThrowIfError(s.SetIteration(i)); },
+          "the random stream's position: micro-batches run so far (dropout draws from it); "
+          "checkpoints save and restore it")
+      .def_property_readonly("micro_batches", &DistributedSession::micro_batches)
       .def("bytes_sent", &DistributedSession::BytesSentByRank)
       .def("peak_bytes", &DistributedSession::PeakBytes)
       .def("undo_bytes", &DistributedSession::UndoBytes,

@@ -2,7 +2,8 @@
 // error, a timeout or the commit hook leaves every variable (Adam's param, m,
 // v and step counter) bitwise as before and iteration() where it was, so a
 // retried step (with dropout) equals a fresh runtime's; off, a failed run
-// may leave some variables updated and says so. The oracle for "unchanged"
+// may leave some variables updated and says so; SetIteration resumes the
+// stream where a checkpoint left it. The oracle for "unchanged"
 // is a copy taken with GetVariable before the run; for the retry, a second
 // Runtime that never failed. Every run has a timeout.
 #include "runtime/step_undo.h"
@@ -238,6 +239,38 @@ TEST(StepUndoTest, CommitHookErrorRestoresVariablesOfASuccessfulRun) {
   ASSERT_TRUE(committed.ok()) << committed.status().message();
   EXPECT_EQ(committed.value().fetched.size(), 3u);
   EXPECT_EQ(rt->iteration(), 3);
+}
+
+// A checkpoint's resume: a fresh runtime given the variables and the
+// iteration of one that ran 2 iterations draws iteration 2's dropout mask, so
+// its third iteration equals the uninterrupted runtime's, bitwise. Without
+// SetIteration it draws iteration 0's mask and differs.
+TEST(StepUndoTest, SetIterationResumesTheRandomStream) {
+  const proto::Plan plan = GatedAdamPlan(0);
+  const std::vector<TensorMap> feeds = Feeds();
+  auto whole = MakeRuntime(plan, Options());
+  ASSERT_TRUE(whole->Run(2, {feeds[0], feeds[1]}, {"y"}).ok());
+  const TensorMap saved = Snapshot(*whole);
+  auto want = whole->Run(1, {feeds[2]}, {"y"});
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  for (bool resume : {true, false}) {
+    auto resumed = Runtime::Create(plan, Options()).value();
+    for (const auto& [key, t] : saved)
+      ASSERT_TRUE(resumed->SetVariable(key.name, key.rank, t).ok());
+    if (resume) {
+      ASSERT_TRUE(resumed->SetIteration(2).ok());
+    }
+    auto got = resumed->Run(1, {feeds[2]}, {"y"});
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    const bool same =
+        BitwiseEqual(got.value().fetched[0].at({"y", 0}), want.value().fetched[0].at({"y", 0}));
+    EXPECT_EQ(same, resume);
+    if (resume) ExpectBitwiseEqual(Snapshot(*resumed), Snapshot(*whole));
+    EXPECT_EQ(resumed->iteration(), resume ? 3 : 1);
+  }
+  const Status negative = whole->SetIteration(-1);
+  EXPECT_EQ(negative.message(), "set_iteration: iteration -1 must be >= 0");
+  EXPECT_EQ(whole->iteration(), 3);
 }
 
 TEST(StepUndoTest, WithoutTransactionsAFailedRunMayLeaveAPartialUpdateAndSaysSo) {
