@@ -3,6 +3,7 @@ checking every field before any byte of a shard is read.
 
     {"format": "oneflow_lite-sharded", "version": 2, "model": str,
      "fingerprint": str, "meta": {...}, "chunk_bytes": int,
+     "random": {"iteration": int} (optional; oneflow_lite._random_stream),
      "world": {"processes": int, "ranks": [int]},
      "files": [{"file": "shards/process-00000.bin", "nbytes": int}],
      "tensors": [{"name", "shape", "dtype", "nd_sbp",
@@ -26,6 +27,7 @@ import re
 
 import numpy as np
 
+from oneflow_lite import _random_stream
 from oneflow_lite.checkpoint import CheckpointError, _is_dtype, _is_inside
 
 FORMAT = "oneflow_lite-sharded"
@@ -89,6 +91,7 @@ def check(path: str, index: dict) -> dict:
     c.need(index, "fingerprint", lambda v: isinstance(v, str), "a string", "")
     if not isinstance(index.get("meta", {}), dict):
         raise c.fail(f"{INDEX} 'meta' is not an object")
+    _random_stream.check(index, c.fail)
     c.need(index, "chunk_bytes", lambda v: _int(v, 1) and v < 2 ** 62,
            "a positive integer below 2**62", "")
     world = c.need(index, "world", lambda v: isinstance(v, dict), "an object", "")

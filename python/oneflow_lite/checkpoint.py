@@ -14,8 +14,9 @@ variable names, the fingerprint and the save-target rule (_save_paths).
 A checkpoint is a directory::
 
     ckpt/
-      index.json        format, version, model name, fingerprint, meta, and per
-                        tensor: name, shape, dtype, file, nbytes, sha256
+      index.json        format, version, model name, fingerprint, meta, the
+                        random stream position (oneflow_lite._random_stream),
+                        and per tensor: name, shape, dtype, file, nbytes, sha256
       tensors/00000.npy one numpy .npy file per logical tensor, in index order
 
 Tensors are *logical* (the global view, never a rank's shard), so a
@@ -66,7 +67,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from oneflow_lite import _save_paths
+from oneflow_lite import _random_stream, _save_paths
 
 FORMAT = "oneflow_lite-checkpoint"
 VERSION = 1
@@ -87,6 +88,7 @@ class Checkpoint:
     fingerprint: str
     meta: Dict[str, Any]
     stats: Any = None  # a sharded load's _slice_io.ReadStats (bytes read per file)
+    random: Optional[Dict[str, int]] = None  # {"iteration": N}; None: not saved (_random_stream)
 
 
 def is_state(name: str) -> bool:
@@ -122,9 +124,10 @@ def _write_file(path: str, write) -> None:
 
 
 def save(path: str, tensors: Mapping[str, Any], model: str = "",
-         meta: Optional[Mapping[str, Any]] = None) -> None:
+         meta: Optional[Mapping[str, Any]] = None, iteration: Optional[int] = None) -> None:
     """Writes ``tensors`` (name -> array-like, logical) as a checkpoint at ``path``,
     atomically (see the module docstring). ``meta`` must be JSON-serialisable.
+    ``iteration``: the session's random stream position (oneflow_lite._random_stream).
     Refuses (CheckpointError) a ``path`` that is not new, an empty directory
     or an earlier checkpoint of ours, leaving it untouched."""
     path = _save_paths.target_path(path, "checkpoint.save")
@@ -160,6 +163,8 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
         index = {"format": FORMAT, "version": VERSION, "model": model,
                  "fingerprint": fingerprint({n: (a.shape, a.dtype) for n, a in arrays.items()}),
                  "meta": meta_json, "tensors": entries}
+        if iteration is not None:
+            index[_random_stream.KEY] = _random_stream.of(iteration)
         _write_file(os.path.join(tmp, INDEX),
                     lambda f: f.write(json.dumps(index, indent=1).encode()))
         _save_paths.publish(tmp, path, replace)
@@ -217,6 +222,7 @@ def read_index(path: str) -> dict:
     if not isinstance(index.get("meta", {}), dict):
         raise CheckpointError(f"checkpoint {path}: {INDEX} 'meta' is a "
                               f"{type(index['meta']).__name__}, not an object")
+    _random_stream.check(index, lambda m: CheckpointError(f"checkpoint {path}: {m}"))
     names = set()
     for i, entry in enumerate(index["tensors"]):
         _check_entry(path, i, entry)
@@ -347,7 +353,7 @@ def load(path: str, expected: Optional[Mapping[str, Tuple[Sequence[int], str]]] 
         check_compatible(path, index, expected, allow_missing_state)
     tensors = {e["name"]: _read_tensor(path, e, verify) for e in index["tensors"]}
     return Checkpoint(tensors=tensors, model=index["model"], fingerprint=index["fingerprint"],
-                      meta=index.get("meta", {}))
+                      meta=index.get("meta", {}), random=index.get(_random_stream.KEY))
 
 
 def _sharded_format() -> str:

@@ -44,6 +44,7 @@ class _Snapshot:
 
     def __init__(self, shards: sharded_checkpoint.SessionShards):
         self.names, self.ranks = shards.names, shards.ranks
+        self.iteration = shards.iteration  # the stream position at the copy
         self._layouts = {n: shards.layout(n) for n in self.names}
         self._slices: Dict[Tuple[str, int], np.ndarray] = {}
         for name in self.names:
@@ -82,7 +83,8 @@ class PeriodicSaver:
         if c.parallel is not None:
             source = _Snapshot(sharded_checkpoint.SessionShards(c.session, names))
         else:
-            source = sharded_checkpoint.ArrayShards({k: np.array(c.get(k)) for k in names})
+            source = sharded_checkpoint.ArrayShards({k: np.array(c.get(k)) for k in names},
+                                                    iteration=c.session.iteration)
         self.copy_seconds.append(time.perf_counter() - start)
 
         def write() -> None:

@@ -9,7 +9,10 @@ A checkpoint is a directory::
       index.json                 per tensor: logical shape, dtype, NdSbp,
                                  placement, and its slices: rank, offset,
                                  shape, file, byte_offset, nbytes, sha256,
-                                 crc32 per chunk (oneflow_lite._sharded_index)
+                                 crc32 per chunk (oneflow_lite._sharded_index);
+                                 the random stream position, so that a
+                                 resumed session draws the dropout masks of
+                                 an uninterrupted one (_random_stream)
       shards/process-00000.bin   raw C-order bytes of process 0's slices,
                                  back to back; one file per process
 
@@ -69,7 +72,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from oneflow_lite import _save_paths, _sharded_index, _slice_io, _world, checkpoint
+from oneflow_lite import (_random_stream, _save_paths, _sharded_index, _slice_io, _world,
+                          checkpoint)
 from oneflow_lite._sharded_index import FORMAT, INDEX, VERSION  # noqa: F401 (re-exported)
 from oneflow_lite.checkpoint import CheckpointError
 
@@ -95,6 +99,11 @@ class SessionShards:
                              f"not held by this process (it holds {local})")
         self._layouts: Dict[str, dict] = {}
 
+    @property
+    def iteration(self) -> int:
+        """The session's random stream position (oneflow_lite._random_stream)."""
+        return self.session.iteration
+
     def layout(self, name: str) -> dict:
         if name not in self._layouts:
             self._layouts[name] = self.session.variable_layout(name)
@@ -109,11 +118,14 @@ class SessionShards:
 
 class ArrayShards:
     """Logical arrays as held by one rank (0): an eager model's state or a
-    one-device session's, saved or loaded (``arrays`` receives the loads)."""
+    one-device session's, saved or loaded (``arrays`` receives the loads).
+    ``iteration``: the random stream position to save (a one-device
+    session's ``iteration``; None: none, as eager state); a load sets it."""
 
-    def __init__(self, arrays: Mapping[str, Any]):
+    def __init__(self, arrays: Mapping[str, Any], iteration: Optional[int] = None):
         self.arrays = {k: np.require(np.asarray(v), requirements="C") for k, v in arrays.items()}
         self.names, self.ranks = list(self.arrays), [0]
+        self.iteration = iteration
 
     def layout(self, name: str) -> dict:
         a = self.arrays[name]
@@ -287,7 +299,7 @@ def _write_shard(tmp: str, source, process: int, chunk_bytes: int) -> dict:
         f.flush()
         os.fsync(f.fileno())
     return {"file": rel, "nbytes": pos, "ranks": [int(r) for r in source.ranks],
-            "tensors": tensors}
+            "tensors": tensors, "random": _random_stream.of(getattr(source, "iteration", None))}
 
 
 def _primary_ranks(layout: dict) -> List[int]:
@@ -329,6 +341,10 @@ def _merge(gathered: List[dict]) -> List[dict]:
 def _publish(tmp: str, path, replace: bool, model: str, meta, chunk_bytes: int,
              gathered: List[dict], save_id: str = "") -> None:
     tensors = _merge(gathered)
+    try:
+        random = _random_stream.agreed([g.get("random") for g in gathered])
+    except ValueError as e:
+        raise CheckpointError(f"sharded checkpoint: {e}") from None
     full = _save_paths.target_path(path, "sharded_checkpoint.save")
     index = {"format": FORMAT, "version": VERSION, "model": model,
              "fingerprint": checkpoint.fingerprint({t["name"]: (t["shape"], t["dtype"])
@@ -338,6 +354,8 @@ def _publish(tmp: str, path, replace: bool, model: str, meta, chunk_bytes: int,
                        "ranks": sorted({r for g in gathered for r in g["ranks"]})},
              "files": [{"file": g["file"], "nbytes": g["nbytes"]} for g in gathered],
              "tensors": tensors, "save_id": save_id}
+    if random is not None:
+        index[_random_stream.KEY] = random
     _sharded_index.check(tmp, index)  # what a load will check, before anything is replaced
     _save_paths._fsync_dir(os.path.join(tmp, SHARDS))  # the shard files' names, too
     checkpoint._write_file(os.path.join(tmp, INDEX),
@@ -400,9 +418,14 @@ def load_into(path, target, model: Optional[str] = None,
         reader.close()
     for (name, rank), value in pieces.items():
         target.set(name, rank, value)
+    if isinstance(target, SessionShards):  # the stream moves with the variables
+        _random_stream.restore(path, index.get(_random_stream.KEY), target.session,
+                               {n: v for (n, _), v in pieces.items()})
+    elif index.get(_random_stream.KEY) is not None:
+        target.iteration = index[_random_stream.KEY]["iteration"]
     return checkpoint.Checkpoint(tensors={}, model=index["model"],
                                  fingerprint=index["fingerprint"], meta=index.get("meta", {}),
-                                 stats=reader.stats)
+                                 stats=reader.stats, random=index.get(_random_stream.KEY))
 
 
 def _read_boxes(reader: _slice_io.SliceReader, entry: dict,

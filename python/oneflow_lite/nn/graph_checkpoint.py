@@ -8,13 +8,15 @@ of its ranks, oneflow_lite.sharded_checkpoint); a one-device graph, or
 (oneflow_lite.checkpoint). ``load`` reads either under any plan, device or
 process count, or keeps it for the first call when the graph is not
 compiled yet. The scheduler's state travels in the checkpoint's meta, so a
-resumed run feeds the same learning rate. Not thread-safe.
+resumed run feeds the same learning rate, and the session's random stream
+position in its index (oneflow_lite._random_stream), so that it draws the
+same dropout masks. Not thread-safe.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from oneflow_lite import _world, checkpoint, sharded_checkpoint
+from oneflow_lite import _random_stream, _world, checkpoint, sharded_checkpoint
 
 
 class GraphCheckpoint:
@@ -36,12 +38,14 @@ class GraphCheckpoint:
             sharded = c.parallel is not None
         if not sharded:  # every process reads the state (collective); process 0 writes
             arrays = {k: v._array() for k, v in self.state_dict().items()}
+            it = c.session.iteration
             _on_process0(world or _world.World(),
-                         lambda: checkpoint.save(path, arrays, model, meta))
+                         lambda: checkpoint.save(path, arrays, model, meta, iteration=it))
             return
         source = (sharded_checkpoint.SessionShards(c.session, self._state_names())
                   if c.parallel is not None else
-                  sharded_checkpoint.ArrayShards({k: c.get(k) for k in self._state_names()}))
+                  sharded_checkpoint.ArrayShards({k: c.get(k) for k in self._state_names()},
+                                                 iteration=c.session.iteration))
         sharded_checkpoint.save(path, source, model, meta, world)
 
     def load(self, path: str, model: Optional[str] = None) -> checkpoint.Checkpoint:
@@ -78,6 +82,7 @@ class GraphCheckpoint:
         checkpoint.check_compatible(path, index, self._state_specs(),
                                     allow_missing_state=self._optimizer is None)
         self.load_state_dict(ck.tensors)
+        _random_stream.restore(path, ck.random, self._compiled.session, ck.tensors)
         self._apply_meta(ck)
 
     def _apply_sharded(self, path: str, model: Optional[str]) -> checkpoint.Checkpoint:
