@@ -12,6 +12,7 @@
     python -m multiprocess.worker save_end OUT DIR       # process 2 dies at the end of a save
     python -m multiprocess.worker hang OUT               # trains until a peer stops answering
     python -m multiprocess.worker zero OUT MODEL DTYPE PRESET BUCKET  # zero_cases on [2]
+    python -m multiprocess.worker dropout_resume OUT PHASE DIR  # save or load, dropout on
 
 Each process trains as told and writes what it saw to OUT/<tag>.p<process>.npz
 (losses, parameters after training, errors as text), so the test compares
@@ -181,6 +182,8 @@ def main(argv) -> int:
         return 0
     elif mode == "zero":  # zero_cases' model under a preset on 2 ranks, AdamW
         return zero_mode(out, argv[2:], threads)
+    elif mode == "dropout_resume":  # PHASE DIR: save or load a GPT with dropout
+        return dropout_resume_mode(out, argv[2], argv[3], threads)
     elif mode == "save_end":  # the last process dies right after the save's gather
         return save_end_mode(out, argv[2], threads)
     else:
@@ -294,6 +297,26 @@ def zero_mode(out: str, args, threads: int) -> int:
     losses = zc.train(s, g, zc.batches(model, dtype))
     save(out, f"zero-{model}-{dtype}-{preset}-{bucket}", losses,
          {p: s.get_variable(p) for p in params})
+    return 0
+
+
+def dropout_resume_mode(out: str, phase: str, directory: str, threads: int) -> int:
+    """zero_cases' GPT (dropout 0.1, float64) under zero on [2]: PHASE save
+    trains 2 steps, saves DIR (each process its rank) and trains 2 more; load
+    starts a fresh session, loads DIR and trains the same 2 steps."""
+    import zero_cases as zc
+    g, params = zc.build("gpt", "float64")
+    s = zc.session(g, "zero", 2, 1 << 20, threads)
+    shards = sharded_checkpoint.SessionShards(s, list(g.program.variables()))
+    data = zc.batches("gpt", "float64", steps=4)
+    if phase == "save":
+        zc.train(s, g, data[:2])
+        sharded_checkpoint.save(directory, shards, model="gpt")
+    else:
+        sharded_checkpoint.load_into(directory, shards, model="gpt")
+    losses = zc.train(s, g, data[2:])
+    save(out, f"dropout-{phase}", losses, {p: s.get_variable(p) for p in params},
+         iteration=s.iteration)
     return 0
 
 
