@@ -9,8 +9,8 @@ off and on (bitwise the same on 2 processes; in-process, see
 test_zero_buckets.py). The oracle, data_parallel, is itself held to the single-device
 session at the same tolerances. A sharded checkpoint saved under zero
 loads under data_parallel and the reverse, and the next steps' losses and
-parameters are those of the run that did not stop (without dropout: a
-fresh session draws its masks from step 0 again, under every plan)."""
+parameters are those of the run that did not stop (dropout included: the
+checkpoint carries the random stream's position)."""
 from __future__ import annotations
 
 import numpy as np
@@ -103,9 +103,9 @@ def test_zero_equals_data_parallel_on_2_processes(oracles, tmp_path, model, dtyp
 def test_checkpoint_moves_between_zero_and_data_parallel(tmp_path, saver, loader):
     """Train 2 steps under `saver` on [4], save (parameters and AdamW state),
     load into a fresh `loader` session, train 2 more: the losses and
-    parameters are the uninterrupted `saver` run's (float64; the GPT
-    without dropout, whose masks follow a session's own step count)."""
-    model, dtype = "gpt0", "float64"
+    parameters are the uninterrupted `saver` run's (float64; the GPT with
+    dropout, whose position the checkpoint carries)."""
+    model, dtype = "gpt", "float64"
     data = zc.batches(model, dtype, steps=4)
     g, params = zc.build(model, dtype)
     names = list(g.program.variables())

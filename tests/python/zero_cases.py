@@ -25,17 +25,13 @@ TOL = {"float64": {"rtol": 1e-12, "atol": 1e-14}, "float32": {"rtol": 1e-5, "ato
 CONFIGS = {
     "mlp": MLPConfig(in_features=6, hidden=(10, 7, 5), num_classes=4, dropout=0.1),
     "gpt": GPTConfig(vocab_size=16, seq_len=4, n_layer=2, n_head=2, n_embd=8, dropout=0.1),
-    # Without dropout, for checkpoints: a session's dropout masks follow its
-    # own step count, which a checkpoint does not carry (a fresh session
-    # draws step 0's masks again), whatever the plan.
-    "gpt0": GPTConfig(vocab_size=16, seq_len=4, n_layer=2, n_head=2, n_embd=8, dropout=0.0),
 }
 
 
 def build(model: str, dtype: str):
     """The model's loss with AdamW appended: (LossGraph, sorted trainables)."""
     flow.manual_seed(3)
-    module = flow.models.create(model.rstrip("0"), CONFIGS[model])
+    module = flow.models.create(model, CONFIGS[model])
     if dtype == "float64":
         module = module.double()
     g = trace_loss(module, BATCH)
