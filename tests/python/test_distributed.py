@@ -77,12 +77,12 @@ def make_case(index: int) -> dict:
     return case
 
 
-def batches(case: dict) -> list:
+def batches(case: dict, steps: int = STEPS) -> list:
     """Per step: (data, labels) of the global batch (micro_batches * batch rows)."""
     rng = np.random.default_rng(case["data_seed"])
     cfg, b = case["config"], case["batch"] * case["micro_batches"]
     out = []
-    for _ in range(STEPS):
+    for _ in range(steps):
         if case["model"] == "mlp":
             data = rng.standard_normal((b, cfg.in_features)).astype(np.float32)
             labels = rng.integers(0, cfg.num_classes, size=(b,))

@@ -79,7 +79,7 @@ def model_case(name: str):
 def run_model(name: str, searcher: str, devices: int, hierarchy, threads: int, steps: int = 3,
               timeout_ms: int = 30000):
     case = model_case(name)
-    data = td.batches(case)[:steps]
+    data = td.batches(case, steps)
     g, params = td.build(td.make_model(case), case["batch"])
     if searcher == "autoddl":
         strategy = _C.plan(g.program, list(hierarchy), "v100_8gpu", "autoddl").strategy
