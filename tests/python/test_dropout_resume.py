@@ -11,7 +11,8 @@ A failed (rolled back) step does not move the saved position. A checkpoint
 without the position (older versions) derives it from AdamW's step
 counter, or, without one (SGD), loads with a RuntimeWarning and continues
 from the session's own position; a malformed one is refused. nn.Graph's
-save and load (logical and sharded formats) carry it too."""
+save and load (logical and sharded formats) and the background
+PeriodicSaver (data parallel on 2 devices) carry it too."""
 from __future__ import annotations
 
 import json
@@ -25,6 +26,7 @@ import zero_cases as zc
 from multiprocess import spawn
 from oneflow_lite import _C, checkpoint, sharded_checkpoint as sc
 from oneflow_lite.models import trace_loss
+from oneflow_lite.periodic_checkpoint import PeriodicSaver
 from test_graph import TrainGraph
 from test_zero_update import assert_close
 
@@ -163,27 +165,37 @@ def test_a_malformed_position_is_refused_naming_it(tmp_path, field):
         sc.read_index(tmp_path / "ck")
 
 
-def graph_run(path, data, load: bool, sharded: bool):
-    """nn.Graph on one device: N steps and a save, or a load; then M steps."""
+def graph_run(path, data, load: bool, how: str):
+    """nn.Graph (one device, or data parallel on 2 devices for "periodic"):
+    N steps and a save (`how`: "logical", "sharded" or "periodic", the
+    background saver), or a load; then M steps."""
     flow.manual_seed(3)
     model = flow.models.create(MODEL, zc.CONFIGS[MODEL]).double()
     graph = TrainGraph(model, flow.optim.AdamW(model.named_parameters(), **zc.ADAMW))
+    if how == "periodic":
+        graph.config.auto_parallel(cluster=zc.CLUSTER, searcher="data_parallel",
+                                   placement=flow.placement("cpu", [0, 1]))
     if load:
         graph.load(str(path))
     else:
         for x, y in data[:N]:
             graph(flow.tensor(x), flow.tensor(y))
-        graph.save(str(path), model=MODEL, sharded=sharded)
+        if how == "periodic":
+            saver = PeriodicSaver()
+            saver.save(graph, str(path), model=MODEL)
+            saver.wait()
+        else:
+            graph.save(str(path), model=MODEL, sharded=how == "sharded")
     losses = [graph(flow.tensor(x), flow.tensor(y)).numpy().tobytes() for x, y in data[N:]]
     return losses, {k: v.numpy().tobytes() for k, v in model.state_dict().items()}
 
 
-@pytest.mark.parametrize("sharded", [False, True])
-def test_nn_graph_save_and_load_carry_the_position(tmp_path, sharded):
+@pytest.mark.parametrize("how", ["logical", "sharded", "periodic"])
+def test_nn_graph_save_and_load_carry_the_position(tmp_path, how):
     data = zc.batches(MODEL, DTYPE, steps=N + M)
-    want = graph_run(tmp_path / "ck", data, load=False, sharded=sharded)
+    want = graph_run(tmp_path / "ck", data, load=False, how=how)
     assert checkpoint.read_index(str(tmp_path / "ck"))["random"] == {"iteration": N}
-    assert graph_run(tmp_path / "ck", data, load=True, sharded=sharded) == want
+    assert graph_run(tmp_path / "ck", data, load=True, how=how) == want
 
 
 def test_two_processes_resume_bitwise(tmp_path):
