@@ -103,6 +103,8 @@ def test_resumed_run_equals_the_uninterrupted_one_bitwise(tmp_path, plan):
     got, s = resumed(tmp_path, plan, data, names)
     assert_bitwise(got, want, plan)
     assert s.iteration == (N + M) * k
+    if plan == "random22":  # masks drawn per shard: dropout split on both mesh axes
+        assert "dropout: (S(2), S(1))" in s.strategy()
 
 
 def test_resumed_under_another_plan_draws_the_same_masks(tmp_path):
