@@ -40,9 +40,11 @@ def check(index: dict, fail) -> None:
         return
     field = index[KEY]
     it = field.get("iteration") if isinstance(field, dict) else None
-    if not isinstance(it, int) or isinstance(it, bool) or it < 0:
-        raise fail(f"index.json '{KEY}' is {field!r}, expected "
-                   f"{{\"iteration\": a non-negative integer}}")
+    if not isinstance(it, int) or isinstance(it, bool) or not 0 <= it < 2 ** 62:
+        text = repr(field)
+        text = text if len(text) <= 80 else text[:77] + "..."
+        raise fail(f"index.json '{KEY}' is {text}, expected "
+                   f"{{\"iteration\": an integer in [0, 2**62)}}")
 
 
 def agreed(positions: Sequence[Optional[dict]]) -> Optional[dict]:

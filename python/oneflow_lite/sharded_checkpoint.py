@@ -421,8 +421,8 @@ def load_into(path, target, model: Optional[str] = None,
     if isinstance(target, SessionShards):  # the stream moves with the variables
         _random_stream.restore(path, index.get(_random_stream.KEY), target.session,
                                {n: v for (n, _), v in pieces.items()})
-    elif index.get(_random_stream.KEY) is not None:
-        target.iteration = index[_random_stream.KEY]["iteration"]
+    elif index.get(_random_stream.KEY) is not None and hasattr(target, "iteration"):
+        target.iteration = index[_random_stream.KEY]["iteration"]  # ArrayShards
     return checkpoint.Checkpoint(tensors={}, model=index["model"],
                                  fingerprint=index["fingerprint"], meta=index.get("meta", {}),
                                  stats=reader.stats, random=index.get(_random_stream.KEY))

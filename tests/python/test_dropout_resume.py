@@ -156,7 +156,8 @@ def test_an_older_checkpoint_without_a_step_counter_loads_and_warns(tmp_path):
             s.get_variable(n)).tobytes(), n
 
 
-@pytest.mark.parametrize("field", [{"iteration": -1}, {"iteration": 1.5}, 3])
+@pytest.mark.parametrize("field", [{"iteration": -1}, {"iteration": 1.5}, {"iteration": 2 ** 62},
+                                   {"iteration": True}, {}, 3, None])
 def test_a_malformed_position_is_refused_naming_it(tmp_path, field):
     sc.save(tmp_path / "ck", sc.ArrayShards({"w": np.ones(3)}, iteration=4))
     assert sc.load_logical(tmp_path / "ck").random == {"iteration": 4}
