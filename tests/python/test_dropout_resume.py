@@ -120,6 +120,15 @@ def test_a_rolled_back_step_does_not_move_the_saved_position(tmp_path):
     assert_bitwise(got, want, "zero4 after a failed step")
 
 
+def test_a_negative_position_is_refused_and_changes_nothing():
+    g, _ = zc.build(MODEL, DTYPE)
+    s = session(g, "one")
+    s.iteration = 5
+    with pytest.raises(ValueError, match="set_iteration: iteration -1 must be >= 0"):
+        s.iteration = -1
+    assert s.iteration == 5
+
+
 def strip_position(path) -> None:
     """Makes the checkpoint at `path` look written by an older version."""
     file = path / "index.json"
