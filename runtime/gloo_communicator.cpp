@@ -8,11 +8,14 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
 #include "oneflow_lite/core/reduce_sum.h"
 #include "oneflow_lite/core/slicing.h"
+#include "runtime/gloo_exchange.h"
+#include "runtime/gloo_exchange.h"
 
 namespace ofl {
 
@@ -25,12 +28,6 @@ const char* Byte(const void* p, int64_t elements, int64_t size) {
 }
 char* Byte(void* p, int64_t elements, int64_t size) {
   return static_cast<char*>(p) + elements * size;
-}
-
-// FNV-1a: the same on every process and host (std::hash need not be).
-uint64_t Fnv(const std::string& text, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
 }
 
 void IgnoreSigpipeIfDefault() {
@@ -46,88 +43,6 @@ std::string AbortKey(const std::string& group) { return "ofl/gloo/" + group + "/
 
 }  // namespace
 
-// The sends and receives of one phase of a call, all on one Gloo slot:
-// posted at once, then waited for in order until the call's deadline.
-class GlooCommunicator::Exchange {
- public:
-  Exchange(GlooCommunicator* comm, const std::string& what, uint64_t slot, const Deadline& deadline)
-      : comm_(comm), what_(what), slot_(slot), deadline_(deadline) {}
-  ~Exchange() {
-    std::lock_guard<std::mutex> lock(comm_->mu_);
-    auto& v = comm_->in_flight_;
-    for (const auto& op : ops_) v.erase(std::remove(v.begin(), v.end(), op.buffer.get()), v.end());
-  }
-
-  void Send(const void* data, int64_t bytes, int64_t peer) {
-    Post(const_cast<void*>(data), bytes, peer, true);
-  }
-  void Recv(void* data, int64_t bytes, int64_t peer) { Post(data, bytes, peer, false); }
-
-  // Waits for the first `n` posted operations (those not waited for yet).
-  // Empty parts post nothing: callers count only non-empty operations.
-  Status WaitFor(size_t n) {
-    for (; waited_ < std::min(n, ops_.size()); ++waited_) {
-      const Op& op = ops_[waited_];
-      if (!post_error_.empty()) break;
-      const milliseconds left = deadline_.left();
-      bool done = false;
-      try {
-        done = op.send ? op.buffer->waitSend(nullptr, left) : op.buffer->waitRecv(nullptr, left);
-      } catch (const std::exception& e) {
-        if (deadline_.within(milliseconds(5))) {  // Gloo's own timeout
-          return comm_->Fail(what_, StrCat(deadline_.TimedOut(), " waiting for rank ", op.peer),
-                             true);
-        }
-        return comm_->Fail(what_, comm_->Lost(op.peer, e.what()), false);
-      }
-      if (!done) return comm_->Fail(what_, "", false);  // Abort woke us
-    }
-    if (!post_error_.empty()) return comm_->Fail(what_, post_error_, false);
-    return Status::OK();
-  }
-  Status Wait() { return WaitFor(ops_.size()); }
-  size_t posted() const { return ops_.size(); }
-
- private:
-  struct Op {
-    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
-    int64_t peer;
-    bool send;
-  };
-
-  void Post(void* data, int64_t bytes, int64_t peer, bool send) {
-    if (bytes == 0 || !post_error_.empty()) return;  // both sides skip empty parts
-    Op op{comm_->context_->createUnboundBuffer(data, static_cast<size_t>(bytes)), peer, send};
-    if (!comm_->Track(op.buffer.get())) {
-      post_error_ = "aborted";
-      return;
-    }
-    // The size goes into the slot: a send and a receive that disagree on it
-    // never match (the call times out) instead of tripping Gloo's size check
-    // on its event-loop thread.
-    const uint64_t slot = slot_ ^ (Fnv(std::to_string(bytes)) & 0xffffff);
-    try {
-      if (send) {
-        op.buffer->send(static_cast<int>(peer), slot, 0, static_cast<size_t>(bytes));
-        comm_->bytes_sent_ += bytes;
-      } else {
-        op.buffer->recv(static_cast<int>(peer), slot, 0, static_cast<size_t>(bytes));
-      }
-    } catch (const std::exception& e) {
-      post_error_ = comm_->Lost(peer, e.what());
-    }
-    ops_.push_back(std::move(op));
-  }
-
-  GlooCommunicator* comm_;
-  const std::string what_;
-  const uint64_t slot_;
-  const Deadline deadline_;
-  std::vector<Op> ops_;
-  size_t waited_ = 0;
-  std::string post_error_;
-};
-
 Maybe<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
     TcpStore* store, const std::string& group, const std::vector<int64_t>& members,
     int64_t world_rank, const GlooOptions& options) {
@@ -142,10 +57,25 @@ Maybe<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
   OFL_ENSURE(options.timeout.count() > 0 && options.rendezvous_timeout.count() > 0, where,
              ": timeouts must be positive, got ", options.timeout.count(), " and ",
              options.rendezvous_timeout.count(), " ms");
+  OFL_ENSURE(options.transport == "sockets" || options.transport == "gloo", where,
+             ": transport must be 'sockets' or 'gloo' (OFL_CPU_TRANSPORT), got '",
+             options.transport, "'");
   const int64_t rank = it - members.begin();
   IgnoreSigpipeIfDefault();
   std::unique_ptr<GlooCommunicator> comm(
       new GlooCommunicator(store, group, members, rank, options.timeout));
+  if (options.transport == "sockets") {
+    auto mesh =
+        SocketMesh::Connect(store, "ofl/mesh/" + group, rank, static_cast<int64_t>(members.size()),
+                            options.hostname, options.iface, options.rendezvous_timeout);
+    if (!mesh.ok()) {
+      return Status(mesh.status().code(),
+                    StrCat(where, ": rendezvous of ", members.size(), " ranks through ",
+                           store->address(), " failed: ", mesh.status().message()));
+    }
+    comm->mesh_ = std::move(mesh).value();
+    return comm;
+  }
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
@@ -176,6 +106,19 @@ GlooCommunicator::GlooCommunicator(TcpStore* store, std::string group, std::vect
 
 GlooCommunicator::~GlooCommunicator() = default;
 
+std::string DefaultCpuTransport() {
+  const char* env = std::getenv("OFL_CPU_TRANSPORT");
+  return env != nullptr && *env != '\0' ? env : "sockets";
+}
+
+void GlooCommunicator::CloseConnections() {
+  if (mesh_ != nullptr) {
+    mesh_->Shutdown();
+  } else {
+    context_->closeConnections();
+  }
+}
+
 Status GlooCommunicator::Begin(const std::string& what, DataType dtype, bool sums) {
   const bool summable = dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||
                         dtype == DataType::kInt32 || dtype == DataType::kInt64;
@@ -197,7 +140,7 @@ void GlooCommunicator::End() {
 bool GlooCommunicator::Track(gloo::transport::UnboundBuffer* buffer) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!abort_reason_.empty()) return false;
-  in_flight_.push_back(buffer);
+  if (buffer != nullptr) in_flight_.push_back(buffer);
   return true;
 }
 
@@ -236,7 +179,7 @@ Status GlooCommunicator::Fail(const std::string& what, const std::string& reason
   if (abort_reason_.empty() || abort_reason_ == mine) abort_reason_ = why;
   if (!closed_) {
     closed_ = true;
-    context_->closeConnections();  // wakes the peers blocked on this rank
+    CloseConnections();  // wakes the peers blocked on this rank
   }
   return Status(timed_out ? StatusCode::kTimeout : StatusCode::kInternal, StrCat(what, ": ", why));
 }
@@ -253,6 +196,7 @@ void GlooCommunicator::Abort(const std::string& reason) {
       buffer->abortWaitRecv();
       buffer->abortWaitSend();
     }
+    if (mesh_ != nullptr) mesh_->Wake();
     idle = !in_call_;
   }
   if (!idle) return;  // the blocked call publishes and closes on its way out
@@ -260,7 +204,7 @@ void GlooCommunicator::Abort(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!closed_ && !in_call_) {
     closed_ = true;
-    context_->closeConnections();
+    CloseConnections();
   }
 }
 

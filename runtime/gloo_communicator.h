@@ -1,6 +1,8 @@
 // Gloo communicator: the collectives of one rank of a group whose ranks live
-// in different processes or hosts, over Gloo's TCP pairs (DESIGN.md sections
-// 7 and 7b), behind the same Communicator interface as the in-process one.
+// in different processes or hosts (DESIGN.md sections 7 and 7b), behind the
+// same Communicator interface as the in-process one. The bytes move on the
+// socket mesh (runtime/socket_mesh.h, default) or on Gloo's TCP pairs
+// (transport "gloo"); algorithms, bytes and failures are alike on both.
 //
 // Threads: one thread at a time calls the collectives (as the interface says);
 // Abort, rank, size and bytes_sent may be called from any thread.
@@ -17,6 +19,7 @@
 
 #include "oneflow_lite/core/communicator.h"
 #include "runtime/deadline.h"
+#include "runtime/socket_mesh.h"
 #include "runtime/tcp_store.h"
 
 // Rendezvous: every member process calls Create with the same group name and
@@ -56,7 +59,7 @@
 // After a failure or Abort every call fails at once; build a new
 // communicator (a new group name) to go on.
 //
-// Gloo runs one event-loop thread per communicator. Creating one sets SIGPIPE
+// Gloo runs one event-loop thread per communicator (the mesh none). Creating one sets SIGPIPE
 // to ignored if it was at its default (a write to a dead peer must be an
 // error, not the death of the process). The store must outlive the
 // communicator.
@@ -70,6 +73,9 @@ class UnboundBuffer;
 
 namespace ofl {
 
+// "sockets" unless OFL_CPU_TRANSPORT names another ("gloo").
+std::string DefaultCpuTransport();
+
 struct GlooOptions {
   // Where this process's pairs listen: an address of this host reachable by
   // the peers ("127.0.0.1" for one host), or a network interface (iface
@@ -79,6 +85,11 @@ struct GlooOptions {
   // Deadline of each call, and of the rendezvous (connecting the pairs).
   std::chrono::milliseconds timeout{30000};
   std::chrono::milliseconds rendezvous_timeout{60000};
+  // What moves the bytes: "sockets" (runtime/socket_mesh.h, driven by the
+  // calling thread; a send completes once written: eager) or "gloo" (Gloo's
+  // TCP pairs and their loop thread; a send completes once the peer posted
+  // its receive). Default: OFL_CPU_TRANSPORT, else "sockets".
+  std::string transport = DefaultCpuTransport();
 };
 
 class GlooCommunicator : public Communicator {
@@ -127,6 +138,8 @@ class GlooCommunicator : public Communicator {
   // Bool tensors may be moved (all_gather, all_to_all, ...) but not summed.
   Status Begin(const std::string& what, DataType dtype, bool sums = false);
   void End();
+  // Closes this rank's connections (peers blocked on it wake at once).
+  void CloseConnections();
   // Registers a posted buffer for Abort; false when aborted meanwhile.
   bool Track(gloo::transport::UnboundBuffer* buffer);
   // After a failed wait: the reason (the group's published one, else ours),
@@ -154,6 +167,7 @@ class GlooCommunicator : public Communicator {
   const int64_t rank_;
   const std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
+  std::unique_ptr<SocketMesh> mesh_;  // the "sockets" transport; else context_
   std::atomic<int64_t> bytes_sent_{0};
   std::vector<char> staging_;  // peers' addends of this rank's part, reused across calls
   std::map<std::string, uint64_t> sequences_;  // calls so far, per signature
