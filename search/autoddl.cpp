@@ -10,7 +10,6 @@
 
 #include "search/ball_descent.h"
 #include "search/block_alias.h"
-#include "search/cutset.h"
 #include "search/dominance.h"
 #include "search/elimination.h"
 #include "search/pair_descent.h"
@@ -140,45 +139,6 @@ std::vector<int> EliminationStart(const CostGraph& graph, int64_t max_entries, i
   Maybe<EliminationPlan> made = EliminationPlan::Make(graph, {}, max_entries, max_entries);
   if (!made.ok()) return {};
   return LagrangianSolve(graph, made.value(), iterations);
-}
-
-// The work cutset conditioning may spend on the aliased graph (cutset.h:
-// assignments x table entries).
-constexpr int64_t kBlockCutsetBudget = int64_t{1} << 27;
-
-// Block aliasing (block_alias.h): the aliased graph's answer lifted; empty
-// when no two nodes are alike or its search fails.
-std::vector<int> BlocksStart(const CostGraph& graph, const AxisLabels& labels,
-                             const AutoddlOptions& options, int64_t* aliased_nodes) {
-  NodeClasses classes = StructuralClasses(graph, labels, options.block_rounds);
-  if (classes.repeated_nodes() == 0) return {};
-  AliasedGraph aliased(graph, std::move(classes), labels);
-  *aliased_nodes = aliased.graph().num_nodes();
-  AutoddlOptions inner = options;
-  inner.block_rounds = 0;
-  inner.extra_starts.clear();
-  inner.axis_labels = aliased.labels();
-  inner.ball_passes = std::min(options.ball_passes, options.block_ball_passes);
-  // The aliased graph is small: its "elimination" start may use larger tables.
-  inner.elimination_max_entries =
-      std::max(options.elimination_max_entries, options.block_max_entries);
-  // The aliased graph's optimum by cutset conditioning where that is cheap
-  // (its layer-to-layer edges close rings too wide to eliminate); else, or
-  // when memory bound a solve, autoddl over it too, and the better answer.
-  const CostGraph& a = aliased.graph();
-  CutsetOptions cut;
-  cut.max_entries = options.block_max_entries;
-  cut.budget = kBlockCutsetBudget;
-  cut.lagrangian_iterations = options.lagrangian_iterations;
-  CutsetAnswer exact = CutsetSolve(a, cut);
-  if (exact.exact && !exact.choice.empty()) return aliased.Lift(exact.choice);
-  Maybe<AutoddlResult> found = AutoddlSearch(a, inner);
-  if (!found.ok()) return exact.choice.empty() ? std::vector<int>{} : aliased.Lift(exact.choice);
-  const std::vector<int>& searched = found.value().solution.choice;
-  if (!exact.choice.empty() && a.TotalSeconds(exact.choice) < a.TotalSeconds(searched)) {
-    return aliased.Lift(exact.choice);
-  }
-  return aliased.Lift(searched);
 }
 
 // Single-node sweeps as CoordinateDescent, remembering between runs what
@@ -311,6 +271,23 @@ std::unique_ptr<AxisDescent> MakeAxes(const CostGraph& graph, AxisLabels labels,
                                        options.lagrangian_iterations, options.axis_free_nodes);
 }
 
+// Each start of the caller: one valid candidate per node, within the limit.
+Status CheckExtraStarts(const CostGraph& graph, const NamedChoices& extra_starts) {
+  for (const auto& [name, choice] : extra_starts) {
+    OFL_ENSURE(choice.size() == static_cast<size_t>(graph.num_nodes()), "autoddl: start '", name,
+               "' has ", choice.size(), " candidates for ", graph.num_nodes(), " nodes");
+    for (int u = 0; u < graph.num_nodes(); ++u) {
+      OFL_ENSURE(choice[u] >= 0 && choice[u] < graph.num_candidates(u), "autoddl: start '", name,
+                 "' picks candidate ", choice[u], " of node '", graph.node(u).name, "' (",
+                 graph.num_candidates(u), " candidates)");
+    }
+    OFL_ENSURE(graph.MemoryBytes(choice) <= graph.memory_limit(), "autoddl: start '", name,
+               "' needs ", FormatBytes(graph.MemoryBytes(choice)), " per device, above the limit ",
+               FormatBytes(graph.memory_limit()));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 int CoordinateDescent(const CostGraph& graph, std::vector<int>& choice, int max_sweeps,
@@ -348,18 +325,7 @@ int CoordinateDescent(const CostGraph& graph, std::vector<int>& choice, int max_
 
 Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions& options) {
   OFL_RETURN_IF_ERROR(graph.CheckMemoryFeasible());
-  for (const auto& [name, choice] : options.extra_starts) {
-    OFL_ENSURE(choice.size() == static_cast<size_t>(graph.num_nodes()), "autoddl: start '", name,
-               "' has ", choice.size(), " candidates for ", graph.num_nodes(), " nodes");
-    for (int u = 0; u < graph.num_nodes(); ++u) {
-      OFL_ENSURE(choice[u] >= 0 && choice[u] < graph.num_candidates(u), "autoddl: start '", name,
-                 "' picks candidate ", choice[u], " of node '", graph.node(u).name, "' (",
-                 graph.num_candidates(u), " candidates)");
-    }
-    OFL_ENSURE(graph.MemoryBytes(choice) <= graph.memory_limit(), "autoddl: start '", name,
-               "' needs ", FormatBytes(graph.MemoryBytes(choice)), " per device, above the limit ",
-               FormatBytes(graph.memory_limit()));
-  }
+  OFL_RETURN_IF_ERROR(CheckExtraStarts(graph, options.extra_starts));
   PrunedGraph pruned = options.prune_dominated ? PruneDominated(graph) : PruneNothing(graph);
   const CostGraph& g = pruned.graph;
   std::vector<std::pair<std::string, std::vector<int>>> starts;
@@ -390,7 +356,11 @@ Maybe<AutoddlResult> AutoddlSearch(const CostGraph& graph, const AutoddlOptions&
   AutoddlResult result;
   int blocks_start = -1;  // its index in `starts`
   if (options.block_rounds > 0) {
-    std::vector<int> lifted = BlocksStart(g, labels, options, &result.aliased_nodes);
+    NamedChoices given;  // the caller's starts that run on the pruned graph
+    for (size_t s = starts.size() - options.extra_starts.size(); s < starts.size(); ++s) {
+      if (!on_original[s]) given.push_back(starts[s]);
+    }
+    std::vector<int> lifted = BlocksStart(g, labels, options, given, &result.aliased_nodes);
     if (!lifted.empty()) {
       blocks_start = static_cast<int>(starts.size());
       starts.emplace_back("blocks", std::move(lifted));

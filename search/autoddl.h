@@ -55,6 +55,9 @@
 
 namespace ofl {
 
+// Choices of a candidate per node, each with a name (starts).
+using NamedChoices = std::vector<std::pair<std::string, std::vector<int>>>;
+
 // Small balls under a fixed budget, then the default BallOptions. Out of line:
 // a braced list in the member initializer below made GCC 12 warn
 // -Wmaybe-uninitialized (a false positive) wherever AutoddlOptions() inlines.
@@ -102,7 +105,7 @@ struct AutoddlOptions {
   // each within the memory limit. Descent from one runs on the pruned graph
   // when none of its candidates was pruned, else on the unpruned graph, so
   // the answer is never worse than any of them.
-  std::vector<std::pair<std::string, std::vector<int>>> extra_starts;
+  NamedChoices extra_starts;
   // Block aliasing (block_alias.h): nodes of identical repeated blocks,
   // recognised by `block_rounds` rounds of colour refinement, choose alike;
   // autoddl (without aliasing, without the extra starts) searches that

@@ -1,4 +1,5 @@
-// Block aliasing: structural classes by colour refinement, the aliased graph.
+// Block aliasing: structural classes by colour refinement, the aliased graph,
+// autoddl's `blocks` start.
 #include "search/block_alias.h"
 
 #include <algorithm>
@@ -6,6 +7,8 @@
 #include <map>
 #include <tuple>
 #include <utility>
+
+#include "search/cutset.h"
 
 namespace ofl {
 
@@ -168,6 +171,54 @@ std::vector<int> AliasedGraph::Project(const std::vector<int>& choice) const {
   std::vector<int> class_choice(classes_.members.size());
   for (size_t k = 0; k < class_choice.size(); ++k) class_choice[k] = choice[classes_.members[k][0]];
   return class_choice;
+}
+
+namespace {
+
+// The work cutset conditioning may spend on the aliased graph (cutset.h:
+// assignments x table entries).
+constexpr int64_t kBlockCutsetBudget = int64_t{1} << 27;
+
+}  // namespace
+
+std::vector<int> BlocksStart(const CostGraph& graph, const AxisLabels& labels,
+                             const AutoddlOptions& options, const NamedChoices& given,
+                             int64_t* aliased_nodes) {
+  NodeClasses classes = StructuralClasses(graph, labels, options.block_rounds);
+  if (classes.repeated_nodes() == 0) return {};
+  AliasedGraph aliased(graph, std::move(classes), labels);
+  *aliased_nodes = aliased.graph().num_nodes();
+  AutoddlOptions inner = options;
+  inner.block_rounds = 0;
+  inner.extra_starts.clear();
+  for (const auto& [name, choice] : given) {
+    std::vector<int> projected = aliased.Project(choice);
+    // One that did not choose alike may need more memory projected.
+    if (aliased.graph().MemoryBytes(projected) > aliased.graph().memory_limit()) continue;
+    inner.extra_starts.emplace_back(name, std::move(projected));
+  }
+  inner.axis_labels = aliased.labels();
+  inner.ball_passes = std::min(options.ball_passes, options.block_ball_passes);
+  // The aliased graph is small: its "elimination" start may use larger tables.
+  inner.elimination_max_entries =
+      std::max(options.elimination_max_entries, options.block_max_entries);
+  // The aliased graph's optimum by cutset conditioning where that is cheap
+  // (its layer-to-layer edges close rings too wide to eliminate); else, or
+  // when memory bound a solve, autoddl over it too, and the better answer.
+  const CostGraph& a = aliased.graph();
+  CutsetOptions cut;
+  cut.max_entries = options.block_max_entries;
+  cut.budget = kBlockCutsetBudget;
+  cut.lagrangian_iterations = options.lagrangian_iterations;
+  CutsetAnswer exact = CutsetSolve(a, cut);
+  if (exact.exact && !exact.choice.empty()) return aliased.Lift(exact.choice);
+  Maybe<AutoddlResult> found = AutoddlSearch(a, inner);
+  if (!found.ok()) return exact.choice.empty() ? std::vector<int>{} : aliased.Lift(exact.choice);
+  const std::vector<int>& searched = found.value().solution.choice;
+  if (!exact.choice.empty() && a.TotalSeconds(exact.choice) < a.TotalSeconds(searched)) {
+    return aliased.Lift(exact.choice);
+  }
+  return aliased.Lift(searched);
 }
 
 }  // namespace ofl

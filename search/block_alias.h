@@ -3,13 +3,15 @@
 // names), made to choose alike. The aliased graph has one node per class of
 // identical nodes; its total for a class choice equals the original total of
 // that choice copied to every member, so solving it searches exactly the
-// plans in which identical blocks choose identically. Value types; not
-// synchronised.
+// plans in which identical blocks choose identically; autoddl's `blocks`
+// start searches it (BlocksStart). Value types, not synchronised;
+// BlocksStart is a pure function of its arguments.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "search/autoddl.h"
 #include "search/axis_descent.h"
 #include "search/cost_graph.h"
 
@@ -69,5 +71,19 @@ class AliasedGraph {
   CostGraph aliased_;
   AxisLabels labels_;
 };
+
+// autoddl's `blocks` start (autoddl.h): the aliased graph of `graph` (the
+// pruned graph autoddl searches; `labels` empty or usable on it) solved,
+// lifted. First cutset conditioning (cutset.h) within
+// `options.block_max_entries`, its answer when exact; else autoddl over the
+// aliased graph (without aliasing, `block_ball_passes` ball passes) from its
+// own starts and from `given` (the caller's starts on `graph`) projected
+// onto the classes, those that fit the limit: the block move from each,
+// since a start searched on the whole graph only changes one layer at a
+// time. Empty when no two nodes are alike or the search fails; counts the
+// aliased graph's nodes in `aliased_nodes`.
+std::vector<int> BlocksStart(const CostGraph& graph, const AxisLabels& labels,
+                             const AutoddlOptions& options, const NamedChoices& given,
+                             int64_t* aliased_nodes);
 
 }  // namespace ofl
