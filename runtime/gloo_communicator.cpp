@@ -15,7 +15,6 @@
 #include "oneflow_lite/core/reduce_sum.h"
 #include "oneflow_lite/core/slicing.h"
 #include "runtime/gloo_exchange.h"
-#include "runtime/gloo_exchange.h"
 
 namespace ofl {
 

@@ -22,7 +22,6 @@ inline uint64_t Fnv(const std::string& text, uint64_t h = 1469598103934665603ull
   return h;
 }
 
-
 // The sends and receives of one phase of a call, all on one slot: posted at
 // once, then waited for in order until the call's deadline. On the socket
 // mesh the waiting thread moves the bytes; on Gloo its loop thread does.

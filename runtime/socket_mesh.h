@@ -1,31 +1,10 @@
 // Socket mesh: one TCP connection between every two ranks of a group of
-// processes, driven from the calling thread. The transport under the
-// cross-process CPU communicator (runtime/gloo_communicator.h) by default.
-//
-// Why not Gloo's pairs: Gloo moves bytes on an event-loop thread and hands
-// them to the caller through a condition variable; its loop thread spins
-// on a try-lock while the caller holds the pair's lock. When processes
-// share few cores, the holder waits for the spinner's time slice to end, so
-// small collectives took 4-8 ms (whole scheduler ticks) instead of 0.1-0.3
-// ms. Here the thread that calls moves the bytes itself (non-blocking
-// sockets and poll), as the bench's socket ring does; no other thread
-// touches the sockets.
-//
-// Protocol: every message is a 16-byte header (slot, payload bytes) and the
-// payload; sends are eager (written as soon as the socket takes them), and
-// a receive matches the next message from its peer on its slot. A message
-// that arrives before its receive is posted (another tag's call that a peer
-// made first, or a peer's eager send) is kept aside in arrival order and
-// copied when its receive is posted; while waiting, every connection is
-// read, so two ranks that both send before they receive never block each
-// other. The header's byte count must equal the receive's: the caller puts
-// the size into the slot, so a mismatch never matches (a timeout, never
-// wrong data).
-//
-// Threads: one thread at a time posts and progresses (one call at a time,
-// as the Communicator interface says); Wake and Shutdown may be called from
-// any thread. The mesh owns its sockets; posted buffers belong to the
-// caller and must live until Progress has completed them or failed.
+// processes, driven from the calling thread; the default transport under the
+// cross-process CPU communicator (runtime/gloo_communicator.h). Messages are
+// eager (a header with slot and size, then the payload); early ones are kept
+// aside by slot. Threads: one thread at a time posts and progresses (one
+// call at a time); Wake and Shutdown from any thread. The mesh owns its
+// sockets; posted buffers are the caller's and must outlive the call.
 #pragma once
 
 #include <atomic>
@@ -43,6 +22,23 @@
 
 namespace ofl {
 
+// Why not Gloo's pairs: Gloo moves bytes on an event-loop thread and hands
+// them to the caller through a condition variable; its loop thread spins on
+// a try-lock while the caller holds the pair's lock. When processes share
+// few cores the holder waits for the spinner's time slice to end, so small
+// collectives took 4-8 ms (whole scheduler ticks) instead of 0.1-0.3 ms.
+// Here the thread that calls moves the bytes itself (non-blocking sockets
+// and poll), as the bench's socket ring does; no other thread touches them.
+//
+// Protocol: every message is a 16-byte header (slot, payload bytes) and the
+// payload; sends are written as soon as the socket takes them, and a
+// receive matches the next message from its peer on its slot. A message
+// that arrives before its receive is posted (another tag's call that a peer
+// made first, or a peer's eager send) is kept aside in arrival order and
+// copied when its receive is posted. While waiting every connection is
+// read, so two ranks that both send before they receive never block each
+// other. The caller puts the size into the slot, so a message whose size
+// disagrees never matches (a timeout, never wrong data).
 class SocketMesh {
  public:
   // Connects `size` ranks: each listens on `host` (an address of this host

@@ -59,9 +59,10 @@ Maybe<std::string> InterfaceAddress(const std::string& iface) {
     const int family = a->ifa_addr->sa_family;
     if (family != AF_INET && family != AF_INET6) continue;
     char text[INET6_ADDRSTRLEN] = {};
-    const void* raw = family == AF_INET
-                          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr)
-                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr);
+    const void* raw =
+        family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr);
     if (::inet_ntop(family, raw, text, sizeof(text)) != nullptr) found = text;
   }
   ::freeifaddrs(all);
@@ -146,9 +147,8 @@ Maybe<int> ConnectTo(const std::string& host, int port, const Deadline& deadline
 }  // namespace
 
 Maybe<std::unique_ptr<SocketMesh>> SocketMesh::Connect(TcpStore* store,
-                                                       const std::string& key_prefix,
-                                                       int64_t rank, int64_t size,
-                                                       const std::string& host,
+                                                       const std::string& key_prefix, int64_t rank,
+                                                       int64_t size, const std::string& host,
                                                        const std::string& iface,
                                                        milliseconds timeout) {
   const Deadline deadline(timeout);
@@ -163,9 +163,9 @@ Maybe<std::unique_ptr<SocketMesh>> SocketMesh::Connect(TcpStore* store,
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
   ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.ss_family == AF_INET
-                             ? reinterpret_cast<sockaddr_in*>(&addr)->sin_port
-                             : reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  const int port =
+      ntohs(addr.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&addr)->sin_port
+                                      : reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
   const std::string mine = StrCat(listen_host, " ", port);
   OFL_RETURN_IF_ERROR(store->Set(StrCat(key_prefix, "/", rank), {mine.begin(), mine.end()}));
   const uint64_t group = Hash(key_prefix);
@@ -175,8 +175,8 @@ Maybe<std::unique_ptr<SocketMesh>> SocketMesh::Connect(TcpStore* store,
     const std::string text(where.begin(), where.end());
     const size_t space = text.rfind(' ');
     CHECK_NE(space, std::string::npos) << text;
-    OFL_ASSIGN_OR_RETURN(int fd, ConnectTo(text.substr(0, space), std::stoi(text.substr(space + 1)),
-                                           deadline));
+    OFL_ASSIGN_OR_RETURN(
+        int fd, ConnectTo(text.substr(0, space), std::stoi(text.substr(space + 1)), deadline));
     mesh->peers_[q].fd = fd;
     uint64_t hello[3] = {kMagic, group, static_cast<uint64_t>(rank)};
     OFL_RETURN_IF_ERROR(Exact(fd, reinterpret_cast<char*>(hello), sizeof(hello), true, deadline,
