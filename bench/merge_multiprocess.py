@@ -64,6 +64,19 @@ def read_dp(path: str, rc: int, errors: dict) -> dict:
     return part
 
 
+def small_table(small: dict) -> dict:
+    """Per process count: milliseconds of one small all-reduce (median), ours on
+    each transport beside the socket ring."""
+    table = {}
+    for p, s in sorted(small.items()):
+        if s:
+            med, gb = s["median_gbps"], s["bus_gb"]
+            table[p] = {k: gb / med[k] * 1e3 for k in ("ofl", "ofl_gloo", "socket_ring")}
+            table[p]["ofl_over_socket_ring"] = s["ofl_over_socket_ring"]
+            table[p]["ofl_gloo_over_socket_ring"] = s["ofl_gloo_over_socket_ring"]
+    return table
+
+
 def headline(ar: dict, dp: dict) -> dict:
     table, checks = {}, {}
     for p, s in sorted(ar.items()):
@@ -74,7 +87,9 @@ def headline(ar: dict, dp: dict) -> dict:
                     "gloo_ring_bus_gbps": med["gloo_ring"],
                     "gloo_ring_chunked_bus_gbps": med["gloo_ring_chunked"],
                     "loopback_one_stream_gbps": med["loopback"],
+                    "ofl_gloo_bus_gbps": med.get("ofl_gloo"),
                     "ofl_over_socket_ring": s["ofl_over_socket_ring"],
+                    "ofl_gloo_over_socket_ring": s.get("ofl_gloo_over_socket_ring"),
                     "ofl_over_best_gloo_ring": s["ofl_over_best_gloo"],
                     "cores_busy": s["median_cores_busy"], "rounds": s["rounds"],
                     "oversubscribed": s["oversubscribed"]}
@@ -104,12 +119,18 @@ FIELDS = {
     "allreduce_by_processes": "per process count P: bus GB/s (2 (P-1)/P x 64 MiB / seconds, "
     "1e9 B per GB) of a 64 MiB float32 sum all-reduce among P processes on 127.0.0.1, median "
     "of `rounds` interleaved rounds after one warm-up round (each round runs every method once, "
-    "the order rotating); a run's time is its slowest rank's. ofl: runtime/gloo_communicator.h; "
+    "the order rotating); a run's time is its slowest rank's. ofl: runtime/gloo_communicator.h "
+    "on its default transport, the socket mesh (runtime/socket_mesh.h); ofl_gloo: the same "
+    "algorithm on Gloo's pairs (OFL_CPU_TRANSPORT=gloo); "
     "socket_ring: bench/socket_ring.cpp's ring over plain TCP (the transport's limit here); "
     "gloo_ring / gloo_ring_chunked: gloo::AllreduceRing / AllreduceRingChunked; "
     "loopback_one_stream_gbps: one TCP connection rank 0 -> 1 moving 64 MiB (payload GB/s, "
     "no bus factor). Ratios are of the medians; every result is checked. cores_busy: CPU "
     "seconds of all P processes during a run / its wall seconds (the machine has 2 cores)",
+    "allreduce_64KiB_ms_by_processes": "per process count P: milliseconds of one 64 KiB "
+    "float32 all-reduce (median of interleaved rounds, slowest rank), ours on the socket mesh "
+    "(ofl) and on Gloo's pairs (ofl_gloo) beside the socket ring: latency, where Gloo's loop "
+    "thread stalled calls for whole scheduler ticks",
     "dp2_speedup": "median over 5 rounds of (samples/s on 2 processes x 1 kernel thread, "
     "data_parallel plan, Gloo gradients all-reduce) / (samples/s of the plain Session, 1 "
     "process x 1 thread) of the same round; GPT of bench/ops_gpt.py, global batch 16, AdamW, "
@@ -138,6 +159,8 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--load-before", required=True)
     p.add_argument("--allreduce", nargs="+", required=True, help="P:PATH:RC for each count")
+    p.add_argument("--allreduce-small", nargs="*", default=[],
+                   help="P:PATH:RC of the 64 KiB runs")
     p.add_argument("--dp", required=True)
     p.add_argument("--dp-rc", type=int, required=True)
     a = p.parse_args()
@@ -146,6 +169,11 @@ def main() -> int:
     for item in a.allreduce:
         procs, path, rc = item.split(":")
         ar[procs] = read_allreduce(path, int(rc), f"multiprocess_allreduce_{procs}p", errors)
+    small = {}
+    for item in a.allreduce_small:
+        procs, path, rc = item.split(":")
+        small[procs] = read_allreduce(path, int(rc), f"multiprocess_allreduce_64KiB_{procs}p",
+                                      errors)
     dp = read_dp(a.dp, a.dp_rc, errors)
     result = {
         "what": "bench/run.sh multiprocess: all-reduce across 2 and 4 processes over TCP "
@@ -153,6 +181,7 @@ def main() -> int:
                 "data-parallel GPT training on 2 and 4 processes (and 2 emulated nodes) over 1, "
                 "ours and PyTorch DDP",
         **headline(ar, dp),
+        "allreduce_64KiB_ms_by_processes": small_table(small),
         "fields": FIELDS,
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(),
                     "note": "shared development VM; 4 processes on 2 cores are oversubscribed "
@@ -164,6 +193,7 @@ def main() -> int:
         "how_to_rerun": HOW_TO_RERUN,
         "errors": errors,
         "multiprocess_allreduce": ar,
+        "multiprocess_allreduce_64KiB": small,
         "multiprocess_dp": dp,
     }
     with open(a.out, "w") as f:

@@ -3,7 +3,9 @@
 // (NCCL's busbw: 2 (P-1)/P * bytes / seconds, 1e9 bytes per GB), beside the
 // transport's own limits, all in one run:
 //   ofl                runtime/gloo_communicator.h's AllReduce (direct
-//                      reduce-scatter + all-gather on Gloo unbound buffers)
+//                      reduce-scatter + all-gather) on its default transport,
+//                      the socket mesh (runtime/socket_mesh.h)
+//   ofl_gloo           the same AllReduce on Gloo's unbound buffers
 //   socket_ring        a plain-socket ring all-reduce of our own
 //                      (bench/socket_ring.h: P-1 reduce-scatter + P-1
 //                      all-gather steps over TCP, full duplex, the sum
@@ -59,8 +61,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ofl::bench::Die;
 
-const char* const kMethods[] = {"ofl", "socket_ring", "gloo_ring", "gloo_ring_chunked", "loopback"};
-constexpr int kNumMethods = 5;
+const char* const kMethods[] = {"ofl",      "socket_ring", "gloo_ring", "gloo_ring_chunked",
+                                "loopback", "ofl_gloo"};
+constexpr int kNumMethods = 6;
 constexpr int kLoopback = 4;
 
 struct Flags {
@@ -102,7 +105,7 @@ struct Worker {
   size_t count = 0;
   std::unique_ptr<ofl::TcpStore> store;
   std::vector<float> buf, scratch;
-  std::unique_ptr<ofl::GlooCommunicator> comm;
+  std::unique_ptr<ofl::GlooCommunicator> comm, comm_gloo;  // socket mesh; Gloo's pairs
   std::shared_ptr<gloo::rendezvous::Context> context;
   std::unique_ptr<gloo::AllreduceRing<float>> ring;
   std::unique_ptr<gloo::AllreduceRingChunked<float>> chunked;
@@ -124,8 +127,10 @@ struct Worker {
     const double cpu = CpuSeconds();
     auto start = Clock::now();
     switch (m) {
-      case 0: {
-        ofl::Status s = comm->AllReduce(buf.data(), int64_t(count), ofl::DataType::kFloat32, "b");
+      case 0:
+      case 5: {
+        ofl::GlooCommunicator* c = m == 0 ? comm.get() : comm_gloo.get();
+        ofl::Status s = c->AllReduce(buf.data(), int64_t(count), ofl::DataType::kFloat32, "b");
         if (!s.ok()) Die(s.message());
         break;
       }
@@ -163,9 +168,14 @@ void Connect(Worker& w, int port) {
   ofl::GlooOptions options;
   options.hostname = "127.0.0.1";
   options.timeout = std::chrono::seconds(120);
+  options.transport = "sockets";
   auto c = ofl::GlooCommunicator::Create(w.store.get(), "bench", members, w.rank, options);
   if (!c.ok()) Die(c.status().message());
   w.comm = std::move(c).value();
+  options.transport = "gloo";
+  c = ofl::GlooCommunicator::Create(w.store.get(), "bench_gloo", members, w.rank, options);
+  if (!c.ok()) Die(c.status().message());
+  w.comm_gloo = std::move(c).value();
 
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
@@ -251,7 +261,7 @@ void PrintSummary(const Flags& f, Worker& w, const Table& slowest, const Table& 
   const unsigned cores = std::thread::hardware_concurrency();
   std::printf(
       "{\"kind\": \"summary\", \"bench\": \"multiprocess_allreduce\", \"processes\": %d, "
-      "\"mib\": %.0f, \"rounds\": %d, \"warmup_rounds\": 1, \"median_gbps\": {",
+      "\"mib\": %g, \"rounds\": %d, \"warmup_rounds\": 1, \"median_gbps\": {",
       f.procs, f.mb, f.rounds);
   for (int m = 0; m < kNumMethods; ++m)
     std::printf("%s\"%s\": %.4f", m ? ", " : "", kMethods[m], med[m]);
@@ -259,13 +269,14 @@ void PrintSummary(const Flags& f, Worker& w, const Table& slowest, const Table& 
   for (int m = 0; m < kNumMethods; ++m)
     std::printf("%s\"%s\": %.3f", m ? ", " : "", kMethods[m], busy[m]);
   std::printf(
-      "}, \"ofl_over_socket_ring\": %.4f, \"ofl_over_gloo_ring\": %.4f, "
+      "}, \"ofl_over_socket_ring\": %.4f, \"ofl_gloo_over_socket_ring\": %.4f, "
+      "\"ofl_over_gloo_ring\": %.4f, "
       "\"ofl_over_best_gloo\": %.4f, \"median_round_ratio_socket\": %.4f, "
       "\"median_round_ratio_best_gloo\": %.4f, \"ofl_bytes_sent_per_call\": %lld, "
       "\"bus_gb\": %.6f, \"cores\": %u, \"oversubscribed\": %s, "
       "\"load_avg_before\": \"%s\", \"load_avg_after\": \"%s\"}\n",
-      med[0] / med[1], med[0] / med[2], med[0] / best_gloo, Median(vs_socket), Median(vs_gloo),
-      (long long)(w.comm->bytes_sent() / (f.rounds + 1)), bus, cores,
+      med[0] / med[1], med[5] / med[1], med[0] / med[2], med[0] / best_gloo, Median(vs_socket),
+      Median(vs_gloo), (long long)(w.comm->bytes_sent() / (f.rounds + 1)), bus, cores,
       unsigned(f.procs) > cores ? "true" : "false", load_before.c_str(),
       ofl::bench::LoadAverage().c_str());
 }

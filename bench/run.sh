@@ -231,7 +231,7 @@ run_soak() {
 run_multiprocess() {
   local results=bench/results rounds=${OFL_BENCH_ROUNDS:-5} ar_rounds=${OFL_BENCH_AR_ROUNDS:-15}
   mkdir -p "$results"
-  local load_before dp=$results/multiprocess_dp.json.tmp dp_rc=0 merge_rc=0 parts=() procs
+  local load_before dp=$results/multiprocess_dp.json.tmp dp_rc=0 merge_rc=0 parts=() small=() procs
   local torch_py=""
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   for procs in 2 4; do
@@ -240,6 +240,11 @@ run_multiprocess() {
     "$OFL_BUILD_DIR/bench/multiprocess_allreduce" --procs "$procs" --mb 64 --rounds "$ar_rounds" \
       >"$out" || rc=$?
     parts+=("$procs:$out:$rc")
+    out=$results/multiprocess_allreduce_small_$procs.jsonl.tmp rc=0
+    echo "bench: multiprocess_allreduce ($procs processes, 64 KiB, $ar_rounds rounds)" >&2
+    "$OFL_BUILD_DIR/bench/multiprocess_allreduce" --procs "$procs" --mb 0.0625 \
+      --rounds "$ar_rounds" >"$out" || rc=$?
+    small+=("$procs:$out:$rc")
   done
   torch_py=$(torch_python) || echo "bench: no PyTorch DDP peer (its install failed)" >&2
   echo "bench: multiprocess_dp.py (GPT, batch 16, 1, 2 and 4 processes and 2 emulated nodes" \
@@ -247,7 +252,8 @@ run_multiprocess() {
   PYTHONPATH="$OFL_ROOT/python" "$OFL_PY" bench/multiprocess_dp.py --rounds "$rounds" \
     --torch-python "$torch_py" >"$dp" || dp_rc=$?
   "$OFL_PY" bench/merge_multiprocess.py --out "$results/multiprocess.json" \
-    --load-before "$load_before" --allreduce "${parts[@]}" --dp "$dp" --dp-rc "$dp_rc" ||
+    --load-before "$load_before" --allreduce "${parts[@]}" --allreduce-small "${small[@]}" \
+    --dp "$dp" --dp-rc "$dp_rc" ||
     merge_rc=$?
   rm -f "$dp" "$results"/multiprocess_allreduce_*.jsonl.tmp
   "$OFL_PY" bench/plot_multiprocess.py || merge_rc=1
