@@ -6,16 +6,23 @@ and (with a StepLR scheduler and dropout, float64) the M steps' losses and
 the final parameters equal, bitwise, those of one graph trained N + M steps
 uninterrupted, the oracle. A malformed count is refused before anything
 loads.
+
+Eager Dropout counters (``checkpoint.save_eager``'s "dropout" field): N + M
+eager steps equal N, save_eager, load_eager into a fresh model, M, bitwise
+(losses and parameters), the uninterrupted run the oracle; a checkpoint
+without counters loads with a RuntimeWarning, malformed ones are refused.
 """
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
 import oneflow_lite as flow
 import zero_cases as zc
-from oneflow_lite import checkpoint
+from oneflow_lite import checkpoint, nn
+from oneflow_lite.nn import functional as F
 from test_graph import TrainGraph
 
 N, M = 2, 2
@@ -75,3 +82,79 @@ def test_a_malformed_step_count_is_refused(tmp_path, steps):
         fresh.load(str(tmp_path / "ck"))
     assert fresh._compiled is None and fresh._pending_checkpoint is None
 
+
+def eager_model():
+    """The same GPT, eager, under AdamW (float64)."""
+    flow.manual_seed(3)
+    model = flow.models.create(MODEL, zc.CONFIGS[MODEL]).double()
+    return model, flow.optim.AdamW(model.named_parameters(), **zc.ADAMW)
+
+
+def eager_run(model, opt, data) -> list:
+    losses = []
+    for x, y in data:
+        loss = F.cross_entropy(model(flow.tensor(x)), flow.tensor(y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.numpy().tobytes())
+    return losses
+
+
+def eager_saved(tmp_path, data):
+    """N eager steps saved by save_eager to tmp_path/ck."""
+    model, opt = eager_model()
+    eager_run(model, opt, data[:N])
+    checkpoint.save_eager(str(tmp_path / "ck"), model, opt, MODEL)
+    return model
+
+
+def test_eager_dropout_resumes_bitwise(tmp_path):
+    data = zc.batches(MODEL, DTYPE, steps=N + M)
+    whole, whole_opt = eager_model()
+    want = eager_run(whole, whole_opt, data)
+    saved = eager_saved(tmp_path, data)
+    model, opt = eager_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        checkpoint.load_eager(str(tmp_path / "ck"), model, opt, MODEL)
+    assert eager_run(model, opt, data[N:]) == want[N:]
+    assert params(model) == params(whole)
+    names = [n for n, m in saved.named_modules() if isinstance(m, nn.Dropout)]
+    assert len(names) > 1  # the blocks' and the attention's
+    assert checkpoint.read_index(str(tmp_path / "ck"))["dropout"] == {n: N for n in names}
+    assert {n: m.iteration for n, m in model.named_modules() if n in names} == {
+        n: N + M for n in names}
+
+
+def rewrite_counters(path, counters) -> None:
+    """Replaces (None: removes) the index's "dropout" field, as an older version wrote."""
+    file = path / "index.json"
+    index = json.loads(file.read_text())
+    if counters is None:
+        del index["dropout"]
+    else:
+        index["dropout"] = counters
+    file.write_text(json.dumps(index))
+
+
+def test_an_eager_checkpoint_without_counters_loads_and_warns(tmp_path):
+    data = zc.batches(MODEL, DTYPE, steps=N)
+    saved = eager_saved(tmp_path, data)
+    rewrite_counters(tmp_path / "ck", None)
+    model, opt = eager_model()
+    with pytest.warns(RuntimeWarning, match="no counter for Dropout .* own counters"):
+        checkpoint.load_eager(str(tmp_path / "ck"), model, opt, MODEL)
+    assert params(model) == params(saved)
+    assert all(m.iteration == 0 for m in model.modules() if isinstance(m, nn.Dropout))
+
+
+@pytest.mark.parametrize("field", [{"drop": -1}, {"drop": 1.5}, {"drop": True}, [1], 3])
+def test_malformed_eager_counters_are_refused(tmp_path, field):
+    eager_saved(tmp_path, zc.batches(MODEL, DTYPE, steps=1))
+    rewrite_counters(tmp_path / "ck", field)
+    model, opt = eager_model()
+    before = params(model)
+    with pytest.raises(checkpoint.CheckpointError, match="index.json 'dropout' is"):
+        checkpoint.load_eager(str(tmp_path / "ck"), model, opt, MODEL)
+    assert params(model) == before
