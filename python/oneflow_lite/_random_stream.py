@@ -23,9 +23,11 @@ Eager models have no session: each ``nn.Dropout`` counts its own train-mode
 calls (``Dropout.iteration``). ``checkpoint.save_eager`` stores these
 counters in index.json as ``"dropout": {qualified module name: N}`` (apart
 from ``"random"``, which stays a session's position) and ``load_eager``
-sets them after the parameters. A checkpoint without them (an older one,
-or one from a graph) still loads, with a ``RuntimeWarning`` that dropout
-continues from the modules' own counters (step 0's masks in a fresh
+sets them after the parameters. A graph's checkpoint has none but a
+session position: every counter is set to it (exact when the graph ran one
+micro-batch per step and each Dropout runs once per step: the masks are
+then the graph's). A checkpoint with neither (an older one) still loads,
+with a ``RuntimeWarning`` that dropout continues from the modules' own counters (step 0's masks in a fresh
 model); so does one whose names differ from the model's Dropout modules
 (those it names are set). Functions over their arguments, thread-safe
 except against a model that trains meanwhile.
@@ -118,10 +120,14 @@ def check_counters(index: dict, fail) -> None:
                    f"in [0, 2**62)}}")
 
 
-def restore_eager(path: str, counters: Optional[Mapping[str, int]], model) -> None:
+def restore_eager(path: str, counters: Optional[Mapping[str, int]], model,
+                  position: Optional[dict] = None) -> None:
     """Sets ``model``'s Dropout counters from a checkpoint's ``counters`` (its
-    index field, or None); warns for the modules it leaves (module docstring)."""
+    index field, or None), else from a graph's ``position``; warns for the
+    modules it leaves (module docstring)."""
     modules = _dropouts(model)
+    if counters is None and position is not None:  # a graph's: one draw per step
+        counters = {n: position["iteration"] for n in modules}
     counters = {} if counters is None else counters
     for name, count in counters.items():
         if name in modules:
@@ -135,8 +141,8 @@ def restore_eager(path: str, counters: Optional[Mapping[str, int]], model) -> No
         parts.append(f"no counter for Dropout {_names(missing)}")
     if unexpected:
         parts.append(f"counters for {_names(unexpected)}, not Dropout modules of this model")
-    warnings.warn(f"checkpoint {path}: {'; '.join(parts)} (saved by an older oneflow_lite or "
-                  f"from a graph): those modules' dropout continues from their own counters "
+    warnings.warn(f"checkpoint {path}: {'; '.join(parts)} (an older oneflow_lite's, or another model's): "
+                  f"those modules' dropout continues from their own counters "
                   f"(a fresh model draws step 0's masks again)", RuntimeWarning, stacklevel=3)
 
 

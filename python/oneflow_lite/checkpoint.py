@@ -399,7 +399,7 @@ def load_eager(path: str, model, optimizer=None, model_name: Optional[str] = Non
     model.load_state_dict({k: _tensor(v) for k, v in params.items()})
     if optimizer is not None and state:
         optimizer.load_state_dict({k: _tensor(v) for k, v in state.items()})
-    _random_stream.restore_eager(path, ck.dropout, model)
+    _random_stream.restore_eager(path, ck.dropout, model, ck.random)
     return ck
 
 

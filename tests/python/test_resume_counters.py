@@ -11,12 +11,16 @@ Eager Dropout counters (``checkpoint.save_eager``'s "dropout" field): N + M
 eager steps equal N, save_eager, load_eager into a fresh model, M, bitwise
 (losses and parameters), the uninterrupted run the oracle; a checkpoint
 without counters loads with a RuntimeWarning, malformed ones are refused.
+A graph's checkpoint (no counters, a session position) sets every counter
+to the position: N graph steps, save, load_eager, M eager steps equal the
+uninterrupted graph's N + M within zero_cases' float64 tolerance.
 """
 from __future__ import annotations
 
 import json
 import warnings
 
+import numpy as np
 import pytest
 
 import oneflow_lite as flow
@@ -29,12 +33,13 @@ N, M = 2, 2
 MODEL, DTYPE = "gpt", "float64"
 
 
-def scheduled_graph():
-    """zero_cases' GPT (dropout 0.1, float64) under AdamW halving its rate every step."""
+def scheduled_graph(halving: bool = True):
+    """zero_cases' GPT (dropout 0.1, float64) under AdamW, its rate halved
+    every step when ``halving``."""
     flow.manual_seed(3)
     model = flow.models.create(MODEL, zc.CONFIGS[MODEL]).double()
     opt = flow.optim.AdamW(model.named_parameters(), **zc.ADAMW)
-    sched = flow.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    sched = flow.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5) if halving else None
     return model, TrainGraph(model, opt, sched)
 
 
@@ -158,3 +163,20 @@ def test_malformed_eager_counters_are_refused(tmp_path, field):
     with pytest.raises(checkpoint.CheckpointError, match="index.json 'dropout' is"):
         checkpoint.load_eager(str(tmp_path / "ck"), model, opt, MODEL)
     assert params(model) == before
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_graph_checkpoint_sets_the_eager_counters_to_its_position(tmp_path, sharded):
+    data = zc.batches(MODEL, DTYPE, steps=N + M)
+    _, whole = scheduled_graph(halving=False)  # a constant rate, as eager_run's
+    want = [float(np.frombuffer(b)[0]) for b in run(whole, data)]
+    _, first = scheduled_graph(halving=False)
+    run(first, data[:N])
+    first.save(str(tmp_path / "ck"), model=MODEL, sharded=sharded)
+    model, opt = eager_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        checkpoint.load_eager(str(tmp_path / "ck"), model, opt, MODEL)
+    assert {m.iteration for m in model.modules() if isinstance(m, nn.Dropout)} == {N}
+    got = [float(np.frombuffer(b)[0]) for b in eager_run(model, opt, data[N:])]
+    np.testing.assert_allclose(got, want[N:], **zc.TOL[DTYPE])
