@@ -5,7 +5,7 @@ N steps, save, load into a fresh graph, M steps and save again writes N + M,
 and (with a StepLR scheduler and dropout, float64) the M steps' losses and
 the final parameters equal, bitwise, those of one graph trained N + M steps
 uninterrupted, the oracle. A malformed count is refused before anything
-loads.
+loads; an eager checkpoint's count comes from AdamW's step counter.
 
 Eager Dropout counters (``checkpoint.save_eager``'s "dropout" field): N + M
 eager steps equal N, save_eager, load_eager into a fresh model, M, bitwise
@@ -180,3 +180,14 @@ def test_a_graph_checkpoint_sets_the_eager_counters_to_its_position(tmp_path, sh
     assert {m.iteration for m in model.modules() if isinstance(m, nn.Dropout)} == {N}
     got = [float(np.frombuffer(b)[0]) for b in eager_run(model, opt, data[N:])]
     np.testing.assert_allclose(got, want[N:], **zc.TOL[DTYPE])
+
+
+def test_a_graph_counts_an_eager_checkpoints_steps(tmp_path):
+    """save_eager writes no step count: a graph takes AdamW's step counter."""
+    data = zc.batches(MODEL, DTYPE, steps=N + M)
+    eager_saved(tmp_path, data)
+    _, g = scheduled_graph(halving=False)
+    g.load(str(tmp_path / "ck"), model=MODEL)
+    run(g, data[N:])
+    g.save(str(tmp_path / "graph"), model=MODEL)
+    assert checkpoint.read_index(str(tmp_path / "graph"))["meta"]["steps"] == N + M

@@ -10,7 +10,8 @@ process count, or keeps it for the first call when the graph is not
 compiled yet. The step count (``Compiled.steps``) and the scheduler's state
 travel in the checkpoint's meta and a load restores both, so a resumed run
 feeds the same learning rate and its next save counts every step since the
-first start, not those since the resume; the session's random stream
+first start, not those since the resume (an eager checkpoint has no count:
+Adam's step counter gives it when there is one); the session's random stream
 position in its index (oneflow_lite._random_stream), so that it draws the
 same dropout masks. Not thread-safe.
 """
@@ -88,6 +89,10 @@ class GraphCheckpoint:
         self.load_state_dict(ck.tensors)
         _random_stream.restore(path, ck.random, self._compiled.session, ck.tensors)
         self._apply_meta(ck)
+        if "steps" not in ck.meta:  # an eager checkpoint: Adam's counter, one per step
+            steps = _random_stream.derived(ck.tensors, 1)
+            if steps is not None:
+                self._compiled.steps = steps
 
     def _apply_sharded(self, path: str, model: Optional[str]) -> checkpoint.Checkpoint:
         c, missing_ok = self._compiled, self._optimizer is None
