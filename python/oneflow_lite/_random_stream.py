@@ -17,7 +17,20 @@ state) still loads: the position is derived from the saved Adam/AdamW step
 counter when there is one (``<param>/step`` x the session's micro-batches:
 exact for a session that ran only training steps), else the session keeps
 its own position and a ``RuntimeWarning`` says that dropout continues from
-there (step 0's masks in a fresh session). Pure functions; thread-safe.
+there (step 0's masks in a fresh session).
+
+Eager models have no session: each ``nn.Dropout`` counts its own train-mode
+calls (``Dropout.iteration``). ``checkpoint.save_eager`` stores these
+counters in index.json as ``"dropout": {qualified module name: N}`` (apart
+from ``"random"``, which stays a session's position) and ``load_eager``
+sets them after the parameters. A graph's checkpoint has none but a
+session position: every counter is set to it (exact when the graph ran one
+micro-batch per step and each Dropout runs once per step: the masks are
+then the graph's). A checkpoint with neither (an older one) still loads,
+with a ``RuntimeWarning`` that dropout continues from the modules' own counters (step 0's masks in a fresh
+model); so does one whose names differ from the model's Dropout modules
+(those it names are set). Functions over their arguments, thread-safe
+except against a model that trains meanwhile.
 """
 from __future__ import annotations
 
@@ -27,6 +40,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 KEY = "random"
+MODULES = "dropout"  # an eager checkpoint's per-module counters
 
 
 def of(iteration: Optional[int]) -> Optional[dict]:
@@ -79,3 +93,58 @@ def restore(path: str, position: Optional[dict], session,
                   f"oneflow_lite or from eager state) and no optimizer step counter: dropout "
                   f"continues from this session's iteration {session.iteration} (a fresh "
                   f"session draws step 0's masks again)", RuntimeWarning, stacklevel=3)
+
+
+def _dropouts(model) -> dict:
+    from oneflow_lite.nn.modules.activation import Dropout
+
+    return {n: m for n, m in model.named_modules() if isinstance(m, Dropout)}
+
+
+def eager_counters(model) -> dict:
+    """The index field of ``model``'s Dropout counters: qualified name -> count."""
+    return {n: int(m.iteration) for n, m in _dropouts(model).items()}
+
+
+def check_counters(index: dict, fail) -> None:
+    """Raises ``fail(message)`` unless the index's counters are absent or well formed."""
+    if MODULES not in index:
+        return
+    field = index[MODULES]
+    if not isinstance(field, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+            and 0 <= v < 2 ** 62 for k, v in field.items()):
+        text = repr(field)
+        text = text if len(text) <= 80 else text[:77] + "..."
+        raise fail(f"index.json '{MODULES}' is {text}, expected {{module name: an integer "
+                   f"in [0, 2**62)}}")
+
+
+def restore_eager(path: str, counters: Optional[Mapping[str, int]], model,
+                  position: Optional[dict] = None) -> None:
+    """Sets ``model``'s Dropout counters from a checkpoint's ``counters`` (its
+    index field, or None), else from a graph's ``position``; warns for the
+    modules it leaves (module docstring)."""
+    modules = _dropouts(model)
+    if counters is None and position is not None:  # a graph's: one draw per step
+        counters = {n: position["iteration"] for n in modules}
+    counters = {} if counters is None else counters
+    for name, count in counters.items():
+        if name in modules:
+            modules[name].iteration = int(count)
+    missing = [n for n in modules if n not in counters]
+    unexpected = [n for n in counters if n not in modules]
+    if not missing and not unexpected:
+        return
+    parts = []
+    if missing:
+        parts.append(f"no counter for Dropout {_names(missing)}")
+    if unexpected:
+        parts.append(f"counters for {_names(unexpected)}, not Dropout modules of this model")
+    warnings.warn(f"checkpoint {path}: {'; '.join(parts)} (an older oneflow_lite's, or another model's): "
+                  f"those modules' dropout continues from their own counters "
+                  f"(a fresh model draws step 0's masks again)", RuntimeWarning, stacklevel=3)
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")

@@ -15,7 +15,8 @@ A checkpoint is a directory::
 
     ckpt/
       index.json        format, version, model name, fingerprint, meta, the
-                        random stream position (oneflow_lite._random_stream),
+                        random stream position or an eager model's Dropout
+                        counters (oneflow_lite._random_stream),
                         and per tensor: name, shape, dtype, file, nbytes, sha256
       tensors/00000.npy one numpy .npy file per logical tensor, in index order
 
@@ -89,6 +90,7 @@ class Checkpoint:
     meta: Dict[str, Any]
     stats: Any = None  # a sharded load's _slice_io.ReadStats (bytes read per file)
     random: Optional[Dict[str, int]] = None  # {"iteration": N}; None: not saved (_random_stream)
+    dropout: Optional[Dict[str, int]] = None  # eager Dropout counters by module; None: not saved
 
 
 def is_state(name: str) -> bool:
@@ -124,10 +126,12 @@ def _write_file(path: str, write) -> None:
 
 
 def save(path: str, tensors: Mapping[str, Any], model: str = "",
-         meta: Optional[Mapping[str, Any]] = None, iteration: Optional[int] = None) -> None:
+         meta: Optional[Mapping[str, Any]] = None, iteration: Optional[int] = None,
+         dropout: Optional[Mapping[str, int]] = None) -> None:
     """Writes ``tensors`` (name -> array-like, logical) as a checkpoint at ``path``,
     atomically (see the module docstring). ``meta`` must be JSON-serialisable.
-    ``iteration``: the session's random stream position (oneflow_lite._random_stream).
+    ``iteration``: the session's random stream position; ``dropout``: an eager
+    model's Dropout counters by module name (both oneflow_lite._random_stream).
     Refuses (CheckpointError) a ``path`` that is not new, an empty directory
     or an earlier checkpoint of ours, leaving it untouched."""
     path = _save_paths.target_path(path, "checkpoint.save")
@@ -165,6 +169,8 @@ def save(path: str, tensors: Mapping[str, Any], model: str = "",
                  "meta": meta_json, "tensors": entries}
         if iteration is not None:
             index[_random_stream.KEY] = _random_stream.of(iteration)
+        if dropout is not None:
+            index[_random_stream.MODULES] = {str(k): int(v) for k, v in dropout.items()}
         _write_file(os.path.join(tmp, INDEX),
                     lambda f: f.write(json.dumps(index, indent=1).encode()))
         _save_paths.publish(tmp, path, replace)
@@ -223,6 +229,7 @@ def read_index(path: str) -> dict:
         raise CheckpointError(f"checkpoint {path}: {INDEX} 'meta' is a "
                               f"{type(index['meta']).__name__}, not an object")
     _random_stream.check(index, lambda m: CheckpointError(f"checkpoint {path}: {m}"))
+    _random_stream.check_counters(index, lambda m: CheckpointError(f"checkpoint {path}: {m}"))
     names = set()
     for i, entry in enumerate(index["tensors"]):
         _check_entry(path, i, entry)
@@ -353,7 +360,8 @@ def load(path: str, expected: Optional[Mapping[str, Tuple[Sequence[int], str]]] 
         check_compatible(path, index, expected, allow_missing_state)
     tensors = {e["name"]: _read_tensor(path, e, verify) for e in index["tensors"]}
     return Checkpoint(tensors=tensors, model=index["model"], fingerprint=index["fingerprint"],
-                      meta=index.get("meta", {}), random=index.get(_random_stream.KEY))
+                      meta=index.get("meta", {}), random=index.get(_random_stream.KEY),
+                      dropout=index.get(_random_stream.MODULES))
 
 
 def _sharded_format() -> str:
@@ -371,13 +379,16 @@ def eager_tensors(model, optimizer=None) -> Dict[str, np.ndarray]:
 
 def save_eager(path: str, model, optimizer=None, model_name: str = "",
                meta: Optional[Mapping[str, Any]] = None) -> None:
-    """A checkpoint of an eager model (and optimizer) that nn.Graph.load reads."""
-    save(path, eager_tensors(model, optimizer), model_name, meta)
+    """A checkpoint of an eager model (and optimizer) that nn.Graph.load reads,
+    with the model's Dropout counters (oneflow_lite._random_stream)."""
+    save(path, eager_tensors(model, optimizer), model_name, meta,
+         dropout=_random_stream.eager_counters(model))
 
 
 def load_eager(path: str, model, optimizer=None, model_name: Optional[str] = None) -> Checkpoint:
     """Loads a checkpoint (from eager or from any nn.Graph plan) into an
-    eager model and optimizer; checks names, shapes and dtypes first."""
+    eager model and optimizer; checks names, shapes and dtypes first. Sets
+    the model's Dropout counters last (warns when the checkpoint lacks some)."""
     specs = {k: (list(v.shape), v.dtype.name) for k, v in model.state_dict().items()}
     ck = load(path, model=model_name)
     state = {k: v for k, v in ck.tensors.items() if is_state(k)}
@@ -388,6 +399,7 @@ def load_eager(path: str, model, optimizer=None, model_name: Optional[str] = Non
     model.load_state_dict({k: _tensor(v) for k, v in params.items()})
     if optimizer is not None and state:
         optimizer.load_state_dict({k: _tensor(v) for k, v in state.items()})
+    _random_stream.restore_eager(path, ck.dropout, model, ck.random)
     return ck
 
 

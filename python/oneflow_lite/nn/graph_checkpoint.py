@@ -7,8 +7,11 @@ of its ranks, oneflow_lite.sharded_checkpoint); a one-device graph, or
 ``save(sharded=False)``, one logical checkpoint written by process 0
 (oneflow_lite.checkpoint). ``load`` reads either under any plan, device or
 process count, or keeps it for the first call when the graph is not
-compiled yet. The scheduler's state travels in the checkpoint's meta, so a
-resumed run feeds the same learning rate, and the session's random stream
+compiled yet. The step count (``Compiled.steps``) and the scheduler's state
+travel in the checkpoint's meta and a load restores both, so a resumed run
+feeds the same learning rate and its next save counts every step since the
+first start, not those since the resume (an eager checkpoint has no count:
+Adam's step counter gives it when there is one); the session's random stream
 position in its index (oneflow_lite._random_stream), so that it draws the
 same dropout masks. Not thread-safe.
 """
@@ -60,6 +63,7 @@ class GraphCheckpoint:
         bytes read."""
         if sharded_checkpoint.is_sharded(path):
             index = sharded_checkpoint.read_index(path)
+            _saved_steps(path, index.get("meta", {}))  # refuses a malformed count now
             if model is not None and index["model"] != model:
                 raise checkpoint.CheckpointError(f"checkpoint {path} belongs to model "
                                                  f"'{index['model']}', not '{model}'")
@@ -69,6 +73,7 @@ class GraphCheckpoint:
                                              index.get("meta", {}))
             return self._apply_sharded(path, model)
         ck = checkpoint.load(path, model=model)
+        _saved_steps(path, ck.meta)
         if self._compiled is None:
             self._pending_checkpoint = (path, ck, model)
         else:
@@ -84,6 +89,10 @@ class GraphCheckpoint:
         self.load_state_dict(ck.tensors)
         _random_stream.restore(path, ck.random, self._compiled.session, ck.tensors)
         self._apply_meta(ck)
+        if "steps" not in ck.meta:  # an eager checkpoint: Adam's counter, one per step
+            steps = _random_stream.derived(ck.tensors, 1)
+            if steps is not None:
+                self._compiled.steps = steps
 
     def _apply_sharded(self, path: str, model: Optional[str]) -> checkpoint.Checkpoint:
         c, missing_ok = self._compiled, self._optimizer is None
@@ -101,8 +110,22 @@ class GraphCheckpoint:
         return ck
 
     def _apply_meta(self, ck: checkpoint.Checkpoint) -> None:
+        steps = _saved_steps("", ck.meta)
+        if steps is not None:  # absent: an eager checkpoint; the count stays
+            self._compiled.steps = steps
         if self._scheduler is not None and "lr_scheduler" in ck.meta:
             self._scheduler.load_state_dict(ck.meta["lr_scheduler"])
+
+
+def _saved_steps(path: str, meta: dict) -> Optional[int]:
+    """The step count ``save`` wrote into ``meta`` (None when absent);
+    CheckpointError unless it is a non-negative integer."""
+    steps = meta.get("steps")
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)
+                              or steps < 0):
+        raise checkpoint.CheckpointError(f"checkpoint {path}: meta 'steps' is {steps!r}, "
+                                         f"expected a non-negative integer")
+    return steps
 
 
 def _on_process0(world, write) -> None:
