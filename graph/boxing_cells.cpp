@@ -48,6 +48,12 @@ Grid GridOf(const Shape& logical, const Placement& p, const NdSbp& nd_sbp) {
     g.strides[d] = g.cells;
     g.cells *= static_cast<int64_t>(g.cuts[d].size());  // at most p.size()
   }
+  g.cut_index.resize(g.cells * ndim);
+  for (int64_t cell = 0; cell < g.cells; ++cell) {
+    for (int64_t d = 0; d < ndim; ++d) {
+      g.cut_index[cell * ndim + d] = (cell / g.strides[d]) % static_cast<int64_t>(g.cuts[d].size());
+    }
+  }
   g.cell_of.assign(p.size(), 0);
   for (int64_t i = 0; i < p.size(); ++i) {
     for (int64_t d = 0; d < ndim; ++d) {
@@ -88,7 +94,7 @@ class CellPricer {
   void CountReceivers(const Placement& sp, const Placement& tp, const NdSbp& target);
   void AxisMeets();
   int64_t Cut(const Grid& g, int64_t cell, int64_t d, bool begin) const {
-    const auto& cut = g.cuts[d][(cell / g.strides[d]) % g.cuts[d].size()];
+    const auto& cut = g.cuts[d][g.cut_index[cell * ndim_ + d]];
     return begin ? cut.first : cut.second;
   }
   std::pair<std::vector<std::pair<int64_t, int64_t>>::const_iterator,
@@ -228,7 +234,7 @@ bool CellPricer::Formula(int64_t b, int64_t* load, int64_t* busiest) const {
   int64_t elements = 1, cells = 1,
           size = 1;  // size: -1 when requests differ in size
   for (int64_t d = 0; d < ndim_; ++d) {
-    const int64_t i = (b / src_.strides[d]) % src_.cuts[d].size();
+    const int64_t i = src_.cut_index[b * ndim_ + d];
     elements *= src_.cuts[d][i].second;
     cells *= meets_[d][i];
     size = (size < 0 || uniform_[d][i] < 0) ? -1 : size * uniform_[d][i];
