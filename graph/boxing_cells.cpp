@@ -92,6 +92,7 @@ class CellPricer {
 
  private:
   void CountReceivers(const Placement& sp, const Placement& tp, const NdSbp& target);
+  void SortOwn();  // own_ in ascending order
   void AxisMeets();
   int64_t Cut(const Grid& g, int64_t cell, int64_t d, bool begin) const {
     const auto& cut = g.cuts[d][g.cut_index[cell * ndim_ + d]];
@@ -183,7 +184,25 @@ void CellPricer::CountReceivers(const Placement& sp, const Placement& tp, const 
     const int64_t held = src_cell_of_rank[tp.ranks()[i]];
     if (held >= 0) own_.emplace_back(held, cell);
   }
-  std::sort(own_.begin(), own_.end());
+  SortOwn();
+}
+
+void CellPricer::SortOwn() {
+  // Counting sort by source cell, then each cell's few pairs by target cell:
+  // the order std::sort gives (up to a placement's size pairs per step;
+  // sorting them whole was a fifth of a cost-model build on 4,096 devices).
+  std::vector<int64_t> start(src_.cells + 1, 0);
+  for (const auto& pair : own_) ++start[pair.first + 1];
+  for (int64_t b = 0; b < src_.cells; ++b) start[b + 1] += start[b];
+  std::vector<std::pair<int64_t, int64_t>> sorted(own_.size());
+  std::vector<int64_t> next(start.begin(), start.end() - 1);
+  for (const auto& pair : own_) sorted[next[pair.first]++] = pair;
+  for (int64_t b = 0; b < src_.cells; ++b) {
+    if (start[b + 1] - start[b] > 1) {
+      std::sort(sorted.begin() + start[b], sorted.begin() + start[b + 1]);
+    }
+  }
+  own_ = std::move(sorted);
 }
 
 void CellPricer::AxisMeets() {
