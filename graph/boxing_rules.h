@@ -86,6 +86,10 @@ struct Grid {
   std::vector<int64_t> strides;
   int64_t cells = 1;
   std::vector<int64_t> cell_of;
+  // Per cell and tensor axis d, the index of its cut along d (at cell * ndim
+  // + d): (cell / strides[d]) % cuts[d].size(), kept so that pricing a step
+  // does not divide per cell.
+  std::vector<int64_t> cut_index;
 };
 
 // What the SEND_RECV pricings of one cost-model build share: the grids per

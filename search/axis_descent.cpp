@@ -88,6 +88,28 @@ std::vector<std::vector<int>> AxisDescent::Kept(int a, const std::vector<int>& c
   return kept;
 }
 
+std::vector<int> AxisDescent::KeptSizes(int a, const std::vector<int>& choice, int freed) const {
+  const int n = graph_.num_nodes(), axes = labels_.axes;
+  std::vector<int> sizes(n);
+  for (int u = 0; u < n; ++u) {
+    const int k = graph_.num_candidates(u);
+    if (rank_[u] < freed) {
+      sizes[u] = k;
+      continue;
+    }
+    const int* mine = labels_.of[u].data() + static_cast<size_t>(choice[u]) * axes;
+    int count = 0;
+    for (int c = 0; c < k; ++c) {
+      const int* theirs = labels_.of[u].data() + static_cast<size_t>(c) * axes;
+      bool same = true;
+      for (int b = 0; b < axes && same; ++b) same = b == a || theirs[b] == mine[b];
+      count += same ? 1 : 0;
+    }
+    sizes[u] = count;
+  }
+  return sizes;
+}
+
 std::unique_ptr<AxisDescent::Restricted> AxisDescent::Restrict(std::vector<std::vector<int>> kept) {
   auto out = std::make_unique<Restricted>();
   out->kept = std::move(kept);
@@ -133,13 +155,14 @@ std::unique_ptr<AxisDescent::Restricted> AxisDescent::Widest(int a, const std::v
                                                              std::vector<std::vector<int>> plain) {
   // Bisection over the levels (how many nodes a cutoff at each distinct count
   // frees): level lo fits (-1: none freed), level hi does not (size: unknown).
-  std::unique_ptr<Restricted> best;
+  // Each probe only counts the kept candidates and simulates the
+  // elimination order (EliminationPlan::Fits, the test Restrict's plan
+  // applies); the graph and its plan are built once, for the answer.
   int lo = -1, hi = static_cast<int>(levels_.size());
   while (hi - lo > 1) {
     const int mid = lo + (hi - lo) / 2;
-    std::unique_ptr<Restricted> r = Restrict(Kept(a, choice, levels_[mid]));
-    if (r != nullptr) {
-      best = std::move(r);
+    if (EliminationPlan::Fits(graph_, KeptSizes(a, choice, levels_[mid]), max_entries_,
+                              max_entries_)) {
       lo = mid;
     } else {
       hi = mid;
@@ -147,7 +170,7 @@ std::unique_ptr<AxisDescent::Restricted> AxisDescent::Widest(int a, const std::v
   }
   const int freed = lo < 0 ? 0 : levels_[lo];
   free_cutoff_ = freed == 0 ? 0 : graph_.num_candidates(order_[freed - 1]);
-  return best != nullptr ? std::move(best) : Restrict(std::move(plain));
+  return Restrict(lo < 0 ? std::move(plain) : Kept(a, choice, freed));
 }
 
 bool AxisDescent::Solve(int a, std::vector<int>& choice) {

@@ -72,6 +72,8 @@ class AxisDescent {
   // Per node, the candidates a move on axis `a` keeps: all of them for the
   // first `freed` nodes of order_, else those agreeing with `choice` off `a`.
   std::vector<std::vector<int>> Kept(int a, const std::vector<int>& choice, int freed) const;
+  // How many candidates Kept(a, choice, freed) keeps per node.
+  std::vector<int> KeptSizes(int a, const std::vector<int>& choice, int freed) const;
   // The graph over `kept` and its plan; null when its tables pass the cap.
   std::unique_ptr<Restricted> Restrict(std::vector<std::vector<int>> kept);
   // The restricted graph of the largest cutoff that fits (bisection); null

@@ -17,10 +17,11 @@ namespace {
 using elimination_internal::MinOverFactors;
 using elimination_internal::MinOverOneFactor;
 
-// The table a node's elimination builds: the product of its neighbours' K.
-double TableSize(const CostGraph& graph, const std::vector<int>& neighbours) {
+// The table a node's elimination builds: the product of its neighbours' K
+// (`sizes`, per node).
+double TableSize(const std::vector<int>& sizes, const std::vector<int>& neighbours) {
   double size = 1;
-  for (int v : neighbours) size *= graph.num_candidates(v);
+  for (int v : neighbours) size *= sizes[v];
   return size;
 }
 
@@ -38,9 +39,33 @@ void EraseSorted(std::vector<int>& set, int value) {
 
 Maybe<EliminationPlan> EliminationPlan::Make(const CostGraph& graph, std::vector<char> use_edge,
                                              int64_t max_table_entries, int64_t max_total_entries) {
-  int n = graph.num_nodes();
   if (use_edge.empty()) use_edge.assign(graph.num_edges(), 1);
   CHECK_EQ(static_cast<int>(use_edge.size()), graph.num_edges());
+  std::vector<int> sizes(graph.num_nodes());
+  for (int u = 0; u < graph.num_nodes(); ++u) sizes[u] = graph.num_candidates(u);
+  EliminationPlan plan;
+  OFL_RETURN_IF_ERROR(
+      plan.Order(graph, use_edge, sizes, max_table_entries, max_total_entries, &plan.order_));
+  plan.graph_ = &graph;
+  plan.use_edge_ = std::move(use_edge);
+  plan.Compile();
+  return plan;
+}
+
+bool EliminationPlan::Fits(const CostGraph& graph, const std::vector<int>& sizes,
+                           int64_t max_table_entries, int64_t max_total_entries) {
+  EliminationPlan plan;
+  std::vector<int> order;
+  return plan
+      .Order(graph, std::vector<char>(graph.num_edges(), 1), sizes, max_table_entries,
+             max_total_entries, &order)
+      .ok();
+}
+
+Status EliminationPlan::Order(const CostGraph& graph, const std::vector<char>& use_edge,
+                              const std::vector<int>& sizes, int64_t max_table_entries,
+                              int64_t max_total_entries, std::vector<int>* order) {
+  const int n = graph.num_nodes();
   std::vector<std::vector<int>> neighbours(n);
   for (int e = 0; e < graph.num_edges(); ++e) {
     if (!use_edge[e]) continue;
@@ -48,21 +73,17 @@ Maybe<EliminationPlan> EliminationPlan::Make(const CostGraph& graph, std::vector
     InsertSorted(neighbours[graph.edge(e).to], graph.edge(e).from);
   }
   for (int u = 0; u < n; ++u) {
-    OFL_ENSURE(graph.num_candidates(u) <= std::numeric_limits<uint16_t>::max(),
-               "elimination: node '", graph.node(u).name, "' has ", graph.num_candidates(u),
-               " candidates, more than 65535");
+    OFL_ENSURE(sizes[u] <= std::numeric_limits<uint16_t>::max(), "elimination: node '",
+               graph.node(u).name, "' has ", sizes[u], " candidates, more than 65535");
   }
   // Lazy priority queue of (table size, own K, node); stale entries skipped.
   using Entry = std::tuple<double, int, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
   std::vector<double> weight(n);
   for (int u = 0; u < n; ++u) {
-    weight[u] = TableSize(graph, neighbours[u]);
-    queue.emplace(weight[u], graph.num_candidates(u), u);
+    weight[u] = TableSize(sizes, neighbours[u]);
+    queue.emplace(weight[u], sizes[u], u);
   }
-  EliminationPlan plan;
-  plan.graph_ = &graph;
-  plan.use_edge_ = std::move(use_edge);
   std::vector<char> done(n, 0);
   while (!queue.empty()) {
     auto [size, k, x] = queue.top();
@@ -73,14 +94,14 @@ Maybe<EliminationPlan> EliminationPlan::Make(const CostGraph& graph, std::vector
                            size, " entries over ", neighbours[x].size(), " neighbours (cap ",
                            max_table_entries, ")");
     }
-    plan.total_entries_ += static_cast<int64_t>(size);
-    if (plan.total_entries_ > max_total_entries) {
+    total_entries_ += static_cast<int64_t>(size);
+    if (total_entries_ > max_total_entries) {
       return Unimplemented("elimination: the tables would hold more than ", max_total_entries,
                            " entries in all");
     }
-    plan.largest_table_ = std::max(plan.largest_table_, static_cast<int64_t>(size));
-    plan.width_ = std::max(plan.width_, static_cast<int>(neighbours[x].size()));
-    plan.order_.push_back(x);
+    largest_table_ = std::max(largest_table_, static_cast<int64_t>(size));
+    width_ = std::max(width_, static_cast<int>(neighbours[x].size()));
+    order->push_back(x);
     done[x] = 1;
     const std::vector<int> around = neighbours[x];
     for (int a : around) {
@@ -88,13 +109,12 @@ Maybe<EliminationPlan> EliminationPlan::Make(const CostGraph& graph, std::vector
       for (int b : around) {
         if (b != a) InsertSorted(neighbours[a], b);
       }
-      weight[a] = TableSize(graph, neighbours[a]);
-      queue.emplace(weight[a], graph.num_candidates(a), a);
+      weight[a] = TableSize(sizes, neighbours[a]);
+      queue.emplace(weight[a], sizes[a], a);
     }
     neighbours[x].clear();
   }
-  plan.Compile();
-  return plan;
+  return Status::OK();
 }
 
 void EliminationPlan::Compile() {

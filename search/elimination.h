@@ -52,6 +52,12 @@ class EliminationPlan {
   static Maybe<EliminationPlan> Make(const CostGraph& graph, std::vector<char> use_edge,
                                      int64_t max_table_entries, int64_t max_total_entries);
 
+  // Whether Make would accept a graph with `graph`'s edges (all of them)
+  // whose node u has sizes[u] candidates, under the same caps, without
+  // building that graph (axis moves probe many restrictions).
+  static bool Fits(const CostGraph& graph, const std::vector<int>& sizes, int64_t max_table_entries,
+                   int64_t max_total_entries);
+
   int64_t largest_table() const { return largest_table_; }
   int64_t total_entries() const { return total_entries_; }
   int width() const { return width_; }  // the most neighbours a node had when eliminated
@@ -87,6 +93,13 @@ class EliminationPlan {
     int64_t argmin_offset = 0;  // into Solve()'s argmin arena
     int output = -1;            // the table's factor id when it spans 2+ nodes
   };
+  // The greedy order (smallest table first, then fewest candidates, then
+  // index) over the used edges, with node u's K taken as sizes[u], into
+  // `order`; its largest table, total and width into this plan. Errors as
+  // Make.
+  Status Order(const CostGraph& graph, const std::vector<char>& use_edge,
+               const std::vector<int>& sizes, int64_t max_table_entries, int64_t max_total_entries,
+               std::vector<int>* order);
   // Lays out steps_ for order_ (the symbolic half of Solve()).
   void Compile();
   std::vector<int> SolveUntil(double memory_weight, double* objective,

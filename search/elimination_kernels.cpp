@@ -71,7 +71,8 @@ void MinSumOfRows(const double* a, int kx, const double* rows0, int64_t row_stri
   }
 }
 
-// Fills `out` (its buffers reused) with `data` copied x-fastest.
+// Lays `data` out x-fastest in `out` (its buffers reused): a view when it
+// already is, else a copy.
 void CopyXFast(const double* data, int64_t x_stride, const int64_t* scope_stride,
                const int64_t* sizes, int m, int kx, std::vector<int64_t>& index, XFastFactor& out) {
   out.strides.assign(m, 0);
@@ -81,8 +82,15 @@ void CopyXFast(const double* data, int64_t x_stride, const int64_t* scope_stride
     out.strides[j] = next;
     next *= sizes[j];
   }
-  out.data.resize(next);
-  double* to_data = out.data.data();
+  bool packed = x_stride == 1;  // the factor's own layout is the x-fast one
+  for (int j = 0; j < m && packed; ++j) packed = scope_stride[j] == out.strides[j];
+  if (packed) {
+    out.data = data;
+    return;
+  }
+  out.copy.resize(next);
+  out.data = out.copy.data();
+  double* to_data = out.copy.data();
   index.assign(m, 0);
   for (int64_t from = 0, to = 0; to < next; to += kx) {  // odometer over its own variables
     for (int c = 0; c < kx; ++c) to_data[to + c] = data[from + c * x_stride];
@@ -109,14 +117,14 @@ void MinOverLast(const double* partial, int kx, const XFastFactor* inner, int nu
     return;
   }
   if (num_inner == 1) {
-    MinSumOfRows(partial, kx, inner[0].data.data() + offsets[0], inner[0].strides[m - 1], last,
-                 table, argmin);
+    MinSumOfRows(partial, kx, inner[0].data + offsets[0], inner[0].strides[m - 1], last, table,
+                 argmin);
     return;
   }
   for (int64_t t = 0; t < last; ++t) {
     std::copy(partial, partial + kx, sum);
     for (int f = 0; f < num_inner; ++f) {
-      const double* row = inner[f].data.data() + offsets[f] + t * inner[f].strides[m - 1];
+      const double* row = inner[f].data + offsets[f] + t * inner[f].strides[m - 1];
       for (int c = 0; c < kx; ++c) sum[c] += row[c];
     }
     const int best = std::min_element(sum, sum + kx) - sum;
@@ -152,10 +160,11 @@ bool MinOverFactors(const double* unary, int kx, const double* const* data, int 
   const int num_inner = nf - num_outer;
   const int64_t last = sizes[m - 1];
   b.index.assign(m, 0);
-  b.offsets.resize(nf);
+  b.offsets.assign(nf, 0);  // each copy's offset at the outer positions, kept in step
   b.partial.resize(kx);
   b.sum.resize(kx);
   int64_t* index = b.index.data();
+  int64_t* offsets = b.offsets.data();
   double* partial = b.partial.data();
   double* sum = b.sum.data();
   constexpr int64_t kAskEvery = int64_t{1} << 16;
@@ -164,20 +173,19 @@ bool MinOverFactors(const double* unary, int kx, const double* const* data, int 
       asked = t0;
       if ((*stop)()) return false;
     }
-    for (int f = 0; f < nf; ++f) {  // each copy's offset at the outer positions
-      int64_t offset = 0;
-      for (int j = 0; j + 1 < m; ++j) offset += index[j] * outer[f].strides[j];
-      b.offsets[f] = offset;
-    }
     std::copy(unary, unary + kx, partial);
     for (int f = 0; f < num_outer; ++f) {
-      const double* row = outer[f].data.data() + b.offsets[f];
+      const double* row = outer[f].data + offsets[f];
       for (int c = 0; c < kx; ++c) partial[c] += row[c];
     }
-    MinOverLast(partial, kx, inner, num_inner, b.offsets.data() + num_outer, m, last, sum,
-                table + t0, argmin + t0);
+    MinOverLast(partial, kx, inner, num_inner, offsets + num_outer, m, last, sum, table + t0,
+                argmin + t0);
     for (int j = m - 2; j >= 0; --j) {  // advance the odometer over the outer positions
-      if (++index[j] < sizes[j]) break;
+      const bool carry = ++index[j] == sizes[j];
+      for (int f = 0; f < nf; ++f) {
+        offsets[f] += carry ? -outer[f].strides[j] * (sizes[j] - 1) : outer[f].strides[j];
+      }
+      if (!carry) break;
       index[j] = 0;
     }
   }

@@ -15,10 +15,14 @@
 namespace ofl {
 namespace elimination_internal {
 
-// A factor copied so that x is its fastest axis: entry (scope assignment,
-// c) at offset + c, the offset summing `strides` over the scope positions.
+// A factor laid out so that x is its fastest axis: entry (scope
+// assignment, c) at data[offset + c], the offset summing `strides` over the
+// scope positions. `data` points into `copy`, or at the factor itself when
+// its own layout is already that one (x fastest, its other variables in
+// scope order, packed): then nothing is copied.
 struct XFastFactor {
-  std::vector<double> data;
+  const double* data = nullptr;
+  std::vector<double> copy;
   std::vector<int64_t> strides;  // per scope position; 0 where the factor lacks it
 };
 
