@@ -47,6 +47,10 @@ struct ExactOptions {
   int64_t max_total_entries = int64_t{1} << 27;  // all tables' argmins (2 bytes each)
   int lagrangian_iterations = 64;
   int64_t max_branch_nodes = int64_t{1} << 20;  // branch-and-bound budget
+  // Under a binding limit where the graph eliminates, branch and bound on
+  // the Lagrangian dual first (step 4a), within this many subproblems.
+  bool lagrangian_branch = true;
+  int64_t max_lagrangian_branch_nodes = int64_t{1} << 14;
   // Under a binding limit, branch and bound also bounds with memory priced
   // at the best Lagrangian weight (exact.h, step 4). Off: memory ignored.
   bool weighted_branch_bound = true;
@@ -81,9 +85,10 @@ struct ExactResult {
   double start_seconds = -1;     // options.start's total; -1 when not asked for
   std::string note;              // why it is not proved (empty when proved)
   int64_t num_pruned = 0;
-  int64_t largest_table = 0;  // of the elimination; 0 when it could not run
-  int width = -1;             // most neighbours at an elimination; -1 likewise
-  int64_t branch_nodes = 0;   // branch-and-bound nodes visited
+  int64_t largest_table = 0;     // of the elimination; 0 when it could not run
+  int width = -1;                // most neighbours at an elimination; -1 likewise
+  int64_t branch_nodes = 0;      // branch-and-bound nodes visited
+  int64_t lagrangian_nodes = 0;  // Lagrangian branch-and-bound subproblems bounded
 };
 
 // Errors: an infeasible memory limit (the message gives the smallest
