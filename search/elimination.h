@@ -18,7 +18,7 @@
 // Make() also lays out the symbolic part of every elimination (scopes, strides,
 // which factors meet), which does not depend on the memory weight, so that
 // Solve() only does the arithmetic (the autoddl starts and exact's Lagrangian
-// bisection call it many times per plan). Its buffers live in an
+// dual and branch and bound call it many times per plan). Its buffers live in an
 // EliminationWorkspace: a caller that solves again and again (the Lagrangian
 // search, the axis and ball moves) passes one and allocates almost nothing
 // after the first solve. A plan points at its graph, which must outlive it.

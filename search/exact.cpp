@@ -23,7 +23,7 @@ bool GapClosed(double upper, double lower) {
   return upper <= lower + kProofTolerance * std::max(std::fabs(upper), 1e-300);
 }
 
-// Depth-first branch and bound; see exact.h, step 4.
+// Depth-first branch and bound; see exact.h, step 4b.
 class BranchAndBound {
  public:
   // `weight` >= 0: seconds per byte of memory for the second bound (0: off).
@@ -319,10 +319,16 @@ bool BranchOnDual(const EliminationPlan& plan, const DualAnswer& root, const Exa
     return true;
   }
   best.Raise(r.lower_bound, "Lagrangian branch and bound (open subproblems)");
+  if (!result.note.empty()) result.note += "; ";
+  result.note +=
+      StrCat("Lagrangian branch and bound stopped after ", r.nodes, " subproblems (", r.solves,
+             " eliminations; max_lagrangian_branch_nodes or "
+             "time_budget_seconds), lower bound ",
+             FormatSeconds(r.lower_bound));
   return GapClosed(incumbent, best.lower);
 }
 
-// Depth-first branch and bound (exact.h, step 4) below `incumbent`, within
+// Depth-first branch and bound (exact.h, step 4b) below `incumbent`, within
 // `left` seconds (0: no limit); true when it finished.
 bool PlainBranchAndBound(const ExactOptions& options, double left, Incumbent& best,
                          double& incumbent, ExactResult& result) {
@@ -355,7 +361,7 @@ bool PlainBranchAndBound(const ExactOptions& options, double left, Incumbent& be
 
 Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& options) {
   OFL_RETURN_IF_ERROR(graph.CheckMemoryFeasible());
-  // time_budget_seconds bounds the Lagrangian bisection (each solve of a
+  // time_budget_seconds bounds the Lagrangian dual (each solve of a
   // wide elimination can take seconds) and then branch and bound, together.
   const auto started = std::chrono::steady_clock::now();
   auto elapsed = [&] {

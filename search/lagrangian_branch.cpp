@@ -37,8 +37,12 @@ class DualSolver {
 
   DualSolver(const CostGraph& graph, const EliminationPlan& plan, int max_solves,
              const std::function<bool()>& stop, OfferFn offer)
-      : graph_(graph), plan_(plan), max_solves_(max_solves), stop_(stop),
-        offer_(std::move(offer)), limit_(static_cast<double>(graph.memory_limit())),
+      : graph_(graph),
+        plan_(plan),
+        max_solves_(max_solves),
+        stop_(stop),
+        offer_(std::move(offer)),
+        limit_(static_cast<double>(graph.memory_limit())),
         decisive_(DecisiveMemoryWeight(graph)) {
     offset_.assign(graph.num_nodes() + 1, 0);
     for (int u = 0; u < graph.num_nodes(); ++u) {
@@ -68,9 +72,10 @@ class DualSolver {
     return true;
   }
 
-  // The dual under the current restriction; `floor` is a bound known
-  // already (the parent's), `cutoff` the incumbent's prune level.
-  DualAnswer Run(const DualLine* seed_over, const DualLine* seed_fit, double floor,
+  // The dual under the current restriction, from the seeds it allows and a
+  // first solve at `hint` (the parent's weight; 0: none); `floor` is a
+  // bound known already (the parent's), `cutoff` the incumbent's prune level.
+  DualAnswer Run(const DualLine* seed_over, const DualLine* seed_fit, double hint, double floor,
                  double cutoff);
 
  private:
@@ -80,8 +85,8 @@ class DualSolver {
     if (stop_ && stop_()) return false;
     ++solves_;
     double objective = 0;
-    line.choice = plan_.Solve(weight, &objective, workspace_, extra_.data(),
-                              stop_ ? &stop_ : nullptr);
+    line.choice =
+        plan_.Solve(weight, &objective, workspace_, extra_.data(), stop_ ? &stop_ : nullptr);
     if (line.choice.empty() && graph_.num_nodes() > 0) return false;
     line.cost = graph_.TotalSeconds(line.choice);
     line.memory = graph_.MemoryBytes(line.choice);
@@ -93,9 +98,11 @@ class DualSolver {
     return l.cost + w * (static_cast<double>(l.memory) - limit_);
   }
   // Opens the two sides from the seeds or by solving; false when done.
-  bool Open(const DualLine* seed_over, const DualLine* seed_fit, DualAnswer& a);
+  // `hint` > 0: a weight to solve at first when one side is seeded.
+  bool Open(const DualLine* seed_over, const DualLine* seed_fit, double hint, DualAnswer& a);
   void Raise(DualAnswer& a, double value, double weight) {
-    if (value > a.bound) a.bound = value, a.weight = weight;
+    if (value > a.peak) a.peak = value, a.weight = weight;
+    a.bound = std::max(a.bound, value);
   }
 
   const CostGraph& graph_;
@@ -111,11 +118,24 @@ class DualSolver {
   int64_t solves_ = 0;
 };
 
-bool DualSolver::Open(const DualLine* seed_over, const DualLine* seed_fit, DualAnswer& a) {
+bool DualSolver::Open(const DualLine* seed_over, const DualLine* seed_fit, double hint,
+                      DualAnswer& a) {
+  bool has_over = seed_over != nullptr && Allowed(seed_over->choice);
+  bool has_fit = seed_fit != nullptr && Allowed(seed_fit->choice);
+  if (has_over) a.over = *seed_over;
+  if (has_fit) a.fit = *seed_fit;
   double value = 0;
-  if (seed_over != nullptr && Allowed(seed_over->choice)) {
-    a.over = *seed_over;
-  } else {
+  DualLine line;
+  if (hint > 0 && has_over != has_fit) {  // the parent's weight: likely near this dual's
+    if (!Solve(hint, line, value)) return a.stopped = true, false;
+    ++a.solves;
+    Raise(a, value, hint);
+    has_fit |= Fits(line);
+    has_over |= !Fits(line);
+    if (Fits(line)) offer_(line);
+    std::swap(Fits(line) ? a.fit : a.over, line);
+  }
+  if (!has_over) {
     if (!Solve(0, a.over, value)) return a.stopped = true, false;
     ++a.solves;
     Raise(a, value, 0);
@@ -127,10 +147,7 @@ bool DualSolver::Open(const DualLine* seed_over, const DualLine* seed_fit, DualA
       return false;
     }
   }
-  if (seed_fit != nullptr && Allowed(seed_fit->choice)) {
-    a.fit = *seed_fit;
-    return true;
-  }
+  if (has_fit) return true;
   if (!Solve(decisive_, a.fit, value)) return a.stopped = true, false;
   ++a.solves;
   Raise(a, value, decisive_);
@@ -139,11 +156,11 @@ bool DualSolver::Open(const DualLine* seed_over, const DualLine* seed_fit, DualA
   return true;
 }
 
-DualAnswer DualSolver::Run(const DualLine* seed_over, const DualLine* seed_fit, double floor,
-                           double cutoff) {
+DualAnswer DualSolver::Run(const DualLine* seed_over, const DualLine* seed_fit, double hint,
+                           double floor, double cutoff) {
   DualAnswer a;
   a.bound = floor;
-  if (!Open(seed_over, seed_fit, a)) return a;
+  if (!Open(seed_over, seed_fit, hint, a)) return a;
   DualLine line;
   while (a.solves < max_solves_ && a.bound < cutoff) {
     double w = (a.fit.cost - a.over.cost) / static_cast<double>(a.over.memory - a.fit.memory);
@@ -188,6 +205,7 @@ int BranchNode(const CostGraph& graph, const DualLine& over, const DualLine& fit
 
 struct Subproblem {
   double bound = 0;
+  double weight = 0;  // where its dual peaked
   std::vector<Restriction> restrictions;
   DualLine over, fit;
 };
@@ -198,15 +216,14 @@ DualAnswer LagrangianRootDual(const CostGraph& graph, const EliminationPlan& pla
                               const DualLine* seed_over, int max_solves,
                               const std::function<bool()>& stop) {
   DualSolver dual(graph, plan, max_solves, stop, [](const DualLine&) {});
-  DualAnswer a = dual.Run(seed_over, nullptr, -kInfinity, kInfinity);
+  DualAnswer a = dual.Run(seed_over, nullptr, 0, -kInfinity, kInfinity);
   if (seed_over != nullptr) a.bound = std::max(a.bound, seed_over->cost);
   return a;
 }
 
 LagrangianBranchResult LagrangianBranch(const CostGraph& graph, const EliminationPlan& plan,
                                         const DualAnswer& root, std::vector<int>& best,
-                                        double& best_cost,
-                                        const LagrangianBranchOptions& options) {
+                                        double& best_cost, const LagrangianBranchOptions& options) {
   auto offer = [&](const DualLine& line) {
     std::vector<int> x = line.choice;
     CoordinateDescent(graph, x, 1000, nullptr);
@@ -233,7 +250,7 @@ LagrangianBranchResult LagrangianBranch(const CostGraph& graph, const Eliminatio
     lost = root.bound;
   } else {
     offer(root.fit);
-    push({root.bound, {}, root.over, root.fit});
+    push({root.bound, root.weight, {}, root.over, root.fit});
   }
   while (!open.empty() && open.top().first < cutoff()) {
     if (result.nodes >= options.max_nodes || (options.stop && options.stop())) break;
@@ -243,14 +260,15 @@ LagrangianBranchResult LagrangianBranch(const CostGraph& graph, const Eliminatio
     const int64_t a = graph.node(u).candidates[top.over.choice[u]].memory_bytes;
     const int64_t b = graph.node(u).candidates[top.fit.choice[u]].memory_bytes;
     for (bool above : {true, false}) {
-      Subproblem child{top.bound, top.restrictions, {}, {}};
+      Subproblem child{top.bound, top.weight, top.restrictions, {}, {}};
       child.restrictions.push_back({u, std::min(a, b), above});
       dual.Restrict(child.restrictions);
       ++result.nodes;
-      DualAnswer d = dual.Run(&top.over, &top.fit, top.bound, cutoff());
+      DualAnswer d = dual.Run(&top.over, &top.fit, top.weight, top.bound, cutoff());
       if (d.stopped) lost = std::min(lost, d.bound);
       if (d.stopped || d.infeasible || d.fits || d.bound >= cutoff()) continue;
       child.bound = d.bound;
+      child.weight = d.weight;
       child.over = std::move(d.over);
       child.fit = std::move(d.fit);
       push(std::move(child));

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "search/cost_graph.h"
@@ -33,7 +34,8 @@ struct DualLine {
 // `converged` or `fits`); `fits` when the weight-0 optimum keeps the limit.
 struct DualAnswer {
   double bound = 0;
-  double weight = 0;  // where the bound was found
+  double peak = -std::numeric_limits<double>::infinity();  // this dual's best value
+  double weight = 0;                                       // where it was found
   DualLine over, fit;
   bool fits = false;        // then `fit` is the optimum and `bound` its cost
   bool infeasible = false;  // even the least-memory answer breaks the limit
@@ -49,7 +51,7 @@ struct LagrangianBranchOptions {
 };
 
 struct LagrangianBranchResult {
-  bool finished = false;  // the incumbent is proved optimal (to the tolerance)
+  bool finished = false;   // the incumbent is proved optimal (to the tolerance)
   double lower_bound = 0;  // no assignment within the limit costs less
   int64_t nodes = 0;       // subproblems bounded
   int64_t solves = 0;      // eliminations run
@@ -68,7 +70,6 @@ DualAnswer LagrangianRootDual(const CostGraph& graph, const EliminationPlan& pla
 // memory differs most between the subproblem's two envelope lines.
 LagrangianBranchResult LagrangianBranch(const CostGraph& graph, const EliminationPlan& plan,
                                         const DualAnswer& root, std::vector<int>& best,
-                                        double& best_cost,
-                                        const LagrangianBranchOptions& options);
+                                        double& best_cost, const LagrangianBranchOptions& options);
 
 }  // namespace ofl
