@@ -22,7 +22,8 @@ double BruteDual(const CostGraph& g, double w) {
   double least = std::numeric_limits<double>::infinity();
   std::vector<int> x(g.num_nodes(), 0);
   while (true) {
-    least = std::min(least, g.TotalSeconds(x) + w * (static_cast<double>(g.MemoryBytes(x)) - limit));
+    least =
+        std::min(least, g.TotalSeconds(x) + w * (static_cast<double>(g.MemoryBytes(x)) - limit));
     int i = 0;
     while (i < g.num_nodes() && ++x[i] == g.num_candidates(i)) x[i++] = 0;
     if (i == g.num_nodes()) break;
