@@ -143,6 +143,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", default="", help="comma-separated model keys (default: all)")
+    parser.add_argument("--binding-only", action="store_true",
+                        help="only the rows under a binding memory limit")
     parser.add_argument("--load-before", default="")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
@@ -176,7 +178,7 @@ def main() -> int:
         os.replace(args.out + ".tmp", args.out)
 
     for key, mesh, binding in CONFIGS:
-        if only and key not in only:
+        if (only and key not in only) or (args.binding_only and not binding):
             continue
         try:
             rows.append(run_one(key, mesh, binding, log))

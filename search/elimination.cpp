@@ -202,6 +202,12 @@ std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective)
 }
 
 std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective,
+                                        EliminationWorkspace& workspace, const double* unary_extra,
+                                        const std::function<bool()>* stop) const {
+  return SolveUntil(memory_weight, objective, stop, *workspace.buffers_, unary_extra);
+}
+
+std::vector<int> EliminationPlan::Solve(double memory_weight, double* objective,
                                         const std::function<bool()>& stop) const {
   EliminationWorkspace workspace;
   return SolveUntil(memory_weight, objective, stop ? &stop : nullptr, *workspace.buffers_);
@@ -237,7 +243,8 @@ bool EliminationPlan::SolveStep(const Step& step, const double* unary, double* t
 
 std::vector<int> EliminationPlan::SolveUntil(double memory_weight, double* objective,
                                              const std::function<bool()>* stop,
-                                             EliminationWorkspace::Buffers& b) const {
+                                             EliminationWorkspace::Buffers& b,
+                                             const double* unary_extra) const {
   const CostGraph& graph = *graph_;
   const int n = graph.num_nodes();
   b.unary.resize(unary_offset_[n]);
@@ -246,6 +253,9 @@ std::vector<int> EliminationPlan::SolveUntil(double memory_weight, double* objec
     for (const Candidate& c : graph.node(u).candidates) {
       *out++ = c.compute_seconds + memory_weight * static_cast<double>(c.memory_bytes);
     }
+  }
+  if (unary_extra != nullptr) {
+    for (int64_t i = 0; i < unary_offset_[n]; ++i) b.unary[i] += unary_extra[i];
   }
   const int num_edge_factors = edge_data_.size();
   for (std::vector<double>& table : b.built) b.Give(table);  // a stopped solve's leftovers

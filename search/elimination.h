@@ -18,7 +18,7 @@
 // Make() also lays out the symbolic part of every elimination (scopes, strides,
 // which factors meet), which does not depend on the memory weight, so that
 // Solve() only does the arithmetic (the autoddl starts and exact's Lagrangian
-// bisection call it many times per plan). Its buffers live in an
+// dual and branch and bound call it many times per plan). Its buffers live in an
 // EliminationWorkspace: a caller that solves again and again (the Lagrangian
 // search, the axis and ball moves) passes one and allocates almost nothing
 // after the first solve. A plan points at its graph, which must outlive it.
@@ -73,6 +73,12 @@ class EliminationPlan {
   // The same, in `workspace`'s buffers (the answer is the same bit for bit).
   std::vector<int> Solve(double memory_weight, double* objective,
                          EliminationWorkspace& workspace) const;
+  // The same with `unary_extra` (if not null; one entry per candidate, the
+  // nodes in index order) added to the candidates' costs: +infinity forbids a
+  // candidate (exact's Lagrangian branch and bound fixes nodes so); `stop`
+  // (if not null) as above.
+  std::vector<int> Solve(double memory_weight, double* objective, EliminationWorkspace& workspace,
+                         const double* unary_extra, const std::function<bool()>* stop) const;
   // The compute plus the used edges' transfer of `choice` (no memory term):
   // the plan's objective at weight 0.
   double Cost(const std::vector<int>& choice) const;
@@ -104,7 +110,8 @@ class EliminationPlan {
   void Compile();
   std::vector<int> SolveUntil(double memory_weight, double* objective,
                               const std::function<bool()>* stop,
-                              EliminationWorkspace::Buffers& buffers) const;
+                              EliminationWorkspace::Buffers& buffers,
+                              const double* unary_extra = nullptr) const;
   // One step's table into `table` and its argmins into `arg`; false when
   // `stop` said stop.
   bool SolveStep(const Step& step, const double* unary, double* table, uint16_t* arg,

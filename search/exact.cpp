@@ -11,6 +11,7 @@
 
 #include "search/dominance.h"
 #include "search/elimination.h"
+#include "search/lagrangian_branch.h"
 
 namespace ofl {
 namespace {
@@ -22,7 +23,7 @@ bool GapClosed(double upper, double lower) {
   return upper <= lower + kProofTolerance * std::max(std::fabs(upper), 1e-300);
 }
 
-// Depth-first branch and bound; see exact.h, step 4.
+// Depth-first branch and bound; see exact.h, step 4b.
 class BranchAndBound {
  public:
   // `weight` >= 0: seconds per byte of memory for the second bound (0: off).
@@ -255,40 +256,25 @@ struct Incumbent {
   bool Closed() const { return std::isfinite(cost) && GapClosed(cost, lower); }
 };
 
-// Bisects the memory weight; every solve raises the lower bound or offers
-// an answer that fits. Returns true when the gap closed.
-bool Lagrangian(const EliminationPlan& plan, int iterations, Incumbent& best,
-                const std::function<bool()>& over_time) {
+// The root's Lagrangian dual by line crossing from the weight-0 optimum `x`
+// (over the limit): its bound raises the lower bound, its answer within the
+// limit (polished by coordinate descent) is offered. Returns the dual, for
+// branch and bound.
+DualAnswer Lagrangian(const EliminationPlan& plan, const std::vector<int>& x, int iterations,
+                      Incumbent& best, const std::function<bool()>& over_time) {
   const CostGraph& g = *best.graph;
-  double limit = static_cast<double>(g.memory_limit());
-  bool stopped = false;
-  auto solve = [&](double weight) {
-    double objective = 0;
-    std::vector<int> x = plan.Solve(weight, &objective, over_time);
-    if (x.empty() && g.num_nodes() > 0) {  // out of time: no bound from this weight
-      stopped = true;
-      return false;
-    }
-    const double lower = best.lower;
-    best.Raise(objective - weight * limit, kLagrangianBound);
-    if (best.lower > lower) best.weight = weight;
-    best.Offer(x);
-    return g.MemoryBytes(x) <= g.memory_limit();
-  };
-  double high = DecisiveMemoryWeight(g), low = high * 0x1p-64;
-  CHECK(solve(high) || stopped) << "a least-memory assignment fits a feasible limit";
-  for (int i = 0; i < iterations && !stopped && !best.Closed() && !over_time(); ++i) {
-    double mid = std::sqrt(low * high);
-    if (solve(mid)) {
-      high = mid;
-    } else if (!stopped) {
-      low = mid;
-    }
+  DualLine over{x, g.TotalSeconds(x), g.MemoryBytes(x)};
+  DualAnswer dual = LagrangianRootDual(g, plan, &over, iterations, over_time);
+  const double lower = best.lower;
+  best.Raise(dual.bound, kLagrangianBound);
+  if (best.lower > lower) best.weight = dual.weight;
+  if (!dual.fit.choice.empty() && g.MemoryBytes(dual.fit.choice) <= g.memory_limit()) {
+    std::vector<int> polished = dual.fit.choice;
+    best.Offer(polished);
+    CoordinateDescent(g, polished, 1000, nullptr);
+    best.Offer(polished);
   }
-  std::vector<int> polished = best.choice;
-  CoordinateDescent(g, polished, 1000, nullptr);
-  best.Offer(polished);
-  return best.Closed();
+  return dual;
 }
 
 // options.start's answer over the original graph, checked; empty: none.
@@ -313,11 +299,69 @@ std::vector<int> ToPruned(const PrunedGraph& pruned, const std::vector<int>& cho
   return out;
 }
 
+// Lagrangian branch and bound (lagrangian_branch.h) below `incumbent`, from
+// the root's dual; true when it finished (the incumbent is then proved).
+bool BranchOnDual(const EliminationPlan& plan, const DualAnswer& root, const ExactOptions& options,
+                  const std::function<bool()>& over_time, Incumbent& best, double& incumbent,
+                  ExactResult& result) {
+  LagrangianBranchOptions o;
+  o.max_nodes = options.max_lagrangian_branch_nodes;
+  o.max_dual_solves = options.lagrangian_iterations;
+  o.stop = over_time;
+  std::vector<int> found;  // set only when strictly cheaper than `incumbent`
+  LagrangianBranchResult r = LagrangianBranch(*best.graph, plan, root, found, incumbent, o);
+  if (!found.empty()) best.choice = std::move(found), best.cost = incumbent;
+  result.lagrangian_nodes = r.nodes;
+  result.method += " + Lagrangian branch and bound";
+  if (r.finished) {
+    best.lower = incumbent;
+    best.bound = "Lagrangian branch and bound (finished)";
+    return true;
+  }
+  best.Raise(r.lower_bound, "Lagrangian branch and bound (open subproblems)");
+  if (!result.note.empty()) result.note += "; ";
+  result.note +=
+      StrCat("Lagrangian branch and bound stopped after ", r.nodes, " subproblems (", r.solves,
+             " eliminations; max_lagrangian_branch_nodes or "
+             "time_budget_seconds), lower bound ",
+             FormatSeconds(r.lower_bound));
+  return GapClosed(incumbent, best.lower);
+}
+
+// Depth-first branch and bound (exact.h, step 4b) below `incumbent`, within
+// `left` seconds (0: no limit); true when it finished.
+bool PlainBranchAndBound(const ExactOptions& options, double left, Incumbent& best,
+                         double& incumbent, ExactResult& result) {
+  if (!options.weighted_branch_bound) best.weight = 0;
+  BranchAndBound search(*best.graph, options.max_branch_nodes, left, best.weight);
+  best.Raise(search.root_bound(), best.weight > 0 ? "branch-and-bound root bound (memory at the "
+                                                    "Lagrangian weight)"
+                                                  : "branch-and-bound root bound (memory ignored)");
+  std::vector<int> found;  // set only when strictly cheaper than `incumbent`
+  bool finished = search.Run(found, incumbent);
+  if (!found.empty()) {
+    best.choice = std::move(found);
+    best.cost = incumbent;
+  }
+  result.branch_nodes = search.nodes();
+  result.method += " + branch and bound";
+  if (finished) {
+    best.lower = incumbent;
+    best.bound = "branch and bound (finished)";
+    return true;
+  }
+  if (!result.note.empty()) result.note += "; ";
+  result.note += StrCat("branch and bound stopped after ", search.nodes(),
+                        " nodes (max_branch_nodes or time_budget_seconds), lower bound ",
+                        FormatSeconds(best.lower), ", best ", FormatSeconds(incumbent));
+  return false;
+}
+
 }  // namespace
 
 Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& options) {
   OFL_RETURN_IF_ERROR(graph.CheckMemoryFeasible());
-  // time_budget_seconds bounds the Lagrangian bisection (each solve of a
+  // time_budget_seconds bounds the Lagrangian dual (each solve of a
   // wide elimination can take seconds) and then branch and bound, together.
   const auto started = std::chrono::steady_clock::now();
   auto elapsed = [&] {
@@ -345,6 +389,7 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     return Status::OK();
   };
   bool proved = false;
+  DualAnswer root;  // the Lagrangian dual, when memory binds
   Maybe<EliminationPlan> plan =
       EliminationPlan::Make(g, {}, options.max_table_entries, options.max_total_entries);
   double objective = 0;
@@ -365,7 +410,8 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
     proved = best.Closed();
     if (!proved) {
       result.method = "elimination + Lagrangian bound on memory";
-      proved = Lagrangian(plan.value(), options.lagrangian_iterations, best, over_time);
+      root = Lagrangian(plan.value(), x, options.lagrangian_iterations, best, over_time);
+      proved = best.Closed();
     }
     if (!proved && options.start) OFL_RETURN_IF_ERROR(ask_start());
   } else {
@@ -381,34 +427,14 @@ Maybe<ExactResult> ExactSearch(const CostGraph& graph, const ExactOptions& optio
   }
   double incumbent = std::min(best.cost, start_cost);
   if (!proved && std::isfinite(incumbent) && GapClosed(incumbent, best.lower)) proved = true;
+  if (!proved && plan.ok() && options.lagrangian_branch && !root.fit.choice.empty()) {
+    proved = BranchOnDual(plan.value(), root, options, over_time, best, incumbent, result);
+  }
   if (!proved) {
     const double left = options.time_budget_seconds > 0
                             ? std::max(1e-3, options.time_budget_seconds - elapsed())
                             : 0.0;
-    if (!options.weighted_branch_bound) best.weight = 0;
-    BranchAndBound search(g, options.max_branch_nodes, left, best.weight);
-    best.Raise(search.root_bound(), best.weight > 0
-                                        ? "branch-and-bound root bound (memory at the "
-                                          "Lagrangian weight)"
-                                        : "branch-and-bound root bound (memory ignored)");
-    std::vector<int> found;  // set only when strictly cheaper than `incumbent`
-    bool finished = search.Run(found, incumbent);
-    if (!found.empty()) {
-      best.choice = std::move(found);
-      best.cost = incumbent;
-    }
-    result.branch_nodes = search.nodes();
-    result.method += " + branch and bound";
-    if (finished) {
-      best.lower = incumbent;
-      best.bound = "branch and bound (finished)";
-      proved = true;
-    } else {
-      if (!result.note.empty()) result.note += "; ";
-      result.note += StrCat("branch and bound stopped after ", search.nodes(),
-                            " nodes (max_branch_nodes or time_budget_seconds), lower bound ",
-                            FormatSeconds(best.lower), ", best ", FormatSeconds(incumbent));
-    }
+    proved = PlainBranchAndBound(options, left, best, incumbent, result);
   }
   CHECK(!best.choice.empty() || !start.empty() || g.num_nodes() == 0);
   const bool take_start = !start.empty() && start_cost < best.cost;

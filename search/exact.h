@@ -1,6 +1,6 @@
 // Exact search: the proven optimum of a CostGraph where the graph allows it,
-// by pruning, variable elimination, a Lagrangian bisection on memory and a
-// branch and bound (the steps are below). The answer says whether it is
+// by pruning, variable elimination, the Lagrangian dual on memory and two
+// branch and bounds (the steps are below). The answer says whether it is
 // proved (to a relative 1e-9) and gives the best lower bound known; an
 // unproved answer is never worse than the caller's start. Stateless; a const
 // CostGraph may be searched from many threads.
@@ -20,10 +20,20 @@
 //      exact in time linear in the nodes times the largest table, so chains,
 //      trees and ladders are solved exactly; refused above a size cap.
 //   3. If the unconstrained optimum keeps the memory limit, it is optimal.
-//      If not, a Lagrangian weight on memory is bisected: every weight gives
-//      a proven lower bound, every answer that fits is an upper bound (then
-//      polished by coordinate descent). Equal bounds prove the optimum.
-//   4. Otherwise (a bound gap, or a graph too wide to eliminate) a depth-
+//      If not, the Lagrangian dual of the limit, max over a weight w >= 0
+//      on memory of min over assignments of cost + w (memory - limit), is
+//      found exactly by line crossing (lagrangian_branch.h): a proven lower
+//      bound; its answer within the limit, polished by coordinate descent,
+//      is an upper bound. Equal bounds prove the optimum.
+//   4a. Otherwise, where the graph eliminates, a best-first Lagrangian
+//      branch and bound (lagrangian_branch.h): each subproblem restricts
+//      nodes' candidates to those above or at most a memory threshold and
+//      is bounded by its own dual; it branches on the node whose memory
+//      differs most between the two answers either side of the limit. It
+//      proves the optimum when no open subproblem is below the incumbent
+//      within `max_lagrangian_branch_nodes`; else its least open bound is
+//      the lower bound.
+//   4b. Otherwise (a gap remains, or a graph too wide to eliminate) a depth-
 //      first branch and bound over the nodes in breadth-first order, its
 //      bound the exact cost so far plus each unassigned node's cheapest
 //      candidate against its assigned neighbours and the row minima of the
@@ -47,10 +57,15 @@ struct ExactOptions {
   int64_t max_total_entries = int64_t{1} << 27;  // all tables' argmins (2 bytes each)
   int lagrangian_iterations = 64;
   int64_t max_branch_nodes = int64_t{1} << 20;  // branch-and-bound budget
+  // Under a binding limit where the graph eliminates, branch and bound on
+  // the Lagrangian dual first (step 4a), within this many subproblems (each
+  // a few eliminations); `lagrangian_iterations` caps one dual's solves.
+  bool lagrangian_branch = true;
+  int64_t max_lagrangian_branch_nodes = int64_t{1} << 14;
   // Under a binding limit, branch and bound also bounds with memory priced
-  // at the best Lagrangian weight (exact.h, step 4). Off: memory ignored.
+  // at the best Lagrangian weight (exact.h, step 4b). Off: memory ignored.
   bool weighted_branch_bound = true;
-  // Wall-clock seconds the Lagrangian bisection and branch and bound may run
+  // Wall-clock seconds the Lagrangian dual and the branch and bounds may run
   // together (checked between solves and every 4096 nodes); 0: no limit.
   // Past it the search stops unproved, like max_branch_nodes.
   double time_budget_seconds = 0;
@@ -72,18 +87,20 @@ struct ExactResult {
   double lower_bound = 0;  // no assignment within the limit costs less
   // What gave lower_bound: "elimination" (proved without memory binding),
   // "elimination without the memory limit", "Lagrangian bound on memory",
+  // "Lagrangian branch and bound (finished)" or "(open subproblems)",
   // "branch-and-bound root bound (memory ignored)" or "(memory at the
-  // Lagrangian weight)", "branch and bound
-  // (finished)", or "zero (costs are >= 0)".
+  // Lagrangian weight)", "branch and bound (finished)", or "zero (costs are
+  // >= 0)".
   std::string bound;
   std::string method;            // what found and proved the answer
   bool answer_is_start = false;  // the answer is options.start's, unimproved
   double start_seconds = -1;     // options.start's total; -1 when not asked for
   std::string note;              // why it is not proved (empty when proved)
   int64_t num_pruned = 0;
-  int64_t largest_table = 0;  // of the elimination; 0 when it could not run
-  int width = -1;             // most neighbours at an elimination; -1 likewise
-  int64_t branch_nodes = 0;   // branch-and-bound nodes visited
+  int64_t largest_table = 0;     // of the elimination; 0 when it could not run
+  int width = -1;                // most neighbours at an elimination; -1 likewise
+  int64_t branch_nodes = 0;      // branch-and-bound nodes visited
+  int64_t lagrangian_nodes = 0;  // Lagrangian branch-and-bound subproblems bounded
 };
 
 // Errors: an infeasible memory limit (the message gives the smallest

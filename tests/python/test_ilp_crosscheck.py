@@ -3,7 +3,9 @@ searchers get it (CostModel.cost_graph(), before pruning) written as an
 integer linear program and solved by HiGHS (bench/ilp_model.py), its answer
 re-priced by a plain-Python evaluator, not by either solver. Graphs: an MLP
 on [4], GPT (1 layer) on [2, 2], a residual and a two-branch graph on
-[2, 2], and an MLP under a binding memory limit. The models are bench/'s
+[2, 2], and two MLPs under a binding memory limit (the one on [2, 4]
+exact's older branch and bound could not prove within its 1M nodes; the
+Lagrangian branch and bound does). The models are bench/'s
 (search_models.py), built on the meta device."""
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ CASES = {
     "two_branch_2x2": (lambda: build_branches("two_branch", 3, 512, 2048), [2, 2], None),
     "mlp_4_memory": (lambda: build_program("mlp", layers=3, batch=512, hidden=2048), [4],
                      "binding"),
+    "mlp_2x4_memory": (lambda: build_program("mlp", layers=3, batch=64, hidden=8192), [2, 4],
+                       "binding"),
 }
 
 
