@@ -6,7 +6,7 @@ It times a memcpy, the float32 matmul op through a Session, and the
 in-process collectives on ``--devices`` virtual devices (all-reduce,
 reduce-scatter, all-gather, all-to-all: each its latency per ring step and
 bandwidth; C++: ``oneflow_lite/api/calibrate.h``), or with ``--processes N``
-the same collectives between N processes over Gloo on TCP loopback (the
+the same collectives between N processes over TCP loopback (the
 communicator of a multi-process job; ``oneflow_lite.calibrate_world``), or
 with ``--nodes M`` between the processes of M emulated nodes (the launcher's
 --emulate-nodes: one level inside a node, one between nodes):
@@ -80,8 +80,8 @@ class ProcessLayout:
 
     def describe(self) -> str:
         if self.nodes < 2:
-            return f"Gloo over TCP loopback between {self.processes} processes"
-        return (f"Gloo between {self.nodes} emulated nodes x {self.processes} processes "
+            return f"TCP loopback (the socket mesh) between {self.processes} processes"
+        return (f"TCP between {self.nodes} emulated nodes x {self.processes} processes "
                 f"(network namespaces, links shaped to {self.rate or 'unshaped'}, loopback "
                 f"{self.intra_rate or 'unshaped'})")
 
@@ -112,7 +112,7 @@ def process_levels(layout: ProcessLayout, sizes: Sequence[int], reps: int = 5,
 def process_collectives(processes: int, nbytes: int = 16 << 20, reps: int = 5,
                         timeout_s: float = 300.0) -> list:
     """Each collective's figures across ``processes`` processes of this machine
-    (Gloo over TCP loopback), fitted through sizes up to ``nbytes``: a list of
+    (TCP loopback, the socket mesh), fitted through sizes up to ``nbytes``: a list of
     {kind, bandwidth_gbps, latency_us}."""
     if processes < 2:
         raise ValueError(f"calibrate: processes={processes} (needs >= 2)")
@@ -264,7 +264,7 @@ def main(argv=None) -> int:
     parser.add_argument("--contention-devices", type=int, default=0,
                         help="measure contention for 2..N devices at once (0: --devices)")
     parser.add_argument("--processes", type=int, default=0,
-                        help="measure the collectives between N processes over Gloo (TCP "
+                        help="measure the collectives between N processes over TCP ("
                              "loopback) instead of in one process (0: in-process)")
     parser.add_argument("--nodes", type=int, default=1,
                         help="emulated nodes of --processes processes each (>= 2: the "

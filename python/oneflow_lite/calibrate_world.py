@@ -5,7 +5,8 @@
 
 Every process times every collective at every size on each level of the
 job (the processes of a node; one process per node across nodes: api/
-calibrate_processes.h) over Gloo (``_C.calibrate_process_levels``); process 0
+calibrate_processes.h) over the cross-process communicator
+(``_C.calibrate_process_levels``); process 0
 writes its measurements (a JSON list of {level, processes, kind,
 bandwidth_gbps, latency_us, points}) to ``--out``. ``oneflow_lite.calibrate
 --processes N [--nodes M]`` runs this and puts the levels in the Cluster.
