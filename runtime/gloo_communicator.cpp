@@ -213,7 +213,7 @@ uint64_t GlooCommunicator::CollectiveSlot(const std::string& signature) {
   // ranks (several boxing groups share one communicator) while ranks that
   // disagree on a call never match: they time out.
   const uint64_t n = ++sequences_[signature];
-  return Fnv(StrCat(signature, "#", n)) >> 1;
+  return Fnv1a(StrCat(signature, "#", n)) >> 1;
 }
 
 uint64_t GlooCommunicator::PointSlot(bool send, int64_t peer, const std::string& tag,
@@ -222,7 +222,7 @@ uint64_t GlooCommunicator::PointSlot(bool send, int64_t peer, const std::string&
   ++n;
   // The sender names itself as the source, the receiver its peer.
   const int64_t from = send ? rank_ : peer, to = send ? peer : rank_;
-  uint64_t h = Fnv(StrCat(from, ">", to, ":", tag, ":", bytes, ":", n));
+  uint64_t h = Fnv1a(StrCat(from, ">", to, ":", tag, ":", bytes, ":", n));
   return (uint64_t{1} << 63) | (h >> 1);
 }
 

@@ -12,15 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "oneflow_lite/core/fnv.h"
 #include "runtime/gloo_communicator.h"
 
 namespace ofl {
-
-// FNV-1a: the same on every process and host (std::hash need not be).
-inline uint64_t Fnv(const std::string& text, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // The sends and receives of one phase of a call, all on one slot: posted at
 // once, then waited for in order until the call's deadline. On the socket
@@ -65,7 +60,7 @@ class GlooCommunicator::Exchange {
     return Status::OK();
   }
   Status Wait() { return WaitFor(posted()); }
-  size_t posted() const { return mesh_ != nullptr ? sends_.size() : ops_.size(); }
+  size_t posted() const { return mesh_ != nullptr ? is_send_.size() : ops_.size(); }
 
  private:
   struct Op {
@@ -77,8 +72,8 @@ class GlooCommunicator::Exchange {
   Status MeshWaitFor(size_t n) {
     if (!post_error_.empty()) return comm_->Fail(what_, post_error_, false);
     size_t recvs = 0;
-    for (size_t i = 0; i < std::min(n, sends_.size()); ++i) recvs += sends_[i] ? 0 : 1;
-    const SocketMesh::Outcome out = mesh_->Progress(recvs, n >= sends_.size(), deadline_);
+    for (size_t i = 0; i < std::min(n, is_send_.size()); ++i) recvs += is_send_[i] ? 0 : 1;
+    const SocketMesh::Outcome out = mesh_->Progress(recvs, n >= is_send_.size(), deadline_);
     switch (out.kind) {
       case SocketMesh::Outcome::kDone:
         return Status::OK();
@@ -97,7 +92,7 @@ class GlooCommunicator::Exchange {
     if (bytes == 0 || !post_error_.empty()) return;  // both sides skip empty parts
     // The size goes into the slot: a send and a receive that disagree on it
     // never match (the call times out) instead of tripping a size check.
-    const uint64_t slot = slot_ ^ (Fnv(std::to_string(bytes)) & 0xffffff);
+    const uint64_t slot = slot_ ^ (Fnv1a(std::to_string(bytes)) & 0xffffff);
     if (mesh_ != nullptr) {
       if (!comm_->Track(nullptr)) {
         post_error_ = "aborted";
@@ -109,7 +104,7 @@ class GlooCommunicator::Exchange {
       } else {
         mesh_->Recv(peer, slot, data, bytes);
       }
-      sends_.push_back(send);
+      is_send_.push_back(send);
       return;
     }
     Op op{comm_->context_->createUnboundBuffer(data, static_cast<size_t>(bytes)), peer, send};
@@ -136,7 +131,7 @@ class GlooCommunicator::Exchange {
   const uint64_t slot_;
   const Deadline deadline_;
   std::vector<Op> ops_;
-  std::vector<bool> sends_;  // mesh: each posted operation, a send or not
+  std::vector<bool> is_send_;  // mesh: each posted operation, a send or not
   size_t waited_ = 0;
   std::string post_error_;
 };

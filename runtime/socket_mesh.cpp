@@ -179,7 +179,7 @@ bool SocketMesh::Read(int64_t q, bool* moved, std::string* lost) {
 }
 
 int64_t SocketMesh::FirstWaitedPeer(size_t recvs, bool all_sends) const {
-  for (size_t i = 0; i < std::min(recvs, recvs_.size()); ++i) {
+  for (size_t i = recvs_done_prefix_; i < std::min(recvs, recvs_.size()); ++i) {
     if (!recvs_[i].done) return recvs_[i].peer;
   }
   for (int64_t q = 0; all_sends && q < size_; ++q) {
@@ -190,7 +190,7 @@ int64_t SocketMesh::FirstWaitedPeer(size_t recvs, bool all_sends) const {
 
 bool SocketMesh::Waits(int64_t q, size_t recvs) const {
   if (!peers_[q].sends.empty()) return true;
-  for (size_t i = 0; i < std::min(recvs, recvs_.size()); ++i) {
+  for (size_t i = recvs_done_prefix_; i < std::min(recvs, recvs_.size()); ++i) {
     if (!recvs_[i].done && recvs_[i].peer == q) return true;
   }
   return false;
@@ -229,7 +229,10 @@ SocketMesh::Outcome SocketMesh::Progress(size_t recvs, bool all_sends, const Dea
     }
     fds.push_back({wake_fd_, POLLIN, 0});
     const int rv = ::poll(fds.data(), fds.size(), static_cast<int>(deadline.left().count()));
-    if (rv < 0 && errno != EINTR) return {Outcome::kLost, -1, std::strerror(errno)};
+    if (rv < 0 && errno != EINTR) {
+      return {Outcome::kLost, FirstWaitedPeer(recvs, all_sends),
+              StrCat("poll: ", std::strerror(errno))};
+    }
   }
 }
 

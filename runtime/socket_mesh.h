@@ -58,11 +58,11 @@ class SocketMesh {
   // socket takes them.
   void Send(int64_t peer, uint64_t slot, const void* data, int64_t bytes);
   void Recv(int64_t peer, uint64_t slot, void* data, int64_t bytes);
-  size_t recvs_posted() const { return recvs_.size(); }
 
   struct Outcome {
     enum Kind { kDone, kWoken, kTimedOut, kLost } kind = kDone;
-    int64_t peer = -1;   // kTimedOut: the rank waited on; kLost: the rank lost
+    int64_t peer = -1;   // kTimedOut: the rank waited on; kLost: the rank lost (or waited on
+                         // when poll itself failed)
     std::string detail;  // kLost: what the socket said
   };
   // Moves bytes until the first `recvs` receives posted in this call are
@@ -133,7 +133,7 @@ class SocketMesh {
   const int64_t rank_, size_;
   std::vector<Peer> peers_;
   std::vector<RecvOp> recvs_;
-  size_t recvs_done_prefix_ = 0;
+  size_t recvs_done_prefix_ = 0;  // recvs_[0, this) are done: scans start here
   int wake_fd_ = -1;
   std::atomic<bool> woken_{false};
 };

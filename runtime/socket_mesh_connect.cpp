@@ -15,6 +15,7 @@
 
 #include <cstring>
 
+#include "oneflow_lite/core/fnv.h"
 #include "runtime/socket_mesh.h"
 
 namespace ofl {
@@ -24,12 +25,6 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr uint64_t kMagic = 0x6f666c2d6d657368ull;  // "ofl-mesh"
-
-uint64_t Hash(const std::string& text) {  // FNV-1a: the same on every host
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // Closes a descriptor unless released.
 struct Fd {
@@ -168,7 +163,7 @@ Maybe<std::unique_ptr<SocketMesh>> SocketMesh::Connect(TcpStore* store,
                                       : reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
   const std::string mine = StrCat(listen_host, " ", port);
   OFL_RETURN_IF_ERROR(store->Set(StrCat(key_prefix, "/", rank), {mine.begin(), mine.end()}));
-  const uint64_t group = Hash(key_prefix);
+  const uint64_t group = Fnv1a(key_prefix);
   for (int64_t q = 0; q < rank; ++q) {  // connect to every lower rank
     OFL_ASSIGN_OR_RETURN(std::vector<char> where,
                          store->Get(StrCat(key_prefix, "/", q), deadline.left()));

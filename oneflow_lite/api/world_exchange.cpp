@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "oneflow_lite/core/fnv.h"
 #include "runtime/actor_kinds.h"  // TaskDisplayName
 
 namespace ofl {
@@ -44,12 +45,6 @@ struct Reader {
     return true;
   }
 };
-
-uint64_t Fnv(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 std::string Deterministic(const google::protobuf::MessageLite& m) {
   std::string out;
@@ -120,12 +115,12 @@ Maybe<TensorMap> GatherTensors(ProcessWorld* world, const std::string& name, con
 
 std::vector<uint64_t> PlanHashes(const proto::Plan& plan) {
   std::vector<uint64_t> out;
-  for (const auto& t : plan.tasks()) out.push_back(Fnv(Deterministic(t)));
+  for (const auto& t : plan.tasks()) out.push_back(Fnv1a(Deterministic(t)));
   proto::Plan rest;
   *rest.mutable_registers() = plan.registers();
   rest.set_num_ranks(plan.num_ranks());
   *rest.mutable_process_of_rank() = plan.process_of_rank();
-  out.push_back(Fnv(Deterministic(rest)));
+  out.push_back(Fnv1a(Deterministic(rest)));
   return out;
 }
 
@@ -168,7 +163,7 @@ Status CheckSameValues(ProcessWorld* world, const std::string& name,
   std::vector<uint64_t> mine;
   for (const auto& [variable, t] : values) {
     const char* p = static_cast<const char*>(t.raw());
-    mine.push_back(Fnv(std::string(p, p + t.nbytes())));
+    mine.push_back(Fnv1a(std::string(p, p + t.nbytes())));
   }
   std::vector<char> bytes(mine.size() * 8);
   std::memcpy(bytes.data(), mine.data(), bytes.size());
