@@ -108,7 +108,16 @@ CutsetAnswer CutsetSolve(const CostGraph& g, const CutsetOptions& options) {
   for (int u = 0; u < n; ++u) local[u] = fixed[u] >= 0 ? -1 : next++;
   double best = std::numeric_limits<double>::infinity();
   answer.exact = true;
+  // Work spent: a plain solve costs the plan's entries; a Lagrangian search
+  // up to `lagrangian_iterations` more solves, which the check above could
+  // not foresee (memory binds or not per assignment).
+  int64_t spent = 0;
+  const int64_t per_solve = std::max<int64_t>(entries, 1);
   for (;;) {
+    if (spent + per_solve > options.budget) {  // the rest unsolved: not proved
+      answer.exact = false;
+      break;
+    }
     for (size_t i = 0; i < at.size(); ++i) fixed[answer.cutset[i]] = at[i];
     Conditioned rest = Condition(g, fixed, local);
     const int64_t limit = g.memory_limit();
@@ -120,9 +129,11 @@ CutsetAnswer CutsetSolve(const CostGraph& g, const CutsetOptions& options) {
           EliminationPlan::Make(rest.graph, {}, options.max_entries, options.max_entries);
       CHECK(made.ok()) << "the cutset's structure is the same for every assignment";
       std::vector<int> low = made.value().Solve(0, nullptr);
+      spent += per_solve;
       if (rest.graph.MemoryBytes(low) > rest.graph.memory_limit()) {
         answer.exact = false;
         low = LagrangianSolve(rest.graph, made.value(), options.lagrangian_iterations);
+        spent += per_solve * options.lagrangian_iterations;
       }
       ++answer.assignments;
       if (!low.empty()) {

@@ -17,9 +17,12 @@
 // is solved by elimination (under a binding memory limit by the Lagrangian
 // search of elimination.h, so the answer then is the best found, not proved);
 // the cheapest answer within the limit wins (ties: the first in
-// lexicographic order of the cutset's candidates). The work (assignments
-// times the plan's table entries) is capped by `budget`: past it, or when
-// even the least-memory answers break the limit, the answer is empty.
+// lexicographic order of the cutset's candidates). The work is capped by
+// `budget`, counted in the plan's table entries per solve: when all the
+// assignments would pass it, or when even the least-memory answers break
+// the limit, the answer is empty; a Lagrangian search counts as
+// `lagrangian_iterations` more solves, and once the next solve would pass
+// the budget the assignments left are skipped (the best so far, not exact).
 
 namespace ofl {
 
