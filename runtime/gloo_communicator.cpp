@@ -301,8 +301,18 @@ Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t sl
     for (int64_t j = 0; j < p - 1; ++j) {
       peers.push_back(staging_.data() + (j * mine.size + begin) * es);
     }
-    Accumulate(Byte(dst, begin, es), init == nullptr ? nullptr : Byte(init, begin, es), peers, len,
-               dtype);
+    // In slices, pumping the sockets between them: while this rank sums,
+    // its peers' sends to it and its own sends keep flowing (each element's
+    // sum order is the same whatever the slices).
+    const int64_t slice = std::max<int64_t>(1, kSumSliceBytes / es);
+    for (int64_t s = 0; s < len; s += slice) {
+      const int64_t n = std::min(slice, len - s);
+      std::vector<const void*> at(peers.size());
+      for (size_t j = 0; j < peers.size(); ++j) at[j] = Byte(peers[j], s, es);
+      Accumulate(Byte(dst, begin + s, es), init == nullptr ? nullptr : Byte(init, begin + s, es),
+                 at, n, dtype);
+      ex.Pump();
+    }
   }
   return ex.Wait();
 }

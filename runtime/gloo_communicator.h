@@ -97,6 +97,8 @@ class GlooCommunicator : public Communicator {
   // Reduce-scatter receives and sums in chunks of this many bytes, so that
   // adding one chunk overlaps receiving the next.
   static constexpr int64_t kReduceChunkBytes = int64_t{1} << 20;
+  // Bytes of a chunk summed between two pumps of the socket mesh.
+  static constexpr int64_t kSumSliceBytes = int64_t{256} << 10;
 
   // Connects the processes whose world ranks are `members` (distinct, in
   // group-rank order); this process is world rank `world_rank`, one of them.

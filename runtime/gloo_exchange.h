@@ -60,6 +60,11 @@ class GlooCommunicator::Exchange {
     return Status::OK();
   }
   Status Wait() { return WaitFor(posted()); }
+  // Mesh: moves what is ready without waiting (Gloo's loop thread needs
+  // no help).
+  void Pump() {
+    if (mesh_ != nullptr) mesh_->Pump();
+  }
   size_t posted() const { return mesh_ != nullptr ? is_send_.size() : ops_.size(); }
 
  private:

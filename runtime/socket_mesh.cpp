@@ -196,6 +196,20 @@ bool SocketMesh::Waits(int64_t q, size_t recvs) const {
   return false;
 }
 
+bool SocketMesh::Pump() {
+  // Every open connection is read (and written when it has sends).
+  bool moved = false;
+  for (int64_t q = 0; q < size_; ++q) {
+    Peer& p = peers_[q];
+    if (q == rank_ || !p.closed.empty()) continue;
+    if (!Write(q, &moved, &p.closed) || !Read(q, &moved, &p.closed)) {
+      if (p.closed.empty()) p.closed = "connection failed";
+      moved = true;  // look at completion again before calling it lost
+    }
+  }
+  return moved;
+}
+
 SocketMesh::Outcome SocketMesh::Progress(size_t recvs, bool all_sends, const Deadline& deadline) {
   std::vector<pollfd> fds;
   for (;;) {
@@ -204,17 +218,7 @@ SocketMesh::Outcome SocketMesh::Progress(size_t recvs, bool all_sends, const Dea
     }
     if (FirstWaitedPeer(recvs, all_sends) < 0) return {};
     if (woken_.load()) return {Outcome::kWoken, -1, ""};
-    // Every open connection is read (and written when it has sends) each round.
-    bool moved = false;
-    for (int64_t q = 0; q < size_; ++q) {
-      Peer& p = peers_[q];
-      if (q == rank_ || !p.closed.empty()) continue;
-      if (!Write(q, &moved, &p.closed) || !Read(q, &moved, &p.closed)) {
-        if (p.closed.empty()) p.closed = "connection failed";
-        moved = true;  // look at completion again before calling it lost
-      }
-    }
-    if (moved) continue;
+    if (Pump()) continue;
     for (int64_t q = 0; q < size_; ++q) {
       if (!peers_[q].closed.empty() && Waits(q, recvs)) {
         return {Outcome::kLost, q, peers_[q].closed};

@@ -69,6 +69,11 @@ class SocketMesh {
   // complete and, when `all_sends`, every posted send is written; or until
   // Wake, the deadline or a lost connection.
   Outcome Progress(size_t recvs, bool all_sends, const Deadline& deadline);
+  // Moves what the sockets take and hold now, without waiting: the caller
+  // pumps between the slices of a long sum so that peers' sends keep
+  // flowing. True when some bytes moved (or a connection failed: the next
+  // Progress reports it).
+  bool Pump();
   // Ends the call: forgets its posted operations (a failed call's partial
   // messages make the mesh unusable; the caller shuts it down).
   void EndCall();
