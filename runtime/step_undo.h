@@ -1,8 +1,7 @@
 // StepUndo: makes Runtime::Run all-or-nothing for the state a step updates in
 // place (transactional steps, RuntimeOptions::transactional): an undo copy
-// of each updated variable, in arena bytes dead at its update or over the
-// spare register slots a run of one iteration leaves unwritten, where the
-// memory plan found them (saved by the writing act), else in its own buffer.
+// of each updated variable, in arena bytes dead or spare at its update where
+// the memory plan found them (saved by the writing act), else in its own buffer.
 //
 // Ownership: holds pointers to the Runtime's registers (which outlive it),
 // shares the ranks' arenas through its views, owns its other buffers.
