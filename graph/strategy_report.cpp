@@ -292,8 +292,9 @@ std::string StrategyReport::ToText(bool full, int max_rows) const {
   }
   if (peak_bytes) out << "\n" << peak_text;
   if (undo_bytes > 0) {
-    out << "\nundo copy of variables (transactional steps): " << FormatBytes(undo_bytes)
-        << " per device";
+    out << "\nundo copy of variables (transactional steps): at most " << FormatBytes(undo_bytes)
+        << " per device (the state updates write in place; host ranks lay it over arena bytes "
+           "dead or spare at the update)";
   }
   if (optimality) out << "\n" << optimality->ToText(total_seconds);
   if (compute_table) {

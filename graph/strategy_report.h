@@ -108,10 +108,13 @@ struct StrategyReport {
   int64_t memory_bytes = 0;  // per device
   int64_t memory_limit_bytes = 0;
   // Per device (each variable at its busiest rank, as memory_bytes): the
-  // runtime's undo copy of every variable an update writes in place (the
-  // parameter and its optimizer state, in their stored dtypes), which
-  // transactional steps (runtime/step_undo.h) allocate beside them. Not in
-  // memory_bytes (the cost model leaves it out).
+  // bytes of every variable an update writes in place (the parameter and its
+  // optimizer state, in their stored dtypes), the most that transactional
+  // steps' undo copy (runtime/step_undo.h) adds. The runtime keeps it whole
+  // only on device ranks, in pipelines and in runs of several iterations; on
+  // host ranks it lies over arena bytes dead at the update (one slot) or
+  // over the registers' spare slots (two) and adds less: peak_bytes prices
+  // it exactly. Not in memory_bytes (the cost model leaves it out).
   int64_t undo_bytes = 0;
   // Set by api/ when asked (api/memory_estimate.h): the predicted peak bytes
   // of the busiest rank of a session running this plan (the runtime's arena

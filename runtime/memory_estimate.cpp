@@ -60,8 +60,10 @@ Maybe<std::vector<RankMemoryEstimate>> EstimatePlanMemory(const proto::Plan& pla
     if (!options.plan_memory || !host[r]) continue;
     MemoryPlan p = PlanRegisterMemory(plan, r, producer, options.transactional);
     if (p.arena_bytes == 0) continue;
-    e.arena_bytes = p.arena_bytes - p.undo_arena_bytes;  // the undo copies' part is theirs
+    // The undo copies' part is theirs; the spare slots' stays with their registers.
+    e.arena_bytes = p.arena_bytes - p.undo_arena_bytes - p.spare_slot_bytes;
     e.planned_bytes = p.unshared_bytes;
+    e.spare_slot_bytes = p.spare_slot_bytes;
     e.undo_bytes = p.undo_arena_bytes;
     e.undo_in_arena_bytes = p.undo_arena_bytes;
     arena_offset[r] = std::move(p.offset);

@@ -60,9 +60,14 @@ struct RankMemoryEstimate {
   int64_t planned_bytes = 0;   // the arena's registers laid end to end (unshared)
   std::vector<OwnBuffer> own;  // every register outside the arena, by id
   int64_t own_bytes = 0;       // their sum
+  // Of own_bytes, the spare slots that live in the arena instead
+  // (runtime/memory_plan.h "Spare slots"): a register's `own` entry still
+  // counts all its slots.
+  int64_t spare_slot_bytes = 0;
   // What the undo copy of updated variables adds: its buffers of their own
-  // plus undo_in_arena_bytes, what it grows the arena by (the arena
-  // allocated is arena_bytes + undo_in_arena_bytes).
+  // plus undo_in_arena_bytes, what it grows the arena by beyond the spare
+  // slots (the arena allocated is arena_bytes + spare_slot_bytes +
+  // undo_in_arena_bytes).
   int64_t undo_bytes = 0;
   int64_t undo_in_arena_bytes = 0;
   int64_t total() const { return arena_bytes + own_bytes + undo_bytes; }

@@ -15,10 +15,7 @@ namespace {
 
 int64_t PeriodOf(int64_t period) { return period <= 0 ? 1 : period; }
 
-int64_t RoundUp(int64_t bytes) {
-  const int64_t a = MemoryPlan::kAlignment;
-  return (bytes + a - 1) / a * a;
-}
+int64_t RoundUp(int64_t bytes) { return MemoryPlan::Aligned(bytes); }
 
 // The bytes of one slot of `r`, or 0 when its dtype does not parse.
 int64_t SlotBytes(const proto::RegisterDesc& r) {
@@ -43,6 +40,9 @@ struct Candidate {
   // An undo copy (memory_plan.h): `reg` is the persistent register it
   // copies, `producer` the task that saves it; no readers.
   bool undo = false;
+  // The spare slots (1 .. num_slots - 1) of a multi-slot register `reg`,
+  // end to end (memory_plan.h "Spare slots").
+  bool spare = false;
 };
 
 bool AnyPeriodAboveOne(const proto::Plan& plan) {
@@ -55,8 +55,10 @@ bool AnyPeriodAboveOne(const proto::Plan& plan) {
   return false;
 }
 
+// The planned registers of `rank` (one slot), or with `spare` the spare
+// slots of its registers of more slots that are otherwise alike.
 std::vector<Candidate> Candidates(const proto::Plan& plan, int64_t rank,
-                                  const std::vector<int64_t>& producer) {
+                                  const std::vector<int64_t>& producer, bool spare = false) {
   const int64_t num_registers = plan.registers_size();
   std::vector<bool> control(num_registers, false);
   std::vector<std::vector<int64_t>> consumers(num_registers);
@@ -74,14 +76,17 @@ std::vector<Candidate> Candidates(const proto::Plan& plan, int64_t rank,
   };
   std::vector<Candidate> out;
   for (const auto& r : plan.registers()) {
-    if (r.rank() != rank || r.persistent() || control[r.id()] || r.num_slots() != 1) continue;
+    const bool slots_ok = spare ? r.num_slots() > 1 : r.num_slots() == 1;
+    if (r.rank() != rank || r.persistent() || control[r.id()] || !slots_ok) continue;
     const int64_t p = producer[r.id()];
-    const int64_t bytes = SlotBytes(r);
+    const int64_t bytes = SlotBytes(r) * (spare ? r.num_slots() - 1 : 1);
     if (p < 0 || bytes <= 0 || !task_ok(p, true)) continue;
     bool readers_ok = true;
     for (int64_t c : consumers[r.id()]) readers_ok = readers_ok && task_ok(c, false);
     if (!readers_ok) continue;
-    Candidate c{r.id(), p, consumers[r.id()], RoundUp(bytes), bytes, {r.id()}};
+    const int64_t rounded = spare ? RoundUp(SlotBytes(r)) * (r.num_slots() - 1) : RoundUp(bytes);
+    Candidate c{r.id(), p, consumers[r.id()], rounded, bytes, {r.id()}};
+    c.spare = spare;
     if (c.readers.empty()) c.readers.push_back(p);
     out.push_back(std::move(c));
   }
@@ -264,9 +269,12 @@ std::vector<int64_t> UndoWriters(const proto::Plan& plan, int64_t rank) {
 // Whether `a` and `b` may share bytes: the soundness rule for two planned
 // registers; an undo copy and a planned register when every reader of the
 // register (in the run's one iteration) acts before the undo copy's writer;
-// two undo copies never (both live to the end of the run).
+// an undo copy and spare slots always (a run of one iteration writes no
+// spare slot); two undo copies never (both live to the end of the run), nor
+// spare slots with anything else.
 bool MayShare(const Candidate& a, const Candidate& b, const Reachability& reach,
               int64_t num_tasks) {
+  if (a.spare || b.spare) return a.undo || b.undo;
   if (a.undo && b.undo) return false;
   if (a.undo || b.undo) {
     const Candidate& live = a.undo ? b : a;
@@ -281,9 +289,10 @@ bool MayShare(const Candidate& a, const Candidate& b, const Reachability& reach,
 
 // Places `cands` (by decreasing size, ties by id) at the lowest aligned
 // offsets that overlap nothing they may not share with; returns the arena's
-// bytes and fills offset (planned registers) and undo_offset (undo copies).
+// bytes and fills `out`'s offset (planned registers), undo_offset (undo
+// copies) and spare_offset (spare slots).
 int64_t Place(std::vector<Candidate> cands, const Reachability& reach, int64_t num_tasks,
-              std::vector<int64_t>* offset, std::vector<int64_t>* undo_offset) {
+              MemoryPlan* out) {
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     return a.reg != b.reg ? a.reg < b.reg : a.undo < b.undo;
@@ -306,10 +315,47 @@ int64_t Place(std::vector<Candidate> cands, const Reachability& reach, int64_t n
       at = std::max(at, end);
     }
     placed.push_back({at, at + c.bytes, &c});
-    for (int64_t m : c.members) (c.undo ? *undo_offset : *offset)[m] = at;
+    for (int64_t m : c.members) {
+      (c.undo ? out->undo_offset : c.spare ? out->spare_offset : out->offset)[m] = at;
+    }
     arena_bytes = std::max(arena_bytes, at + c.bytes);
   }
   return arena_bytes;
+}
+
+// Adds the undo copies of `undo_writer` (and, when `cands` is empty, the
+// spare slots of `rank`) to the placement of `cands`, whose arena `out`
+// holds; keeps the result when its arena grows by fewer bytes than the undo
+// copies' own buffers plus the spare slots' would take.
+void PlaceUndoCopies(const proto::Plan& plan, int64_t rank, const std::vector<int64_t>& producer,
+                     const std::vector<int64_t>& undo_writer, const Reachability& reach,
+                     std::vector<Candidate> cands, MemoryPlan* out) {
+  const bool spares = cands.empty();
+  int64_t undo_raw_bytes = 0, spare_raw_bytes = 0;
+  for (int64_t id = 0; id < plan.registers_size(); ++id) {
+    if (undo_writer[id] < 0) continue;
+    const int64_t bytes = SlotBytes(plan.registers(id));
+    cands.push_back({id, undo_writer[id], {}, RoundUp(bytes), bytes, {id}, true});
+    undo_raw_bytes += bytes;
+  }
+  if (undo_raw_bytes == 0) return;
+  if (spares) {
+    for (Candidate& c : Candidates(plan, rank, producer, true)) {
+      spare_raw_bytes += c.raw_bytes;
+      cands.push_back(std::move(c));
+    }
+  }
+  MemoryPlan with;
+  with.offset.assign(plan.registers_size(), -1);
+  with.undo_offset.assign(plan.registers_size(), -1);
+  with.spare_offset.assign(plan.registers_size(), -1);
+  const int64_t bytes = Place(std::move(cands), reach, plan.tasks_size(), &with);
+  if (bytes >= out->arena_bytes + undo_raw_bytes + spare_raw_bytes) return;
+  with.arena_bytes = bytes;
+  with.unshared_bytes = out->unshared_bytes;
+  with.spare_slot_bytes = spare_raw_bytes;
+  with.undo_arena_bytes = bytes - out->arena_bytes - spare_raw_bytes;
+  *out = std::move(with);
 }
 
 }  // namespace
@@ -319,12 +365,16 @@ MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
   MemoryPlan out;
   out.offset.assign(plan.registers_size(), -1);
   out.undo_offset.assign(plan.registers_size(), -1);
+  out.spare_offset.assign(plan.registers_size(), -1);
   if (AnyPeriodAboveOne(plan)) return out;
+  const MemoryPlan empty = out;
   std::vector<Candidate> cands = Candidates(plan, rank, producer);
-  if (cands.empty()) return out;
-  const int64_t n = plan.tasks_size();
   std::vector<int64_t> undo_writer =
       undo_copies ? UndoWriters(plan, rank) : std::vector<int64_t>(plan.registers_size(), -1);
+  const bool any_undo =
+      std::any_of(undo_writer.begin(), undo_writer.end(), [](int64_t w) { return w >= 0; });
+  if (cands.empty() && !any_undo) return out;
+  const int64_t n = plan.tasks_size();
   std::vector<int64_t> targets;
   for (const Candidate& c : cands) {
     targets.push_back(c.producer);
@@ -335,35 +385,22 @@ MemoryPlan PlanRegisterMemory(const proto::Plan& plan, int64_t rank,
   }
   Reachability reach;
   if (!reach.Build(plan, producer, targets)) return out;
-  int64_t raw_bytes = 0;
-  for (const Candidate& c : cands) {
-    out.unshared_bytes += c.bytes;
-    raw_bytes += c.raw_bytes;
+  if (!cands.empty()) {
+    int64_t raw_bytes = 0;
+    for (const Candidate& c : cands) {
+      out.unshared_bytes += c.bytes;
+      raw_bytes += c.raw_bytes;
+    }
+    cands = FoldViews(plan, std::move(cands), reach);
+    MemoryPlan planned = empty;
+    out.arena_bytes = Place(cands, reach, n, &planned);
+    out.offset = std::move(planned.offset);
+    if (out.arena_bytes >= raw_bytes) {  // sharing saves nothing: no planned registers
+      out = empty;
+      cands.clear();
+    }
   }
-  cands = FoldViews(plan, std::move(cands), reach);
-  std::vector<int64_t> unused(plan.registers_size(), -1);
-  out.arena_bytes = Place(cands, reach, n, &out.offset, &unused);
-  if (out.arena_bytes >= raw_bytes) {
-    return MemoryPlan{0, std::vector<int64_t>(out.offset.size(), -1), 0,
-                      std::vector<int64_t>(out.offset.size(), -1), 0};
-  }
-  // The undo copies join the arena only when that takes fewer bytes than
-  // their own buffers would.
-  int64_t undo_raw_bytes = 0;
-  for (int64_t id = 0; id < plan.registers_size(); ++id) {
-    if (undo_writer[id] < 0) continue;
-    const int64_t bytes = SlotBytes(plan.registers(id));
-    cands.push_back({id, undo_writer[id], {}, RoundUp(bytes), bytes, {id}, true});
-    undo_raw_bytes += bytes;
-  }
-  if (undo_raw_bytes == 0) return out;
-  std::vector<int64_t> offset(plan.registers_size(), -1), undo_offset(plan.registers_size(), -1);
-  const int64_t with_undo = Place(std::move(cands), reach, n, &offset, &undo_offset);
-  if (with_undo >= out.arena_bytes + undo_raw_bytes) return out;
-  out.undo_arena_bytes = with_undo - out.arena_bytes;
-  out.arena_bytes = with_undo;
-  out.offset = std::move(offset);
-  out.undo_offset = std::move(undo_offset);
+  if (any_undo) PlaceUndoCopies(plan, rank, producer, undo_writer, reach, std::move(cands), &out);
   return out;
 }
 

@@ -1,10 +1,11 @@
 // Memory planning of registers: which registers of one rank may share bytes
 // of one arena, and at which offsets; with transactional steps, also where
-// the undo copies of updated variables go (runtime/step_undo.h). Runtime::
-// Create (runtime.cpp) then allocates one arena per host rank through the
-// rank's Allocator and makes each planned register's slot, and each undo
-// copy placed here, a view into it; every other register keeps a buffer of
-// its own. Nothing is allocated per step either way.
+// the undo copies of updated variables go (runtime/step_undo.h), over dead
+// registers or over the spare slots of registers of two or more slots.
+// Runtime::Create (runtime.cpp) then allocates one arena per host rank
+// through the rank's Allocator and makes each planned register's slot, each
+// spare slot and each undo copy placed here a view into it; every other
+// slot is a buffer of its own. Nothing is allocated per step either way.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -57,6 +58,20 @@
 // copies join the arena only when the arena grows by fewer bytes than their
 // own buffers would take; otherwise every undo_offset is -1.
 //
+// Spare slots (undo_copies = true, on a rank with no planned register, as in
+// plans of two slots): a run of one iteration writes only slot 0 of each
+// register (every run starts each register's slot queue at slot 0, and a
+// period-1 task acts once per iteration), so slots 1 .. num_slots - 1 of a
+// register that is otherwise like a planned one (non-persistent, data, on
+// `rank`, written and read only by `rank`'s COMPUTE, SOURCE and SINK tasks)
+// hold nothing the run needs. They join the arena (spare_offset, end to
+// end at a kAlignment stride) and the undo copies may lie over them; spare
+// slots share with nothing else. A run of more than one iteration writes
+// them, and then StepUndo gives the copies whole buffers as above. They
+// join with the undo copies or not at all, by the same rule: when the
+// arena takes fewer bytes than the undo copies' and the spare slots' own
+// buffers would.
+//
 // Placement: registers and undo copies by decreasing size (ties by id),
 // each at the lowest 64-byte aligned offset that overlaps nothing placed
 // it may not share with. When the arena would not be smaller than the planned registers' own
@@ -67,6 +82,9 @@ namespace ofl {
 
 struct MemoryPlan {
   static constexpr int64_t kAlignment = 64;
+  static constexpr int64_t Aligned(int64_t bytes) {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
   int64_t arena_bytes = 0;
   // By register id: the byte offset of its one slot in the arena, or -1
   // when the register is not planned (it gets its own buffer).
@@ -77,7 +95,15 @@ struct MemoryPlan {
   // By register id: the byte offset of the undo copy of that persistent
   // register in the arena, or -1 (no undo copy here: StepUndo allocates one).
   std::vector<int64_t> undo_offset;
-  // What the undo copies add to arena_bytes (0 when none is placed).
+  // By register id: the byte offset of slot 1 of a register whose spare
+  // slots are in the arena (slot s at spare_offset + (s - 1) x its slot's
+  // bytes Aligned), or -1 (its slots are buffers of their own).
+  std::vector<int64_t> spare_offset;
+  // The spare slots' bytes in the arena, as their own buffers would count.
+  int64_t spare_slot_bytes = 0;
+  // What the undo copies add to the rank's bytes (0 when none is placed):
+  // arena_bytes minus the arena without undo copies and spare slots, minus
+  // spare_slot_bytes (those no longer take buffers of their own).
   int64_t undo_arena_bytes = 0;
 };
 

@@ -60,6 +60,7 @@ Maybe<std::vector<RankArena>> CreateArenas(const proto::Plan& plan,
   for (int64_t r : local_ranks) {
     arenas[r].plan.offset.assign(plan.registers_size(), -1);
     arenas[r].plan.undo_offset.assign(plan.registers_size(), -1);
+    arenas[r].plan.spare_offset.assign(plan.registers_size(), -1);
     if (!on || !allocators[r]->device().is_host()) continue;
     MemoryPlan p = PlanRegisterMemory(plan, r, producer, undo_copies);
     if (p.arena_bytes == 0) continue;
@@ -76,7 +77,7 @@ Maybe<std::vector<RankArena>> CreateArenas(const proto::Plan& plan,
 }
 
 // A view of `r`'s shape and dtype into its rank's arena at `offset`: the
-// slot of a planned register, or an undo copy.
+// slot of a planned register, a spare slot, or an undo copy.
 Tensor ArenaSlot(const proto::RegisterDesc& r, const RankArena& arena, int64_t offset,
                  const Device& device) {
   std::vector<int64_t> dims(r.desc().shape().dims().begin(), r.desc().shape().dims().end());
@@ -220,7 +221,15 @@ Status Runtime::Impl::CreateRegisters(const proto::Plan& plan, int cores) {
           ArenaSlot(r, arena, arena.plan.offset[r.id()], allocators[r.rank()]->device()));
       continue;
     }
-    for (int64_t s = 0; s < r.num_slots(); ++s) {
+    OFL_ASSIGN_OR_RETURN(Tensor first, AllocateSlot(r, devices[r.rank()].get()));
+    reg.slots.push_back(first);
+    const int64_t spare = arena.plan.spare_offset[r.id()];
+    for (int64_t s = 1; s < r.num_slots(); ++s) {  // slots 1..: the arena's spare slots, or own
+      if (spare >= 0) {
+        const int64_t at = spare + (s - 1) * MemoryPlan::Aligned(first.nbytes());
+        reg.slots.push_back(ArenaSlot(r, arena, at, allocators[r.rank()]->device()));
+        continue;
+      }
       OFL_ASSIGN_OR_RETURN(Tensor slot, AllocateSlot(r, devices[r.rank()].get()));
       reg.slots.push_back(slot);
     }

@@ -1,7 +1,7 @@
 // StepUndo: makes Runtime::Run all-or-nothing for the state a step updates in
 // place (transactional steps, RuntimeOptions::transactional): an undo copy
-// of each updated variable, in arena bytes dead at its update where the
-// memory plan found them (saved by the writing act), else in its own buffer.
+// of each updated variable, in arena bytes dead or spare at its update where
+// the memory plan found them (saved by the writing act), else in its own buffer.
 //
 // Ownership: holds pointers to the Runtime's registers (which outlive it),
 // shares the ranks' arenas through its views, owns its other buffers.
@@ -33,14 +33,18 @@
 //    registers runtime/memory_plan.h places there: one COMPUTE writer of a
 //    host rank with period-1 plans. In a run of one iteration the writer's
 //    act saves the register just before its kernel runs (SaveBefore), into
-//    bytes whose other registers are dead by then (the update comes after
-//    backward, when most activations are); the rank's peak grows by what
-//    the arena grew (bytes_per_rank), often far less than the state.
+//    bytes whose other registers are dead by then (one-slot plans: the
+//    update comes after backward, when most activations are) or that the
+//    run never writes (plans of two slots: slot 1 of each register, which
+//    only a run of several iterations uses); the rank's peak grows by what
+//    the arena grew beyond those spare slots (bytes_per_rank), often far
+//    less than the state.
 //  - in a buffer of its own from the register's rank's Allocator, for every
 //    other updated register (device ranks, pipelines with periods above 1,
 //    several writers, no arena): copied before the actors start, as before.
 // A run of more than one iteration overlaps iterations, so an arena copy
-// taken in iteration 0 would meet iteration 1's activations: BeginRun then
+// taken in iteration 0 would meet iteration 1's activations (or its spare
+// slots, which it writes): BeginRun then
 // gives each arena copy a whole buffer of its own (allocated once, at the
 // first such run, and kept; it grows the peak by those registers' bytes)
 // and copies everything before the actors start.
@@ -55,7 +59,8 @@
 // update kernels write their mutable inputs in place and actors hand the
 // same slot to the next step's readers; shadowing would need a second
 // register per variable wired through the plan and a swap of every reader's
-// pointer. The undo copy touches no kernel or plan, and in the arena it
+// pointer, and the shadow would need the state's bytes again while the
+// update runs. The undo copy touches no kernel or plan, and in the arena it
 // costs only the bytes the update phase cannot reuse (measured in
 // runtime/README.md).
 

@@ -21,8 +21,11 @@
 // backward until their last reader, temporaries freed at last use, one-slot
 // boxing and bucket registers), plus every buffer it keeps apart (variables:
 // parameters and optimizer state; multi-slot registers; boxing outputs;
-// gradient buckets' reduced buffers; sources), plus the transactional step's
-// undo copy of every variable an update writes in place. It lives in api/
+// gradient buckets' reduced buffers; sources), plus what the transactional
+// step's undo copy of the variables an update writes in place adds: on host
+// ranks it lies over arena bytes dead at the update (one register slot) or
+// over the registers' spare slots (two), and only the rest is new bytes;
+// elsewhere it is whole buffers. It lives in api/
 // because it needs both graph/ (lowering) and runtime/ (memory planning), and
 // DESIGN.md section 2 lets only api/ use both.
 //
@@ -51,7 +54,7 @@ struct RankMemory {
   int64_t parameter_bytes = 0;        // trainable variables' slices
   int64_t optimizer_state_bytes = 0;  // "<parameter>/<state>" variables (optimizer_pass.h)
   int64_t buffer_bytes = 0;           // other variables (e.g. a causal mask)
-  int64_t undo_bytes = 0;             // the transactional step's undo copy
+  int64_t undo_bytes = 0;             // what the transactional step's undo copy adds
   int64_t boxing_bytes = 0;           // boxing outputs outside the arena
   int64_t bucket_bytes = 0;           // gradient buckets' buffers outside the arena
   int64_t register_bytes = 0;         // every other register outside the arena

@@ -173,8 +173,9 @@ void BindSessionState(py::class_<DistributedSession>& c) {
       .def("bytes_sent", &DistributedSession::BytesSentByRank)
       .def("peak_bytes", &DistributedSession::PeakBytes)
       .def("undo_bytes", &DistributedSession::UndoBytes,
-           "per rank: bytes of the undo copy of the variables (transactional steps), part of "
-           "peak_bytes")
+           "per rank: the bytes the undo copy of the variables (transactional steps) adds, "
+           "part of peak_bytes (on host ranks it lies mostly over arena bytes dead or spare at "
+           "the update)")
       .def("strategy", [](const DistributedSession& s) { return s.strategy().ToString(s.graph()); })
       .def(
           "to_dot", [](const DistributedSession& s) { return s.StrategyDot(); },

@@ -110,37 +110,37 @@ def test_breakdown_of_data_parallel_by_hand():
     """Data parallel on [2, 2]: every rank holds every parameter whole (float32),
     Adam keeps two moments of each parameter's size and one int64 step per
     parameter, the causal masks are the other variables (B, not updated).
-    With two slots per register there is no arena for the undo copy, and it
-    holds the parameters and their state once more; with one, the undo copy
-    goes into the arena's bytes that are dead when each update runs
-    (runtime/step_undo.h), and costs what the allocators measure between
-    the same session with and without transactional steps, less than that."""
+    The undo copy goes into the arena: with one slot per register over the
+    bytes that are dead when each update runs, with two over the registers'
+    spare slots (runtime/memory_plan.h); either way it costs what the
+    allocators measure between the same session with and without
+    transactional steps, less than the parameters and their state once more
+    (a whole copy)."""
     g = program()
     planned = _C.plan(g.program, MESH, CLUSTER, "data_parallel")
     params = sum(4 * int(np.prod(g.program.shape(p))) for p in g.trainable)
     state = 2 * params + 8 * len(g.trainable)
     t = CONFIG.seq_len
-    m = planned.predicted_memory([g.loss], num_slots=2)
-    for r in m.ranks:
-        assert r["parameter_bytes"] == params
-        assert r["optimizer_state_bytes"] == state
-        assert r["undo_bytes"] == params + state
-        assert r["buffer_bytes"] % (t * t) == 0 and r["buffer_bytes"] > 0  # [t, t] masks
-    m = planned.predicted_memory([g.loss], num_slots=1)
-    measured = []
-    for transactional in (True, False):
-        session = _C.DistributedSession(g.program, RANKS, MESH, planned.strategy, [g.loss],
-                                        num_threads=2, timeout_ms=60000, num_slots=1,
-                                        transactional=transactional)
-        ids, labels = batch()
-        session.run({g.data: ids, g.labels: labels}, [g.loss])
-        measured.append(list(session.peak_bytes()))
-    for r, on, off in zip(m.ranks, *measured):
-        assert r["parameter_bytes"] == params
-        assert r["optimizer_state_bytes"] == state
-        assert r["undo_bytes"] == on - off
-        assert 0 < r["undo_bytes"] < params + state
-        assert r["arena_bytes"] < r["planned_bytes"]  # liveness shares bytes
+    for num_slots in (2, 1):
+        m = planned.predicted_memory([g.loss], num_slots=num_slots)
+        measured = []
+        for transactional in (True, False):
+            session = _C.DistributedSession(g.program, RANKS, MESH, planned.strategy, [g.loss],
+                                            num_threads=2, timeout_ms=60000,
+                                            num_slots=num_slots, transactional=transactional)
+            ids, labels = batch()
+            session.run({g.data: ids, g.labels: labels}, [g.loss])
+            measured.append(list(session.peak_bytes()))
+        for r, on, off in zip(m.ranks, *measured):
+            assert r["parameter_bytes"] == params
+            assert r["optimizer_state_bytes"] == state
+            assert r["buffer_bytes"] % (t * t) == 0 and r["buffer_bytes"] > 0  # [t, t] masks
+            assert r["undo_bytes"] == on - off
+            assert 0 < r["undo_bytes"] < params + state, num_slots
+            if num_slots == 1:
+                assert r["arena_bytes"] < r["planned_bytes"]  # liveness shares bytes
+            else:
+                assert r["arena_bytes"] == 0  # nothing planned: only the spare slots
 
 
 def test_report_shows_the_prediction_and_bad_options_are_named():

@@ -136,14 +136,24 @@ TEST(StepUndoTest, UndoCopiesOnlyUpdatedVariablesAndPeakBytesCountThem) {
   const proto::Plan plan = GatedAdamPlan(0);
   // w, m, v and step of both ranks are updated in place; nothing else is persistent.
   EXPECT_EQ(StepUndo::UpdatedRegisters(plan).size(), 8u);
-  auto on = MakeRuntime(plan, Options(true));
-  auto off = MakeRuntime(plan, Options(false));
-  const int64_t per_rank = 3 * kN * 4 + 8;  // w, m, v float32 + an int64 step
+  // Without an arena, buffers of their own: w, m, v float32 + an int64 step.
+  RuntimeOptions own = Options(true), none = Options(false);
+  own.plan_memory = none.plan_memory = false;
+  auto on = MakeRuntime(plan, own);
+  auto off = MakeRuntime(plan, none);
+  const int64_t per_rank = 3 * kN * 4 + 8;
   EXPECT_EQ(on->undo_bytes(), (std::vector<int64_t>{per_rank, per_rank}));
   EXPECT_EQ(off->undo_bytes(), (std::vector<int64_t>{0, 0}));
   for (int64_t r = 0; r < 2; ++r) {
     EXPECT_EQ(on->peak_bytes()[r] - off->peak_bytes()[r], per_rank);
   }
+  // With it (runtime/memory_plan.h "Spare slots"): slot 1 of x, gate/out_0,
+  // drop/y_0, drop/mask_0 and y (5 x 256 bytes, end to end) holds w, m, v
+  // (256 each) and step (64 aligned) over them: they add nothing.
+  auto lean = MakeRuntime(plan, Options(true));
+  auto lean_off = MakeRuntime(plan, Options(false));
+  EXPECT_EQ(lean->undo_bytes(), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(lean->peak_bytes(), lean_off->peak_bytes());
   // A variable that only is read gets no undo buffer.
   PlanMaker p(1);
   const int64_t w = p.Register("w", 0, {4}, 1, true);
