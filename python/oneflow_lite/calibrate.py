@@ -229,6 +229,21 @@ def calibrate(devices: int = 2, threads: int = 1, kernels: bool = True,
     return cluster, figures
 
 
+def shape_kernels(cluster, plans: Sequence[bytes], threads: int = 1, reps: int = 5):
+    """``(Cluster, figures)``: `cluster` with a shape entry per distinct compute
+    kernel of `plans` (serialized Plans: ``PlannedStrategy.simulate(...)["plan"]``),
+    each timed alone at its exact local shapes and attributes
+    (``_C.calibrate_plan_kernels``, oneflow_lite/api/calibrate_shapes.h). The
+    simulation then prices those kernels from their own times, not from the
+    FLOP curve of whole-tensor probes; figures: ``entries`` (op_type, shape,
+    flops, seconds) and ``skipped`` (kernels that do not run alone). Price
+    with ``planned.simulate(..., cluster=cluster)``."""
+    if threads < 1 or reps < 1:
+        raise ValueError(f"calibrate: shape kernels need threads >= 1 and reps >= 1, got "
+                         f"threads={threads} reps={reps}")
+    return _C.calibrate_plan_kernels(cluster, list(plans), num_threads=threads, reps=reps)
+
+
 def _layout(parser: argparse.ArgumentParser, args) -> Optional[ProcessLayout]:
     if args.nodes < 1 or args.processes < 0 or args.devices_per_process < 1:
         parser.error(f"--nodes {args.nodes}, --processes {args.processes}, "
