@@ -90,6 +90,23 @@ def test_kernels_timed_at_a_plans_shapes_price_its_tasks(calibrated):
         calibrate.shape_kernels(cluster, [curve["plan"]], threads=0)
 
 
+def test_the_command_line_adds_a_plans_kernels_to_a_cluster_file(calibrated, tmp_path):
+    from oneflow_lite import calibrate
+
+    cluster, figures = calibrated
+    base, plan, out = tmp_path / "base.pbtxt", tmp_path / "p.bin", tmp_path / "shaped.pbtxt"
+    base.write_text(figures["text"])
+    program = calibrate_probes.gpt_probe(64, batch=2, seq_len=8)
+    plan.write_bytes(_C.plan(program, [2], cluster, "data_parallel").simulate([])["plan"])
+    assert calibrate.main(["--out", str(out), "--shapes-of", str(base), "--plan", str(plan),
+                           "--reps", "1"]) == 0
+    shaped = _C.load_cluster(str(out))
+    sim = _C.plan(program, [2], cluster, "data_parallel").simulate([], cluster=shaped)
+    assert all(t["exact"] for t in sim["tasks"] if t["kind"] == "COMPUTE" and t["flops"] > 0)
+    with pytest.raises(SystemExit):  # --shapes-of without --plan
+        calibrate.main(["--out", str(out), "--shapes-of", str(base)])
+
+
 def test_the_reference_matmul_is_measured_again_at_the_end(calibrated):
     """Steadiness: the drift is the two measurements' ratio less one, steady
     when it stays within 10 %, and the text says both."""
