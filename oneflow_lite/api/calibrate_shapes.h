@@ -20,11 +20,13 @@
 // TimePlanKernels: one single-op graph and session per distinct key (its
 // inputs fed with TimeKernels' constants; one graph of many independent ops
 // may run several at once, lengthening each act), the median of its act
-// over `reps` runs after one warm-up. Inputs an op
-// writes in place (optimizer state) are variables of value 0.5. A kernel
-// without FLOPs is not timed (PriceTasks prices it by the bytes it moves);
-// one that does not build or run alone is skipped with the reason. No contention: entries are one device alone, as the
-// curve's; PriceTasks applies the Cluster's contention factor to both.
+// over `reps` runs after one warm-up. Inputs an op writes in place
+// (optimizer state) are variables of value 0.5. A kernel without FLOPs is
+// not timed (PriceTasks prices it by the bytes it moves); one that does not
+// build or run alone is skipped with the reason (an attribute that holds a
+// logical shape, e.g. conv2d_grad_weight's weight_shape on a channel
+// shard). No contention: entries are one device alone, as the curve's;
+// PriceTasks applies the Cluster's contention factor to both.
 
 namespace ofl {
 
