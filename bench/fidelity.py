@@ -32,6 +32,11 @@ on the calibrated Cluster of that device count
 (``bench/results/fidelity_cluster_<kind><N>.pbtxt``; ``oneflow_lite.calibrate`` microbenchmarks
 only, with the main job's settings, never fitted to these runs); the
 processes run those very strategy dicts, so their plans are identical.
+Then (unless ``--no-shape-kernels``) every distinct compute kernel of those
+plans is timed alone at its exact local shapes (``calibrate.shape_kernels``:
+a split shard runs at its own FLOP rate, not the whole-tensor curve's) and
+each plan simulated again on that Cluster: ``predicted_step_s`` is priced
+from those times, ``curve_step_s`` from the curve alone.
 
 ``--rounds`` rounds, each in fresh processes, strategy order rotated per
 round; per round every strategy runs ``--warmup`` untimed and ``--steps``
@@ -182,7 +187,8 @@ def run_mode(mode: str, args, clusters: dict) -> dict:
     for model in args.models:
         res = fr.measure(model, hierarchy, clusters[_cluster_key(mode)], names, kind,
                          args.rounds, args.warmup, args.steps, threads, args.timeout_s, log,
-                         traces_out=args.traces_dir, emulate=EMULATION.get(mode))
+                         traces_out=args.traces_dir, emulate=EMULATION.get(mode),
+                         shape_kernels=args.shape_kernels)
         out["rows"] += res["rows"]
         out["skipped"].update({f"{model}/{k}": v for k, v in res["skipped"].items()})
         out["errors"].update({f"{model}/{k}": v for k, v in res["errors"].items()})
@@ -224,6 +230,9 @@ def main() -> int:
     parser.add_argument("--cluster-dir", default="bench/results")
     parser.add_argument("--reuse-cluster", action="store_true")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--no-shape-kernels", dest="shape_kernels", action="store_false",
+                        help="price compute by the FLOP curve only (no kernels timed at the "
+                             "plans' own shapes)")
     parser.add_argument("--traces-dir", default=None,
                         help="keep each plan's measured and predicted Chrome traces here")
     args = parser.parse_args()

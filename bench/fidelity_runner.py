@@ -153,7 +153,8 @@ def plan_one_alone(g, name: str, hierarchy: Sequence[int], cluster):
     return _C.plan(g.program, list(hierarchy), cluster, name)
 
 
-def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]):
+def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str],
+             shape_kernels: bool = False, log=lambda s: None):
     """(rows, skipped): per strategy that plans, its predictions and its
     strategy dict; skipped: name -> why not (a preset that does not apply,
     exact that does not prove optimality within its budget).
@@ -161,12 +162,17 @@ def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]
     (``PlannedStrategy.simulate``: fetch the loss, one slot); estimate_step_s:
     the former full model (``step_estimate``); proxy_step_s: the searchers'
     additive total. ``_prediction`` and ``_trace_json`` (the simulation, for
-    the explain breakdown) and ``_strategy`` are popped by measure()."""
+    the explain breakdown) and ``_strategy`` are popped by measure().
+    With ``shape_kernels``, every distinct compute kernel of the planned
+    plans is then timed alone at its exact local shapes
+    (``calibrate.shape_kernels``) and each plan simulated again on that
+    Cluster: predicted_step_s is that simulation, ``curve_step_s`` the one
+    priced by the FLOP curve alone."""
     from oneflow_lite import explain
 
     g = build(model)
     ranks = list(range(int(np.prod(hierarchy))))
-    rows, skipped = [], {}
+    rows, skipped, planned_by = [], {}, {}
     for name in names:
         try:
             planned, candidates = plan_one(g, name, hierarchy, cluster)
@@ -199,6 +205,18 @@ def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]
                      "_prediction": explain.prediction_of(sim), "_trace_json": sim["trace_json"]})
         if candidates is not None:
             rows[-1]["candidates"] = candidates
+        planned_by[name] = (planned, sim["plan"])
+    if shape_kernels and rows:
+        from oneflow_lite import calibrate
+
+        shaped, figures = calibrate.shape_kernels(
+            cluster, [plan for _, plan in planned_by.values()], reps=3)
+        log(f"{model}: {len(figures['entries'])} kernels timed at their plans' shapes"
+            + (f", {len(figures['skipped'])} skipped" if figures["skipped"] else ""))
+        for row in rows:
+            sim = planned_by[row["strategy"]][0].simulate([g.loss], num_slots=1, cluster=shaped)
+            row.update(curve_step_s=row["predicted_step_s"], predicted_step_s=float(sim["step_s"]),
+                       _prediction=explain.prediction_of(sim), _trace_json=sim["trace_json"])
     return rows, skipped
 
 
@@ -355,7 +373,7 @@ def same_plans(strategies: Dict[str, dict]) -> Dict[str, List[str]]:
 def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mode: str,
             rounds: int, warmup: int, steps: int, threads: int, timeout_s: float,
             log=lambda s: None, traces_out: Optional[str] = None,
-            emulate: Optional[dict] = None) -> dict:
+            emulate: Optional[dict] = None, shape_kernels: bool = False) -> dict:
     """Plans `names` on `cluster`, runs them `rounds` times (order rotated
     per round; one more round, traced, for the explain) and returns {"rows",
     "skipped", "errors"}: per row the
@@ -364,7 +382,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
     ``own_step_s`` its own samples' median),
     the ratio, measured bytes and peak per rank (from the first round;
     bytes must be the same every round)."""
-    rows, skipped = plan_all(model, hierarchy, cluster, names)
+    rows, skipped = plan_all(model, hierarchy, cluster, names, shape_kernels, log)
     strategies = {r["strategy"]: r.pop("_strategy") for r in rows}
     trace_dir = tempfile.mkdtemp(prefix="ofl_fidelity_traces_")
     order = [r["strategy"] for r in rows]

@@ -63,11 +63,10 @@ std::map<int64_t, double> ContentionByRank(const proto::Plan& plan, const Cluste
   return factor;
 }
 
-Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& task,
-                             const Cluster& cluster, const TaskCostOptions& options) {
+// The op's context on the task's physical input shapes, attributes complete.
+Maybe<OpContext> TaskContext(const proto::Plan& plan, const proto::TaskProto& task,
+                             const std::string& where) {
   const proto::OpConf& conf = task.op_conf();
-  const std::string where =
-      StrCat("task ", task.id(), " (", conf.op_type(), " '", conf.name(), "')");
   OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(conf.op_type()));
   OpContext ctx;
   ctx.op_type = conf.op_type();
@@ -79,11 +78,34 @@ Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& ta
   for (const auto& [k, v] : conf.attrs()) ctx.attrs.Set(k, AttrFromProto(v));
   Status complete = def->CompleteAttrs(&ctx);
   OFL_ENSURE(complete.ok(), where, ": ", complete.message());
+  return ctx;
+}
+
+Maybe<std::vector<TensorDesc>> OutputDescs(const proto::Plan& plan, const proto::TaskProto& task) {
   std::vector<TensorDesc> outs;
   for (int64_t r : task.outputs()) {
     OFL_ASSIGN_OR_RETURN(TensorDesc d, DescFromProto(plan.registers(static_cast<int>(r)).desc()));
     outs.push_back(d);
   }
+  return outs;
+}
+
+std::string ShapeKeyOf(const OpContext& ctx) {
+  std::string key;
+  for (const TensorDesc& d : ctx.inputs) {
+    key += StrCat(DataTypeName(d.dtype), d.shape.ToString(), " ");
+  }
+  return key + ctx.attrs.ToString();
+}
+
+Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& task,
+                             const Cluster& cluster, const TaskCostOptions& options) {
+  const proto::OpConf& conf = task.op_conf();
+  const std::string where =
+      StrCat("task ", task.id(), " (", conf.op_type(), " '", conf.name(), "')");
+  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(conf.op_type()));
+  OFL_ASSIGN_OR_RETURN(const OpContext ctx, TaskContext(plan, task, where));
+  OFL_ASSIGN_OR_RETURN(const std::vector<TensorDesc> outs, OutputDescs(plan, task));
   TaskCost cost;
   cost.category = conf.op_type();
   cost.flops = def->EstimateCost(ctx, outs).flops;
@@ -93,8 +115,11 @@ Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& ta
                                          : DataType::kFloat32;
   if (!IsFloating(dtype)) dtype = DataType::kFloat32;
   if (cost.flops > 0) {
+    const ComputeTable& table = cluster.compute_table();
+    std::optional<double> exact = table.ExactSeconds(conf.op_type(), dtype, ShapeKeyOf(ctx));
     std::optional<double> measured =
-        cluster.compute_table().Seconds(conf.op_type(), dtype, cost.flops);
+        exact ? exact : table.Seconds(conf.op_type(), dtype, cost.flops);
+    cost.exact = exact.has_value();
     if (measured) {
       cost.seconds = *measured;
       cost.tabled = true;
@@ -167,6 +192,26 @@ Maybe<TaskCost> PriceBoxing(const proto::Plan& plan, const proto::TaskProto& tas
 }
 
 }  // namespace
+
+Maybe<std::string> KernelShapeKey(const proto::Plan& plan, const proto::TaskProto& task) {
+  OFL_ENSURE(task.kind() == proto::TaskProto::COMPUTE, "kernel shape key: task ", task.id(),
+             " is no compute task");
+  const std::string where =
+      StrCat("task ", task.id(), " (", task.op_conf().op_type(), " '", task.op_conf().name(), "')");
+  OFL_ASSIGN_OR_RETURN(const OpContext ctx, TaskContext(plan, task, where));
+  return ShapeKeyOf(ctx);
+}
+
+Maybe<double> KernelFlops(const proto::Plan& plan, const proto::TaskProto& task) {
+  OFL_ENSURE(task.kind() == proto::TaskProto::COMPUTE, "kernel flops: task ", task.id(),
+             " is no compute task");
+  const std::string where =
+      StrCat("task ", task.id(), " (", task.op_conf().op_type(), " '", task.op_conf().name(), "')");
+  OFL_ASSIGN_OR_RETURN(const OpContext ctx, TaskContext(plan, task, where));
+  OFL_ASSIGN_OR_RETURN(const std::vector<TensorDesc> outs, OutputDescs(plan, task));
+  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(ctx.op_type));
+  return def->EstimateCost(ctx, outs).flops;
+}
 
 std::string TaskCategory(const proto::TaskProto& task) {
   switch (task.kind()) {

@@ -14,10 +14,14 @@
 
 // Task times of a Plan from a Cluster: what plan_simulation.h is fed with
 // (DESIGN.md section 6). Per task, one act's seconds:
-//  - COMPUTE: the op's FLOPs on its physical shapes (the registry's
-//    estimate, OpDef::EstimateCost on the task's input registers) priced by
-//    the Cluster's kernel table (search/compute_table.h) when it lists the
-//    op type and dtype, else by the FLOP/s figure; an op without FLOPs
+//  - COMPUTE: the kernel's own measured time when the Cluster's kernel
+//    table holds an entry of its shape key (KernelShapeKey: the op type's
+//    entry at exactly these input shapes and attributes; a split shard runs
+//    at its own FLOP rate, not the whole tensor's), else the op's FLOPs on
+//    its physical shapes (the registry's estimate, OpDef::EstimateCost on
+//    the task's input registers) priced by the kernel table's curve
+//    (search/compute_table.h) when it lists the op type and dtype, else by
+//    the FLOP/s figure; an op without FLOPs
 //    (reshape, transpose, slice, concat, cast, copies) reads and writes its
 //    output's bytes once each (2 x its output registers' bytes) over
 //    `memory_bandwidth`, plus `kernel_overhead_s`. Then x the Cluster's
@@ -51,7 +55,19 @@ struct TaskCost {
   double flops = 0;     // COMPUTE: the op's FLOPs on this rank's shapes
   int64_t bytes = 0;    // BOXING: bytes this rank sends; copies: bytes moved
   bool tabled = false;  // priced from the kernel table
+  bool exact = false;   // ... from an entry of its own shape key
 };
+
+// A compute task's shape key: its inputs' dtypes and shapes, in argument
+// order, then its complete attributes, e.g.
+// "float32(512, 128) float32(128, 192) {transpose_a=false, transpose_b=false}".
+// The key of ComputeEntry.shape; api/calibrate_kernels.h times kernels by it.
+// Errors: not a COMPUTE task, an op type the registry does not know, a
+// register desc that does not parse.
+Maybe<std::string> KernelShapeKey(const proto::Plan& plan, const proto::TaskProto& task);
+// A compute task's FLOPs as PriceTasks counts them (0: priced by bytes).
+// Errors as KernelShapeKey's.
+Maybe<double> KernelFlops(const proto::Plan& plan, const proto::TaskProto& task);
 
 // Errors: an op type the registry does not know, a register desc that does
 // not parse, a cluster that cannot run the plan's group sizes, all named

@@ -55,6 +55,14 @@ Maybe<ComputeTable> ComputeTable::FromProto(const std::string& cluster_name,
                " must be > 0");
     OFL_ENSURE(Positive(e.seconds()), where, " (", e.op_type(), "): seconds=", e.seconds(),
                " must be > 0");
+    if (!e.shape().empty()) {
+      const bool fresh =
+          table.exact_.emplace(std::make_tuple(e.op_type(), dtype.value(), e.shape()), e.seconds())
+              .second;
+      OFL_ENSURE(fresh, where, " (", e.op_type(), " ", e.dtype(), "): shape='", e.shape(),
+                 "' is listed twice");
+      continue;
+    }
     std::vector<ComputePoint>& curve = table.curves_[{e.op_type(), dtype.value()}];
     for (const ComputePoint& p : curve) {
       OFL_ENSURE(p.flops != e.flops(), where, " (", e.op_type(), " ", e.dtype(),
@@ -89,6 +97,13 @@ std::optional<double> ComputeTable::Seconds(const std::string& op_type, DataType
   auto it = curves_.find({op_type, dtype});
   if (it == curves_.end()) return std::nullopt;
   return InterpolateSeconds(it->second, flops);
+}
+
+std::optional<double> ComputeTable::ExactSeconds(const std::string& op_type, DataType dtype,
+                                                 const std::string& shape) const {
+  auto it = exact_.find(std::make_tuple(op_type, dtype, shape));
+  if (it == exact_.end()) return std::nullopt;
+  return it->second;
 }
 
 double ComputeTable::Contention(int64_t devices) const {

@@ -7,6 +7,7 @@
 #include "convert.h"
 #include "oneflow_lite/api/calibrate.h"
 #include "oneflow_lite/api/calibrate_processes.h"
+#include "oneflow_lite/api/calibrate_shapes.h"
 #include "oneflow_lite/api/session.h"
 #include "planned.h"
 
@@ -214,6 +215,44 @@ void BindCalibrate(py::module_& m) {
       "at once) make the compute table and contention factors (api/calibrate.h)");
 }
 
+void BindCalibratePlanKernels(py::module_& m) {
+  m.def(
+      "calibrate_plan_kernels",
+      [](const Cluster& cluster, const std::vector<py::bytes>& plans, int num_threads, int reps) {
+        std::vector<proto::Plan> parsed;
+        for (size_t i = 0; i < plans.size(); ++i) {
+          proto::Plan p;
+          if (!p.ParseFromString(std::string(plans[i]))) {
+            throw py::value_error("calibrate_plan_kernels: plans[" + std::to_string(i) +
+                                  "] is not a serialized Plan");
+          }
+          parsed.push_back(std::move(p));
+        }
+        KernelTimingOptions o;
+        o.num_threads = num_threads;
+        o.reps = reps;
+        Maybe<ShapeTimes> times = ShapeTimes{};
+        {
+          py::gil_scoped_release release;
+          times = TimePlanKernels(parsed, o);
+        }
+        ShapeTimes t = Unwrap(std::move(times));
+        py::list rows;
+        for (const proto::ComputeEntry& e : t.entries) {
+          rows.append(py::make_tuple(e.op_type(), e.shape(), e.flops(), e.seconds()));
+        }
+        py::dict d;
+        d["entries"] = rows;
+        d["skipped"] = t.skipped;
+        return py::make_tuple(Unwrap(AddShapeEntries(cluster, t.entries)), d);
+      },
+      py::arg("cluster"), py::arg("plans"), py::arg("num_threads") = 1, py::arg("reps") = 5,
+      "(Cluster, figures): `cluster` with a shape entry per distinct compute kernel of the "
+      "serialized `plans` (PlannedStrategy.simulate(...)['plan']), each timed alone at its exact "
+      "local shapes (api/calibrate_shapes.h); figures: entries (op_type, shape, flops, seconds), "
+      "skipped (kernels that do not run alone, with why)");
+}
+
 void BindCalibrateProcesses(py::module_& m) {
   m.def(
       "calibrate_process_levels",
@@ -259,6 +298,7 @@ void BindClusters(py::module_& m) {
   m.def("cluster_presets", &ClusterPresets);
   BindCalibrate(m);
   BindCalibrateProcesses(m);
+  BindCalibratePlanKernels(m);
 }
 
 }  // namespace ofl::python

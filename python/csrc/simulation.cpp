@@ -48,6 +48,7 @@ py::dict StepDict(const SimulatedStep& step, const StepSimulationOptions& option
     row["flops"] = c.flops;
     row["bytes"] = c.bytes;
     row["tabled"] = c.tabled;
+    row["exact"] = c.exact;
     const bool collective = task.kind() == proto::TaskProto::BOXING &&
                             task.boxing_conf().group_id() >= 0 &&
                             task.boxing_conf().group_size() >= 2;
@@ -182,12 +183,14 @@ void BindSimulation(py::module_& m) {
          const std::optional<int64_t>& micro_batches, int64_t gradient_bucket_bytes,
          const std::optional<double>& memory_bandwidth,
          const std::optional<double>& boxing_overhead_s,
-         const std::optional<double>& act_overhead_s, const std::optional<double>& message_s) {
+         const std::optional<double>& act_overhead_s, const std::optional<double>& message_s,
+         const std::optional<Cluster>& cluster) {
         DistributedOptions o;
         o.num_slots = num_slots;
         o.micro_batches = micro_batches ? *micro_batches : p.planned.model->options().micro_batches;
         o.gradient_bucket_bytes = gradient_bucket_bytes;
-        StepSimulationOptions s = DefaultStepSimulationOptions(p.planned.model->cluster());
+        const Cluster& priced = cluster ? *cluster : p.planned.model->cluster();
+        StepSimulationOptions s = DefaultStepSimulationOptions(priced);
         if (memory_bandwidth) s.cost.memory_bandwidth = *memory_bandwidth;
         if (boxing_overhead_s) s.cost.boxing_overhead_s = *boxing_overhead_s;
         if (act_overhead_s) s.simulation.act_overhead_s = *act_overhead_s;
@@ -195,8 +198,7 @@ void BindSimulation(py::module_& m) {
         Maybe<SimulatedStep> step = SimulatedStep{};
         {
           py::gil_scoped_release release;
-          step = SimulateSessionStep(*p.graph, p.planned.strategy, fetches, o,
-                                     p.planned.model->cluster(), s);
+          step = SimulateSessionStep(*p.graph, p.planned.strategy, fetches, o, priced, s);
         }
         return StepDict(Unwrap(std::move(step)), s, o.micro_batches);
       },
@@ -205,8 +207,10 @@ void BindSimulation(py::module_& m) {
       py::arg("gradient_bucket_bytes") = DistributedOptions{}.gradient_bucket_bytes,
       py::arg("memory_bandwidth") = py::none(), py::arg("boxing_overhead_s") = py::none(),
       py::arg("act_overhead_s") = py::none(), py::arg("message_s") = py::none(),
+      py::arg("cluster") = py::none(),
       "the step of a DistributedSession with these arguments, simulated on the planning "
-      "Cluster (oneflow_lite/api/step_simulation.h): step_s, per task its price and category, "
+      "Cluster or `cluster` (e.g. with shape entries of its kernels: calibrate_plan_kernels) "
+      "(oneflow_lite/api/step_simulation.h): step_s, per task its price and category, "
       "every act (task, act, start_s, end_s, wait_s), the slowest rank's critical path, "
       "trace_json (the predicted Chrome trace) and plan (the Plan's bytes)");
   BindPlanSimulation(m);

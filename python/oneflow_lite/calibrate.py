@@ -14,6 +14,10 @@ with ``--nodes M`` between the processes of M emulated nodes (the launcher's
     python -m oneflow_lite.calibrate --out emulated.pbtxt --nodes 2 --processes 2 \
         --emulate-rate 1gbit
 
+With ``--shapes-of CLUSTER --plan FILE ...`` it adds to that Cluster the
+kernels of those Plans timed alone at their exact local shapes
+(``shape_kernels``), which the simulation prefers to the FLOP curve.
+
 Collectives across processes are timed at several sizes (4 KiB x 4^i up to
 ``--allreduce-mb``) and fitted as steps x latency + bytes / bandwidth; the
 medians themselves go into the file too, as each collective's points (the
@@ -229,6 +233,21 @@ def calibrate(devices: int = 2, threads: int = 1, kernels: bool = True,
     return cluster, figures
 
 
+def shape_kernels(cluster, plans: Sequence[bytes], threads: int = 1, reps: int = 5):
+    """``(Cluster, figures)``: `cluster` with a shape entry per distinct compute
+    kernel of `plans` (serialized Plans: ``PlannedStrategy.simulate(...)["plan"]``),
+    each timed alone at its exact local shapes and attributes
+    (``_C.calibrate_plan_kernels``, oneflow_lite/api/calibrate_shapes.h). The
+    simulation then prices those kernels from their own times, not from the
+    FLOP curve of whole-tensor probes; figures: ``entries`` (op_type, shape,
+    flops, seconds) and ``skipped`` (kernels that do not run alone). Price
+    with ``planned.simulate(..., cluster=cluster)``."""
+    if threads < 1 or reps < 1:
+        raise ValueError(f"calibrate: shape kernels need threads >= 1 and reps >= 1, got "
+                         f"threads={threads} reps={reps}")
+    return _C.calibrate_plan_kernels(cluster, list(plans), num_threads=threads, reps=reps)
+
+
 def _layout(parser: argparse.ArgumentParser, args) -> Optional[ProcessLayout]:
     if args.nodes < 1 or args.processes < 0 or args.devices_per_process < 1:
         parser.error(f"--nodes {args.nodes}, --processes {args.processes}, "
@@ -240,6 +259,27 @@ def _layout(parser: argparse.ArgumentParser, args) -> Optional[ProcessLayout]:
         return None
     return ProcessLayout(processes, args.nodes, args.devices_per_process, args.emulate_rate,
                          args.emulate_intra_rate)
+
+
+def _shapes_main(parser: argparse.ArgumentParser, args) -> int:
+    if not args.plan:
+        parser.error("--shapes-of needs at least one --plan")
+    plans = []
+    for path in args.plan:
+        with open(path, "rb") as f:
+            plans.append(f.read())
+    try:
+        cluster, figures = shape_kernels(_C.load_cluster(args.shapes_of), plans,
+                                         threads=args.threads, reps=args.reps)
+    except (ValueError, RuntimeError) as error:
+        print(f"calibrate: {error}", file=sys.stderr)
+        return 2
+    cluster.save(args.out)
+    print(f"wrote {args.out}: {len(figures['entries'])} kernels timed at their plans' shapes, "
+          f"{len(figures['skipped'])} skipped")
+    for why in figures["skipped"]:
+        print(f"  skipped {why}", file=sys.stderr)
+    return 0
 
 
 def main(argv=None) -> int:
@@ -277,7 +317,14 @@ def main(argv=None) -> int:
                         help="each emulated node's loopback (tc units)")
     parser.add_argument("--no-per-collective", action="store_true",
                         help="only the all-reduce's latency and bandwidth for every collective")
+    parser.add_argument("--shapes-of", default=None, metavar="CLUSTER",
+                        help="time no machine figures: add to this Cluster file the kernels of "
+                             "--plan files timed at their exact shapes (shape_kernels)")
+    parser.add_argument("--plan", action="append", default=[],
+                        help="a serialized Plan (PlannedStrategy.simulate(...)['plan']); repeat")
     args = parser.parse_args(argv)
+    if args.shapes_of is not None:
+        return _shapes_main(parser, args)
     try:
         _cluster, figures = calibrate(
             devices=args.devices, threads=args.threads, kernels=not args.no_kernels,

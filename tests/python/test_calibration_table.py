@@ -62,6 +62,51 @@ def test_plans_price_from_the_table(calibrated, tmp_path):
     assert "measured kernel times" in planned.report()
 
 
+def test_kernels_timed_at_a_plans_shapes_price_its_tasks(calibrated):
+    from oneflow_lite import calibrate
+
+    cluster, _ = calibrated
+    program = calibrate_probes.gpt_probe(64, batch=2, seq_len=8)
+    planned = _C.plan(program, [2], cluster, "megatron")
+    fetches = []  # the training step: every op runs, whatever is fetched
+    curve = planned.simulate(fetches, num_slots=1)
+    shaped, figures = calibrate.shape_kernels(cluster, [curve["plan"]], reps=1)
+    entries = figures["entries"]
+    assert entries and not figures["skipped"], figures["skipped"]
+    assert len({(op, shape) for op, shape, _, _ in entries}) == len(entries)  # one per kernel
+    assert all(shape and f > 0 and s > 0 for _, shape, f, s in entries)
+    sim = planned.simulate(fetches, num_slots=1, cluster=shaped)
+    factor = shaped.contention(2)  # both ranks compute
+    timed = {}
+    for op, _, f, s in entries:
+        timed.setdefault((op, f), []).append(s)
+    priced = [t for t in sim["tasks"] if t["kind"] == "COMPUTE" and t["flops"] > 0]
+    assert priced and all(t["exact"] for t in priced), [t for t in priced if not t["exact"]][:3]
+    for t in priced:  # its own kernel's time x contention, not the curve's
+        own = timed[(t["category"], t["flops"])]
+        assert any(np.isclose(t["seconds"], s * factor, rtol=1e-9, atol=0) for s in own), t
+    assert not any(t.get("exact") for t in curve["tasks"])
+    with pytest.raises(ValueError, match="threads=0"):
+        calibrate.shape_kernels(cluster, [curve["plan"]], threads=0)
+
+
+def test_the_command_line_adds_a_plans_kernels_to_a_cluster_file(calibrated, tmp_path):
+    from oneflow_lite import calibrate
+
+    cluster, figures = calibrated
+    base, plan, out = tmp_path / "base.pbtxt", tmp_path / "p.bin", tmp_path / "shaped.pbtxt"
+    base.write_text(figures["text"])
+    program = calibrate_probes.gpt_probe(64, batch=2, seq_len=8)
+    plan.write_bytes(_C.plan(program, [2], cluster, "data_parallel").simulate([])["plan"])
+    assert calibrate.main(["--out", str(out), "--shapes-of", str(base), "--plan", str(plan),
+                           "--reps", "1"]) == 0
+    shaped = _C.load_cluster(str(out))
+    sim = _C.plan(program, [2], cluster, "data_parallel").simulate([], cluster=shaped)
+    assert all(t["exact"] for t in sim["tasks"] if t["kind"] == "COMPUTE" and t["flops"] > 0)
+    with pytest.raises(SystemExit):  # --shapes-of without --plan
+        calibrate.main(["--out", str(out), "--shapes-of", str(base)])
+
+
 def test_the_reference_matmul_is_measured_again_at_the_end(calibrated):
     """Steadiness: the drift is the two measurements' ratio less one, steady
     when it stays within 10 %, and the text says both."""

@@ -97,6 +97,60 @@ TEST(PlanTaskCostTest, ComputeCopiesAndCollectivesByHand) {
   near(c[4].seconds, 1500.0 / 1e9 + 5e-6);
 }
 
+proto::TaskProto* AddMatmul(proto::Plan* plan, int64_t rank, int64_t n) {
+  const int64_t x = AddRegister(plan, rank, {4, 8}), w = AddRegister(plan, rank, {8, n});
+  proto::TaskProto* t =
+      AddTask(plan, proto::TaskProto::COMPUTE, rank, {x, w}, {AddRegister(plan, rank, {4, n})});
+  t->mutable_op_conf()->set_op_type("matmul");
+  t->mutable_op_conf()->set_name("mm" + std::to_string(t->id()));
+  return t;
+}
+
+TEST(PlanTaskCostTest, AShapeEntryBeatsTheCurveAndAMissingShapeFallsBack) {
+  // Rank 0: matmuls [4, 8] x [8, 16] (1024 FLOPs) and [4, 8] x [8, 32]
+  // (2048); rank 1 (same group of 4): [4, 8] x [8, 16] again.
+  proto::Plan plan;
+  AddMatmul(&plan, 0, 16);
+  AddMatmul(&plan, 0, 32);
+  AddMatmul(&plan, 1, 16);
+  plan.set_num_ranks(2);
+  Maybe<std::string> key = KernelShapeKey(plan, plan.tasks(0));
+  ASSERT_TRUE(key.ok()) << key.status().message();
+  EXPECT_EQ(key.value().rfind("float32(4, 8) float32(8, 16) {", 0), 0u) << key.value();
+  EXPECT_EQ(KernelShapeKey(plan, plan.tasks(2)).value(), key.value());
+  EXPECT_NE(KernelShapeKey(plan, plan.tasks(1)).value(), key.value());
+  // One curve point (1024 FLOPs in 1e-6 s), the [8, 16] kernel measured at
+  // 3e-7 s, and 2 devices computing at once x 1.5.
+  proto::Cluster p = testing::TwoLevelCluster().proto();
+  auto entry = [&](double flops, double seconds, const std::string& shape) {
+    proto::ComputeEntry* e = p.mutable_device()->add_compute();
+    e->set_op_type("matmul");
+    e->set_dtype("float32");
+    e->set_flops(flops);
+    e->set_seconds(seconds);
+    e->set_shape(shape);
+  };
+  entry(1024, 1e-6, "");
+  entry(1024, 3e-7, key.value());
+  proto::Contention* two = p.mutable_device()->add_contention();
+  two->set_devices(2);
+  two->set_factor(1.5);
+  Maybe<Cluster> cluster = Cluster::FromProto(p);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  Maybe<std::vector<TaskCost>> costs = PriceTasks(plan, cluster.value(), {});
+  ASSERT_TRUE(costs.ok()) << costs.status().ToString();
+  const std::vector<TaskCost>& c = costs.value();
+  auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-18 + 1e-9 * b); };
+  // Its own entry x contention: 3e-7 x 1.5, on both ranks.
+  near(c[0].seconds, 4.5e-7);
+  near(c[2].seconds, 4.5e-7);
+  EXPECT_TRUE(c[0].exact && c[0].tabled);
+  // No entry of its shape: the curve's one point's rate, 2048 / 1024 x 1e-6, x 1.5.
+  near(c[1].seconds, 3e-6);
+  EXPECT_TRUE(c[1].tabled);
+  EXPECT_FALSE(c[1].exact);
+}
+
 TEST(PlanTaskCostTest, UnknownOpIsNamed) {
   proto::Plan plan;
   proto::TaskProto* t = AddTask(&plan, proto::TaskProto::COMPUTE, 0, {}, {});

@@ -118,6 +118,32 @@ TEST(ComputeTable, CollectiveFiguresReplaceTheLevelsForTheirKind) {
   ExpectClose(CollectiveSeconds(CollectiveKind::kAllReduce, 2e9, 3, level), 0.200004);
 }
 
+std::string Shaped(const std::string& op, double flops, double seconds, const std::string& shape) {
+  return "compute { op_type: '" + op + "' dtype: 'float32' flops: " + std::to_string(flops) +
+         " seconds: " + std::to_string(seconds) + " shape: '" + shape + "' } ";
+}
+
+TEST(ComputeTable, AShapeEntryIsItsOwnPriceAndNoCurvePoint) {
+  // The curve (1e6, 1e-4), (1e8, 1e-3), (1e9, 1e-2) and a kernel "K" of
+  // 1e7 FLOPs measured at 2e-5 s, five times faster than the curve there.
+  const Cluster c = WithDevice(Entry("gelu", 1e9, 1e-2) + Entry("gelu", 1e6, 1e-4) +
+                               Entry("gelu", 1e8, 1e-3) + Shaped("gelu", 1e7, 2e-5, "K"))
+                        .value();
+  const ComputeTable& t = c.compute_table();
+  EXPECT_EQ(t.num_exact(), 1);
+  ExpectClose(*t.ExactSeconds("gelu", DataType::kFloat32, "K"), 2e-5);
+  // Another key, dtype or op type has no shape entry.
+  EXPECT_FALSE(t.ExactSeconds("gelu", DataType::kFloat32, "L").has_value());
+  EXPECT_FALSE(t.ExactSeconds("gelu", DataType::kFloat64, "K").has_value());
+  EXPECT_FALSE(t.ExactSeconds("relu", DataType::kFloat32, "K").has_value());
+  // The curve at 1e7 is unchanged: 1e-4 x 10^0.5.
+  ExpectClose(*t.Seconds("gelu", DataType::kFloat32, 1e7), 3.1622776601683795e-4);
+  // A table of shape entries only has no curve: Seconds falls back (nullopt).
+  const Cluster only = WithDevice(Shaped("gelu", 1e7, 2e-5, "K")).value();
+  EXPECT_FALSE(only.compute_table().empty());
+  EXPECT_FALSE(only.compute_table().Seconds("gelu", DataType::kFloat32, 1e7).has_value());
+}
+
 void ExpectError(const Maybe<Cluster>& c, const std::string& fragment) {
   ASSERT_FALSE(c.ok()) << "expected an error with " << fragment;
   EXPECT_NE(c.status().message().find(fragment), std::string::npos) << c.status().message();
@@ -131,6 +157,9 @@ TEST(ComputeTable, BadEntriesNameTheFieldAndValue) {
   ExpectError(WithDevice(Entry("gelu", 1e6, -1)), "seconds=-1");
   ExpectError(WithDevice(Entry("gelu", 1e6, 1e-3) + Entry("gelu", 1e6, 2e-3)),
               "flops=1e+06 is listed twice");
+  ExpectError(WithDevice(Shaped("gelu", 1e6, 1e-3, "K") + Shaped("gelu", 2e6, 2e-3, "K")),
+              "device.compute[1] (gelu float32): shape='K' is listed twice");
+  ExpectError(WithDevice(Shaped("gelu", 1e6, 0, "K")), "device.compute[0] (gelu): seconds=0");
   ExpectError(WithDevice("contention { devices: 1 factor: 2 }"),
               "device.contention[0]: devices=1 must be >= 2");
   ExpectError(WithDevice("contention { devices: 2 factor: 0 }"), "factor=0 must be > 0");
