@@ -1,7 +1,8 @@
 // MatmulTilesOf: how the CPU matmul kernel (matmul_cpu.cpp) cuts one
 // product's output (batch x m x n) into tiles that run side by side, each
-// one single-threaded call over the whole contraction (whole rows, or whole
-// matrices of a batch). The cut depends on the sizes alone, never on the
+// one single-threaded call over the whole contraction (row ranges with
+// every column, column ranges of a short product, or whole matrices of a
+// batch). The cut depends on the sizes alone, never on the
 // number of threads, so every output element is summed in the same order
 // however many threads run the tiles: results are bitwise the same with 1
 // thread or 16. (oneDNN's own threading partitions a product by thread
