@@ -1,15 +1,10 @@
 // MatmulTilesOf: how the CPU matmul kernel (matmul_cpu.cpp) cuts one
 // product's output (batch x m x n) into tiles that run side by side, each
-// one single-threaded call over the whole contraction (row ranges with
-// every column, column ranges of a short product, or whole matrices of a
-// batch). The cut depends on the sizes alone, never on the
-// number of threads, so every output element is summed in the same order
-// however many threads run the tiles: results are bitwise the same with 1
-// thread or 16. (oneDNN's own threading partitions a product by thread
-// count, and on AVX2 CPUs that changed the last bits of the sums.) A
-// product with too few rows for two row tiles is cut by columns instead,
-// so that a weight gradient such as 256 x 1024 (contracted over 1024
-// tokens) does not run on one thread while the others wait.
+// one single-threaded call over the whole contraction. The cut depends on
+// the sizes alone, never on the number of threads, so every output element
+// is summed in the same order however many threads run the tiles: results
+// are bitwise the same with 1 thread or 16 (oneDNN's own threading
+// partitions by thread count, which changed the last bits on AVX2 CPUs).
 // Header-only, pure functions.
 #pragma once
 
@@ -68,7 +63,10 @@ inline std::vector<std::pair<int64_t, int64_t>> Cut(int64_t total, int64_t piece
 
 }  // namespace matmul_tiles
 
-// The tiles of `d`, batch-major, then rows, then columns.
+// The tiles of `d`, batch-major, then rows, then columns: whole matrices of
+// a batch grouped, or row ranges with every column, or, for a product too
+// short for two row tiles, column ranges (a weight gradient such as 256 x
+// 1024 over 1024 tokens does not run on one thread while the others wait).
 // They cover the output exactly once. Empty when the output is empty.
 inline std::vector<MatmulTile> MatmulTilesOf(const MatmulDims& d) {
   using namespace matmul_tiles;
