@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <cstdlib>
+#include <memory>
 
 #include "ops/cpu_isa.h"
 
@@ -23,7 +24,11 @@ dnnl::stream& ThreadStream() {
   return stream;
 }
 
-void* Scratchpad(size_t bytes) {
+namespace {
+
+// A 64-byte aligned buffer of at least `bytes`, one per (calling thread, Slot).
+template <int Slot>
+void* ThreadBuffer(size_t bytes, const char* what) {
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
@@ -32,11 +37,17 @@ void* Scratchpad(size_t bytes) {
   if (bytes > capacity) {
     size_t rounded = (bytes + 63) / 64 * 64;
     buffer.reset(std::aligned_alloc(64, rounded));
-    CHECK(buffer) << "out of memory for a " << rounded << "-byte oneDNN scratchpad";
+    CHECK(buffer) << "out of memory for a " << rounded << "-byte " << what;
     capacity = rounded;
   }
   return buffer.get();
 }
+
+}  // namespace
+
+void* Scratchpad(size_t bytes) { return ThreadBuffer<0>(bytes, "oneDNN scratchpad"); }
+
+void* PackBuffer(size_t bytes) { return ThreadBuffer<1>(bytes, "packed operand"); }
 
 dnnl::primitive_attr UserScratchpad() {
   dnnl::primitive_attr attr;

@@ -1,6 +1,6 @@
 // Shared oneDNN plumbing for the CPU kernels that call it (matmul, pooling):
-// the one CPU engine, a stream per calling thread, a per-thread scratchpad
-// buffer, and a bounded, thread-safe cache of primitives keyed by shape.
+// the one CPU engine, a stream per calling thread, per-thread scratchpad
+// and packing buffers, and a bounded, thread-safe cache of primitives keyed by shape.
 // Primitives are created with scratchpad_mode::user so one cached primitive
 // may run on several threads at once, each with its own scratchpad.
 #pragma once
@@ -16,6 +16,9 @@ dnnl::engine& Engine();
 dnnl::stream& ThreadStream();
 // A 64-byte aligned buffer of at least `bytes`, owned by the calling thread.
 void* Scratchpad(size_t bytes);
+// A second such buffer, for a kernel's own packed copy of an operand while
+// the scratchpad is in use.
+void* PackBuffer(size_t bytes);
 // A primitive_attr with scratchpad_mode::user.
 dnnl::primitive_attr UserScratchpad();
 

@@ -4,7 +4,7 @@ oneDNN call over the whole contraction. So:
 
 - matmul, batch_matmul and matmul_bias, with every transpose, agree with
   numpy (float64 products as the oracle), including sizes that leave uneven
-  edge tiles;
+  edge tiles, column tiles and packed row tiles of a transposed a;
 - their float32 results are bitwise the same with 1, 2, 3 and 4 kernel
   threads. The shapes include long contractions over small outputs, which
   oneDNN's own threading splits by thread count on AVX2 CPUs (there the
@@ -20,7 +20,10 @@ import pytest
 from oneflow_lite.graph_builder import GraphBuilder
 
 # (batch or None, m, n, k): long contractions, uneven edges, several row
-# tiles (1600 rows: 4; 800 x 200 matrices: 2 each), many small matrices.
+# tiles (1600 rows: 4; 800 x 200 matrices: 2 each), many small matrices,
+# column tiles (333 x 1031, 100 x 600, 200 x 900 matrices: fewer rows than
+# two row tiles), and row tiles of a transposed a of 1024 columns (packed
+# before the call).
 SHAPES = [
     (None, 32, 48, 20000),
     (None, 128, 128, 4096),
@@ -31,6 +34,9 @@ SHAPES = [
     (6, 33, 17, 2048),
     (40, 16, 16, 64),
     (3, 800, 200, 64),
+    (None, 1024, 40, 96),
+    (3, 200, 900, 64),
+    (2, 1024, 48, 80),
 ]
 
 
