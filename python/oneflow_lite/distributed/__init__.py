@@ -5,7 +5,7 @@ processes of a job and sets, in each, the variables that ``World.from_env``
 reads here: where this process stands in the job (RANK, WORLD_SIZE,
 LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK), where the job meets
 (MASTER_ADDR, MASTER_PORT: the rendezvous store), which store keys are its
-own (OFL_JOB_ID) and how its Gloo pairs connect (OFL_BIND_ADDR or OFL_IFACE,
+own (OFL_JOB_ID) and how its processes connect (OFL_BIND_ADDR or OFL_IFACE,
 OFL_DEVICES_PER_PROCESS). The runtime owns the rendezvous itself; this
 package only names it.
 

@@ -346,9 +346,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--standalone", action="store_true",
                    help="torchrun's: one node, a free port (the default here)")
     p.add_argument("--bind-addr", default=None, metavar="ADDR",
-                   help="address the processes' Gloo pairs listen on (default: $OFL_BIND_ADDR)")
+                   help="address the processes' connections (the socket mesh, or Gloo's pairs) "
+                        "listen on (default: $OFL_BIND_ADDR)")
     p.add_argument("--iface", default=None, metavar="NAME",
-                   help="network interface the Gloo pairs listen on (default: $OFL_IFACE)")
+                   help="network interface the processes' connections listen on "
+                        "(default: $OFL_IFACE)")
     p.add_argument("--devices-per-process", "--devices_per_process", type=int, default=1,
                    metavar="K", help="devices each process drives")
     p.add_argument("--timeout-s", type=float, default=10.0, metavar="SECONDS",
