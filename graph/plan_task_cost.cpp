@@ -63,31 +63,35 @@ std::map<int64_t, double> ContentionByRank(const proto::Plan& plan, const Cluste
   return factor;
 }
 
-// The op's context on the task's physical input shapes, attributes complete.
-Maybe<OpContext> TaskContext(const proto::Plan& plan, const proto::TaskProto& task,
-                             const std::string& where) {
-  const proto::OpConf& conf = task.op_conf();
-  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(conf.op_type()));
+// A compute task's kernel: the op's context on the task's physical input
+// shapes (attributes complete), its output descs and its FLOPs (OpDef cost).
+struct TaskKernel {
   OpContext ctx;
-  ctx.op_type = conf.op_type();
-  ctx.op_name = conf.name();
+  std::vector<TensorDesc> outs;
+  double flops = 0;
+};
+
+Maybe<TaskKernel> KernelOf(const proto::Plan& plan, const proto::TaskProto& task) {
+  const proto::OpConf& conf = task.op_conf();
+  const std::string where =
+      StrCat("task ", task.id(), " (", conf.op_type(), " '", conf.name(), "')");
+  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(conf.op_type()));
+  TaskKernel k;
+  k.ctx.op_type = conf.op_type();
+  k.ctx.op_name = conf.name();
   for (int64_t r : task.inputs()) {
     OFL_ASSIGN_OR_RETURN(TensorDesc d, DescFromProto(plan.registers(static_cast<int>(r)).desc()));
-    ctx.inputs.push_back(d);
+    k.ctx.inputs.push_back(d);
   }
-  for (const auto& [k, v] : conf.attrs()) ctx.attrs.Set(k, AttrFromProto(v));
-  Status complete = def->CompleteAttrs(&ctx);
+  for (const auto& [name, v] : conf.attrs()) k.ctx.attrs.Set(name, AttrFromProto(v));
+  Status complete = def->CompleteAttrs(&k.ctx);
   OFL_ENSURE(complete.ok(), where, ": ", complete.message());
-  return ctx;
-}
-
-Maybe<std::vector<TensorDesc>> OutputDescs(const proto::Plan& plan, const proto::TaskProto& task) {
-  std::vector<TensorDesc> outs;
   for (int64_t r : task.outputs()) {
     OFL_ASSIGN_OR_RETURN(TensorDesc d, DescFromProto(plan.registers(static_cast<int>(r)).desc()));
-    outs.push_back(d);
+    k.outs.push_back(d);
   }
-  return outs;
+  k.flops = def->EstimateCost(k.ctx, k.outs).flops;
+  return k;
 }
 
 std::string ShapeKeyOf(const OpContext& ctx) {
@@ -101,14 +105,12 @@ std::string ShapeKeyOf(const OpContext& ctx) {
 Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& task,
                              const Cluster& cluster, const TaskCostOptions& options) {
   const proto::OpConf& conf = task.op_conf();
-  const std::string where =
-      StrCat("task ", task.id(), " (", conf.op_type(), " '", conf.name(), "')");
-  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(conf.op_type()));
-  OFL_ASSIGN_OR_RETURN(const OpContext ctx, TaskContext(plan, task, where));
-  OFL_ASSIGN_OR_RETURN(const std::vector<TensorDesc> outs, OutputDescs(plan, task));
+  OFL_ASSIGN_OR_RETURN(const TaskKernel kernel, KernelOf(plan, task));
+  const OpContext& ctx = kernel.ctx;
+  const std::vector<TensorDesc>& outs = kernel.outs;
   TaskCost cost;
   cost.category = conf.op_type();
-  cost.flops = def->EstimateCost(ctx, outs).flops;
+  cost.flops = kernel.flops;
   cost.bytes = BytesOf(plan, task.inputs()) + BytesOf(plan, task.outputs());
   DataType dtype = !outs.empty()         ? outs[0].dtype
                    : !ctx.inputs.empty() ? ctx.inputs[0].dtype
@@ -196,21 +198,15 @@ Maybe<TaskCost> PriceBoxing(const proto::Plan& plan, const proto::TaskProto& tas
 Maybe<std::string> KernelShapeKey(const proto::Plan& plan, const proto::TaskProto& task) {
   OFL_ENSURE(task.kind() == proto::TaskProto::COMPUTE, "kernel shape key: task ", task.id(),
              " is no compute task");
-  const std::string where =
-      StrCat("task ", task.id(), " (", task.op_conf().op_type(), " '", task.op_conf().name(), "')");
-  OFL_ASSIGN_OR_RETURN(const OpContext ctx, TaskContext(plan, task, where));
-  return ShapeKeyOf(ctx);
+  OFL_ASSIGN_OR_RETURN(const TaskKernel kernel, KernelOf(plan, task));
+  return ShapeKeyOf(kernel.ctx);
 }
 
 Maybe<double> KernelFlops(const proto::Plan& plan, const proto::TaskProto& task) {
   OFL_ENSURE(task.kind() == proto::TaskProto::COMPUTE, "kernel flops: task ", task.id(),
              " is no compute task");
-  const std::string where =
-      StrCat("task ", task.id(), " (", task.op_conf().op_type(), " '", task.op_conf().name(), "')");
-  OFL_ASSIGN_OR_RETURN(const OpContext ctx, TaskContext(plan, task, where));
-  OFL_ASSIGN_OR_RETURN(const std::vector<TensorDesc> outs, OutputDescs(plan, task));
-  OFL_ASSIGN_OR_RETURN(const OpDef* def, OpRegistry::Find(ctx.op_type));
-  return def->EstimateCost(ctx, outs).flops;
+  OFL_ASSIGN_OR_RETURN(const TaskKernel kernel, KernelOf(plan, task));
+  return kernel.flops;
 }
 
 std::string TaskCategory(const proto::TaskProto& task) {

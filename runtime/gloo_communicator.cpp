@@ -294,23 +294,18 @@ Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t sl
   }
   // Sum each chunk as soon as every peer's copy of it arrived: own part (or
   // dst in place) + rank 0's + rank 1's + ..., the in-process order.
+  const int64_t slice = std::max<int64_t>(1, kSumSliceBytes / es);
+  std::vector<const void*> peers(p - 1);
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * chunk, len = std::min(chunk, mine.size - begin);
     OFL_RETURN_IF_ERROR(ex.WaitFor(std::min(recvs, static_cast<size_t>((c + 1) * (p - 1)))));
-    std::vector<const void*> peers;
-    for (int64_t j = 0; j < p - 1; ++j) {
-      peers.push_back(staging_.data() + (j * mine.size + begin) * es);
-    }
     // In slices, pumping the sockets between them: while this rank sums,
     // its peers' sends to it and its own sends keep flowing (each element's
     // sum order is the same whatever the slices).
-    const int64_t slice = std::max<int64_t>(1, kSumSliceBytes / es);
-    for (int64_t s = 0; s < len; s += slice) {
-      const int64_t n = std::min(slice, len - s);
-      std::vector<const void*> at(peers.size());
-      for (size_t j = 0; j < peers.size(); ++j) at[j] = Byte(peers[j], s, es);
-      Accumulate(Byte(dst, begin + s, es), init == nullptr ? nullptr : Byte(init, begin + s, es),
-                 at, n, dtype);
+    for (int64_t s = begin; s < begin + len; s += slice) {
+      const int64_t n = std::min(slice, begin + len - s);
+      for (int64_t j = 0; j < p - 1; ++j) peers[j] = staging_.data() + (j * mine.size + s) * es;
+      Accumulate(Byte(dst, s, es), init == nullptr ? nullptr : Byte(init, s, es), peers, n, dtype);
       ex.Pump();
     }
   }

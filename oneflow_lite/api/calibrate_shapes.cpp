@@ -64,17 +64,18 @@ Maybe<std::vector<Kernel>> DistinctKernels(const std::vector<proto::Plan>& plans
   return kernels;
 }
 
-void AppendEntries(const std::vector<KernelTime>& times,
-                   const std::map<std::string, const Kernel*>& by_op, ShapeTimes* out) {
+// The table entry of kernel `k` from its timed op (times of other ops, none
+// here, are not its own).
+void AppendEntries(const std::vector<KernelTime>& times, const std::string& op, const Kernel& k,
+                   ShapeTimes* out) {
   for (const KernelTime& t : times) {
-    auto it = by_op.find(t.op);
-    if (it == by_op.end()) continue;
+    if (t.op != op) continue;
     proto::ComputeEntry e;
     e.set_op_type(t.op_type);
     e.set_dtype(DataTypeName(t.dtype));
     e.set_flops(t.flops);
     e.set_seconds(t.seconds);
-    e.set_shape(it->second->key);
+    e.set_shape(k.key);
     out->entries.push_back(std::move(e));
   }
 }
@@ -97,7 +98,7 @@ Maybe<ShapeTimes> TimePlanKernels(const std::vector<proto::Plan>& plans,
                                    times.status().message()));
       continue;
     }
-    AppendEntries(times.value(), {{name.value(), &kernels[i]}}, &out);
+    AppendEntries(times.value(), name.value(), kernels[i], &out);
   }
   return out;
 }
