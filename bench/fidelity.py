@@ -36,7 +36,13 @@ Then (unless ``--no-shape-kernels``) every distinct compute kernel of those
 plans is timed alone at its exact local shapes (``calibrate.shape_kernels``:
 a split shard runs at its own FLOP rate, not the whole-tensor curve's) and
 each plan simulated again on that Cluster: ``predicted_step_s`` is priced
-from those times, ``curve_step_s`` from the curve alone.
+from those times, ``curve_step_s`` from the curve alone. Those times are of
+repeated runs, every input in the cache; unless ``--no-cache-model`` the
+Cluster also gets this host's cache model (``calibrate.with_cache_model``,
+graph/plan_cache_residency.h: a task's inputs its rank touched more than a
+core's L2 and share of L3 since their last use are read from memory, their
+bytes over one thread's measured read bandwidth), and ``hot_step_s`` keeps
+the simulation without it.
 
 ``--rounds`` rounds, each in fresh processes, strategy order rotated per
 round; per round every strategy runs ``--warmup`` untimed and ``--steps``
@@ -188,7 +194,7 @@ def run_mode(mode: str, args, clusters: dict) -> dict:
         res = fr.measure(model, hierarchy, clusters[_cluster_key(mode)], names, kind,
                          args.rounds, args.warmup, args.steps, threads, args.timeout_s, log,
                          traces_out=args.traces_dir, emulate=EMULATION.get(mode),
-                         shape_kernels=args.shape_kernels)
+                         shape_kernels=args.shape_kernels, cache_model=args.cache_model)
         out["rows"] += res["rows"]
         out["skipped"].update({f"{model}/{k}": v for k, v in res["skipped"].items()})
         out["errors"].update({f"{model}/{k}": v for k, v in res["errors"].items()})
@@ -233,6 +239,9 @@ def main() -> int:
     parser.add_argument("--no-shape-kernels", dest="shape_kernels", action="store_false",
                         help="price compute by the FLOP curve only (no kernels timed at the "
                              "plans' own shapes)")
+    parser.add_argument("--no-cache-model", dest="cache_model", action="store_false",
+                        help="with shape kernels: no cache model (every input priced as in the "
+                             "cache, as the kernels' repeated runs; kept as hot_step_s otherwise)")
     parser.add_argument("--traces-dir", default=None,
                         help="keep each plan's measured and predicted Chrome traces here")
     args = parser.parse_args()

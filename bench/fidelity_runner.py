@@ -154,7 +154,7 @@ def plan_one_alone(g, name: str, hierarchy: Sequence[int], cluster):
 
 
 def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str],
-             shape_kernels: bool = False, log=lambda s: None):
+             shape_kernels: bool = False, log=lambda s: None, cache_model: bool = True):
     """(rows, skipped): per strategy that plans, its predictions and its
     strategy dict; skipped: name -> why not (a preset that does not apply,
     exact that does not prove optimality within its budget).
@@ -167,7 +167,10 @@ def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]
     plans is then timed alone at its exact local shapes
     (``calibrate.shape_kernels``) and each plan simulated again on that
     Cluster: predicted_step_s is that simulation, ``curve_step_s`` the one
-    priced by the FLOP curve alone."""
+    priced by the FLOP curve alone. With ``cache_model`` (``calibrate.shape_kernels``'s
+    default: this host's cache per core) a task's cold inputs also cost their
+    bytes over the memory bandwidth, and ``hot_step_s`` keeps the simulation
+    without that model (every input in the cache: ``cache_bytes=0``)."""
     from oneflow_lite import explain
 
     g = build(model)
@@ -209,14 +212,23 @@ def plan_all(model: str, hierarchy: Sequence[int], cluster, names: Sequence[str]
     if shape_kernels and rows:
         from oneflow_lite import calibrate
 
-        shaped, figures = calibrate.shape_kernels(
-            cluster, [plan for _, plan in planned_by.values()], reps=3)
+        plans = [plan for _, plan in planned_by.values()]
+        hot, figures = calibrate.shape_kernels(cluster, plans, reps=3)
+        shaped = calibrate.with_cache_model(hot) if cache_model else hot
         log(f"{model}: {len(figures['entries'])} kernels timed at their plans' shapes"
+            + (f", cache model {shaped.cache_bytes / 2**20:.1f} MiB and "
+               f"{shaped.memory_read_bytes_per_s / 1e9:.1f} GB/s" if cache_model else "")
             + (f", {len(figures['skipped'])} skipped" if figures["skipped"] else ""))
+        if not cache_model:
+            hot = None
         for row in rows:
-            sim = planned_by[row["strategy"]][0].simulate([g.loss], num_slots=1, cluster=shaped)
+            planned = planned_by[row["strategy"]][0]
+            sim = planned.simulate([g.loss], num_slots=1, cluster=shaped)
             row.update(curve_step_s=row["predicted_step_s"], predicted_step_s=float(sim["step_s"]),
                        _prediction=explain.prediction_of(sim), _trace_json=sim["trace_json"])
+            if hot is not None:
+                row["hot_step_s"] = float(
+                    planned.simulate([g.loss], num_slots=1, cluster=hot)["step_s"])
     return rows, skipped
 
 
@@ -373,7 +385,8 @@ def same_plans(strategies: Dict[str, dict]) -> Dict[str, List[str]]:
 def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mode: str,
             rounds: int, warmup: int, steps: int, threads: int, timeout_s: float,
             log=lambda s: None, traces_out: Optional[str] = None,
-            emulate: Optional[dict] = None, shape_kernels: bool = False) -> dict:
+            emulate: Optional[dict] = None, shape_kernels: bool = False,
+            cache_model: bool = True) -> dict:
     """Plans `names` on `cluster`, runs them `rounds` times (order rotated
     per round; one more round, traced, for the explain) and returns {"rows",
     "skipped", "errors"}: per row the
@@ -382,7 +395,7 @@ def measure(model: str, hierarchy: List[int], cluster, names: Sequence[str], mod
     ``own_step_s`` its own samples' median),
     the ratio, measured bytes and peak per rank (from the first round;
     bytes must be the same every round)."""
-    rows, skipped = plan_all(model, hierarchy, cluster, names, shape_kernels, log)
+    rows, skipped = plan_all(model, hierarchy, cluster, names, shape_kernels, log, cache_model)
     strategies = {r["strategy"]: r.pop("_strategy") for r in rows}
     trace_dir = tempfile.mkdtemp(prefix="ofl_fidelity_traces_")
     order = [r["strategy"] for r in rows]

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "graph/op_graph.h"
+#include "graph/plan_cache_residency.h"
 #include "oneflow_lite/core/attr.h"
 #include "ops/op_registry.h"
 #include "search/collective_time.h"
@@ -102,8 +103,10 @@ std::string ShapeKeyOf(const OpContext& ctx) {
   return key + ctx.attrs.ToString();
 }
 
+// `residency`: the task's inputs' (plan_cache_residency.h), "" without a cache model.
 Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& task,
-                             const Cluster& cluster, const TaskCostOptions& options) {
+                             const Cluster& cluster, const TaskCostOptions& options,
+                             const std::string& residency) {
   const proto::OpConf& conf = task.op_conf();
   OFL_ASSIGN_OR_RETURN(const TaskKernel kernel, KernelOf(plan, task));
   const OpContext& ctx = kernel.ctx;
@@ -128,6 +131,16 @@ Maybe<TaskCost> PriceCompute(const proto::Plan& plan, const proto::TaskProto& ta
     } else {
       OFL_ASSIGN_OR_RETURN(double per_second, cluster.Flops(dtype));
       cost.seconds = cost.flops / per_second;
+    }
+    // The table's times are of repeated runs, every input in the cache; a
+    // cold input is read from memory once more (plan_cache_residency.h).
+    if (!residency.empty()) {
+      for (int i = 0; i < task.inputs_size(); ++i) {
+        if (residency[static_cast<size_t>(i)] == 'c') {
+          cost.cold_bytes += RegisterBytes(plan, task.inputs(i));
+        }
+      }
+      cost.seconds += static_cast<double>(cost.cold_bytes) / cluster.memory_read_bytes_per_s();
     }
   } else {
     cost.bytes = 2 * BytesOf(plan, task.outputs());
@@ -229,13 +242,17 @@ Maybe<std::vector<TaskCost>> PriceTasks(const proto::Plan& plan, const Cluster& 
   OFL_ENSURE(options.kernel_overhead_s >= 0,
              "price tasks: kernel_overhead_s=", options.kernel_overhead_s, " must be >= 0");
   const std::map<int64_t, double> contention = ContentionByRank(plan, cluster);
+  const std::vector<std::string> residency = cluster.cache_bytes() > 0
+                                                 ? InputResidency(plan, cluster.cache_bytes())
+                                                 : std::vector<std::string>(plan.tasks_size());
   std::vector<TaskCost> costs;
   costs.reserve(plan.tasks_size());
-  for (const proto::TaskProto& task : plan.tasks()) {
+  for (int t = 0; t < plan.tasks_size(); ++t) {
+    const proto::TaskProto& task = plan.tasks(t);
     TaskCost cost;
     switch (task.kind()) {
       case proto::TaskProto::COMPUTE: {
-        OFL_ASSIGN_OR_RETURN(cost, PriceCompute(plan, task, cluster, options));
+        OFL_ASSIGN_OR_RETURN(cost, PriceCompute(plan, task, cluster, options, residency[t]));
         auto it = contention.find(task.rank());
         if (it != contention.end()) cost.seconds *= it->second;
         break;

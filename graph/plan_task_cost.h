@@ -27,7 +27,11 @@
 //    `memory_bandwidth`, plus `kernel_overhead_s`. Then x the Cluster's
 //    contention factor for the ranks of the plan that compute in one
 //    innermost group. (A reshape the runtime's memory plan turns into a
-//    view copies nothing: api/step_simulation.h knows which.)
+//    view copies nothing: api/step_simulation.h knows which.) With the
+//    Cluster's cache model (cache_bytes > 0), a kernel with FLOPs also
+//    reads its cold inputs (plan_cache_residency.h) from memory: their
+//    bytes over the Cluster's memory_read_bytes_per_s (the table's times
+//    are of repeated runs, every input in the cache).
 //  - BOXING: a collective (group of 2 or more) takes
 //    search/'s CollectiveSeconds(kind, bytes this rank sends, group size,
 //    the innermost level whose groups hold the whole group), the bytes by
@@ -52,10 +56,11 @@ struct TaskCostOptions {
 struct TaskCost {
   double seconds = 0;
   std::string category;
-  double flops = 0;     // COMPUTE: the op's FLOPs on this rank's shapes
-  int64_t bytes = 0;    // BOXING: bytes this rank sends; copies: bytes moved
-  bool tabled = false;  // priced from the kernel table
-  bool exact = false;   // ... from an entry of its own shape key
+  double flops = 0;        // COMPUTE: the op's FLOPs on this rank's shapes
+  int64_t bytes = 0;       // BOXING: bytes this rank sends; copies: bytes moved
+  bool tabled = false;     // priced from the kernel table
+  bool exact = false;      // ... from an entry of its own shape key
+  int64_t cold_bytes = 0;  // COMPUTE: inputs read from memory (the Cluster's cache model)
 };
 
 // A compute task's shape key: its inputs' dtypes and shapes, in argument

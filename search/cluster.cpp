@@ -131,6 +131,14 @@ Maybe<Cluster> Cluster::FromProto(const proto::Cluster& cluster) {
   }
   OFL_ENSURE(cluster.device().memory_bytes() > 0, "cluster '", name,
              "': device.memory_bytes=", cluster.device().memory_bytes(), " must be > 0");
+  OFL_ENSURE(cluster.device().cache_bytes() >= 0, "cluster '", name,
+             "': device.cache_bytes=", cluster.device().cache_bytes(), " must be >= 0");
+  OFL_ENSURE(cluster.device().cache_bytes() == 0 ||
+                 (std::isfinite(cluster.device().memory_read_bytes_per_s()) &&
+                  cluster.device().memory_read_bytes_per_s() > 0),
+             "cluster '", name,
+             "': device.memory_read_bytes_per_s=", cluster.device().memory_read_bytes_per_s(),
+             " must be > 0 with a cache model");
   for (const auto& [dtype, flops] : cluster.device().flops()) {
     OFL_ENSURE(ParseDataType(dtype).ok(), "cluster '", name, "': device.flops has '", dtype,
                "', which is not a dtype name");

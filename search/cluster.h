@@ -85,6 +85,10 @@ class Cluster {
   int num_levels() const { return static_cast<int>(levels_.size()); }
   const LinkLevel& level(int index) const;  // CHECKs the index
   int64_t memory_bytes() const { return proto_.device().memory_bytes(); }
+  // The cache model (cluster.proto DeviceSpec): bytes per device (0: none)
+  // and the bytes per second a device reads from memory.
+  int64_t cache_bytes() const { return proto_.device().cache_bytes(); }
+  double memory_read_bytes_per_s() const { return proto_.device().memory_read_bytes_per_s(); }
   // 0 when the outermost level has no limit.
   int64_t num_devices() const { return levels_.back().size; }
   // FLOP/s of one device for `dtype`; an error naming both when the

@@ -1,7 +1,15 @@
 // Kernel times at the exact shapes plans run (calibrate_shapes.h).
 #include "oneflow_lite/api/calibrate_shapes.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -80,7 +88,77 @@ void AppendEntries(const std::vector<KernelTime>& times, const std::string& op, 
   }
 }
 
+// One cache of cpu0 from sysfs: its size and how many CPUs share it (0 when
+// sysfs does not say). sysconf is no substitute: on AMD EPYC guests glibc
+// reports the whole package's L3 (320 MiB where sysfs says 32 MiB).
+struct SysCache {
+  int64_t bytes = 0;
+  int64_t shared_by = 0;
+};
+
+SysCache ReadCache(int level) {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream level_file(dir + "/level"), type_file(dir + "/type");
+    int found = 0;
+    std::string type;
+    if (!(level_file >> found) || !(type_file >> type)) break;
+    if (found != level || type == "Instruction") continue;
+    std::ifstream size_file(dir + "/size"), shared_file(dir + "/shared_cpu_list");
+    std::string size, shared;
+    size_file >> size;
+    shared_file >> shared;
+    SysCache c;
+    char* end = nullptr;
+    const long long n = std::strtoll(size.c_str(), &end, 10);
+    c.bytes = n * (end != nullptr && *end == 'K'   ? 1024
+                   : end != nullptr && *end == 'M' ? 1 << 20
+                                                   : 1);
+    // "0-1", "0,2,4", "0-3,8-11": count the CPUs
+    std::stringstream ranges(shared);
+    std::string range;
+    while (std::getline(ranges, range, ',')) {
+      const size_t dash = range.find('-');
+      c.shared_by += dash == std::string::npos ? 1
+                                               : std::stoll(range.substr(dash + 1)) -
+                                                     std::stoll(range.substr(0, dash)) + 1;
+    }
+    return c;
+  }
+  return {};
+}
+
+// Bytes per second one thread reads from memory: the best of 3 passes
+// summing a buffer 4 x the last-level cache (so no pass finds it cached).
+double ReadBandwidth(int64_t llc_bytes) {
+  std::vector<uint64_t> buffer(static_cast<size_t>(4 * llc_bytes) / sizeof(uint64_t), 1);
+  double best = 0;
+  volatile uint64_t sink = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    uint64_t sum = 0;
+    for (uint64_t v : buffer) sum += v;
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    sink = sink + sum;
+    if (s > 0) best = std::max(best, static_cast<double>(buffer.size() * sizeof(uint64_t)) / s);
+  }
+  return best;
+}
+
 }  // namespace
+
+CacheModel MeasureCacheModel() {
+  const SysCache l2 = ReadCache(2), l3 = ReadCache(3);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const int64_t sharing = l3.shared_by > 0 ? l3.shared_by : (cores > 0 ? cores : 1);
+  CacheModel m;
+  m.cache_bytes = l2.bytes + l3.bytes / sharing;
+  if (m.cache_bytes <= 0) m.cache_bytes = int64_t{8} << 20;
+  const int64_t llc = l3.bytes > 0 ? l3.bytes : l2.bytes > 0 ? l2.bytes : int64_t{32} << 20;
+  m.memory_read_bytes_per_s = ReadBandwidth(std::min<int64_t>(llc, int64_t{256} << 20));
+  return m;
+}
 
 Maybe<ShapeTimes> TimePlanKernels(const std::vector<proto::Plan>& plans,
                                   const KernelTimingOptions& options) {
@@ -123,6 +201,17 @@ Maybe<Cluster> AddShapeEntries(const Cluster& cluster,
   }
   for (const auto& [key, i] : fresh) *kept.Add() = entries[i];
   device->mutable_compute()->Swap(&kept);
+  return Cluster::FromProto(p);
+}
+
+Maybe<Cluster> WithCacheModel(const Cluster& cluster, const CacheModel& model) {
+  OFL_ENSURE(model.cache_bytes > 0 && std::isfinite(model.memory_read_bytes_per_s) &&
+                 model.memory_read_bytes_per_s > 0,
+             "cache model: cache_bytes=", model.cache_bytes,
+             " and memory_read_bytes_per_s=", model.memory_read_bytes_per_s, " must be > 0");
+  proto::Cluster p = cluster.proto();
+  p.mutable_device()->set_cache_bytes(model.cache_bytes);
+  p.mutable_device()->set_memory_read_bytes_per_s(model.memory_read_bytes_per_s);
   return Cluster::FromProto(p);
 }
 

@@ -26,7 +26,10 @@
 // build or run alone is skipped with the reason (an attribute that holds a
 // logical shape, e.g. conv2d_grad_weight's weight_shape on a channel
 // shard). No contention: entries are one device alone, as the curve's;
-// PriceTasks applies the Cluster's contention factor to both.
+// PriceTasks applies the Cluster's contention factor to both. Every input
+// is in the cache in these repeated runs; the Cluster's cache model
+// (WithCacheModel, graph/plan_cache_residency.h) adds what a task's cold
+// inputs cost.
 
 namespace ofl {
 
@@ -44,5 +47,19 @@ Maybe<ShapeTimes> TimePlanKernels(const std::vector<proto::Plan>& plans,
 // (named by its index and field), an entry without a shape.
 Maybe<Cluster> AddShapeEntries(const Cluster& cluster,
                                const std::vector<proto::ComputeEntry>& entries);
+
+// The cache model of cluster.proto's DeviceSpec (graph/plan_cache_residency.h).
+struct CacheModel {
+  int64_t cache_bytes = 0;             // one device's cache
+  double memory_read_bytes_per_s = 0;  // one device's reads from memory
+};
+// This host's: a core's L2 and its share of the L3 (size over the CPUs that
+// share it, from sysfs for cpu0: glibc's sysconf reports a whole EPYC
+// package's L3 in a guest), 8 MiB when sysfs says nothing; and one thread
+// summing a buffer 4 x the L3 (at most 1 GiB; best of 3 passes). Blocks
+// for a few hundred milliseconds; thread-safe.
+CacheModel MeasureCacheModel();
+// `cluster` with `model`. Errors: a figure <= 0 or not finite.
+Maybe<Cluster> WithCacheModel(const Cluster& cluster, const CacheModel& model);
 
 }  // namespace ofl

@@ -109,6 +109,27 @@ void BindClusterClass(py::module_& m) {
   py::class_<Cluster>(m, "Cluster")
       .def_property_readonly("name", &Cluster::name)
       .def_property_readonly("memory_bytes", &Cluster::memory_bytes)
+      .def_property_readonly("cache_bytes", &Cluster::cache_bytes,
+                             "the cache model's bytes per device (0: none; "
+                             "graph/plan_cache_residency.h)")
+      .def_property_readonly("memory_read_bytes_per_s", &Cluster::memory_read_bytes_per_s)
+      .def(
+          "with_cache_model",
+          [](const Cluster& c, int64_t cache_bytes, double memory_read_bytes_per_s) {
+            CacheModel m{cache_bytes, memory_read_bytes_per_s};
+            if (cache_bytes < 0 || memory_read_bytes_per_s < 0) {
+              py::gil_scoped_release release;
+              const CacheModel host = MeasureCacheModel();
+              if (cache_bytes < 0) m.cache_bytes = host.cache_bytes;
+              if (memory_read_bytes_per_s < 0)
+                m.memory_read_bytes_per_s = host.memory_read_bytes_per_s;
+            }
+            return Unwrap(WithCacheModel(c, m));
+          },
+          py::arg("cache_bytes") = -1, py::arg("memory_read_bytes_per_s") = -1.0,
+          "this Cluster with a cache model (api/calibrate_shapes.h; -1: this host's, measured): "
+          "a compute task's inputs its rank touched more than cache_bytes since their last use "
+          "cost their bytes over memory_read_bytes_per_s (graph/plan_cache_residency.h)")
       .def("flops",
            [](const Cluster& c, const std::string& dtype) {
              return Unwrap(c.Flops(Unwrap(ParseDataType(dtype))));

@@ -49,6 +49,7 @@ py::dict StepDict(const SimulatedStep& step, const StepSimulationOptions& option
     row["bytes"] = c.bytes;
     row["tabled"] = c.tabled;
     row["exact"] = c.exact;
+    row["cold_bytes"] = c.cold_bytes;
     const bool collective = task.kind() == proto::TaskProto::BOXING &&
                             task.boxing_conf().group_id() >= 0 &&
                             task.boxing_conf().group_size() >= 2;

@@ -240,12 +240,32 @@ def shape_kernels(cluster, plans: Sequence[bytes], threads: int = 1, reps: int =
     (``_C.calibrate_plan_kernels``, oneflow_lite/api/calibrate_shapes.h). The
     simulation then prices those kernels from their own times, not from the
     FLOP curve of whole-tensor probes; figures: ``entries`` (op_type, shape,
-    flops, seconds) and ``skipped`` (kernels that do not run alone). Price
-    with ``planned.simulate(..., cluster=cluster)``."""
+    flops, seconds) and ``skipped`` (kernels that do not run alone).
+    Repeated runs keep a kernel's inputs in the cache: ``with_cache_model``
+    adds what a step's cold inputs cost. Price with
+    ``planned.simulate(..., cluster=cluster)``."""
     if threads < 1 or reps < 1:
         raise ValueError(f"calibrate: shape kernels need threads >= 1 and reps >= 1, got "
                          f"threads={threads} reps={reps}")
     return _C.calibrate_plan_kernels(cluster, list(plans), num_threads=threads, reps=reps)
+
+
+def with_cache_model(cluster, cache_bytes: Optional[int] = None,
+                     memory_read_bytes_per_s: Optional[float] = None):
+    """`cluster` with a cache model (graph/plan_cache_residency.h): a compute
+    task's inputs its rank touched more than ``cache_bytes`` since their last
+    use are read from memory, their bytes over ``memory_read_bytes_per_s`` on
+    top of the kernel's time (measured in repeated runs, every input cached:
+    a step reads weights, optimizer state and saved activations cold). None:
+    this host's (a core's L2 and share of L3; one thread reading a buffer
+    larger than the L3)."""
+    for name, v in (("cache_bytes", cache_bytes),
+                    ("memory_read_bytes_per_s", memory_read_bytes_per_s)):
+        if v is not None and not v > 0:
+            raise ValueError(f"calibrate: a cache model needs {name} > 0 or None, got {v}")
+    return cluster.with_cache_model(-1 if cache_bytes is None else cache_bytes,
+                                    -1.0 if memory_read_bytes_per_s is None
+                                    else memory_read_bytes_per_s)
 
 
 def _layout(parser: argparse.ArgumentParser, args) -> Optional[ProcessLayout]:
@@ -271,6 +291,8 @@ def _shapes_main(parser: argparse.ArgumentParser, args) -> int:
     try:
         cluster, figures = shape_kernels(_C.load_cluster(args.shapes_of), plans,
                                          threads=args.threads, reps=args.reps)
+        if args.cache_model:
+            cluster = with_cache_model(cluster)
     except (ValueError, RuntimeError) as error:
         print(f"calibrate: {error}", file=sys.stderr)
         return 2
@@ -320,6 +342,10 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes-of", default=None, metavar="CLUSTER",
                         help="time no machine figures: add to this Cluster file the kernels of "
                              "--plan files timed at their exact shapes (shape_kernels)")
+    parser.add_argument("--cache-model", action="store_true",
+                        help="with --shapes-of: add this host's cache model (with_cache_model): "
+                             "a task's inputs its rank touched more than a core's cache since "
+                             "their last use are read from memory")
     parser.add_argument("--plan", action="append", default=[],
                         help="a serialized Plan (PlannedStrategy.simulate(...)['plan']); repeat")
     args = parser.parse_args(argv)

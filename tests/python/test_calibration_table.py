@@ -90,6 +90,43 @@ def test_kernels_timed_at_a_plans_shapes_price_its_tasks(calibrated):
         calibrate.shape_kernels(cluster, [curve["plan"]], threads=0)
 
 
+def test_a_cache_model_adds_the_cold_inputs_bytes_over_memory_bandwidth(calibrated):
+    """With a cache model a compute task with FLOPs costs its kernel's time
+    plus its cold inputs' bytes over the model's read bandwidth (x the
+    contention factor, as the kernel's time): with 1 byte of cache every
+    input is cold, with 1 TiB none is, without a model nothing is added."""
+    from oneflow_lite import calibrate
+
+    cluster, _ = calibrated
+    program = calibrate_probes.gpt_probe(64, batch=2, seq_len=8)
+    planned = _C.plan(program, [2], cluster, "megatron")
+    plan = planned.simulate([], num_slots=1)["plan"]
+    shaped, _ = calibrate.shape_kernels(cluster, [plan], reps=1)
+    assert shaped.cache_bytes == 0
+    bandwidth, factor = 2e9, shaped.contention(2)  # both ranks compute
+
+    def tasks(c):
+        return [t for t in planned.simulate([], num_slots=1, cluster=c)["tasks"]
+                if t["kind"] == "COMPUTE" and t["flops"] > 0]
+
+    tiny = calibrate.with_cache_model(shaped, 1, bandwidth)
+    assert tiny.cache_bytes == 1 and tiny.memory_read_bytes_per_s == bandwidth
+    plain, cold = tasks(shaped), tasks(tiny)
+    roomy = tasks(calibrate.with_cache_model(shaped, 2**40, bandwidth))
+    assert plain and all(t["cold_bytes"] == 0 for t in plain + roomy)
+    assert all(t["cold_bytes"] > 0 for t in cold)
+    for p, c, r in zip(plain, cold, roomy):
+        assert p["task"] == c["task"] == r["task"]
+        assert np.isclose(c["seconds"], p["seconds"] + c["cold_bytes"] / bandwidth * factor,
+                          rtol=1e-9, atol=1e-15), (p, c)
+        assert np.isclose(r["seconds"], p["seconds"], rtol=1e-12, atol=0)
+    host = calibrate.with_cache_model(shaped)  # this host's, measured
+    assert host.cache_bytes > 0 and host.memory_read_bytes_per_s > 1e8
+    for bad in ({"cache_bytes": 0}, {"memory_read_bytes_per_s": -1.0}):
+        with pytest.raises(ValueError, match="needs .* > 0"):
+            calibrate.with_cache_model(shaped, **bad)
+
+
 def test_the_command_line_adds_a_plans_kernels_to_a_cluster_file(calibrated, tmp_path):
     from oneflow_lite import calibrate
 
@@ -99,7 +136,7 @@ def test_the_command_line_adds_a_plans_kernels_to_a_cluster_file(calibrated, tmp
     program = calibrate_probes.gpt_probe(64, batch=2, seq_len=8)
     plan.write_bytes(_C.plan(program, [2], cluster, "data_parallel").simulate([])["plan"])
     assert calibrate.main(["--out", str(out), "--shapes-of", str(base), "--plan", str(plan),
-                           "--reps", "1"]) == 0
+                           "--reps", "1", "--cache-model"]) == 0
     shaped = _C.load_cluster(str(out))
     sim = _C.plan(program, [2], cluster, "data_parallel").simulate([], cluster=shaped)
     assert all(t["exact"] for t in sim["tasks"] if t["kind"] == "COMPUTE" and t["flops"] > 0)

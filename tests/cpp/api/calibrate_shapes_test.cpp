@@ -10,33 +10,18 @@
 #include <set>
 
 #include "graph/plan_task_cost.h"
+#include "tests/cpp/graph/plan_makers.h"
 
 namespace ofl {
 namespace {
 
 int64_t AddRegister(proto::Plan* plan, const std::vector<int64_t>& dims) {
-  proto::RegisterDesc* r = plan->add_registers();
-  r->set_id(plan->registers_size() - 1);
-  r->set_num_slots(1);
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    r->mutable_desc()->mutable_shape()->add_dims(d);
-    n *= d;
-  }
-  r->mutable_desc()->set_dtype("float32");
-  r->set_bytes(4 * n);
-  return r->id();
+  return testing::AddRegister(plan, 0, dims);
 }
 
 void AddCompute(proto::Plan* plan, const std::string& type, const std::vector<int64_t>& in,
                 const std::vector<int64_t>& out) {
-  proto::TaskProto* t = plan->add_tasks();
-  t->set_id(plan->tasks_size() - 1);
-  t->set_kind(proto::TaskProto::COMPUTE);
-  for (int64_t r : in) t->add_inputs(r);
-  for (int64_t r : out) t->add_outputs(r);
-  t->mutable_op_conf()->set_op_type(type);
-  t->mutable_op_conf()->set_name(type + std::to_string(t->id()));
+  testing::AddCompute(plan, type, 0, in, out);
 }
 
 // Two matmuls of one shape ([4, 8] x [8, 16]), one of another ([4, 8] x
@@ -107,6 +92,22 @@ TEST(CalibrateShapes, EntriesReplaceTheirKey) {
   EXPECT_EQ(*t.ExactSeconds("matmul", DataType::kFloat32, "K"), 2.0);
   EXPECT_EQ(*t.ExactSeconds("matmul", DataType::kFloat32, "L"), 3.0);
   EXPECT_EQ(*t.ExactSeconds("matmul", DataType::kFloat32, "M"), 4.0);
+}
+
+TEST(CalibrateShapes, ACacheModelIsSetAndChecked) {
+  EXPECT_EQ(Base().cache_bytes(), 0);
+  Maybe<Cluster> c = WithCacheModel(Base(), {4096, 5e9});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c.value().cache_bytes(), 4096);
+  EXPECT_EQ(c.value().memory_read_bytes_per_s(), 5e9);
+  for (const CacheModel& bad : {CacheModel{0, 5e9}, CacheModel{4096, 0}, CacheModel{-1, 5e9}}) {
+    c = WithCacheModel(Base(), bad);
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.status().message().find("must be > 0"), std::string::npos) << c.status().message();
+  }
+  const CacheModel host = MeasureCacheModel();
+  EXPECT_GT(host.cache_bytes, 0);
+  EXPECT_GT(host.memory_read_bytes_per_s, 1e8);  // any memory reads 100 MB/s
 }
 
 TEST(CalibrateShapes, BadEntriesAreNamed) {

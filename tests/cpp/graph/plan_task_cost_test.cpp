@@ -6,35 +6,13 @@
 #include <gtest/gtest.h>
 
 #include "model_makers.h"
+#include "tests/cpp/graph/plan_makers.h"
 
 namespace ofl {
 namespace {
 
-int64_t AddRegister(proto::Plan* plan, int64_t rank, const std::vector<int64_t>& dims) {
-  proto::RegisterDesc* r = plan->add_registers();
-  r->set_id(plan->registers_size() - 1);
-  r->set_rank(rank);
-  r->set_num_slots(1);
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    r->mutable_desc()->mutable_shape()->add_dims(d);
-    n *= d;
-  }
-  r->mutable_desc()->set_dtype("float32");
-  r->set_bytes(4 * n);
-  return r->id();
-}
-
-proto::TaskProto* AddTask(proto::Plan* plan, proto::TaskProto::Kind kind, int64_t rank,
-                          const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
-  proto::TaskProto* t = plan->add_tasks();
-  t->set_id(plan->tasks_size() - 1);
-  t->set_kind(kind);
-  t->set_rank(rank);
-  for (int64_t r : in) t->add_inputs(r);
-  for (int64_t r : out) t->add_outputs(r);
-  return t;
-}
+using testing::AddRegister;
+using testing::AddTask;
 
 void SetBoxing(proto::TaskProto* t, proto::BoxingConf::Kind kind,
                const std::vector<int64_t>& group) {
@@ -149,6 +127,53 @@ TEST(PlanTaskCostTest, AShapeEntryBeatsTheCurveAndAMissingShapeFallsBack) {
   near(c[1].seconds, 3e-6);
   EXPECT_TRUE(c[1].tabled);
   EXPECT_FALSE(c[1].exact);
+}
+
+TEST(PlanTaskCostTest, ACacheModelAddsTheColdInputsBytes) {
+  // Every register is touched by its own matmul alone, so an input's reuse
+  // distance is the rest of its rank's bytes. Rank 0: mm0 touches 128 + 512
+  // + 256 = 896 bytes, mm1 128 + 1024 + 512 = 1664; mm0's x: 1664 + its own
+  // 128 = 1792 <= 2000 (hot), its w: 1664 + 512 = 2176 (cold). mm1's x: 896
+  // + 128 (hot), its w: 896 + 1024 = 1920 (hot). Rank 1: mm2 alone,
+  // distance 0: both hot.
+  proto::Plan plan;
+  AddMatmul(&plan, 0, 16);
+  AddMatmul(&plan, 0, 32);
+  AddMatmul(&plan, 1, 16);
+  plan.set_num_ranks(2);
+  proto::Cluster p = testing::TwoLevelCluster().proto();  // 1e12 FLOP/s, no table
+  p.mutable_device()->set_memory_read_bytes_per_s(1e9);
+  auto price = [&](int64_t cache_bytes) {
+    p.mutable_device()->set_cache_bytes(cache_bytes);
+    Maybe<Cluster> cluster = Cluster::FromProto(p);
+    CHECK(cluster.ok()) << cluster.status().message();
+    return PriceTasks(plan, cluster.value(), {}).value();
+  };
+  auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-18 + 1e-9 * b); };
+  const std::vector<TaskCost> modelled = price(2000);
+  EXPECT_EQ(modelled[0].cold_bytes, 512);
+  near(modelled[0].seconds, 1024 / 1e12 + 512 / 1e9);  // FLOPs, then w from memory
+  EXPECT_EQ(modelled[1].cold_bytes, 0);
+  near(modelled[1].seconds, 2048 / 1e12);
+  EXPECT_EQ(modelled[2].cold_bytes, 0);
+  near(modelled[2].seconds, 1024 / 1e12);
+  const std::vector<TaskCost> tiny = price(1);  // every input cold
+  EXPECT_EQ(tiny[1].cold_bytes, 128 + 1024);
+  near(tiny[1].seconds, 2048 / 1e12 + 1152 / 1e9);
+  const std::vector<TaskCost> plain = price(0);  // no cache model
+  EXPECT_EQ(plain[0].cold_bytes, 0);
+  near(plain[0].seconds, 1024 / 1e12);
+  p.mutable_device()->set_cache_bytes(-1);
+  Maybe<Cluster> bad = Cluster::FromProto(p);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("device.cache_bytes=-1"), std::string::npos)
+      << bad.status().message();
+  p.mutable_device()->set_cache_bytes(2000);
+  p.mutable_device()->set_memory_read_bytes_per_s(0);
+  bad = Cluster::FromProto(p);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("memory_read_bytes_per_s=0"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(PlanTaskCostTest, UnknownOpIsNamed) {
