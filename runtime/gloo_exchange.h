@@ -35,6 +35,9 @@ class GlooCommunicator::Exchange {
     Post(const_cast<void*>(data), bytes, peer, true);
   }
   void Recv(void* data, int64_t bytes, int64_t peer) { Post(data, bytes, peer, false); }
+  // The slot of the operations posted from now on (an all-reduce posts both
+  // of its phases on one exchange, each on its own slot).
+  void SetSlot(uint64_t slot) { slot_ = slot; }
 
   // Waits for the first `n` posted operations (those not waited for yet).
   // Empty parts post nothing: callers count only non-empty operations.
@@ -133,7 +136,7 @@ class GlooCommunicator::Exchange {
   GlooCommunicator* comm_;
   SocketMesh* mesh_;  // null on Gloo's pairs
   const std::string what_;
-  const uint64_t slot_;
+  uint64_t slot_;
   const Deadline deadline_;
   std::vector<Op> ops_;
   std::vector<bool> is_send_;  // mesh: each posted operation, a send or not
