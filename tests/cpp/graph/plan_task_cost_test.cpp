@@ -84,14 +84,20 @@ proto::TaskProto* AddMatmul(proto::Plan* plan, int64_t rank, int64_t n) {
   return t;
 }
 
-TEST(PlanTaskCostTest, AShapeEntryBeatsTheCurveAndAMissingShapeFallsBack) {
-  // Rank 0: matmuls [4, 8] x [8, 16] (1024 FLOPs) and [4, 8] x [8, 32]
-  // (2048); rank 1 (same group of 4): [4, 8] x [8, 16] again.
+// Rank 0: matmuls [4, 8] x [8, 16] (1024 FLOPs) and [4, 8] x [8, 32]
+// (2048); rank 1 (same group of 4): [4, 8] x [8, 16] again. Every register
+// is its own matmul's.
+proto::Plan ThreeMatmuls() {
   proto::Plan plan;
   AddMatmul(&plan, 0, 16);
   AddMatmul(&plan, 0, 32);
   AddMatmul(&plan, 1, 16);
   plan.set_num_ranks(2);
+  return plan;
+}
+
+TEST(PlanTaskCostTest, AShapeEntryBeatsTheCurveAndAMissingShapeFallsBack) {
+  const proto::Plan plan = ThreeMatmuls();
   Maybe<std::string> key = KernelShapeKey(plan, plan.tasks(0));
   ASSERT_TRUE(key.ok()) << key.status().message();
   EXPECT_EQ(key.value().rfind("float32(4, 8) float32(8, 16) {", 0), 0u) << key.value();
@@ -136,11 +142,7 @@ TEST(PlanTaskCostTest, ACacheModelAddsTheColdInputsBytes) {
   // 128 = 1792 <= 2000 (hot), its w: 1664 + 512 = 2176 (cold). mm1's x: 896
   // + 128 (hot), its w: 896 + 1024 = 1920 (hot). Rank 1: mm2 alone,
   // distance 0: both hot.
-  proto::Plan plan;
-  AddMatmul(&plan, 0, 16);
-  AddMatmul(&plan, 0, 32);
-  AddMatmul(&plan, 1, 16);
-  plan.set_num_ranks(2);
+  const proto::Plan plan = ThreeMatmuls();
   proto::Cluster p = testing::TwoLevelCluster().proto();  // 1e12 FLOP/s, no table
   p.mutable_device()->set_memory_read_bytes_per_s(1e9);
   auto price = [&](int64_t cache_bytes) {
