@@ -1,10 +1,10 @@
 // The reuse-distance model of graph/plan_cache_residency.h.
 #include "graph/plan_cache_residency.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <map>
-
-#include "glog/logging.h"
 
 namespace ofl {
 
