@@ -219,7 +219,8 @@ def run_mode(mode: str, args, clusters: dict) -> dict:
     return out
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
+    """The command line, checked (parser.error on a bad value)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default="procs2,procs4,virtual4",
                         help="comma-separated: " + ", ".join(MODES))
@@ -256,6 +257,11 @@ def main() -> int:
             parser.error(f"--models: unknown model '{m}' (expected {', '.join(fr.MODELS)})")
     if args.rounds < 1 or args.steps < 1 or args.warmup < 0 or args.randoms < 0:
         parser.error("need --rounds >= 1, --steps >= 1, --warmup >= 0, --randoms >= 0")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
     started = time.time()
     clusters, calibration = {}, {}
     # one calibration per (kind, devices): processes measure their collectives
